@@ -1,0 +1,235 @@
+/* The fair-share engine: a pure function from a snapshot of the cluster
+ * (nodes, projects, queues, pods, "now") to per-queue figures and a list of
+ * actions (bind, evict). No I/O, no clock, no globals: the same snapshot
+ * always yields the same result. The controller, the simulator and the
+ * demo all call fair_engine_run() unchanged.
+ *
+ * Units: GPU in milli-GPU (1000 = one GPU), CPU in millicores, memory in
+ * bytes, time in milliseconds since the Unix epoch.
+ *
+ * Ownership: the snapshot and everything it points to are borrowed for the
+ * duration of the call and never modified. The result is owned by the
+ * caller and released with fair_result_release(). Actions refer to pods,
+ * nodes and queues by their index in the snapshot's arrays. */
+#ifndef FAIR_ENGINE_ENGINE_H
+#define FAIR_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+enum fair_res { FAIR_RES_GPU = 0, FAIR_RES_CPU = 1, FAIR_RES_MEM = 2, FAIR_RES_COUNT = 3 };
+
+/* Absent limit. */
+#define FAIR_UNLIMITED INT64_MAX
+/* Most GPU devices on one node: device sets are 64-bit masks. */
+#define FAIR_MAX_GPUS_PER_NODE 64
+#define FAIR_GPU_DEVICE_MILLI 1000
+
+struct fair_resources {
+    int64_t v[FAIR_RES_COUNT];
+};
+
+struct fair_label {
+    const char *key;
+    const char *value;
+};
+
+enum fair_taint_effect {
+    FAIR_TAINT_NO_SCHEDULE,
+    FAIR_TAINT_PREFER_NO_SCHEDULE, /* a preference only: never filters */
+    FAIR_TAINT_NO_EXECUTE,
+};
+
+struct fair_taint {
+    const char *key;
+    const char *value; /* may be NULL or "" */
+    enum fair_taint_effect effect;
+};
+
+enum fair_toleration_op { FAIR_TOLERATE_EQUAL, FAIR_TOLERATE_EXISTS };
+
+struct fair_toleration {
+    const char *key; /* NULL or "" with EXISTS tolerates every taint */
+    enum fair_toleration_op op;
+    const char *value;
+    bool any_effect; /* true when the toleration names no effect */
+    enum fair_taint_effect effect;
+};
+
+struct fair_node {
+    const char *name;
+    const char *gpu_model; /* e.g. "A100-SXM4-80GB"; may be NULL */
+    int gpu_count;         /* devices, each FAIR_GPU_DEVICE_MILLI, <= 64 */
+    /* Allocatable: v[GPU] must equal gpu_count * 1000. */
+    struct fair_resources allocatable;
+    int max_pods; /* 0 means no pod-count limit */
+    bool unschedulable;
+    const struct fair_label *labels;
+    size_t nlabels;
+    const struct fair_taint *taints;
+    size_t ntaints;
+};
+
+/* What Projects and Queues have in common. */
+struct fair_quota {
+    const char *name;
+    struct fair_resources guaranteed; /* >= 0 */
+    struct fair_resources limit;      /* FAIR_UNLIMITED where absent */
+    int64_t over_quota_weight;        /* > 0; the CRD defaults it to 1 */
+    int32_t over_quota_priority;      /* higher tiers get surplus first */
+};
+
+struct fair_project {
+    struct fair_quota q;
+};
+
+struct fair_queue {
+    struct fair_quota q;
+    const char *project_name; /* for messages */
+    int32_t project;          /* index into snapshot.projects; -1: unknown */
+    int64_t reclaim_min_runtime_ms; /* borrowed pods younger are not reclaimed */
+};
+
+enum fair_pod_state {
+    FAIR_POD_PENDING = 0, /* waiting for the engine to place it */
+    FAIR_POD_BOUND = 1,   /* placed on a node, holding its resources */
+};
+
+struct fair_pod {
+    const char *uid;
+    const char *namespace_;
+    const char *name;
+    /* Index into snapshot.queues. -1: not ours (placed by another
+     * scheduler): a BOUND pod with queue -1 only uses capacity. */
+    int32_t queue;
+    enum fair_pod_state state;
+    int32_t priority;   /* PriorityClass value; higher first */
+    int64_t created_ms; /* older first within a priority */
+    int64_t started_ms; /* when bound; for reclaimMinRuntime */
+    bool preemptible;   /* false: interactive, within guaranteed only */
+    /* Requests. v[GPU] is either a multiple of 1000 (whole GPUs) or,
+     * below 1000, a fraction of one device. */
+    struct fair_resources request;
+    /* BOUND pods: the node and the devices they hold. */
+    int32_t node;         /* index into snapshot.nodes; -1 when PENDING */
+    uint64_t gpu_devices; /* bit i = device i of the node */
+    /* Constraints. */
+    const struct fair_label *node_selector;
+    size_t nnode_selector;
+    const struct fair_toleration *tolerations;
+    size_t ntolerations;
+    const char *gpu_model; /* required model, or NULL */
+    /* Gangs: pods sharing gang (within a queue) are placed all together or
+     * not at all; gang_size is how many pods the gang needs. */
+    const char *gang;
+    int32_t gang_size;
+};
+
+struct fair_snapshot {
+    int64_t now_ms;
+    const struct fair_node *nodes;
+    size_t nnodes;
+    const struct fair_project *projects;
+    size_t nprojects;
+    const struct fair_queue *queues;
+    size_t nqueues;
+    const struct fair_pod *pods;
+    size_t npods;
+};
+
+enum fair_action_kind {
+    FAIR_ACTION_BIND,  /* place pod on node, on gpu_devices */
+    FAIR_ACTION_EVICT, /* evict pod (through the Eviction API) */
+};
+
+enum fair_evict_reason {
+    FAIR_EVICT_NONE = 0,
+    FAIR_EVICT_RECLAIM,  /* its queue borrowed; the owner wants it back */
+    FAIR_EVICT_PREEMPT,  /* a higher-priority pod of the same queue */
+};
+
+struct fair_action {
+    enum fair_action_kind kind;
+    int32_t pod;           /* index into snapshot.pods */
+    int32_t node;          /* BIND: target node */
+    uint64_t gpu_devices;  /* BIND: devices given to the pod */
+    enum fair_evict_reason reason; /* EVICT */
+    int32_t for_queue;     /* EVICT: the queue the room is made for */
+    int32_t for_pod;       /* EVICT: the pending pod the room is made for */
+};
+
+/* Why a pending pod was not bound this cycle. */
+enum fair_pending_reason {
+    FAIR_PENDING_NONE = 0,       /* bound, or not pending */
+    FAIR_PENDING_UNKNOWN_QUEUE,  /* queue -1 */
+    FAIR_PENDING_INVALID_QUEUE,  /* its queue or project is invalid */
+    FAIR_PENDING_OVER_LIMIT,     /* would exceed a queue or project limit */
+    FAIR_PENDING_OVER_GUARANTEE, /* non-preemptible beyond guaranteed */
+    FAIR_PENDING_WAITING_RECLAIM,/* evictions issued; waiting for room */
+    FAIR_PENDING_NO_NODE_FITS,   /* no node passes the filters */
+    FAIR_PENDING_GANG_INCOMPLETE,/* fewer pods than gang_size exist */
+    FAIR_PENDING_GANG_NO_FIT,    /* the whole gang does not fit */
+    FAIR_PENDING_FAIR_SHARE,     /* its queue is at its fair share */
+};
+
+/* Per-queue (and per-project) figures, per resource. */
+struct fair_share_status {
+    struct fair_resources guaranteed;
+    struct fair_resources fair_share;
+    struct fair_resources allocated; /* bound pods, before this cycle */
+    struct fair_resources allocated_after; /* after this cycle's actions */
+    struct fair_resources demand;    /* bound + pending requests */
+    struct fair_resources borrowed;  /* allocated above guaranteed */
+    struct fair_resources lent;      /* guaranteed idle while others borrow */
+    int32_t pending_pods;
+    int32_t running_pods;
+};
+
+enum fair_problem_kind {
+    FAIR_PROBLEM_INVALID,       /* the object cannot be used: see message */
+    FAIR_PROBLEM_OVERCOMMITTED, /* children guarantee more than the parent */
+};
+
+enum fair_object_kind { FAIR_OBJ_CLUSTER, FAIR_OBJ_PROJECT, FAIR_OBJ_QUEUE, FAIR_OBJ_NODE,
+                        FAIR_OBJ_POD };
+
+/* A problem found in the snapshot. Invalid objects are left out of the
+ * cycle (their pods stay pending with FAIR_PENDING_INVALID_QUEUE); the rest
+ * of the cluster is still scheduled. */
+struct fair_problem {
+    enum fair_problem_kind kind;
+    enum fair_object_kind object;
+    int32_t index;
+    char message[200];
+};
+
+struct fair_result {
+    struct fair_action *actions;
+    size_t nactions;
+    struct fair_share_status *queues; /* nqueues, same order as snapshot */
+    size_t nqueues;
+    struct fair_share_status *projects; /* nprojects */
+    size_t nprojects;
+    struct fair_share_status cluster;
+    uint8_t *pending_reasons; /* npods; enum fair_pending_reason */
+    size_t npods;
+    struct fair_problem *problems;
+    size_t nproblems;
+};
+
+/* Runs one scheduling cycle. Returns 0, or FAIR_ENOMEM / FAIR_EINVAL (a
+ * snapshot that is unusable as a whole, e.g. an index out of range; err
+ * says what). Problems with single objects do not fail the call: they are
+ * listed in result->problems. On failure *result is left empty. */
+int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result,
+                    struct fair_error *err);
+
+void fair_result_release(struct fair_result *result);
+
+const char *fair_pending_reason_str(enum fair_pending_reason r);
+const char *fair_res_name(enum fair_res r);
+
+#endif
