@@ -1,0 +1,117 @@
+/* Plain C structs for the Kubernetes objects the controller needs, decoded
+ * from JSON by lib/kube and cached by lib/cache. Only the fields Fairshare
+ * uses are kept (this is what keeps memory per cached pod small); json_t
+ * never leaves the decoding layer.
+ *
+ * Ownership: every string and array is owned by its object and freed by the
+ * object's _free() function; _free(NULL) is a no-op. Quantities are already
+ * parsed: GPU and CPU in milli-units, memory in bytes. Times are ms since the
+ * Unix epoch, 0 when absent. */
+#ifndef FAIR_KUBE_OBJECTS_H
+#define FAIR_KUBE_OBJECTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+/* The metadata the controller uses from every object. */
+struct fair_kmeta {
+    char *uid;
+    char *namespace_; /* NULL for cluster-scoped objects */
+    char *name;
+    char *resource_version;
+    int64_t generation;
+    int64_t creation_ms;
+    int64_t deletion_ms; /* deletionTimestamp; 0 when not being deleted */
+};
+
+enum fair_kpod_phase {
+    FAIR_KPOD_PENDING,
+    FAIR_KPOD_RUNNING,
+    FAIR_KPOD_SUCCEEDED,
+    FAIR_KPOD_FAILED,
+    FAIR_KPOD_UNKNOWN,
+};
+
+struct fair_kpod {
+    struct fair_kmeta meta;
+    char *scheduler_name; /* spec.schedulerName */
+    char *node_name;      /* spec.nodeName; NULL when unbound */
+    enum fair_kpod_phase phase;
+    int32_t priority; /* spec.priority */
+    /* Sum over containers of resources.requests (limits where a request is
+     * absent, as Kubernetes defaults them); GPU from nvidia.com/gpu. */
+    struct fair_resources request;
+    /* Labels and annotations Fairshare reads, already extracted: */
+    char *queue;          /* label fairshare.dev/queue */
+    bool preemptible;     /* label fairshare.dev/preemptible != "false" */
+    int64_t gpu_fraction_milli; /* annotation fairshare.dev/gpu-fraction; 0 if none */
+    char *gpu_devices;    /* annotation fairshare.dev/gpu-devices ("0,3"); NULL if none */
+    char *gang;           /* annotation fairshare.dev/gang */
+    int32_t gang_size;    /* annotation fairshare.dev/gang-size; 0 if none */
+    char *gpu_model;      /* nodeSelector nvidia.com/gpu.product, if any */
+    int64_t sim_duration_s; /* annotation sim.fairshare.dev/duration-seconds; 0 if none */
+    int64_t start_ms;     /* status.startTime */
+    bool scheduled_condition_false; /* PodScheduled=False is already set */
+    char *scheduled_reason;         /* its reason, to avoid rewriting it */
+    bool disruption_target;         /* DisruptionTarget=True condition */
+    struct fair_label *node_selector;
+    size_t nnode_selector;
+    struct fair_toleration *tolerations;
+    size_t ntolerations;
+    /* Any decode problem that should be told to the user (bad annotation
+     * value, ...); NULL when the pod is fine. */
+    char *problem;
+};
+
+struct fair_knode {
+    struct fair_kmeta meta;
+    struct fair_resources allocatable;
+    int gpu_count;
+    int max_pods;
+    char *gpu_model; /* label nvidia.com/gpu.product */
+    bool unschedulable;
+    bool ready; /* Ready condition True */
+    struct fair_label *labels;
+    size_t nlabels;
+    struct fair_taint *taints;
+    size_t ntaints;
+};
+
+/* spec of a fairshare.dev Project or Queue, shared parts. Unset
+ * guaranteed is 0; unset limit is FAIR_UNLIMITED. */
+struct fair_kquota {
+    struct fair_resources guaranteed;
+    struct fair_resources limit;
+    int64_t over_quota_weight;   /* default 1 */
+    int32_t over_quota_priority; /* default 0 */
+};
+
+struct fair_kproject {
+    struct fair_kmeta meta;
+    struct fair_kquota quota;
+    char *team;          /* defaults to the name */
+    char *cost_center;
+    char **namespaces;
+    size_t nnamespaces;
+    char *default_queue;
+    char *problem; /* validation failure, reported as an Invalid condition */
+};
+
+struct fair_kqueue {
+    struct fair_kmeta meta;
+    struct fair_kquota quota;
+    char *project;
+    int64_t reclaim_min_runtime_ms;
+    char *problem;
+};
+
+void fair_kmeta_release(struct fair_kmeta *m);
+void fair_kpod_free(struct fair_kpod *p);
+void fair_knode_free(struct fair_knode *n);
+void fair_kproject_free(struct fair_kproject *p);
+void fair_kqueue_free(struct fair_kqueue *q);
+
+#endif
