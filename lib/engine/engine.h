@@ -116,6 +116,11 @@ struct fair_pod {
     /* BOUND pods: the node and the devices they hold. */
     int32_t node;         /* index into snapshot.nodes; -1 when PENDING */
     uint64_t gpu_devices; /* bit i = device i of the node */
+    /* BOUND pods being deleted (evicted, or deletionTimestamp set): they
+     * still hold their resources until they are gone, are never chosen as
+     * victims again, and the room they will free counts towards the
+     * pending pods they were evicted for, so no extra victims are taken. */
+    bool terminating;
     /* Constraints. */
     const struct fair_label *node_selector;
     size_t nnode_selector;
