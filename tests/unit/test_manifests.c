@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "base/duration.h"
 #include "base/quantity.h"
 #include "base/yaml.h"
@@ -1159,6 +1160,163 @@ static void test_examples_follow_the_api(void **state)
     json_decref(ex);
 }
 
+/* ---- Dockerfile (Docker cannot run here, so it is linted) ----------------- */
+
+#define DF_MAX_LINES 256
+#define DF_LINE_MAX 2048
+
+/* Splits the Dockerfile into logical instructions (continuations joined,
+ * comments dropped). Returns the count; lines[i] are NUL-terminated. */
+static int dockerfile_lines(char lines[][DF_LINE_MAX], int max)
+{
+    char p[PATH_MAX_LEN];
+    char *data = NULL;
+    size_t len = 0;
+    struct fair_error err = {0};
+    src_path(p, sizeof p, "Dockerfile");
+    if (fair_read_file(p, 1 << 20, &data, &len, &err) != 0)
+        fail_msg("%s", err.msg);
+    int n = 0;
+    size_t cur = 0;
+    bool cont = false;
+    for (char *line = data; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t l = nl ? (size_t)(nl - line) : strlen(line);
+        char *next = nl ? nl + 1 : NULL;
+        while (l > 0 && (line[l - 1] == ' ' || line[l - 1] == '\r'))
+            l--;
+        bool is_comment = l > 0 && line[strspn(line, " ")] == '#';
+        if (!is_comment && l > 0) {
+            bool more = line[l - 1] == '\\';
+            if (more)
+                l--;
+            if (!cont) {
+                assert_true(n < max);
+                cur = 0;
+                n++;
+            }
+            assert_true(cur + l + 2 < DF_LINE_MAX);
+            memcpy(lines[n - 1] + cur, line, l);
+            cur += l;
+            lines[n - 1][cur++] = ' ';
+            lines[n - 1][cur] = '\0';
+            cont = more;
+        }
+        line = next;
+    }
+    fair_free(data);
+    return n;
+}
+
+/* Packages named by "apt-get install" in one instruction (appended to out,
+ * separated by spaces). */
+static void apt_packages(const char *instr, char *out, size_t n)
+{
+    const char *p = strstr(instr, "apt-get install");
+    if (!p)
+        return;
+    p += strlen("apt-get install");
+    while (*p) {
+        p += strspn(p, " ");
+        size_t l = strcspn(p, " ");
+        if (l == 0 || strncmp(p, "&&", 2) == 0)
+            break;
+        if (p[0] != '-') {
+            size_t used = strlen(out);
+            assert_true(used + l + 2 < n);
+            memcpy(out + used, p, l);
+            out[used + l] = ' ';
+            out[used + l + 1] = '\0';
+        }
+        p += l;
+    }
+}
+
+static bool has_word(const char *list, const char *word)
+{
+    size_t l = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += l)
+        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
+            return true;
+    return false;
+}
+
+static void test_dockerfile(void **state)
+{
+    (void)state;
+    static char lines[DF_MAX_LINES][DF_LINE_MAX];
+    int n = dockerfile_lines(lines, DF_MAX_LINES);
+    int stage = -1, froms = 0;
+    char pkgs[2][DF_LINE_MAX] = {"", ""};
+    const char *user = NULL, *entry = NULL;
+    bool release = false, copies = false, plugin = false;
+    for (int i = 0; i < n; i++) {
+        const char *l = lines[i];
+        if (strncmp(l, "FROM ", 5) == 0) {
+            stage = froms++;
+            assert_true(froms <= 2);
+            assert_string_equal(l, froms == 1 ? "FROM debian:bookworm AS build "
+                                              : "FROM debian:bookworm-slim AS runtime ");
+            continue;
+        }
+        assert_true(stage >= 0);
+        assert_true(strncmp(l, "ADD ", 4) != 0);
+        assert_null(strstr(l, ":latest"));
+        apt_packages(l, pkgs[stage], sizeof pkgs[stage]);
+        if (stage == 0 && strstr(l, "-DCMAKE_BUILD_TYPE=Release"))
+            release = true;
+        if (stage == 1 && strncmp(l, "COPY --from=build ", 18) == 0)
+            copies = strstr(l, "fairshare-controller") && strstr(l, "fairsharectl");
+        if (stage == 1 && strstr(l, "ln -s fairsharectl /usr/local/bin/kubectl-fairshare"))
+            plugin = true;
+        if (strncmp(l, "USER ", 5) == 0)
+            user = l + 5;
+        if (strncmp(l, "ENTRYPOINT ", 11) == 0)
+            entry = l + 11;
+    }
+    assert_int_equal(froms, 2);
+    assert_true(release);
+    assert_true(copies);
+    assert_true(plugin);
+    /* Runtime: exactly the shared libraries, never a -dev package. */
+    static const char *const runtime[] = {"libcurl4",
+                                          "libjansson4",
+                                          "libyaml-0-2",
+                                          "libsqlite3-0",
+                                          "libevent-2.1-7",
+                                          "libevent-openssl-2.1-7",
+                                          "libevent-pthreads-2.1-7",
+                                          "ca-certificates"};
+    size_t words = 0;
+    for (const char *p = pkgs[1]; *p; p += strcspn(p, " "), p += strspn(p, " "))
+        words++;
+    assert_int_equal(words, sizeof runtime / sizeof *runtime);
+    for (size_t i = 0; i < sizeof runtime / sizeof *runtime; i++)
+        if (!has_word(pkgs[1], runtime[i]))
+            fail_msg("runtime stage does not install %s: %s", runtime[i], pkgs[1]);
+    assert_null(strstr(pkgs[1], "-dev"));
+    static const char *const build_dev[] = {
+        "libcurl4-openssl-dev", "libjansson-dev", "libyaml-dev", "libsqlite3-dev",
+        "libevent-dev",         "libcmocka-dev",  "cmake",       "gcc"};
+    for (size_t i = 0; i < sizeof build_dev / sizeof *build_dev; i++)
+        if (!has_word(pkgs[0], build_dev[i]))
+            fail_msg("build stage does not install %s: %s", build_dev[i], pkgs[0]);
+    /* Numeric non-root user (runAsNonRoot can check it), exec-form entry. */
+    assert_non_null(user);
+    assert_string_equal(user, "65532:65532 ");
+    assert_non_null(entry);
+    assert_string_equal(entry, "[\"/usr/local/bin/fairshare-controller\"] ");
+
+    char p[PATH_MAX_LEN];
+    char *ign = NULL;
+    size_t len = 0;
+    src_path(p, sizeof p, ".dockerignore");
+    assert_int_equal(fair_read_file(p, 1 << 16, &ign, &len, NULL), 0);
+    assert_non_null(strstr(ign, "\n.git\n"));
+    assert_non_null(strstr(ign, "\nbuild-*\n"));
+    fair_free(ign);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1175,6 +1333,7 @@ int main(void)
         cmocka_unit_test(test_controller_config),
         cmocka_unit_test(test_kustomizations),
         cmocka_unit_test(test_examples_follow_the_api),
+        cmocka_unit_test(test_dockerfile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
