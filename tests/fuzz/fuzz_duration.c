@@ -21,12 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t back = -1;
         fair_duration_format_ms(ms, buf, sizeof buf);
         if (fair_duration_parse_ms(buf, &back, NULL) != 0)
-            fuzz_fail("\"%s\": %lld ms formats as \"%s\", which does not parse", s,
-                      (long long)ms, buf);
+            fuzz_fail("\"%s\": %lld ms formats as \"%s\", which does not parse", s, (long long)ms,
+                      buf);
         int64_t tolerance = ms >= 60000 ? 999 : 0;
         if (back > ms || ms - back > tolerance)
-            fuzz_fail("\"%s\": %lld ms formats as \"%s\", which parses as %lld", s,
-                      (long long)ms, buf, (long long)back);
+            fuzz_fail("\"%s\": %lld ms formats as \"%s\", which parses as %lld", s, (long long)ms,
+                      buf, (long long)back);
     }
     free(s);
     return 0;

@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rm == 0) {
         fair_milli_format(milli, buf, sizeof buf);
         if (fair_quantity_parse_milli(buf, &back, NULL) != 0 || back != milli)
-            fuzz_fail("\"%s\": %lld formats as \"%s\", which parses as %lld", s,
-                      (long long)milli, buf, (long long)back);
+            fuzz_fail("\"%s\": %lld formats as \"%s\", which parses as %lld", s, (long long)milli,
+                      buf, (long long)back);
     }
     if (rp == 0) {
         fair_bytes_format(plain, buf, sizeof buf);

@@ -8,8 +8,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct fair_yaml_limits lim = {.max_bytes = 16384, .max_depth = 16, .max_nodes = 4000,
-                                   .max_docs = 16};
+    struct fair_yaml_limits lim = {
+        .max_bytes = 16384, .max_depth = 16, .max_nodes = 4000, .max_docs = 16};
     struct fair_error err = {0};
     json_t *docs = NULL;
     int rc = fair_yaml_parse("fuzz.yaml", (const char *)data, size, &lim, &docs, &err);

@@ -12,8 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    struct fair_yaml_limits lim = {.max_bytes = 4096, .max_depth = 16, .max_nodes = 2000,
-                                   .max_docs = 8};
+    struct fair_yaml_limits lim = {
+        .max_bytes = 4096, .max_depth = 16, .max_nodes = 2000, .max_docs = 8};
     struct fair_error err = {0};
     json_t *docs = NULL;
     fair_alloc_fail_after(data[0] % 64);
