@@ -558,11 +558,20 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
             goto out;
         }
         if (crv < s->continue_floor) {
-            fk_reply(s, req, 410,
-                     fk_status(410, "Expired",
-                               "The provided continue parameter is too old to display a "
-                               "consistent list result. You can start a new list without the "
-                               "continue parameter."));
+            /* Like the real server: 410 plus a token that continues the
+             * list inconsistently at the current rv. */
+            json_t *st = fk_status(
+                410, "Expired",
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter, or use the "
+                "continue token in this response to retrieve the remainder of the results. "
+                "Continuing with the provided token results in an inconsistent list - objects "
+                "that were created, modified, or deleted between the time the first chunk was "
+                "returned and now may show up in the list.");
+            cont = continue_encode(s->rv, startkey);
+            if (st && cont)
+                json_object_set_new(st, "metadata", json_pack("{s:s}", "continue", cont));
+            fk_reply(s, req, 410, st);
             goto out;
         }
         start = startkey;
@@ -1273,8 +1282,12 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
             }
             if (desired < 0)
                 desired = 0;
-            int pod_healthy = pod_ready(pod);
-            int allowed = pod_healthy ? healthy - desired > 0 : healthy >= desired;
+            /* As in pkg/registry/core/pod/storage/eviction.go: an unready
+             * pod may go while the budget is met (IfHealthyBudget), a ready
+             * one only when a disruption is allowed. */
+            int allowed = healthy - desired > 0;
+            if (!pod_ready(pod) && desired > 0 && healthy >= desired)
+                allowed = 1;
             if (!allowed) {
                 json_t *st = fk_status(429, "TooManyRequests",
                                        "Cannot evict pod as it would violate the pod's "
@@ -1293,6 +1306,36 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
                 goto out;
             }
         }
+    }
+    /* The eviction marks the pod first (PodDisruptionConditions). */
+    json_t *marked = json_deep_copy(pod);
+    if (marked) {
+        json_t *status = json_object_get(marked, "status");
+        if (!json_is_object(status)) {
+            status = json_object();
+            json_object_set_new(marked, "status", status);
+        }
+        json_t *conds = json_object_get(status, "conditions");
+        if (!json_is_array(conds)) {
+            conds = json_array();
+            json_object_set_new(status, "conditions", conds);
+        }
+        char ts[32];
+        fk_now_rfc3339(ts, sizeof(ts));
+        size_t ci;
+        json_t *c;
+        json_array_foreach(conds, ci, c)
+        {
+            if (!strcmp(fk_path_str(c, "type"), "DisruptionTarget")) {
+                json_array_remove(conds, ci);
+                break;
+            }
+        }
+        json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s,s:s}", "type",
+                                               "DisruptionTarget", "status", "True", "reason",
+                                               "EvictionByEvictionAPI", "message",
+                                               "Eviction API: evicting", "lastTransitionTime", ts));
+        fk_put(s, FK_PODS, key, marked, FK_MODIFIED);
     }
     json_decref(fk_delete_object(s, FK_PODS, key, grace));
     fk_reply(s, req, 201, fk_status(201, "", "%s", ""));
