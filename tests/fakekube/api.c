@@ -984,63 +984,61 @@ out:
     json_decref(nw);
 }
 
-/* RFC 7386 JSON merge patch; takes target, returns the result. */
-static json_t *merge_patch(json_t *target, const json_t *patch)
-{
-    if (!json_is_object(patch)) {
-        json_decref(target);
-        return json_deep_copy(patch);
-    }
-    if (!json_is_object(target)) {
-        json_decref(target);
-        target = json_object();
-        if (!target)
-            return NULL;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)patch, k, v)
-    {
-        if (json_is_null(v)) {
-            json_object_del(target, k);
-            continue;
-        }
-        json_t *cur = json_object_get(target, k);
-        json_t *merged = merge_patch(cur ? json_incref(cur) : NULL, v);
-        if (!merged) {
-            json_decref(target);
-            return NULL;
-        }
-        json_object_set_new(target, k, merged);
-    }
-    return target;
-}
-
 static void handle_patch(struct fk_server *s, struct evhttp_request *req, const struct route *r,
                          const char *key, int mode)
 {
     const struct fk_type *t = &s->types[r->type];
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-    if (!ct || (strncmp(ct, "application/merge-patch+json", 28) != 0 &&
-                strncmp(ct, "application/strategic-merge-patch+json", 38) != 0)) {
+    enum { MERGE, STRATEGIC, JSONPATCH } kind;
+    if (ct && !strncmp(ct, "application/merge-patch+json", 28))
+        kind = MERGE;
+    else if (ct && !strncmp(ct, "application/json-patch+json", 27))
+        kind = JSONPATCH;
+    else if (ct && !strncmp(ct, "application/strategic-merge-patch+json", 38) && t->builtin)
+        kind = STRATEGIC; /* custom resources do not take it, as in the real server */
+    else {
         fk_reply(s, req, 415,
                  fk_status(415, "UnsupportedMediaType",
                            "the body of the request was in an unknown format - accepted media "
-                           "types include: application/merge-patch+json, "
-                           "application/strategic-merge-patch+json"));
+                           "types include: application/json-patch+json, "
+                           "application/merge-patch+json%s",
+                           t->builtin ? ", application/strategic-merge-patch+json" : ""));
         return;
     }
-    json_t *patch = read_body(s, req);
-    if (!patch)
-        return;
     json_t *old = fk_get(s, r->type, key);
     if (!old) {
-        json_decref(patch);
         reply_not_found(s, req, t, r->name);
         return;
     }
-    json_t *res = merge_patch(json_deep_copy(old), patch);
-    json_decref(patch);
+    json_t *res = NULL;
+    if (kind == JSONPATCH) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        const char *data = (const char *)evbuffer_pullup(in, -1);
+        json_error_t jerr;
+        json_t *ops = json_loadb(data ? data : "", len, 0, &jerr);
+        if (!ops || !json_depth_ok(ops, 0)) {
+            json_decref(ops);
+            fk_reply(s, req, 400, fk_status(400, "BadRequest", "invalid JSON patch: %s", jerr.text));
+            return;
+        }
+        char err[300];
+        res = json_deep_copy(old);
+        if (res && fk_json_patch(res, ops, err, sizeof(err)) != 0) {
+            json_decref(ops);
+            json_decref(res);
+            reply_invalid(s, req, t, r->name, "patch", err);
+            return;
+        }
+        json_decref(ops);
+    } else {
+        json_t *patch = read_body(s, req);
+        if (!patch)
+            return;
+        res = kind == MERGE ? fk_merge_patch(json_deep_copy(old), patch)
+                            : fk_strategic_merge_patch(json_deep_copy(old), patch);
+        json_decref(patch);
+    }
     if (!res) {
         fk_reply(s, req, 500, fk_status(500, "InternalError", "out of memory"));
         return;

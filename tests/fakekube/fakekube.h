@@ -173,6 +173,15 @@ int fk_selector_match(const struct fk_selector *sel, const json_t *obj);
 /* Field selector keys allowed for a type; -1 and a message when not. */
 int fk_selector_check_fields(const struct fk_selector *sel, int type, char *err, size_t n);
 
+/* ---- patch.c ---- */
+/* Merge patches take target (a reference) and return the result (new
+ * reference) or NULL on allocation failure. */
+json_t *fk_merge_patch(json_t *target, const json_t *patch);
+json_t *fk_strategic_merge_patch(json_t *target, const json_t *patch);
+/* Applies RFC 6902 operations to doc in place; -1 and a message on error
+ * (doc may then be partly patched: callers patch a copy). */
+int fk_json_patch(json_t *doc, const json_t *ops, char *err, size_t n);
+
 /* ---- watch.c ---- */
 int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, const char *ns,
                    struct evkeyvalq *query);

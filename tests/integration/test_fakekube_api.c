@@ -447,6 +447,9 @@ static void test_binding_and_eviction(void **state)
     r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/evict/pods/e0", NULL, &code);
     assert_int_equal(code, 200);
     assert_non_null(jstr(r, "metadata.deletionTimestamp"));
+    json_t *dt = json_array_get(json_object_get(json_object_get(r, "status"), "conditions"), 1);
+    assert_string_equal(jstr(dt, "type"), "DisruptionTarget");
+    assert_string_equal(jstr(dt, "reason"), "EvictionByEvictionAPI");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "metadata"),
                                                         "deletionGracePeriodSeconds")),
                      1);
@@ -567,6 +570,86 @@ static void test_status_subresource(void **state)
     free(stale);
 }
 
+static void test_patch_formats(void **state)
+{
+    (void)state;
+    long code = 0;
+    char *resp = NULL;
+    json_t *r = fair_fake_request_json(
+        &fake, "POST", "/api/v1/namespaces/team-a/pods",
+        "{\"metadata\":{\"name\":\"gated\"},\"spec\":{\"schedulingGates\":[{\"name\":"
+        "\"fairshare.dev/admission\"}],\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
+        &code);
+    assert_int_equal(code, 201);
+    json_decref(r);
+    /* Gated pods cannot be bound. */
+    bind_pod("team-a", "gated", "node-0000", 409);
+    /* JSON patch removes the gate. */
+    assert_int_equal(fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated",
+                                          "application/json-patch+json",
+                                          "[{\"op\":\"test\",\"path\":\"/spec/schedulingGates/0/"
+                                          "name\",\"value\":\"fairshare.dev/admission\"},{\"op\":"
+                                          "\"remove\",\"path\":\"/spec/schedulingGates\"}]",
+                                          &code, &resp),
+                     0);
+    assert_int_equal(code, 200);
+    free(resp);
+    /* A failing test op is 422 and changes nothing. */
+    r = NULL;
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated",
+                         "application/json-patch+json",
+                         "[{\"op\":\"test\",\"path\":\"/metadata/name\",\"value\":\"x\"}]",
+                         &code, &resp);
+    assert_int_equal(code, 422);
+    free(resp);
+    bind_pod("team-a", "gated", "node-0000", 201);
+
+    /* Strategic merge patch merges conditions by type. */
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated/status",
+                         "application/strategic-merge-patch+json",
+                         "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                         "\"True\"}]}}",
+                         &code, &resp);
+    assert_int_equal(code, 200);
+    free(resp);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/team-a/pods/gated", NULL, &code);
+    json_t *conds = json_object_get(json_object_get(r, "status"), "conditions");
+    assert_int_equal(json_array_size(conds), 2);
+    assert_string_equal(jstr(json_array_get(conds, 0), "type"), "PodScheduled");
+    assert_string_equal(jstr(json_array_get(conds, 1), "type"), "Ready");
+    json_decref(r);
+    /* ... while a merge patch replaces the list. */
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated/status",
+                         "application/merge-patch+json",
+                         "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                         "\"False\"}]}}",
+                         &code, &resp);
+    assert_int_equal(code, 200);
+    free(resp);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/team-a/pods/gated", NULL, &code);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(r, "status"), "conditions")),
+                     1);
+    json_decref(r);
+    /* Custom resources do not take strategic merge patches. */
+    fair_fake_request_ct(&fake, "PATCH", "/apis/fairshare.dev/v1alpha1/queues/none",
+                         "application/strategic-merge-patch+json", "{}", &code, &resp);
+    assert_int_equal(code, 415);
+    free(resp);
+    /* A pod's spec is immutable apart from a few fields. */
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated",
+                         "application/merge-patch+json", "{\"spec\":{\"nodeName\":\"node-0001\"}}",
+                         &code, &resp);
+    assert_int_equal(code, 422);
+    free(resp);
+    /* A stale resourceVersion in a patch is a conflict. */
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated",
+                         "application/merge-patch+json",
+                         "{\"metadata\":{\"resourceVersion\":\"1\",\"labels\":{\"a\":\"b\"}}}",
+                         &code, &resp);
+    assert_int_equal(code, 409);
+    free(resp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_watch_order_bookmarks_and_expiry),
         cmocka_unit_test(test_binding_and_eviction),
         cmocka_unit_test(test_status_subresource),
+        cmocka_unit_test(test_patch_formats),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
