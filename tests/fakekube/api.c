@@ -1122,77 +1122,6 @@ out:
     json_decref(opts);
 }
 
-static int pod_ready(const json_t *pod)
-{
-    if (strcmp(fk_path_str(pod, "status.phase"), "Running") != 0)
-        return 0;
-    if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
-        return 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
-    {
-        if (strcmp(fk_path_str(c, "type"), "Ready") == 0)
-            return strcmp(fk_path_str(c, "status"), "True") == 0;
-    }
-    return 0;
-}
-
-/* matchLabels and matchExpressions of a LabelSelector. */
-static int selector_matches(const json_t *sel, const json_t *obj)
-{
-    if (!json_is_object(sel))
-        return 0; /* a PDB without selector selects nothing in policy/v1... */
-    const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(sel, "matchLabels"), k, v)
-    {
-        const char *lv = json_string_value(json_object_get(labels, k));
-        if (!lv || !json_is_string(v) || strcmp(lv, json_string_value(v)) != 0)
-            return 0;
-    }
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(sel, "matchExpressions"), i, e)
-    {
-        const char *key = fk_path_str(e, "key");
-        const char *op = fk_path_str(e, "operator");
-        const char *lv = json_string_value(json_object_get(labels, key));
-        int in = 0;
-        size_t j;
-        json_t *val;
-        json_array_foreach(json_object_get(e, "values"), j, val)
-        {
-            if (lv && json_is_string(val) && strcmp(lv, json_string_value(val)) == 0)
-                in = 1;
-        }
-        if ((!strcmp(op, "In") && !in) || (!strcmp(op, "NotIn") && in) ||
-            (!strcmp(op, "Exists") && !lv) || (!strcmp(op, "DoesNotExist") && lv))
-            return 0;
-    }
-    return 1;
-}
-
-/* An int or a "N%" IntOrString, scaled on total (rounding up). */
-static long int_or_percent(const json_t *v, long total, int *set)
-{
-    *set = 1;
-    if (json_is_integer(v))
-        return (long)json_integer_value(v);
-    const char *sv = json_string_value(v);
-    if (sv) {
-        char *end;
-        long p = strtol(sv, &end, 10);
-        if (*end == '%')
-            return (p * total + 99) / 100;
-        if (!*end)
-            return p;
-    }
-    *set = 0;
-    return 0;
-}
-
 static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
                             const struct route *r, const char *key)
 {
@@ -1238,7 +1167,7 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
             json_t *p = fk_get(s, FK_PDBS, keys[i]);
             if (strcmp(fk_meta_str(p, "namespace"), r->ns) != 0)
                 continue;
-            if (selector_matches(json_object_get(json_object_get(p, "spec"), "selector"), pod)) {
+            if (fk_label_selector_matches(json_object_get(json_object_get(p, "spec"), "selector"), pod)) {
                 pdb = p;
                 npdb++;
             }
@@ -1251,40 +1180,16 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
             goto out;
         }
         if (pdb) {
-            json_t *sel = json_object_get(json_object_get(pdb, "spec"), "selector");
-            long expected = 0, healthy = 0;
-            size_t np;
-            char **pk = fk_sorted_keys(s, FK_PODS, &np);
-            char prefix[300];
-            snprintf(prefix, sizeof(prefix), "%s/", r->ns);
-            size_t pl = strlen(prefix);
-            for (size_t i = 0; i < np; i++) {
-                if (strncmp(pk[i], prefix, pl) != 0)
-                    continue;
-                json_t *p = fk_get(s, FK_PODS, pk[i]);
-                if (!selector_matches(sel, p))
-                    continue;
-                const char *ph = fk_path_str(p, "status.phase");
-                if (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"))
-                    continue;
-                expected++;
-                if (pod_ready(p))
-                    healthy++;
-            }
-            int set;
-            json_t *spec = json_object_get(pdb, "spec");
-            long desired = int_or_percent(json_object_get(spec, "minAvailable"), expected, &set);
-            if (!set) {
-                long mu = int_or_percent(json_object_get(spec, "maxUnavailable"), expected, &set);
-                desired = set ? expected - mu : 0;
-            }
-            if (desired < 0)
-                desired = 0;
+            long expected, healthy, desired;
+            fk_pdb_counts(s, pdb, &expected, &healthy, &desired);
             /* As in pkg/registry/core/pod/storage/eviction.go: an unready
              * pod may go while the budget is met (IfHealthyBudget), a ready
              * one only when a disruption is allowed. */
             int allowed = healthy - desired > 0;
-            if (!pod_ready(pod) && desired > 0 && healthy >= desired)
+            if (!fk_pod_ready(pod) && desired > 0 && healthy >= desired)
+                allowed = 1;
+            const char *uepp = fk_path_str(pdb, "spec.unhealthyPodEvictionPolicy");
+            if (!fk_pod_ready(pod) && !strcmp(uepp, "AlwaysAllow"))
                 allowed = 1;
             if (!allowed) {
                 json_t *st = fk_status(429, "TooManyRequests",
@@ -1360,6 +1265,13 @@ static void handle_binding(struct fk_server *s, struct evhttp_request *req,
         goto out;
     }
     const char *cur = fk_path_str(pod, "spec.nodeName");
+    const char *buid = fk_meta_str(body, "uid");
+    const char *brv = fk_meta_str(body, "resourceVersion");
+    if ((*buid && strcmp(buid, fk_meta_str(pod, "uid")) != 0) ||
+        (*brv && strcmp(brv, fk_meta_str(pod, "resourceVersion")) != 0)) {
+        reply_conflict(s, req, t, r->name);
+        goto out;
+    }
     if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
         fk_reply(s, req, 409,
                  status_details(fk_status(409, "Conflict",
@@ -1393,6 +1305,24 @@ static void handle_binding(struct fk_server *s, struct evhttp_request *req,
     }
     json_t *spec = json_object_get(nw, "spec");
     json_object_set_new(spec, "nodeName", json_string(node));
+    /* Like setPodHostAndAnnotations: the Binding's annotations are copied
+     * onto the pod. */
+    json_t *banns = json_object_get(json_object_get(body, "metadata"), "annotations");
+    if (json_is_object(banns) && json_object_size(banns) > 0) {
+        json_t *meta = meta_of(nw);
+        json_t *anns = json_object_get(meta, "annotations");
+        if (!json_is_object(anns)) {
+            anns = json_object();
+            json_object_set_new(meta, "annotations", anns);
+        }
+        const char *ak;
+        json_t *av;
+        json_object_foreach(banns, ak, av)
+        {
+            if (json_is_string(av))
+                json_object_set(anns, ak, av);
+        }
+    }
     json_t *status = json_object_get(nw, "status");
     if (!json_is_object(status)) {
         status = json_object();

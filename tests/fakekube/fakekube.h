@@ -128,6 +128,8 @@ struct fk_server {
     int kubelet;
     int kubelet_delay_ms;
 
+    int pdb_dirty; /* a pod or PDB changed since the last fk_pdb_sync */
+    struct event *pdb_ev;
     int persist_ms;
     int dirty;
     struct event *persist_ev;
@@ -215,6 +217,16 @@ int fk_sim_create_nodes(struct fk_server *s, int nodes, int gpus, const char *mo
  * is bound and not terminal, else immediately. Returns the object to
  * answer with (new reference). */
 json_t *fk_delete_object(struct fk_server *s, int type, const char *key, long grace);
+
+/* PDB helpers (policy/v1 semantics). */
+int fk_pod_ready(const json_t *pod); /* Running, Ready=True, not terminating */
+int fk_label_selector_matches(const json_t *sel, const json_t *obj); /* LabelSelector */
+/* expected: matching non-terminal pods in the PDB's namespace; healthy:
+ * those ready; desired: from minAvailable or maxUnavailable. */
+void fk_pdb_counts(struct fk_server *s, const json_t *pdb, long *expected, long *healthy,
+                   long *desired);
+/* The disruption controller: writes each PDB's status when it changed. */
+void fk_pdb_sync(struct fk_server *s);
 
 /* ---- tls.c ---- */
 /* Loads or creates DIR/ca.{crt,key} and DIR/server.{crt,key}; makes ssl. */

@@ -141,6 +141,17 @@ static void persist_cb(evutil_socket_t fd, short what, void *arg)
         fk_persist(s);
 }
 
+static void pdb_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fk_server *s = arg;
+    if (s->pdb_dirty) {
+        s->pdb_dirty = 0;
+        fk_pdb_sync(s);
+    }
+}
+
 static int load_token(struct fk_server *s)
 {
     char path[600];
@@ -291,6 +302,11 @@ int main(int argc, char **argv)
         if (!s->persist_ev || event_add(s->persist_ev, &tv))
             goto out;
     }
+    /* The disruption controller runs at most every 200 ms. */
+    s->pdb_ev = event_new(s->base, -1, EV_PERSIST, pdb_cb, s);
+    struct timeval pdb_tv = {0, 200 * 1000};
+    if (!s->pdb_ev || event_add(s->pdb_ev, &pdb_tv))
+        goto out;
     fk_persist(s);
     if (o_port_file && write_port_file(o_port_file, s->port) != 0) {
         fprintf(stderr, "fakekube: cannot write --port-file %s\n", o_port_file);
@@ -313,6 +329,8 @@ out:
         event_free(sig_int);
     if (s->persist_ev)
         event_free(s->persist_ev);
+    if (s->pdb_ev)
+        event_free(s->pdb_ev);
     fk_store_release(s);
     if (s->ssl)
         SSL_CTX_free(s->ssl);

@@ -154,6 +154,8 @@ static void record(struct fk_server *s, int type, int etype, json_t *obj, json_t
     *slot = ev;
     s->hist_len++;
     s->dirty = 1;
+    if (type == FK_PDBS || (type == FK_PODS && json_object_size(s->types[FK_PDBS].objects) > 0))
+        s->pdb_dirty = 1;
     fk_watch_notify(s, slot);
 }
 

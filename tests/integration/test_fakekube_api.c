@@ -409,6 +409,23 @@ static void test_binding_and_eviction(void **state)
         set_running_ready("evict", name);
     }
     bind_pod("evict", "e0", "node-0001", 409);
+    /* The Binding's annotations land on the pod. */
+    json_t *r0 = create_pod("evict", "annotated", NULL, &code);
+    json_decref(r0);
+    r0 = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/evict/pods/annotated/binding",
+                                "{\"metadata\":{\"name\":\"annotated\",\"annotations\":{"
+                                "\"fairshare.dev/gpu-devices\":\"0,3\"}},\"target\":{\"name\":"
+                                "\"node-0001\"}}",
+                                &code);
+    assert_int_equal(code, 201);
+    json_decref(r0);
+    r0 = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/evict/pods/annotated", NULL,
+                                &code);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(r0, "metadata"), "annotations"),
+                            "fairshare.dev/gpu-devices")),
+                        "0,3");
+    json_decref(r0);
     bind_pod("evict", "missing", "node-0001", 404);
 
     json_t *r = fair_fake_request_json(
@@ -467,6 +484,26 @@ static void test_binding_and_eviction(void **state)
         }
     }
     assert_true(gone);
+    /* The simulated disruption controller publishes the PDB's status. */
+    int synced = 0;
+    for (int i = 0; i < 100 && !synced; i++) {
+        r = fair_fake_request_json(&fake, "GET",
+                                   "/apis/policy/v1/namespaces/evict/poddisruptionbudgets/pdb",
+                                   NULL, &code);
+        json_t *st = json_object_get(r, "status");
+        if (json_integer_value(json_object_get(st, "currentHealthy")) == 2 &&
+            json_integer_value(json_object_get(st, "expectedPods")) == 2) {
+            assert_int_equal(json_integer_value(json_object_get(st, "desiredHealthy")), 2);
+            assert_int_equal(json_integer_value(json_object_get(st, "disruptionsAllowed")), 0);
+            assert_int_equal(json_integer_value(json_object_get(st, "observedGeneration")), 1);
+            synced = 1;
+        } else {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        json_decref(r);
+    }
+    assert_true(synced);
     /* Still blocked: e1 and e2 are the two the budget needs. */
     r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/evict/pods/e1/eviction", body,
                                &code);
