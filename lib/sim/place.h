@@ -1,0 +1,114 @@
+/* The simulated cluster's free resources, and the simulator's own placement
+ * policies: first fit, random fit, best fit and an experimental FGD
+ * (fragmentation gradient descent, Weng et al., ATC '23). These baselines
+ * are independent of the engine; they exist to measure its placement
+ * against classic packing (docs/simulator.md, docs/performance.md).
+ *
+ * A GPU request below 1000 milli-GPU takes a fraction of one device; a
+ * multiple of 1000 takes that many whole, entirely free devices.
+ *
+ * Ownership: a cluster borrows its trace (which must outlive it) and owns
+ * its per-node state; a placer owns its pod-type table. Both are caller-
+ * owned structs with _init/_release. */
+#ifndef FAIR_SIM_PLACE_H
+#define FAIR_SIM_PLACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "sim/trace.h"
+
+struct fair_sim_nstate {
+    int64_t cpu_free;
+    int64_t mem_free;
+    int64_t gpu_free_total; /* sum of gpu_free */
+    int32_t gpu_free[FAIR_MAX_GPUS_PER_NODE];
+    int32_t pods;
+    /* FGD's cached fragmentation of this node (valid when frag_valid). */
+    int64_t frag;
+    bool frag_valid;
+};
+
+struct fair_sim_cluster {
+    const struct fair_sim_trace *trace; /* borrowed: nodes and models */
+    struct fair_sim_nstate *n;          /* trace->nnodes entries */
+    size_t nnodes;
+    int64_t gpu_capacity;  /* milli-GPU */
+    int64_t gpu_allocated; /* milli-GPU */
+};
+
+int fair_sim_cluster_init(struct fair_sim_cluster *c, const struct fair_sim_trace *t,
+                          struct fair_error *err);
+void fair_sim_cluster_release(struct fair_sim_cluster *c);
+/* Frees everything: back to the state after _init. */
+void fair_sim_cluster_reset(struct fair_sim_cluster *c);
+
+/* Whether job could run on node now (CPU, memory, model, GPU devices). */
+bool fair_sim_fits(const struct fair_sim_cluster *c, size_t node, const struct fair_sim_job *job);
+/* Whether the job's model constraint admits the node at all. */
+bool fair_sim_model_ok(const struct fair_sim_cluster *c, size_t node,
+                       const struct fair_sim_job *job);
+
+/* Takes the job's resources on node, on the given devices (one bit for a
+ * fraction, gpu/1000 bits for whole GPUs). FAIR_EINVAL (nothing changed)
+ * when they are not free. */
+int fair_sim_cluster_bind(struct fair_sim_cluster *c, size_t node, uint64_t devices,
+                          const struct fair_sim_job *job);
+/* Gives them back (the inverse of a successful bind). */
+void fair_sim_cluster_unbind(struct fair_sim_cluster *c, size_t node, uint64_t devices,
+                             const struct fair_sim_job *job);
+
+static inline int64_t fair_sim_cluster_unallocated(const struct fair_sim_cluster *c)
+{
+    return c->gpu_capacity - c->gpu_allocated;
+}
+
+enum fair_sim_policy {
+    FAIR_SIM_POLICY_ENGINE = 0, /* "fairshare": the engine places */
+    FAIR_SIM_POLICY_FIRST_FIT,
+    FAIR_SIM_POLICY_RANDOM_FIT,
+    FAIR_SIM_POLICY_BEST_FIT,
+    FAIR_SIM_POLICY_FGD,
+    FAIR_SIM_POLICY_COUNT,
+};
+
+const char *fair_sim_policy_name(enum fair_sim_policy p);
+/* 0, or FAIR_EINVAL for an unknown name. */
+int fair_sim_policy_parse(const char *s, enum fair_sim_policy *out);
+
+/* The FGD "target workload": the trace's pod types and their counts. */
+struct fair_sim_podtype {
+    int64_t cpu_milli;
+    int64_t gpu_milli;
+    uint64_t model_mask;
+    int64_t count;
+};
+
+struct fair_sim_placer {
+    enum fair_sim_policy policy;
+    uint64_t rng; /* xorshift state for random fit */
+    struct fair_sim_podtype *types;
+    size_t ntypes;
+};
+
+/* policy must not be ENGINE (that one lives in sim/engine_place.h). The
+ * trace's jobs define FGD's target workload. */
+int fair_sim_placer_init(struct fair_sim_placer *p, enum fair_sim_policy policy, uint64_t seed,
+                         const struct fair_sim_trace *t, struct fair_error *err);
+void fair_sim_placer_release(struct fair_sim_placer *p);
+
+/* Chooses a node and devices for job without changing the cluster.
+ * Returns 0 (with *node and *devices set) or FAIR_ENOTFOUND. */
+int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
+                   const struct fair_sim_job *job, int32_t *node, uint64_t *devices);
+
+/* FGD's fragmentation of one node measured against the target workload,
+ * in milli-GPU x pod count (divide by the total count for milli-GPU). */
+int64_t fair_sim_node_frag(const struct fair_sim_placer *p, const struct fair_sim_cluster *c,
+                           size_t node);
+
+/* A deterministic 64-bit generator (xorshift64*), shared by the simulator. */
+uint64_t fair_sim_rand(uint64_t *state);
+
+#endif

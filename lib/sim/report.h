@@ -1,0 +1,59 @@
+/* Simulation reports: CSV files (timeseries.csv, queues.csv, summary.csv)
+ * and one self-contained HTML page with inline SVG charts (no script, no
+ * network). Several runs (the base config and a --compare config) go side
+ * by side, told apart by the "config" column and by colour.
+ *
+ * Ownership: everything is borrowed. */
+#ifndef FAIR_SIM_REPORT_H
+#define FAIR_SIM_REPORT_H
+
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "sim/config.h"
+#include "sim/frag.h"
+#include "sim/replay.h"
+
+#define FAIR_SIM_MAX_RUNS 4
+
+struct fair_sim_labeled {
+    const char *label;  /* "base", "compare": the config column */
+    const char *source; /* the projects file, or "(default)" */
+    const char *policy; /* placement policy name */
+    const struct fair_sim_run *run;
+    const struct fair_sim_config *cfg;
+};
+
+/* The three CSV files into buffers (each NUL-terminated). */
+int fair_sim_csv_timeseries(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
+int fair_sim_csv_queues(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
+int fair_sim_csv_summary(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
+/* The HTML report. title is escaped. */
+int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_labeled *runs,
+                  size_t n);
+
+/* Writes timeseries.csv, queues.csv, summary.csv and report.html into dir
+ * (which must exist). */
+int fair_sim_write_reports(const char *dir, const char *title, const struct fair_sim_labeled *runs,
+                           size_t n, struct fair_error *err);
+
+/* One row of the fragmentation table. */
+struct fair_sim_frag_row {
+    const char *trace; /* variant name */
+    const char *policy;
+    size_t repeats;
+    double unallocated_gpu; /* mean over repeats, GPUs */
+    double unallocated_gpu_min, unallocated_gpu_max;
+    double first_fail_unallocated; /* mean, GPUs; -1 if no failure */
+    double first_fail_arrived_pct; /* mean */
+    double failed_pods;            /* mean */
+    double seconds;                /* wall time of all repeats */
+};
+
+/* CSV of the fragmentation rows (frag.csv). */
+int fair_sim_csv_frag(struct fair_buf *b, const struct fair_sim_frag_row *rows, size_t n);
+
+/* Writes buffer contents to path, replacing it. */
+int fair_sim_write_file(const char *path, const struct fair_buf *b, struct fair_error *err);
+
+#endif

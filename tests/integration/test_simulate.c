@@ -1,0 +1,309 @@
+/* fairsharectl simulate as a user runs it: bad flags (exit 2 and usage),
+ * bad files (exit 1, the message names the file and line), the output
+ * files of a replay and of a --compare run, the fragmentation mode, and
+ * one run on the real Alibaba trace (skipped when it is absent). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define CTL FAIR_BIN_DIR "/fairsharectl"
+#define DATA FAIR_TEST_DATA_DIR "/sim"
+#define TRACE FAIR_SOURCE_DIR "/../shared/traces/alibaba-openb-2023"
+
+static char tmpdir[256];
+static char out_buf[1 << 16], err_buf[1 << 16];
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    size_t len = fread(buf, 1, n - 1, f);
+    buf[len] = '\0';
+    fclose(f);
+}
+
+/* Runs fairsharectl with argv (NULL-terminated, argv[0] omitted); returns
+ * its exit status; stdout and stderr land in out_buf and err_buf. */
+static int run_ctl(const char *const *args)
+{
+    char out_path[300], err_path[300];
+    snprintf(out_path, sizeof(out_path), "%s/stdout", tmpdir);
+    snprintf(err_path, sizeof(err_path), "%s/stderr", tmpdir);
+    const char *argv[40] = {CTL};
+    size_t n = 1;
+    for (; args[n - 1] && n < 39; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(out_path, "w", stdout) || !freopen(err_path, "w", stderr))
+            _exit(127);
+        execv(CTL, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    slurp(out_path, out_buf, sizeof(out_buf));
+    slurp(err_path, err_buf, sizeof(err_buf));
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static char *read_out(const char *dir, const char *name)
+{
+    static char buf[1 << 20];
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        fail_msg("%s was not written", path);
+    slurp(path, buf, sizeof(buf));
+    return buf;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/fair-sim-it-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_bad_flags(void **state)
+{
+    (void)state;
+    const char *const cases[][12] = {
+        {"simulate", NULL},
+        {"simulate", "--bogus", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--placement", "worst-fit", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--cycle-seconds", "0", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv", "--seed",
+         "x", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv", "extra",
+         NULL},
+        {"simulate", "--pods", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--fragmentation", "--projects", DATA "/projects.yaml", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc = run_ctl(cases[i]);
+        if (rc != 2 || !strstr(err_buf, "usage: fairsharectl simulate"))
+            fail_msg("case %zu: exit %d, stderr: %s", i, rc, err_buf);
+        assert_true(starts_with(err_buf, "fairsharectl simulate: "));
+    }
+    assert_non_null(strstr(err_buf, "--fragmentation takes no --projects"));
+    const char *const help[] = {"simulate", "--help", NULL};
+    assert_int_equal(run_ctl(help), 0);
+    assert_non_null(strstr(out_buf, "usage: fairsharectl simulate"));
+    assert_non_null(strstr(out_buf, "--compare FILE"));
+}
+
+static void test_bad_files(void **state)
+{
+    (void)state;
+    const char *const missing[] = {"simulate",           "--nodes", DATA "/nope.csv", "--pods",
+                                   DATA "/jobs_2x8.csv", NULL};
+    assert_int_equal(run_ctl(missing), 1);
+    assert_non_null(strstr(err_buf, DATA "/nope.csv: cannot open"));
+    char bad[300];
+    snprintf(bad, sizeof(bad), "%s/bad.csv", tmpdir);
+    FILE *f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("name,queue,submit_s,gpu\nok,q,0,1\nbad,q,zero,1\n", f);
+    fclose(f);
+    const char *const badrow[] = {"simulate", "--nodes", DATA "/nodes_2x8.csv",
+                                  "--pods",   bad,       NULL};
+    assert_int_equal(run_ctl(badrow), 1);
+    assert_non_null(strstr(err_buf, "bad.csv:3: submit_s: \"zero\""));
+    const char *const badproj[] = {
+        "simulate",           "--nodes",    DATA "/nodes_2x8.csv", "--pods",
+        DATA "/jobs_2x8.csv", "--projects", DATA "/nodes_2x8.csv", NULL};
+    assert_int_equal(run_ctl(badproj), 1);
+    assert_non_null(strstr(err_buf, "nodes_2x8.csv"));
+}
+
+static void test_replay_outputs(void **state)
+{
+    (void)state;
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/out", tmpdir);
+    const char *const args[] = {
+        "simulate", "--nodes", DATA "/nodes_2x8_plain.csv", "--pods", DATA "/jobs_2x8.csv", "--out",
+        dir,        NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    assert_non_null(strstr(out_buf, "config=base"));
+    assert_non_null(strstr(out_buf, "queue=team-a jobs=3 started=3 completed=3"));
+    assert_non_null(strstr(out_buf, "queue=team-b jobs=2 started=2 completed=2"));
+    char *ts = read_out(dir, "timeseries.csv");
+    assert_true(starts_with(ts, "config,t_s,gpu_capacity,gpu_allocated,alloc_ratio,"));
+    size_t nts = count_lines(ts) - 1;
+    assert_true(nts >= 10); /* one sample per 10 s cycle over >= 100 s */
+    assert_non_null(strstr(ts, "\nbase,0.000,16.000,16.000,1.0000,2,0,0.000\n"));
+    char *q = read_out(dir, "queues.csv");
+    assert_int_equal(count_lines(q), 1 + 2 * nts);
+    assert_true(starts_with(q, "config,t_s,queue,project,allocated_gpu,fair_share_gpu,"));
+    char *s = read_out(dir, "summary.csv");
+    assert_int_equal(count_lines(s), 4);
+    assert_non_null(strstr(s, "\nbase,fairshare,team-a,3,3,3,0,"));
+    assert_non_null(strstr(s, "\nbase,fairshare,*,5,5,5,0,"));
+    char *h = read_out(dir, "report.html");
+    assert_non_null(strstr(h, "<svg"));
+    assert_non_null(strstr(h, "</html>"));
+    assert_null(strstr(h, "<script"));
+    assert_null(strstr(h, "https://"));
+}
+
+static void test_compare(void **state)
+{
+    (void)state;
+    char dir[300], other[300];
+    snprintf(dir, sizeof(dir), "%s/cmp", tmpdir);
+    snprintf(other, sizeof(other), "%s/other.yaml", tmpdir);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    /* What if team-b had the whole cluster guaranteed and team-a none? */
+    fputs("apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: all}\n"
+          "spec: {guaranteed: {gpu: 16}}\n---\n"
+          "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+          "spec: {project: all, guaranteed: {gpu: 0}}\n---\n"
+          "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+          "spec: {project: all, guaranteed: {gpu: 16}}\n",
+          f);
+    fclose(f);
+    const char *const args[] = {"simulate",
+                                "--nodes",
+                                DATA "/nodes_2x8_plain.csv",
+                                "--pods",
+                                DATA "/jobs_2x8.csv",
+                                "--projects",
+                                DATA "/projects.yaml",
+                                "--compare",
+                                other,
+                                "--out",
+                                dir,
+                                NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    assert_non_null(strstr(out_buf, "config=base projects=" DATA "/projects.yaml"));
+    assert_non_null(strstr(out_buf, "config=compare projects="));
+    char *s = read_out(dir, "summary.csv");
+    assert_int_equal(count_lines(s), 7);
+    assert_non_null(strstr(s, "\nbase,fairshare,*,"));
+    assert_non_null(strstr(s, "\ncompare,fairshare,*,"));
+    char *ts = read_out(dir, "timeseries.csv");
+    assert_non_null(strstr(ts, "\nbase,0.000,"));
+    assert_non_null(strstr(ts, "\ncompare,0.000,"));
+    char *h = read_out(dir, "report.html");
+    assert_non_null(strstr(h, ">compare</td>"));
+    assert_non_null(strstr(h, "compare fair share"));
+}
+
+static void test_fragmentation_mode(void **state)
+{
+    (void)state;
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/frag", tmpdir);
+    const char *const args[] = {"simulate",  "--fragmentation",
+                                "--nodes",   DATA "/nodes_2x8.csv",
+                                "--pods",    DATA "/pods_openb.csv",
+                                "--repeats", "2",
+                                "--out",     dir,
+                                NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    char *f = read_out(dir, "frag.csv");
+    assert_int_equal(count_lines(f), 6);
+    assert_true(starts_with(f, "trace,policy,repeats,unallocated_gpu,"));
+    assert_non_null(strstr(f, "\npods_openb,fairshare,2,"));
+    assert_non_null(strstr(f, "\npods_openb,first-fit,2,"));
+    assert_non_null(strstr(f, "\npods_openb,fgd,2,"));
+    assert_non_null(strstr(out_buf, "fewer GPUs unallocated than the best baseline"));
+}
+
+static void test_real_trace(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (stat(TRACE "/openb_pod_list_default.csv", &st) != 0) {
+        printf("SKIPPED: the Alibaba trace is not at " TRACE
+               " (clone the shared traces next to the source tree to run this test)\n");
+        skip();
+    }
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/real", tmpdir);
+    const char *const args[] = {"simulate",
+                                "--nodes",
+                                TRACE "/openb_node_list_gpu_node.csv",
+                                "--pods",
+                                TRACE "/openb_pod_list_default.csv",
+                                "--out",
+                                dir,
+                                NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    assert_non_null(strstr(out_buf, "trace: 1213 nodes, 6212 GPUs, 8152 jobs"));
+    assert_non_null(strstr(out_buf, "queue=* jobs=8152 started=8152"));
+    char *s = read_out(dir, "summary.csv");
+    assert_int_equal(count_lines(s), 3);
+    const char *const frag[] = {"simulate",    "--fragmentation",
+                                "--nodes",     TRACE "/openb_node_list_gpu_node.csv",
+                                "--pods",      TRACE "/openb_pod_list_default.csv",
+                                "--placement", "best-fit",
+                                "--repeats",   "1",
+                                NULL};
+    rc = run_ctl(frag);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    assert_non_null(strstr(out_buf, "default      best-fit"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_flags),          cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_replay_outputs),     cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_fragmentation_mode), cmocka_unit_test(test_real_trace),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
