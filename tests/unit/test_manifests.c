@@ -301,7 +301,7 @@ static bool pattern_matches(const char *pattern, const char *s)
 
 /* Validates v against schema s the way the API server does after pruning,
  * with kubectl's strict field validation (unknown fields are errors).
- * Returns the number of violations; the first goes into w. */
+ * Counts violations in w, which keeps the first message. */
 static void validate(struct walk *w, json_t *s, json_t *v, const char *path)
 {
     char sub[512];
