@@ -721,6 +721,47 @@ static void test_duration_pattern(void **state)
     json_decref(crd);
 }
 
+/* As for quantities: every duration the CRD admits (strings of up to 5
+ * characters over the duration alphabet) parses, or is out of range. */
+static void test_duration_pattern_admits_only_parsable(void **state)
+{
+    (void)state;
+    json_t *crd = load_crd("crds/fairshare.dev_queues.yaml");
+    const char *pat = str_at(crd_schema(crd), "properties.spec.properties.reclaimMinRuntime."
+                                              "pattern");
+    regex_t re;
+    assert_int_equal(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0);
+    static const char alphabet[] = "01.9nsumh+-";
+    const size_t na = sizeof alphabet - 1;
+    long admitted = 0, tried = 0;
+    for (size_t len = 1; len <= 5; len++) {
+        size_t total = 1;
+        for (size_t i = 0; i < len; i++)
+            total *= na;
+        for (size_t code = 0; code < total; code++) {
+            char s[8];
+            size_t c = code;
+            for (size_t i = 0; i < len; i++, c /= na)
+                s[i] = alphabet[c % na];
+            s[len] = '\0';
+            tried++;
+            if (regexec(&re, s, 0, NULL, 0) != 0)
+                continue;
+            admitted++;
+            int64_t ms = -1;
+            int rc = fair_duration_parse_ms(s, &ms, NULL);
+            if ((rc != 0 && rc != FAIR_ERANGE) || (rc == 0 && ms < 0))
+                fail_msg("the CRD admits \"%s\" but the parser gives %d (%lld)", s, rc,
+                         (long long)ms);
+        }
+    }
+    regfree(&re);
+    /* Counted independently with Python's re on the same pattern. */
+    assert_int_equal(tried, 177155);
+    assert_int_equal(admitted, 1423);
+    json_decref(crd);
+}
+
 /* Hand-made bad objects that the schema must refuse, and one good one. */
 static void test_schema_rejects_bad_objects(void **state)
 {
@@ -1413,6 +1454,7 @@ int main(void)
         cmocka_unit_test(test_quantity_pattern_admits_only_parsable),
         cmocka_unit_test(test_quantity_fields_share_one_pattern),
         cmocka_unit_test(test_duration_pattern),
+        cmocka_unit_test(test_duration_pattern_admits_only_parsable),
         cmocka_unit_test(test_schema_rejects_bad_objects),
         cmocka_unit_test(test_every_yaml_loads),
         cmocka_unit_test(test_rbac_least_privilege),
