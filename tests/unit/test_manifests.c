@@ -1443,6 +1443,87 @@ static void test_dockerfile(void **state)
     fair_free(ign);
 }
 
+/* ---- docs stay in step with the manifests ------------------------------- */
+
+/* New buffer: a whole doc file. */
+static char *read_doc(const char *rel)
+{
+    char p[PATH_MAX_LEN];
+    char *data = NULL;
+    size_t len = 0;
+    struct fair_error err = {0};
+    src_path(p, sizeof p, rel);
+    if (fair_read_file(p, 1 << 20, &data, &len, &err) != 0)
+        fail_msg("%s", err.msg);
+    return data;
+}
+
+static void expect_backticked(const char *doc, const char *docname, const char *word)
+{
+    char whole[160], prefix[160];
+    snprintf(whole, sizeof whole, "`%s`", word);
+    snprintf(prefix, sizeof prefix, "`%s.", word); /* `pending.pods` documents pending */
+    if (!strstr(doc, whole) && !strstr(doc, prefix))
+        fail_msg("%s does not document %s", docname, whole);
+}
+
+/* docs/api.md names every spec and status field of both CRDs, and
+ * docs/operations.md every key of the controller config. */
+static void test_docs_cover_every_field(void **state)
+{
+    (void)state;
+    char *api = read_doc("docs/api.md");
+    for (size_t i = 0; i < sizeof crds / sizeof *crds; i++) {
+        json_t *crd = load_crd(crds[i].file);
+        static const char *const parts[] = {"properties.spec.properties",
+                                            "properties.status.properties"};
+        int fields = 0;
+        for (size_t k = 0; k < 2; k++) {
+            const char *key;
+            json_t *child;
+            json_object_foreach(at(crd_schema(crd), parts[k]), key, child)
+            {
+                expect_backticked(api, "docs/api.md", key);
+                fields++;
+            }
+        }
+        assert_int_equal(fields, i == 0 ? 8 + 8 : 6 + 8); /* spec + status fields */
+        json_decref(crd);
+    }
+    fair_free(api);
+
+    char *ops = read_doc("docs/operations.md");
+    json_t *docs = load("config/controller-config.yaml");
+    json_t *cfg = json_array_get(docs, 0);
+    const char *key;
+    json_t *v;
+    int keys = 0;
+    json_object_foreach(cfg, key, v)
+    {
+        if (json_is_object(v)) {
+            const char *sub;
+            json_t *sv;
+            json_object_foreach(v, sub, sv)
+            {
+                char dotted[128];
+                snprintf(dotted, sizeof dotted, "%s.%s", key, sub);
+                /* Either `a.b` or, for grouped rows, `a.b` written as `b`. */
+                char needle[160];
+                snprintf(needle, sizeof needle, "`%s`", dotted);
+                if (!strstr(ops, needle))
+                    expect_backticked(ops, "docs/operations.md", sub);
+                keys++;
+            }
+        } else {
+            expect_backticked(ops, "docs/operations.md", key);
+            keys++;
+        }
+    }
+    assert_int_equal(keys, 17);
+    json_decref(docs);
+    fair_free(ops);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1463,6 +1544,7 @@ int main(void)
         cmocka_unit_test(test_kustomizations),
         cmocka_unit_test(test_examples_follow_the_api),
         cmocka_unit_test(test_dockerfile),
+        cmocka_unit_test(test_docs_cover_every_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
