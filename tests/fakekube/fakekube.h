@@ -131,6 +131,7 @@ struct fk_server {
     int pdb_dirty; /* a pod or PDB changed since the last fk_pdb_sync */
     struct event *pdb_ev;
     int persist_ms;
+    int64_t persist_next_ms; /* no periodic save before this (wall ms) */
     int dirty;
     struct event *persist_ev;
     unsigned long requests;

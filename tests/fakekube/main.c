@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 struct opt {
@@ -137,8 +138,17 @@ static void persist_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct fk_server *s = arg;
-    if (s->dirty)
-        fk_persist(s);
+    /* Saving a large state blocks the loop: keep it under ~10% of the time
+     * by waiting at least ten times as long as the last save took. */
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000;
+    if (!s->dirty || now_ms < s->persist_next_ms)
+        return;
+    fk_persist(s);
+    gettimeofday(&now, NULL);
+    int64_t took = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000 - now_ms;
+    s->persist_next_ms = now_ms + 10 * took;
 }
 
 static void pdb_cb(evutil_socket_t fd, short what, void *arg)

@@ -27,6 +27,7 @@ struct fk_watcher {
     char *ns; /* NULL: all namespaces */
     char *name; /* metadata.name=X field selector fast path; NULL: any */
     struct fk_selector labels, fields;
+    uint64_t from; /* events at or before this rv are not sent */
     struct event *bookmark_ev;
     struct event *timeout_ev;
 };
@@ -96,7 +97,7 @@ static void send_json(struct fk_watcher *w, const char *etype, json_t *obj)
  * object that starts matching is ADDED, one that stops matching DELETED. */
 static void deliver(struct fk_watcher *w, const struct fk_event *ev)
 {
-    if (ev->type != w->type)
+    if (ev->type != w->type || ev->rv <= w->from)
         return;
     int now = matches(w, ev->obj);
     int before = ev->old ? matches(w, ev->old) : 0;
@@ -240,6 +241,7 @@ int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, co
         }
         from = v;
         replay_all = 0;
+        w->from = v; /* a watch from a future rv starts there */
     }
 
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -105,12 +106,17 @@ static int spawn(struct fair_fake *f, int port)
 
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "helper_fakekube: fork failed: %s\n", strerror(errno));
         return -1;
     }
     if (pid == 0) {
+        /* Die with the test: a crashed or killed test leaves no server. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
         int fd = open(f->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0) {
             dup2(fd, 1);

@@ -19,6 +19,9 @@
  * State reaches disk on SIGTERM and every persist_ms (default 2 s), so after
  * fair_fake_kill9 the last writes may be lost, as with a crash.
  *
+ * The server gets SIGTERM when the test process dies (PR_SET_PDEATHSIG), so
+ * a crashed test leaves no server behind.
+ *
  * All calls are synchronous and meant for test code only (they block). */
 #ifndef FAIR_TEST_HELPER_FAKEKUBE_H
 #define FAIR_TEST_HELPER_FAKEKUBE_H
