@@ -5,6 +5,7 @@
 #include "fakekube.h"
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/log.h"
 
 #include <ctype.h>
@@ -143,9 +144,31 @@ void fk_deferred_release_all(struct fk_server *s)
     }
 }
 
-static int dump_to_evbuffer(const char *data, size_t len, void *arg)
+/* jansson writes token by token: gather them in a flat buffer and hand
+ * them to the evbuffer in large pieces (evbuffer_add per token is slow). */
+struct dump_sink {
+    struct fair_buf flat;
+    struct evbuffer *out;
+    int failed;
+};
+
+static int dump_to_sink(const char *data, size_t len, void *arg)
 {
-    return evbuffer_add(arg, data, len);
+    struct dump_sink *d = arg;
+    if (fair_buf_append(&d->flat, data, len) != 0) {
+        d->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static void sink_flush(struct dump_sink *d, size_t threshold)
+{
+    if (d->flat.len >= threshold && d->flat.len > 0) {
+        if (evbuffer_add(d->out, d->flat.data, d->flat.len) != 0)
+            d->failed = 1;
+        fair_buf_reset(&d->flat);
+    }
 }
 
 /* Sends buf (taken) with code, after the latency when delay is set. */
@@ -197,7 +220,14 @@ static void reply_json(struct fk_server *s, struct evhttp_request *req, int code
                        int delay)
 {
     struct evbuffer *buf = body ? evbuffer_new() : NULL;
-    if (!buf || json_dump_callback(body, dump_to_evbuffer, buf, JSON_COMPACT) != 0) {
+    struct dump_sink sink = {.out = buf};
+    fair_buf_init(&sink.flat, 0);
+    if (buf && json_dump_callback(body, dump_to_sink, &sink, JSON_COMPACT) == 0)
+        sink_flush(&sink, 0);
+    else
+        sink.failed = 1;
+    fair_buf_release(&sink.flat);
+    if (sink.failed) {
         static const char oom[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
                                   "\"status\":\"Failure\",\"message\":\"out of memory\","
                                   "\"reason\":\"InternalError\",\"code\":500}";
@@ -693,31 +723,42 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
             evbuffer_free(buf);
         goto oom;
     }
-    evbuffer_add_printf(buf, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":", lk,
-                        t->api_version);
-    json_dump_callback(meta, dump_to_evbuffer, buf, JSON_COMPACT);
+    struct dump_sink sink = {.out = buf};
+    fair_buf_init(&sink.flat, 0);
+    fair_buf_appendf(&sink.flat, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":", lk,
+                     t->api_version);
+    json_dump_callback(meta, dump_to_sink, &sink, JSON_COMPACT);
     json_decref(meta);
-    evbuffer_add(buf, ",\"items\":[", 10);
+    fair_buf_appends(&sink.flat, ",\"items\":[");
     size_t k;
     json_t *it;
     json_array_foreach(items, k, it)
     {
         if (k)
-            evbuffer_add(buf, ",", 1);
+            fair_buf_append(&sink.flat, ",", 1);
         if (t->builtin) {
             /* Typed lists omit kind and apiVersion on items. */
             json_t *c = json_copy(it);
-            if (c) {
-                json_object_del(c, "kind");
-                json_object_del(c, "apiVersion");
-                json_dump_callback(c, dump_to_evbuffer, buf, JSON_COMPACT);
-                json_decref(c);
+            if (!c) {
+                sink.failed = 1;
+                break;
             }
+            json_object_del(c, "kind");
+            json_object_del(c, "apiVersion");
+            json_dump_callback(c, dump_to_sink, &sink, JSON_COMPACT);
+            json_decref(c);
         } else {
-            json_dump_callback(it, dump_to_evbuffer, buf, JSON_COMPACT);
+            json_dump_callback(it, dump_to_sink, &sink, JSON_COMPACT);
         }
+        sink_flush(&sink, 256 * 1024);
     }
-    evbuffer_add(buf, "]}", 2);
+    fair_buf_append(&sink.flat, "]}", 2);
+    sink_flush(&sink, 0);
+    fair_buf_release(&sink.flat);
+    if (sink.failed) {
+        evbuffer_free(buf);
+        goto oom;
+    }
     reply_buf(s, req, 200, buf, 1);
     goto out;
 oom:
@@ -1668,6 +1709,20 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
     }
     if (apply_fault(s, req, path, method))
         goto out;
+    if (method == EVHTTP_REQ_POST || method == EVHTTP_REQ_PUT || method == EVHTTP_REQ_DELETE) {
+        /* No Content-Type means JSON; another type is refused, as the
+         * real server's input negotiation does (we do not read YAML). */
+        const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                            "Content-Type");
+        if (ct && strncmp(ct, "application/json", 16) != 0 &&
+            evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
+            fk_reply(s, req, 415,
+                     fk_status(415, "UnsupportedMediaType",
+                               "the body of the request was in an unknown format - accepted "
+                               "media types include: application/json"));
+            goto out;
+        }
+    }
     if (!strcmp(path, "/version")) {
         fk_reply(s, req, 200,
                  json_pack("{s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "31", "gitVersion",

@@ -386,6 +386,14 @@ static void test_limits(void **state)
     free(resp);
     free(big);
 
+    /* Bodies must be JSON. */
+    assert_int_equal(fair_fake_request_ct(&fake, "POST", "/api/v1/namespaces/default/configmaps",
+                                          "text/plain", "{\"metadata\":{\"name\":\"t\"}}", &code,
+                                          &resp),
+                     0);
+    assert_int_equal(code, 415);
+    free(resp);
+
     /* Deeply nested JSON is refused, not crashed on. */
     char deep[4096];
     size_t k = 0;
