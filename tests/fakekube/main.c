@@ -25,7 +25,7 @@
 
 struct opt {
     const char *name;
-    long *ival;      /* integer flag, or NULL */
+    long *ival;        /* integer flag, or NULL */
     const char **sval; /* string flag, or NULL */
     long min, max;
     const char *help;
@@ -285,10 +285,9 @@ int main(int argc, char **argv)
     evhttp_set_max_body_size(s->http, FK_MAX_BODY);
     evhttp_set_max_headers_size(s->http, 64 * 1024);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_HEAD);
-    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(s->http, "127.0.0.1",
-                                                                       (ev_uint16_t)o_port);
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
+    struct evhttp_bound_socket *bound =
+        evhttp_bind_socket_with_handle(s->http, "127.0.0.1", (ev_uint16_t)o_port);
     if (!bound) {
         fprintf(stderr, "fakekube: cannot listen on 127.0.0.1:%ld\n", o_port);
         goto out;

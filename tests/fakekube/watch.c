@@ -24,7 +24,7 @@ struct fk_watcher {
     struct evhttp_request *req;
     struct evhttp_connection *evcon;
     int type;
-    char *ns; /* NULL: all namespaces */
+    char *ns;   /* NULL: all namespaces */
     char *name; /* metadata.name=X field selector fast path; NULL: any */
     struct fk_selector labels, fields;
     uint64_t from; /* events at or before this rv are not sent */
@@ -197,8 +197,9 @@ int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, co
     const char *to = query_get(query, "timeoutSeconds");
 
     if (s->nwatchers >= s->max_watchers) {
-        fk_reply(s, req, 429,
-                 fk_status(429, "TooManyRequests", "too many watches (limit %zu)", s->max_watchers));
+        fk_reply(
+            s, req, 429,
+            fk_status(429, "TooManyRequests", "too many watches (limit %zu)", s->max_watchers));
         return 0;
     }
     w = fair_calloc(1, sizeof(*w));
@@ -235,8 +236,7 @@ int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, co
         char *end;
         unsigned long long v = strtoull(rvs, &end, 10);
         if (*end || end == rvs) {
-            fk_reply(s, req, 400,
-                     fk_status(400, "BadRequest", "invalid resourceVersion: %s", rvs));
+            fk_reply(s, req, 400, fk_status(400, "BadRequest", "invalid resourceVersion: %s", rvs));
             goto fail;
         }
         from = v;

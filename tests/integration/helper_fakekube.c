@@ -311,8 +311,7 @@ static void setup_easy(struct fair_fake *f, CURL *c, const char *path, struct cu
 }
 
 int fair_fake_request_ct(struct fair_fake *f, const char *method, const char *path,
-                         const char *content_type, const char *body, long *status,
-                         char **response)
+                         const char *content_type, const char *body, long *status, char **response)
 {
     struct sink sink = {0};
     struct curl_slist *hdrs = NULL;
@@ -323,8 +322,7 @@ int fair_fake_request_ct(struct fair_fake *f, const char *method, const char *pa
     if (!c)
         return -1;
     curl_easy_reset(c);
-    setup_easy(f, c, path, &hdrs,
-               body ? (content_type ? content_type : "application/json") : NULL);
+    setup_easy(f, c, path, &hdrs, body ? (content_type ? content_type : "application/json") : NULL);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     if (body) {
@@ -411,9 +409,8 @@ int fair_fake_fail_next(struct fair_fake *f, int code, long count, const char *p
         if (c)
             curl_easy_cleanup(c);
     }
-    snprintf(path, sizeof(path), "/fake/fail?code=%d&count=%ld&retryAfter=%d%s%s%s%s", code,
-             count, retry_after, prefix ? "&prefix=" : "", esc, verb ? "&verb=" : "",
-             verb ? verb : "");
+    snprintf(path, sizeof(path), "/fake/fail?code=%d&count=%ld&retryAfter=%d%s%s%s%s", code, count,
+             retry_after, prefix ? "&prefix=" : "", esc, verb ? "&verb=" : "", verb ? verb : "");
     return fake_post(f, path, NULL);
 }
 

@@ -19,8 +19,8 @@ static struct fair_fake fake;
 static int setup(void **state)
 {
     (void)state;
-    struct fair_fake_opts o = {.nodes = 1, .grace_seconds = 1, .max_watchers = 3,
-                               .bookmark_ms = -1};
+    struct fair_fake_opts o = {
+        .nodes = 1, .grace_seconds = 1, .max_watchers = 3, .bookmark_ms = -1};
     if (fair_fake_start(&fake, &o) != 0)
         return -1;
     return fair_fake_create_namespace(&fake, "life");
@@ -80,9 +80,8 @@ static void test_finalizers_and_preconditions(void **state)
     (void)state;
     long code = 0;
     make_pod("fin", ",\"finalizers\":[\"fairshare.dev/ledger\"]");
-    json_t *r = fair_fake_request_json(&fake, "DELETE",
-                                       "/api/v1/namespaces/life/pods/fin?gracePeriodSeconds=0",
-                                       NULL, &code);
+    json_t *r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/life/pods/fin?gracePeriodSeconds=0", NULL, &code);
     assert_int_equal(code, 200);
     assert_non_null(jstr(r, "metadata.deletionTimestamp"));
     json_decref(r);
@@ -97,10 +96,11 @@ static void test_finalizers_and_preconditions(void **state)
     assert_int_equal(get_code("/api/v1/namespaces/life/pods/fin"), 404);
 
     make_pod("pre", NULL);
-    r = fair_fake_request_json(&fake, "DELETE", "/api/v1/namespaces/life/pods/pre",
-                               "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"preconditions\":"
-                               "{\"uid\":\"not-the-uid\"}}",
-                               &code);
+    r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/life/pods/pre",
+        "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"preconditions\":"
+        "{\"uid\":\"not-the-uid\"}}",
+        &code);
     assert_int_equal(code, 409);
     assert_string_equal(jstr(r, "reason"), "Conflict");
     json_decref(r);
@@ -116,17 +116,15 @@ static void test_graceful_delete_survives_restart(void **state)
     (void)state;
     long code = 0;
     make_pod("slow", ",\"generation\":7");
-    json_t *r = fair_fake_request_json(&fake, "DELETE",
-                                       "/api/v1/namespaces/life/pods/slow?gracePeriodSeconds=2",
-                                       NULL, &code);
+    json_t *r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/life/pods/slow?gracePeriodSeconds=2", NULL, &code);
     assert_int_equal(code, 200);
     assert_int_equal(jint(r, "metadata", "deletionGracePeriodSeconds"), 2);
     assert_int_equal(jint(r, "metadata", "generation"), 2); /* 1 on create, +1 */
     json_decref(r);
     /* A longer grace period does not extend it. */
-    r = fair_fake_request_json(&fake, "DELETE",
-                               "/api/v1/namespaces/life/pods/slow?gracePeriodSeconds=60", NULL,
-                               &code);
+    r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/life/pods/slow?gracePeriodSeconds=60", NULL, &code);
     assert_int_equal(code, 200);
     assert_int_equal(jint(r, "metadata", "deletionGracePeriodSeconds"), 2);
     json_decref(r);
@@ -147,9 +145,9 @@ static void test_namespace_delete_cascades(void **state)
     (void)state;
     long code = 0;
     assert_int_equal(fair_fake_create_namespace(&fake, "doomed"), 0);
-    json_t *r = fair_fake_request_json(
-        &fake, "POST", "/api/v1/namespaces/doomed/configmaps",
-        "{\"metadata\":{\"name\":\"cfg\"},\"data\":{\"a\":\"b\"}}", &code);
+    json_t *r =
+        fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/doomed/configmaps",
+                               "{\"metadata\":{\"name\":\"cfg\"},\"data\":{\"a\":\"b\"}}", &code);
     assert_int_equal(code, 201);
     json_decref(r);
     r = fair_fake_request_json(&fake, "DELETE", "/api/v1/namespaces/doomed", NULL, &code);
@@ -169,7 +167,7 @@ static void test_watch_timeout_limit_and_rv(void **state)
     json_t *ev = NULL;
     int rc;
     while ((rc = fair_fake_watch_next(w, &ev, 10000)) == 1)
-        json_decref(ev); /* synthetic ADDED events of existing pods */
+        json_decref(ev);      /* synthetic ADDED events of existing pods */
     assert_int_equal(rc, -1); /* ended by the server after 1 s */
     assert_int_equal(fair_fake_watch_http_status(w), 200);
     fair_fake_watch_close(w);
@@ -188,8 +186,7 @@ static void test_watch_timeout_limit_and_rv(void **state)
         fair_fake_watch_close(ws[i]);
 
     /* A list at a resourceVersion the server has not reached: 504. */
-    r = fair_fake_request_json(&fake, "GET", "/api/v1/pods?resourceVersion=999999999", NULL,
-                               &code);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/pods?resourceVersion=999999999", NULL, &code);
     assert_int_equal(code, 504);
     assert_string_equal(jstr(r, "reason"), "Timeout");
     json_decref(r);

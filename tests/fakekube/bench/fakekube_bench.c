@@ -164,8 +164,8 @@ int main(int argc, char **argv)
     long rss = 0;
     for (int r = 0; r < rounds; r++) {
         struct fair_fake f;
-        struct fair_fake_opts o = {.nodes = g_nodes, .gpus_per_node = 8, .persist_ms = -1,
-                                   .history = 10000};
+        struct fair_fake_opts o = {
+            .nodes = g_nodes, .gpus_per_node = 8, .persist_ms = -1, .history = 10000};
         if (fair_fake_start(&f, &o) != 0 || fair_fake_create_namespace(&f, "bench") != 0)
             return 1;
         creates[r] = run(&f, pods, conns, make_create);
@@ -185,8 +185,8 @@ int main(int argc, char **argv)
                      cont[0] ? "&continue=" : "", cont);
             json_t *page = fair_fake_request_json(&f, "GET", path, NULL, &code);
             items += (int)json_array_size(json_object_get(page, "items"));
-            const char *c = json_string_value(
-                json_object_get(json_object_get(page, "metadata"), "continue"));
+            const char *c =
+                json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
             snprintf(cont, sizeof(cont), "%s", c ? c : "");
             json_decref(page);
         } while (cont[0] && code == 200);
