@@ -48,9 +48,9 @@ struct fk_type {
     const char *kind;
     const char *api_version; /* "v1" or "group/version" */
     int namespaced;
-    int has_status; /* status subresource: main writes keep the old status */
-    int generation; /* metadata.generation bumps on spec changes */
-    int builtin;    /* list items omit kind/apiVersion, like typed lists */
+    int has_status;  /* status subresource: main writes keep the old status */
+    int generation;  /* metadata.generation bumps on spec changes */
+    int builtin;     /* list items omit kind/apiVersion, like typed lists */
     json_t *objects; /* "ns/name" or "name" -> object (immutable) */
     char **sorted;   /* keys in etcd order, rebuilt when dirty */
     size_t nsorted;
@@ -61,8 +61,8 @@ enum fk_etype { FK_ADDED, FK_MODIFIED, FK_DELETED };
 
 struct fk_event {
     uint64_t rv;
-    int type;  /* enum fk_type_id */
-    int etype; /* enum fk_etype */
+    int type;    /* enum fk_type_id */
+    int etype;   /* enum fk_etype */
     json_t *obj; /* the new object, or the final one for DELETED (owned) */
     json_t *old; /* the previous object, NULL for ADDED (owned) */
     char *line;  /* {"type":..,"object":..}\n, serialized once (owned) */
@@ -90,11 +90,11 @@ struct fk_timer;
 struct fk_deferred;
 
 struct fk_fault {
-    int code;          /* 500 or 429 */
-    long remaining;    /* requests left to fail */
-    char prefix[256];  /* path prefix, "" for all */
-    char verb[16];     /* "" for all */
-    int retry_after;   /* seconds, for 429 */
+    int code;         /* 500 or 429 */
+    long remaining;   /* requests left to fail */
+    char prefix[256]; /* path prefix, "" for all */
+    char verb[16];    /* "" for all */
+    int retry_after;  /* seconds, for 429 */
 };
 
 struct fk_server {
@@ -111,7 +111,7 @@ struct fk_server {
     /* watch history: a ring of at most hist_cap events */
     struct fk_event *hist;
     size_t hist_cap, hist_head, hist_len;
-    uint64_t hist_floor; /* a watch from rv >= hist_floor is served */
+    uint64_t hist_floor;     /* a watch from rv >= hist_floor is served */
     uint64_t continue_floor; /* continue tokens with rv < this are expired */
 
     struct fk_watcher *watchers;
@@ -131,6 +131,7 @@ struct fk_server {
     int pdb_dirty; /* a pod or PDB changed since the last fk_pdb_sync */
     struct event *pdb_ev;
     int persist_ms;
+    int64_t persist_next_ms; /* no periodic save before this (wall ms) */
     int dirty;
     struct event *persist_ev;
     unsigned long requests;

@@ -20,11 +20,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 struct opt {
     const char *name;
-    long *ival;      /* integer flag, or NULL */
+    long *ival;        /* integer flag, or NULL */
     const char **sval; /* string flag, or NULL */
     long min, max;
     const char *help;
@@ -137,8 +138,17 @@ static void persist_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct fk_server *s = arg;
-    if (s->dirty)
-        fk_persist(s);
+    /* Saving a large state blocks the loop: keep it under ~10% of the time
+     * by waiting at least ten times as long as the last save took. */
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000;
+    if (!s->dirty || now_ms < s->persist_next_ms)
+        return;
+    fk_persist(s);
+    gettimeofday(&now, NULL);
+    int64_t took = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000 - now_ms;
+    s->persist_next_ms = now_ms + 10 * took;
 }
 
 static void pdb_cb(evutil_socket_t fd, short what, void *arg)
@@ -275,10 +285,9 @@ int main(int argc, char **argv)
     evhttp_set_max_body_size(s->http, FK_MAX_BODY);
     evhttp_set_max_headers_size(s->http, 64 * 1024);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_HEAD);
-    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(s->http, "127.0.0.1",
-                                                                       (ev_uint16_t)o_port);
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
+    struct evhttp_bound_socket *bound =
+        evhttp_bind_socket_with_handle(s->http, "127.0.0.1", (ev_uint16_t)o_port);
     if (!bound) {
         fprintf(stderr, "fakekube: cannot listen on 127.0.0.1:%ld\n", o_port);
         goto out;

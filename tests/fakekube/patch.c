@@ -45,12 +45,24 @@ json_t *fk_merge_patch(json_t *target, const json_t *patch)
 static const char *merge_key(const char *field)
 {
     static const char *const table[][2] = {
-        {"conditions", "type"},      {"containers", "name"},     {"initContainers", "name"},
-        {"ephemeralContainers", "name"}, {"env", "name"},        {"volumes", "name"},
-        {"volumeMounts", "mountPath"}, {"ports", "containerPort"}, {"ownerReferences", "uid"},
-        {"schedulingGates", "name"}, {"imagePullSecrets", "name"}, {"containerStatuses", "name"},
-        {"initContainerStatuses", "name"}, {"podIPs", "ip"},    {"hostIPs", "ip"},
-        {"taints", "key"},           {"addresses", "type"},      {"resourceClaims", "name"},
+        {"conditions", "type"},
+        {"containers", "name"},
+        {"initContainers", "name"},
+        {"ephemeralContainers", "name"},
+        {"env", "name"},
+        {"volumes", "name"},
+        {"volumeMounts", "mountPath"},
+        {"ports", "containerPort"},
+        {"ownerReferences", "uid"},
+        {"schedulingGates", "name"},
+        {"imagePullSecrets", "name"},
+        {"containerStatuses", "name"},
+        {"initContainerStatuses", "name"},
+        {"podIPs", "ip"},
+        {"hostIPs", "ip"},
+        {"taints", "key"},
+        {"addresses", "type"},
+        {"resourceClaims", "name"},
     };
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (strcmp(table[i][0], field) == 0)
@@ -354,7 +366,8 @@ int fk_json_patch(json_t *doc, const json_t *ops, char *err, size_t n)
                 return -1;
             }
         } else if ((!strcmp(o, "move") || !strcmp(o, "copy")) && from) {
-            json_t *v = !strcmp(o, "move") ? take_ptr(doc, from) : json_deep_copy(get_ptr(doc, from));
+            json_t *v =
+                !strcmp(o, "move") ? take_ptr(doc, from) : json_deep_copy(get_ptr(doc, from));
             rc = v ? put_ptr(doc, path, v, 0) : -1;
         } else {
             snprintf(err, n, "operation %zu: unknown op \"%s\" or missing value/from", i, o);

@@ -69,7 +69,8 @@ static void set_condition(json_t *status, const char *type, const char *value, c
             return;
         }
     }
-    json_t *nc = json_pack("{s:s,s:s,s:s}", "type", type, "status", value, "lastTransitionTime", ts);
+    json_t *nc =
+        json_pack("{s:s,s:s,s:s}", "type", type, "status", value, "lastTransitionTime", ts);
     if (nc && reason)
         json_object_set_new(nc, "reason", json_string(reason));
     json_array_append_new(conds, nc);
@@ -77,9 +78,8 @@ static void set_condition(json_t *status, const char *type, const char *value, c
 
 static long duration_seconds(const json_t *pod)
 {
-    const char *d = json_string_value(
-        json_object_get(json_object_get(json_object_get(pod, "metadata"), "annotations"),
-                        DURATION_ANNOTATION));
+    const char *d = json_string_value(json_object_get(
+        json_object_get(json_object_get(pod, "metadata"), "annotations"), DURATION_ANNOTATION));
     if (!d)
         return -1;
     char *end;
@@ -94,14 +94,13 @@ static void container_statuses(json_t *status, const json_t *pod, int running, c
     json_t *c;
     json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
     {
-        json_t *state = running
-                            ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
-                            : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", 0, "reason",
-                                        "Completed", "finishedAt", ts);
-        json_array_append_new(arr, json_pack("{s:s,s:b,s:o,s:i,s:s}", "name",
-                                             fk_path_str(c, "name"), "ready", running, "state",
-                                             state, "restartCount", 0, "image",
-                                             fk_path_str(c, "image")));
+        json_t *state = running ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
+                                : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", 0,
+                                            "reason", "Completed", "finishedAt", ts);
+        json_array_append_new(arr,
+                              json_pack("{s:s,s:b,s:o,s:i,s:s}", "name", fk_path_str(c, "name"),
+                                        "ready", running, "state", state, "restartCount", 0,
+                                        "image", fk_path_str(c, "image")));
     }
     json_object_set_new(status, "containerStatuses", arr);
 }
@@ -230,8 +229,8 @@ void fk_sim_pod_written(struct fk_server *s, const char *key, const json_t *pod)
         const char *started = fk_path_str(pod, "status.startTime");
         int64_t start_ms;
         /* Schedule once: on the write that made it Running. */
-        int just_started = ev && ev->old &&
-                           strcmp(fk_path_str(ev->old, "status.phase"), "Running") != 0;
+        int just_started =
+            ev && ev->old && strcmp(fk_path_str(ev->old, "status.phase"), "Running") != 0;
         if (d >= 0 && just_started && fair_time_parse_rfc3339(started, &start_ms) == 0) {
             long delay = (long)(start_ms + d * 1000 - now_ms());
             fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, key, uid, delay);
@@ -278,8 +277,8 @@ int fk_sim_create_nodes(struct fk_server *s, int nodes, int gpus, const char *mo
         if (fk_get(s, FK_NODES, name))
             continue; /* kept from an earlier run of this state dir */
         fk_uuid(uid, sizeof(uid));
-        json_t *res = json_pack("{s:s,s:s,s:s,s:s}", "cpu", "64", "memory", "512Gi", "pods",
-                                "110", "nvidia.com/gpu", gpustr);
+        json_t *res = json_pack("{s:s,s:s,s:s,s:s}", "cpu", "64", "memory", "512Gi", "pods", "110",
+                                "nvidia.com/gpu", gpustr);
         json_t *node = json_pack(
             "{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s,s:s,s:s,s:s}},s:{},s:{s:O,s:o,s:[{s:s,s:s,s:s,s:s,"
             "s:s}],s:{s:s,s:s}}}",
@@ -466,8 +465,8 @@ void fk_pdb_sync(struct fk_server *s)
         long expected, healthy, desired;
         fk_pdb_counts(s, pdb, &expected, &healthy, &desired);
         long allowed = healthy - desired > 0 ? healthy - desired : 0;
-        json_int_t gen = json_integer_value(json_object_get(json_object_get(pdb, "metadata"),
-                                                            "generation"));
+        json_int_t gen =
+            json_integer_value(json_object_get(json_object_get(pdb, "metadata"), "generation"));
         json_t *old = json_object_get(pdb, "status");
         if (json_integer_value(json_object_get(old, "observedGeneration")) == gen &&
             json_integer_value(json_object_get(old, "disruptionsAllowed")) == allowed &&
@@ -480,15 +479,15 @@ void fk_pdb_sync(struct fk_server *s)
             return;
         char ts[32];
         fk_now_rfc3339(ts, sizeof(ts));
-        json_object_set_new(
-            nw, "status",
-            json_pack("{s:I,s:I,s:I,s:I,s:I,s:[{s:s,s:s,s:s,s:I,s:s}]}", "observedGeneration",
-                      gen, "disruptionsAllowed", (json_int_t)allowed, "currentHealthy",
-                      (json_int_t)healthy, "desiredHealthy", (json_int_t)desired, "expectedPods",
-                      (json_int_t)expected, "conditions", "type", "DisruptionAllowed", "status",
-                      allowed > 0 ? "True" : "False", "reason",
-                      allowed > 0 ? "SufficientPods" : "InsufficientPods", "observedGeneration",
-                      gen, "lastTransitionTime", ts));
+        json_object_set_new(nw, "status",
+                            json_pack("{s:I,s:I,s:I,s:I,s:I,s:[{s:s,s:s,s:s,s:I,s:s}]}",
+                                      "observedGeneration", gen, "disruptionsAllowed",
+                                      (json_int_t)allowed, "currentHealthy", (json_int_t)healthy,
+                                      "desiredHealthy", (json_int_t)desired, "expectedPods",
+                                      (json_int_t)expected, "conditions", "type",
+                                      "DisruptionAllowed", "status", allowed > 0 ? "True" : "False",
+                                      "reason", allowed > 0 ? "SufficientPods" : "InsufficientPods",
+                                      "observedGeneration", gen, "lastTransitionTime", ts));
         char key[600];
         snprintf(key, sizeof(key), "%s", keys[i]);
         fk_put(s, FK_PDBS, key, nw, FK_MODIFIED);

@@ -21,8 +21,12 @@ static struct fair_fake fake;
 static int setup(void **state)
 {
     (void)state;
-    struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 8, .kubelet = 1,
-                               .kubelet_delay_ms = 50, .grace_seconds = 1, .bookmark_ms = 100};
+    struct fair_fake_opts o = {.nodes = 2,
+                               .gpus_per_node = 8,
+                               .kubelet = 1,
+                               .kubelet_delay_ms = 50,
+                               .grace_seconds = 1,
+                               .bookmark_ms = 100};
     return fair_fake_start(&fake, &o);
 }
 
@@ -72,8 +76,8 @@ static void create_pod(const char *name, const char *duration)
              "\"schedulerName\":\"fairshare\",\"containers\":[{\"name\":\"main\",\"image\":"
              "\"trainer\"}]}}",
              name, duration);
-    json_t *r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods", body,
-                                       &code);
+    json_t *r =
+        fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods", body, &code);
     assert_int_equal(code, 201);
     json_decref(r);
 }
@@ -273,13 +277,13 @@ static void test_restart_keeps_state(void **state)
     (void)state;
     long code = 0;
     create_pod("keeper", "1000");
-    json_t *before = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/keeper",
-                                            NULL, &code);
+    json_t *before =
+        fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/keeper", NULL, &code);
     assert_int_equal(code, 200);
     assert_int_equal(fair_fake_stop(&fake), 0);
     assert_int_equal(fair_fake_restart(&fake), 0);
-    json_t *after = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/keeper",
-                                           NULL, &code);
+    json_t *after =
+        fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/keeper", NULL, &code);
     assert_int_equal(code, 200);
     assert_string_equal(jstr(after, "metadata.uid"), jstr(before, "metadata.uid"));
     assert_string_equal(jstr(after, "metadata.resourceVersion"),
@@ -340,8 +344,8 @@ static void test_kubelet(void **state)
     long code = 0;
     create_pod("short", "1");
     /* Unbound: stays Pending. */
-    json_t *p = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/short",
-                                       NULL, &code);
+    json_t *p =
+        fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/short", NULL, &code);
     assert_string_equal(jstr(p, "status.phase"), "Pending");
     json_decref(p);
     p = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods/short/binding",
@@ -379,12 +383,20 @@ static void test_limits(void **state)
     snprintf(big + w + n, 8, "\"}}");
     long code = 0;
     char *resp = NULL;
-    assert_int_equal(
-        fair_fake_request(&fake, "POST", "/api/v1/namespaces/default/configmaps", big, &code, &resp),
-        0);
+    assert_int_equal(fair_fake_request(&fake, "POST", "/api/v1/namespaces/default/configmaps", big,
+                                       &code, &resp),
+                     0);
     assert_int_equal(code, 413);
     free(resp);
     free(big);
+
+    /* Bodies must be JSON. */
+    assert_int_equal(fair_fake_request_ct(&fake, "POST", "/api/v1/namespaces/default/configmaps",
+                                          "text/plain", "{\"metadata\":{\"name\":\"t\"}}", &code,
+                                          &resp),
+                     0);
+    assert_int_equal(code, 415);
+    free(resp);
 
     /* Deeply nested JSON is refused, not crashed on. */
     char deep[4096];
@@ -396,8 +408,8 @@ static void test_limits(void **state)
         deep[k++] = ']';
     deep[k++] = '}';
     deep[k] = '\0';
-    json_t *r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/configmaps",
-                                       deep, &code);
+    json_t *r =
+        fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/configmaps", deep, &code);
     assert_int_equal(code, 400);
     json_decref(r);
 }
