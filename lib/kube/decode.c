@@ -776,13 +776,9 @@ static void decode_quota(const json_t *spec, struct fair_kquota *q, char **probl
             q->over_quota_weight = x;
     }
     const json_t *p = json_object_get(spec, "overQuotaPriority");
-    if (!p)
-        p = json_object_get(spec, "priority");
     if (p && !json_is_null(p)) {
-        if (!json_is_integer(p) || json_integer_value(p) < -1000000 ||
-            json_integer_value(p) > 1000000)
-            add_problem(problem, "spec.overQuotaPriority: want an integer from -1000000 to "
-                                 "1000000");
+        if (!json_is_integer(p) || json_integer_value(p) < -1000 || json_integer_value(p) > 1000)
+            add_problem(problem, "spec.overQuotaPriority: want an integer from -1000 to 1000");
         else
             q->over_quota_priority = (int32_t)json_integer_value(p);
     }
@@ -813,6 +809,18 @@ static const json_t *get_spec(const json_t *obj, char **problem)
     return json_is_object(spec) ? spec : NULL;
 }
 
+/* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$, at most 63 characters */
+static bool is_dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err)
 {
     int rc = 0;
@@ -830,6 +838,12 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
         goto out;
     if (!p->team && (rc = dup_str(p->meta.name, &p->team)))
         goto out;
+    /* The CRD schema enforces these too; a client that skips validation
+     * still gets a clear Invalid condition. */
+    if (!p->team[0] || strlen(p->team) > 63)
+        add_problem(&p->problem, "spec.team: want 1 to 63 characters");
+    if (p->cost_center && strlen(p->cost_center) > 128)
+        add_problem(&p->problem, "spec.costCenter: longer than 128 characters");
     const json_t *ns = spec ? json_object_get(spec, "namespaces") : NULL;
     if (ns && !json_is_null(ns)) {
         if (!json_is_array(ns) || json_array_size(ns) > FAIR_DECODE_MAX_ITEMS) {
@@ -844,9 +858,17 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
             size_t i;
             const json_t *v;
             json_array_foreach(ns, i, v) {
-                if (!json_is_string(v) || !json_string_length(v) ||
-                    json_string_length(v) > 253) {
-                    add_problem(&p->problem, "spec.namespaces[%zu]: want a namespace name", i);
+                if (!json_is_string(v) || !is_dns_label(json_string_value(v))) {
+                    add_problem(&p->problem, "spec.namespaces[%zu]: want a namespace name "
+                                "(a DNS label)", i);
+                    continue;
+                }
+                bool dup = false;
+                for (size_t j = 0; j < p->nnamespaces; j++)
+                    dup = dup || !strcmp(p->namespaces[j], json_string_value(v));
+                if (dup) {
+                    add_problem(&p->problem, "spec.namespaces[%zu]: \"%s\" is listed twice", i,
+                                json_string_value(v));
                     continue;
                 }
                 if ((rc = dup_str(json_string_value(v), &p->namespaces[p->nnamespaces])))
