@@ -25,7 +25,7 @@ typedef __int128 i128;
 #define MAX_VICTIMS 64
 /* Victim searches per cycle: bounds the reclaim phase's cost; pods left
  * over are looked at again next cycle. */
-#define MAX_SEARCHES 4096
+#define MAX_SEARCHES 1024
 
 enum {
     PF_VALID = 1,     /* pod request usable */
@@ -54,6 +54,10 @@ struct acct {
     size_t first, count, cursor; /* queues: pending pods in e->order */
     int32_t minvprio;            /* queues: lowest priority of a victim */
     bool has_victim;
+    /* Smallest unconstrained request a victim search failed for, per mode:
+     * bigger ones are not searched again this cycle. */
+    bool failed[2];
+    int64_t fail_req[2][NRES];
 };
 
 struct gang {
@@ -88,8 +92,13 @@ struct eng {
     int32_t *vlist;  /* victims by node rank, in victim order */
     size_t *voff;    /* nnodes + 1 offsets into vlist */
     int32_t *vrank;  /* pod -> victim-order position */
-    int32_t *cand;   /* candidate node ranks */
+    int32_t *vorder; /* victims in victim order */
+    size_t nvict;
+    int32_t *cand;   /* node ranks with room being freed (fut differs) */
     size_t ncand;
+    int32_t *clist;  /* per search: nodes holding a plausible victim */
+    uint32_t *nstamp;
+    uint32_t stamp;
     int searches;
     /* A wave of evictions is still terminating: take no new victims. */
     bool damp;
@@ -993,8 +1002,12 @@ static int build_victims(struct eng *e)
     e->vlist = eng_calloc(e, nv, sizeof(*e->vlist));
     e->voff = eng_calloc(e, s->nnodes + 1, sizeof(*e->voff));
     e->vrank = eng_calloc(e, s->npods, sizeof(*e->vrank));
+    e->vorder = eng_calloc(e, nv, sizeof(*e->vorder));
     e->cand = eng_calloc(e, s->nnodes, sizeof(*e->cand));
-    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand)
+    e->clist = eng_calloc(e, s->nnodes, sizeof(*e->clist));
+    e->nstamp = eng_calloc(e, s->nnodes, sizeof(*e->nstamp));
+    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand || !e->vorder || !e->clist ||
+        !e->nstamp)
         goto out;
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
@@ -1019,7 +1032,9 @@ static int build_victims(struct eng *e)
         qm->has_victim = true;
     }
     qsort(vk, nv, sizeof(*vk), cmp_vkey);
+    e->nvict = nv;
     for (size_t i = 0; i < nv; i++) {
+        e->vorder[i] = vk[i].idx;
         e->vrank[vk[i].idx] = (int32_t)i;
         e->voff[e->pl.rank_of[s->pods[vk[i].idx].node] + 1]++;
     }
@@ -1035,7 +1050,7 @@ static int build_victims(struct eng *e)
     e->voff[0] = 0;
     e->ncand = 0;
     for (size_t r = 0; r < s->nnodes; r++)
-        if (e->pl.nodes[r].ok && (e->voff[r + 1] > e->voff[r] || e->pl.nodes[r].fdiff))
+        if (e->pl.nodes[r].ok && e->pl.nodes[r].fdiff)
             e->cand[e->ncand++] = (int32_t)r;
     rc = 0;
 out:
@@ -1158,7 +1173,8 @@ static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
 }
 
 /* Greedy victim choice on one node, then pruned to a minimal set. */
-static bool try_node(const struct eng *e, const struct search *sr, int32_t rank, struct trial *t)
+static bool try_node(const struct eng *e, const struct search *sr, int32_t rank, struct trial *t,
+                     int max_nv)
 {
     int64_t short_by[NRES];
     uint64_t mask;
@@ -1181,7 +1197,7 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
             helps = true;
         if (!helps || !victim_ok(e, sr, vi, t->v, t->nv))
             continue;
-        if (t->nv == MAX_VICTIMS)
+        if (t->nv == MAX_VICTIMS || t->nv >= max_nv)
             return false;
         t->v[t->nv++] = vi;
         ok = fits_with(e, sr, rank, t->v, t->nv, -1, short_by, &mask);
@@ -1226,6 +1242,8 @@ static bool better(const struct trial *a, const struct trial *b)
 static int apply_trial(struct eng *e, const struct search *sr, const struct trial *t)
 {
     const struct fair_snapshot *s = e->s;
+    if (!e->pl.nodes[t->rank].fdiff && e->pl.nodes[t->rank].ok)
+        e->cand[e->ncand++] = t->rank;
     for (int i = 0; i < t->nv; i++) {
         int32_t vi = t->v[i];
         const struct fair_pod *v = &s->pods[vi];
@@ -1282,24 +1300,90 @@ static bool entitled(const struct eng *e, int32_t qi, const struct fair_pod *p)
     return any;
 }
 
+static bool unconstrained(const struct fair_pod *p)
+{
+    return p->nnode_selector == 0 && p->ntolerations == 0 && (!p->gpu_model || !p->gpu_model[0]);
+}
+
+/* Finds the smallest victim set on one node for sr and applies it. In
+ * order: a node where room being freed already fits (no new victim); else
+ * the first single victim, in victim order, that makes room alone (that is
+ * the cheapest one-victim set); else every candidate node, greedily, the
+ * fewest victims winning, then the lower victim-order cost, then rank. */
 static int search_for(struct eng *e, struct search *sr, bool *found)
 {
     struct trial best = {0}, cur;
     bool have = false;
+    int64_t short_by[NRES];
+    uint64_t mask;
+    struct acct *q = &e->q[sr->qi];
+    int m = sr->mode == M_PREEMPT;
+    const int64_t *req = sr->pod->request.v;
     *found = false;
+    if (unconstrained(sr->pod) && q->failed[m] && req[0] >= q->fail_req[m][0] &&
+        req[1] >= q->fail_req[m][1] && req[2] >= q->fail_req[m][2])
+        return 0;
     if (e->searches >= MAX_SEARCHES)
         return 0;
     e->searches++;
     for (size_t c = 0; c < e->ncand; c++) {
-        if (!try_node(e, sr, e->cand[c], &cur))
+        int32_t r = e->cand[c];
+        if (!e->pl.nodes[r].fdiff || !try_node(e, sr, r, &cur, 0))
             continue;
         if (!have || better(&cur, &best)) {
             best = cur;
             have = true;
         }
     }
-    if (!have)
+    size_t nc = 0;
+    e->stamp++;
+    for (size_t i = 0; i < e->nvict && !have && !e->damp; i++) {
+        int32_t vi = e->vorder[i];
+        const struct fair_pod *v = &e->s->pods[vi];
+        if (e->pflags[vi] & PF_EVICTED)
+            continue;
+        if (sr->mode == M_PREEMPT ? (v->queue != sr->qi || v->priority >= sr->pod->priority)
+                                  : (v->queue == sr->qi ||
+                                     e->q[v->queue].live[GPU] <= e->q[v->queue].fs[GPU]))
+            continue;
+        int32_t r = e->pl.rank_of[v->node];
+        if (e->nstamp[r] == e->stamp)
+            continue;
+        if (!fair_place_static_ok(&e->pl, r, sr->pod)) {
+            e->nstamp[r] = e->stamp;
+            continue;
+        }
+        if (!victim_ok(e, sr, vi, NULL, 0))
+            continue;
+        e->nstamp[r] = e->stamp;
+        e->clist[nc++] = r;
+        if (fits_with(e, sr, r, &vi, 1, -1, short_by, &mask)) {
+            best.v[0] = vi;
+            best.nv = 1;
+            best.rank = r;
+            best.cost = i;
+            have = true;
+        }
+    }
+    bool full = !have && !e->damp;
+    for (size_t c = 0; c < nc && full; c++) {
+        int limit = have ? best.nv : MAX_VICTIMS;
+        if (!try_node(e, sr, e->clist[c], &cur, limit))
+            continue;
+        if (!have || better(&cur, &best)) {
+            best = cur;
+            have = true;
+        }
+    }
+    if (!have) {
+        if (unconstrained(sr->pod) &&
+            (!q->failed[m] || (req[0] <= q->fail_req[m][0] && req[1] <= q->fail_req[m][1] &&
+                               req[2] <= q->fail_req[m][2]))) {
+            q->failed[m] = true;
+            memcpy(q->fail_req[m], req, sizeof(q->fail_req[m]));
+        }
         return 0;
+    }
     *found = true;
     return apply_trial(e, sr, &best);
 }
@@ -1467,7 +1551,10 @@ static void eng_release(struct eng *e)
     fair_free(e->vlist);
     fair_free(e->voff);
     fair_free(e->vrank);
+    fair_free(e->vorder);
     fair_free(e->cand);
+    fair_free(e->clist);
+    fair_free(e->nstamp);
 }
 
 int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result,
