@@ -36,6 +36,16 @@ enum {
     PF_MANAGED = 32,  /* belongs to a valid queue */
 };
 
+/* A request a victim search failed for, with the pod's constraints (by
+ * identity of their arrays: the same arrays mean the same constraints). */
+#define FAIL_ENTRIES 4
+struct fail_entry {
+    int64_t req[FAIR_RES_COUNT];
+    const char *model;
+    const void *sel, *tol;
+    size_t nsel, ntol;
+};
+
 struct acct {
     bool valid;
     int32_t parent; /* queues: project index */
@@ -56,8 +66,8 @@ struct acct {
     bool has_victim;
     /* Smallest unconstrained request a victim search failed for, per mode:
      * bigger ones are not searched again this cycle. */
-    bool failed[2];
-    int64_t fail_req[2][NRES];
+    struct fail_entry fail[2][FAIL_ENTRIES];
+    uint8_t nfail[2], fail_next[2];
 };
 
 struct gang {
@@ -99,6 +109,9 @@ struct eng {
     int32_t *clist;  /* per search: nodes holding a plausible victim */
     uint32_t *nstamp;
     uint32_t stamp;
+    int64_t (*vsum)[NRES]; /* per node rank: room its remaining victims hold */
+    int32_t *qvlist;       /* victims by queue, in victim order */
+    size_t *qvoff;         /* nqueues + 1 */
     int searches;
     /* A wave of evictions is still terminating: take no new victims. */
     bool damp;
@@ -1005,9 +1018,12 @@ static int build_victims(struct eng *e)
     e->vorder = eng_calloc(e, nv, sizeof(*e->vorder));
     e->cand = eng_calloc(e, s->nnodes, sizeof(*e->cand));
     e->clist = eng_calloc(e, s->nnodes, sizeof(*e->clist));
+    e->vsum = eng_calloc(e, s->nnodes, sizeof(*e->vsum));
+    e->qvlist = eng_calloc(e, nv, sizeof(*e->qvlist));
+    e->qvoff = eng_calloc(e, s->nqueues + 1, sizeof(*e->qvoff));
     e->nstamp = eng_calloc(e, s->nnodes, sizeof(*e->nstamp));
     if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand || !e->vorder || !e->clist ||
-        !e->nstamp)
+        !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff)
         goto out;
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
@@ -1033,6 +1049,19 @@ static int build_victims(struct eng *e)
     }
     qsort(vk, nv, sizeof(*vk), cmp_vkey);
     e->nvict = nv;
+    for (size_t i = 0; i < nv; i++) {
+        const struct fair_pod *vp = &s->pods[vk[i].idx];
+        for (int r = 0; r < NRES; r++)
+            e->vsum[e->pl.rank_of[vp->node]][r] += vp->request.v[r];
+        e->qvoff[vp->queue + 1]++;
+    }
+    for (size_t qi = 0; qi < s->nqueues; qi++)
+        e->qvoff[qi + 1] += e->qvoff[qi];
+    for (size_t i = 0; i < nv; i++)
+        e->qvlist[e->qvoff[s->pods[vk[i].idx].queue]++] = vk[i].idx;
+    for (size_t qi = s->nqueues; qi-- > 0;)
+        e->qvoff[qi + 1] = e->qvoff[qi];
+    e->qvoff[0] = 0;
     for (size_t i = 0; i < nv; i++) {
         e->vorder[i] = vk[i].idx;
         e->vrank[vk[i].idx] = (int32_t)i;
@@ -1182,6 +1211,10 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     t->rank = rank;
     t->cost = 0;
     t->fitkey = 0;
+    const struct fair_pnode *nd = &e->pl.nodes[rank];
+    for (int r = 0; r < NRES; r++)
+        if (nd->ffree[r] + (max_nv > 0 ? e->vsum[rank][r] : 0) < sr->pod->request.v[r])
+            return false;
     if (!fair_place_static_ok(&e->pl, rank, sr->pod))
         return false;
     bool ok = fits_with(e, sr, rank, t->v, 0, -1, short_by, &mask);
@@ -1250,6 +1283,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
         struct acct *vq = &e->q[v->queue], *vp = &e->p[vq->parent];
         e->pflags[vi] |= PF_EVICTED;
         for (int r = 0; r < NRES; r++) {
+            e->vsum[t->rank][r] -= v->request.v[r];
             vq->live[r] -= v->request.v[r];
             vp->live[r] -= v->request.v[r];
             vq->evicted[r] += v->request.v[r];
@@ -1300,9 +1334,19 @@ static bool entitled(const struct eng *e, int32_t qi, const struct fair_pod *p)
     return any;
 }
 
-static bool unconstrained(const struct fair_pod *p)
+/* Whether a search for pod can be skipped after one failed for f: same
+ * constraints, and a request at least as big everywhere. Victims only get
+ * fewer during the phase, so it would fail again (pods left out are looked
+ * at next cycle). */
+static bool same_shape_or_bigger(const struct fail_entry *f, const struct fair_pod *p)
 {
-    return p->nnode_selector == 0 && p->ntolerations == 0 && (!p->gpu_model || !p->gpu_model[0]);
+    for (int r = 0; r < NRES; r++)
+        if (p->request.v[r] < f->req[r])
+            return false;
+    if (f->sel != (const void *)p->node_selector || f->nsel != p->nnode_selector ||
+        f->tol != (const void *)p->tolerations || f->ntol != p->ntolerations)
+        return false;
+    return cmp_str(f->model, p->gpu_model) == 0;
 }
 
 /* Finds the smallest victim set on one node for sr and applies it. In
@@ -1320,9 +1364,9 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     int m = sr->mode == M_PREEMPT;
     const int64_t *req = sr->pod->request.v;
     *found = false;
-    if (unconstrained(sr->pod) && q->failed[m] && req[0] >= q->fail_req[m][0] &&
-        req[1] >= q->fail_req[m][1] && req[2] >= q->fail_req[m][2])
-        return 0;
+    for (int i = 0; i < q->nfail[m]; i++)
+        if (same_shape_or_bigger(&q->fail[m][i], sr->pod))
+            return 0;
     if (e->searches >= MAX_SEARCHES)
         return 0;
     e->searches++;
@@ -1337,8 +1381,10 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     }
     size_t nc = 0;
     e->stamp++;
-    for (size_t i = 0; i < e->nvict && !have && !e->damp; i++) {
-        int32_t vi = e->vorder[i];
+    bool pre = sr->mode == M_PREEMPT;
+    size_t from = pre ? e->qvoff[sr->qi] : 0, to = pre ? e->qvoff[sr->qi + 1] : e->nvict;
+    for (size_t i = from; i < to && !have && !e->damp; i++) {
+        int32_t vi = pre ? e->qvlist[i] : e->vorder[i];
         const struct fair_pod *v = &e->s->pods[vi];
         if (e->pflags[vi] & PF_EVICTED)
             continue;
@@ -1361,7 +1407,7 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
             best.v[0] = vi;
             best.nv = 1;
             best.rank = r;
-            best.cost = i;
+            best.cost = e->vrank[vi];
             have = true;
         }
     }
@@ -1376,12 +1422,16 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         }
     }
     if (!have) {
-        if (unconstrained(sr->pod) &&
-            (!q->failed[m] || (req[0] <= q->fail_req[m][0] && req[1] <= q->fail_req[m][1] &&
-                               req[2] <= q->fail_req[m][2]))) {
-            q->failed[m] = true;
-            memcpy(q->fail_req[m], req, sizeof(q->fail_req[m]));
-        }
+        struct fail_entry *f = &q->fail[m][q->fail_next[m]];
+        memcpy(f->req, req, sizeof(f->req));
+        f->model = sr->pod->gpu_model;
+        f->sel = sr->pod->node_selector;
+        f->nsel = sr->pod->nnode_selector;
+        f->tol = sr->pod->tolerations;
+        f->ntol = sr->pod->ntolerations;
+        q->fail_next[m] = (uint8_t)((q->fail_next[m] + 1) % FAIL_ENTRIES);
+        if (q->nfail[m] < FAIL_ENTRIES)
+            q->nfail[m]++;
         return 0;
     }
     *found = true;
@@ -1555,6 +1605,9 @@ static void eng_release(struct eng *e)
     fair_free(e->cand);
     fair_free(e->clist);
     fair_free(e->nstamp);
+    fair_free(e->vsum);
+    fair_free(e->qvlist);
+    fair_free(e->qvoff);
 }
 
 int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result,
