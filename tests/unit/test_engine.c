@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "test_engine_fixture.h"
 
 #define G 1000
@@ -422,11 +423,26 @@ static void test_bad_nodes(void **state)
     ts_free(t);
 }
 
-/* Runs cycles, applying actions, until one has none; returns the count. */
+/* Runs cycles, applying actions, until one has none; returns the count.
+ * No flip-flop: a pod the engine bound is not evicted in the next round. */
 static int converge(struct ts *t, int max_rounds, bool terminate_first)
 {
+    static char fresh[TS_MAXPODS][48];
+    size_t nfresh = 0;
     for (int round = 1; round <= max_rounds; round++) {
         assert_int_equal(ts_run(t), 0);
+        for (size_t i = 0; i < t->res.nactions; i++) {
+            const struct fair_action *a = &t->res.actions[i];
+            if (a->kind != FAIR_ACTION_EVICT)
+                continue;
+            for (size_t j = 0; j < nfresh; j++)
+                if (strcmp(fresh[j], t->pods[a->pod].uid) == 0)
+                    fail_msg("round %d: pod %s bound last round is evicted", round, fresh[j]);
+        }
+        nfresh = 0;
+        for (size_t i = 0; i < t->res.nactions && nfresh < TS_MAXPODS; i++)
+            if (t->res.actions[i].kind == FAIR_ACTION_BIND)
+                snprintf(fresh[nfresh++], sizeof(fresh[0]), "%s", t->pods[t->res.actions[i].pod].uid);
         if (t->res.nactions == 0)
             return round;
         if (terminate_first && ts_count(t, FAIR_ACTION_EVICT)) {
@@ -538,6 +554,108 @@ static void test_determinism(void **state)
     ts_free(t2);
 }
 
+
+/* The higher overQuotaPriority tier keeps its surplus: the victims come
+ * from the lower tier, the only queue above its fair share. */
+static void test_victim_order(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "n0", 8);
+    ts_node(t, "n1", 8);
+    int a = ts_team(t, "a", 8 * G, 1);
+    int hi = ts_team(t, "hi", 0, 1);
+    int lo = ts_team(t, "lo", 0, 1);
+    t->projects[hi].q.over_quota_priority = 1;
+    t->queues[hi].q.over_quota_priority = 1;
+    for (int i = 0; i < 8; i++) {
+        ts_bound(t, hi, G, i % 2, (uint64_t)1 << (i / 2), 0);
+        ts_bound(t, lo, G, i % 2, (uint64_t)1 << (4 + i / 2), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 4);
+    for (size_t i = 0; i < t->res.nactions; i++)
+        assert_int_equal(t->pods[t->res.actions[i].pod].queue, lo);
+    /* a's fair share: 4 (its demand); "hi" is served first from the rest. */
+    assert_int_equal(t->res.queues[a].fair_share.v[FAIR_RES_GPU], 4 * G);
+    assert_int_equal(t->res.queues[hi].fair_share.v[FAIR_RES_GPU], 8 * G);
+    assert_int_equal(t->res.queues[lo].fair_share.v[FAIR_RES_GPU], 4 * G);
+    ts_free(t);
+}
+
+/* Every allocation failing in turn: FAIR_ENOMEM, an empty result, no leak
+ * (the sanitizer build checks), and success once allocations work. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    random_cluster(t, 3);
+    t->pods[0].gang = "g";
+    t->pods[0].gang_size = 2;
+    t->pods[1].gang = "g";
+    t->pods[1].gang_size = 2;
+    t->pods[1].queue = t->pods[0].queue;
+    assert_int_equal(ts_run(t), 0);
+    size_t want = t->res.nactions;
+    int failures = 0;
+    for (long k = 0; k < 10000; k++) {
+        fair_alloc_fail_after(k);
+        int rc = ts_run(t);
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            assert_int_equal(t->res.nactions, want);
+            break;
+        }
+        assert_int_equal(rc, FAIR_ENOMEM);
+        assert_null(t->res.actions);
+        assert_int_equal(t->res.nactions, 0);
+        failures++;
+    }
+    assert_true(failures > 10);
+    ts_free(t);
+}
+
+/* Random values in every field the engine reads: never a crash, and
+ * either a result or FAIR_EINVAL. */
+static void test_random_input(void **state)
+{
+    (void)state;
+    static const int64_t vals[] = {-1000, -1, 0, 1, 250, 999, 1000, 1500, 8000, 64000,
+                                   (int64_t)1 << 52, INT64_MAX};
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        struct ts *t = ts_new();
+        random_cluster(t, seed);
+        for (int k = 0; k < 12; k++) {
+            int64_t v = vals[rnd(sizeof(vals) / sizeof(vals[0]))];
+            int r = (int)rnd(3);
+            switch (rnd(8)) {
+            case 0: t->pods[rnd((uint32_t)t->npods)].request.v[r] = v; break;
+            case 1: t->nodes[rnd((uint32_t)t->nn)].allocatable.v[r] = v; break;
+            case 2: t->nodes[rnd((uint32_t)t->nn)].gpu_count = (int)(v % 100); break;
+            case 3: t->queues[rnd((uint32_t)t->nq)].q.guaranteed.v[r] = v; break;
+            case 4: t->projects[rnd((uint32_t)t->np)].q.limit.v[r] = v; break;
+            case 5: t->queues[rnd((uint32_t)t->nq)].q.over_quota_weight = v; break;
+            case 6: {
+                struct fair_pod *p = &t->pods[rnd((uint32_t)t->npods)];
+                p->state = FAIR_POD_BOUND;
+                p->node = (int32_t)rnd((uint32_t)t->nn);
+                p->gpu_devices = (uint64_t)v;
+                p->terminating = rnd(2);
+                break;
+            }
+            default: t->pods[rnd((uint32_t)t->npods)].queue = (int32_t)rnd((uint32_t)t->nq + 1) - 1;
+            }
+        }
+        int rc = ts_run(t);
+        assert_true(rc == 0 || rc == FAIR_EINVAL);
+        if (rc == 0)
+            assert_int_equal(t->res.npods, t->npods);
+        ts_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,7 +664,8 @@ int main(void)
         cmocka_unit_test(test_non_preemptible),   cmocka_unit_test(test_minimal_victims),
         cmocka_unit_test(test_preempt_in_queue),  cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_bad_nodes),         cmocka_unit_test(test_stability),
-        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_determinism),       cmocka_unit_test(test_victim_order),
+        cmocka_unit_test(test_out_of_memory),     cmocka_unit_test(test_random_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
