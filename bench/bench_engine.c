@@ -109,8 +109,7 @@ static bool place_running(struct cluster *c, struct fair_pod *p, int64_t *cpu_fr
     return false;
 }
 
-static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npending,
-                  uint64_t seed)
+static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npending, uint64_t seed)
 {
     memset(c, 0, sizeof(*c));
     rng = seed;

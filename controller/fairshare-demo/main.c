@@ -103,8 +103,8 @@ static void devices_str(char *buf, size_t n, uint64_t mask)
 /* Runs one cycle, prints the table and the actions, applies the binds. */
 static int step(struct demo *d, const char *title)
 {
-    struct fair_snapshot s = {d->now, d->nodes, d->nn, d->projects, d->np, d->queues, d->nq,
-                              d->pods, d->npods, FAIR_PLACE_PACK};
+    struct fair_snapshot s = {d->now,    d->nodes, d->nn,   d->projects, d->np,
+                              d->queues, d->nq,    d->pods, d->npods,    FAIR_PLACE_PACK};
     struct fair_result res;
     struct fair_error err = {0};
     if (fair_engine_run(&s, &res, &err) != 0) {
@@ -153,7 +153,8 @@ static int step(struct demo *d, const char *title)
     for (size_t q = 0; q < d->nq && binds > 6; q++) {
         size_t n = 0;
         for (size_t i = 0; i < res.nactions; i++)
-            if (res.actions[i].kind == FAIR_ACTION_BIND && d->pods[res.actions[i].pod].queue == (int)q)
+            if (res.actions[i].kind == FAIR_ACTION_BIND &&
+                d->pods[res.actions[i].pod].queue == (int)q)
                 n++;
         if (n)
             printf("  %s: %zu pod(s) started\n", d->queues[q].q.name, n);

@@ -48,9 +48,9 @@ struct fail_entry {
 
 struct acct {
     bool valid;
-    int32_t parent; /* queues: project index */
-    int32_t rank;   /* position by name */
-    int64_t g[NRES];     /* effective guaranteed */
+    int32_t parent;  /* queues: project index */
+    int32_t rank;    /* position by name */
+    int64_t g[NRES]; /* effective guaranteed */
     int64_t lim[NRES];
     int64_t fs[NRES];
     int64_t demand[NRES];
@@ -104,9 +104,9 @@ struct eng {
     int32_t *vrank;  /* pod -> victim-order position */
     int32_t *vorder; /* victims in victim order */
     size_t nvict;
-    int32_t *cand;   /* node ranks with room being freed (fut differs) */
+    int32_t *cand; /* node ranks with room being freed (fut differs) */
     size_t ncand;
-    int32_t *clist;  /* per search: nodes holding a plausible victim */
+    int32_t *clist; /* per search: nodes holding a plausible victim */
     uint32_t *nstamp;
     uint32_t stamp;
     int64_t (*vsum)[NRES]; /* per node rank: room its remaining victims hold */
@@ -181,9 +181,10 @@ static int add_action(struct eng *e, const struct fair_action *a)
 static int check_indices(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
-    if ((s->nnodes && !s->nodes) || (s->nprojects && !s->projects) ||
-        (s->nqueues && !s->queues) || (s->npods && !s->pods))
-        return fair_error_set(e->err, FAIR_EINVAL, "snapshot: an array is NULL but its count is not 0");
+    if ((s->nnodes && !s->nodes) || (s->nprojects && !s->projects) || (s->nqueues && !s->queues) ||
+        (s->npods && !s->pods))
+        return fair_error_set(e->err, FAIR_EINVAL,
+                              "snapshot: an array is NULL but its count is not 0");
     if (s->nnodes > INT32_MAX / 2 || s->npods > INT32_MAX / 2 || s->nqueues > INT32_MAX / 2 ||
         s->nprojects > INT32_MAX / 2)
         return fair_error_set(e->err, FAIR_EINVAL, "snapshot: too many objects");
@@ -231,7 +232,8 @@ static int check_quota(struct eng *e, const struct fair_quota *q, enum fair_obje
         if (q->limit.v[r] < 0 || (q->limit.v[r] > MAX_QTY && q->limit.v[r] != FAIR_UNLIMITED)) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, obj, idx,
                              "%s \"%s\": limit %s is %s (%lld); set it to 0 or more, or leave it "
-                             "out", what, name, rn, q->limit.v[r] < 0 ? "negative" : "too large",
+                             "out",
+                             what, name, rn, q->limit.v[r] < 0 ? "negative" : "too large",
                              (long long)q->limit.v[r]);
             return rc ? rc : 0;
         }
@@ -261,8 +263,8 @@ static int check_objects(struct eng *e)
         } else if (n->allocatable.v[GPU] != (int64_t)n->gpu_count * FAIR_GPU_DEVICE_MILLI) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_NODE, (int32_t)i,
                              "node \"%s\": allocatable gpu %lld milli does not match gpu_count %d "
-                             "(want %lld); node skipped", name,
-                             (long long)n->allocatable.v[GPU], n->gpu_count,
+                             "(want %lld); node skipped",
+                             name, (long long)n->allocatable.v[GPU], n->gpu_count,
                              (long long)n->gpu_count * FAIR_GPU_DEVICE_MILLI);
             ok = false;
         } else {
@@ -270,8 +272,8 @@ static int check_objects(struct eng *e)
             for (int r = 0; r < NRES && ok; r++)
                 if (n->allocatable.v[r] < 0 || n->allocatable.v[r] > MAX_QTY) {
                     rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_NODE, (int32_t)i,
-                                     "node \"%s\": allocatable %s is %s (%lld); node skipped",
-                                     name, fair_res_name((enum fair_res)r),
+                                     "node \"%s\": allocatable %s is %s (%lld); node skipped", name,
+                                     fair_res_name((enum fair_res)r),
                                      n->allocatable.v[r] < 0 ? "negative" : "too large",
                                      (long long)n->allocatable.v[r]);
                     ok = false;
@@ -300,7 +302,8 @@ static int check_objects(struct eng *e)
         if (q->project < 0) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, (int32_t)i,
                              "queue \"%s\": project \"%s\" is unknown; create the Project or fix "
-                             "spec.project", str_or(q->q.name, "?"), str_or(q->project_name, "?"));
+                             "spec.project",
+                             str_or(q->q.name, "?"), str_or(q->project_name, "?"));
             e->q[i].valid = false;
         } else if (!e->p[q->project].valid) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, (int32_t)i,
@@ -365,7 +368,8 @@ static int compute_capacity(struct eng *e)
         if (managed == on_ok)
             continue;
         for (int r = 0; r < NRES; r++)
-            cap[r] = fair_sat_add(cap[r], managed ? r_or0(p->request.v[r]) : -r_or0(p->request.v[r]));
+            cap[r] =
+                fair_sat_add(cap[r], managed ? r_or0(p->request.v[r]) : -r_or0(p->request.v[r]));
     }
     for (int r = 0; r < NRES; r++)
         if (cap[r] < 0)
@@ -465,8 +469,8 @@ static int compute_fair_share(struct eng *e)
         if (sum > cap[r]) {
             rc = add_problem(e, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_CLUSTER, -1,
                              "cluster: projects guarantee %lld %s in total but the cluster has "
-                             "%lld; guarantees are scaled down in proportion", (long long)sum,
-                             fair_res_name((enum fair_res)r), (long long)cap[r]);
+                             "%lld; guarantees are scaled down in proportion",
+                             (long long)sum, fair_res_name((enum fair_res)r), (long long)cap[r]);
             if (rc)
                 goto out;
         }
@@ -474,9 +478,13 @@ static int compute_fair_share(struct eng *e)
         for (size_t j = 0; j < m; j++) {
             const struct fair_quota *pq = &s->projects[ids[j]].q;
             e->p[ids[j]].g[r] = out[j];
-            ch[j] = (struct fair_share_child){pq->name, out[j], e->p[ids[j]].demand[r],
-                                              pq->limit.v[r], pq->over_quota_weight,
-                                              pq->over_quota_priority, 0};
+            ch[j] = (struct fair_share_child){pq->name,
+                                              out[j],
+                                              e->p[ids[j]].demand[r],
+                                              pq->limit.v[r],
+                                              pq->over_quota_weight,
+                                              pq->over_quota_priority,
+                                              0};
         }
         fair_share_distribute(cap[r], ch, m, scratch);
         for (size_t j = 0; j < m; j++)
@@ -511,9 +519,13 @@ static int compute_fair_share(struct eng *e)
             for (size_t j = 0; j < m; j++) {
                 const struct fair_quota *qq = &s->queues[ids[j]].q;
                 e->q[ids[j]].g[r] = out[j];
-                ch[j] = (struct fair_share_child){qq->name, out[j], e->q[ids[j]].demand[r],
-                                                  qq->limit.v[r], qq->over_quota_weight,
-                                                  qq->over_quota_priority, 0};
+                ch[j] = (struct fair_share_child){qq->name,
+                                                  out[j],
+                                                  e->q[ids[j]].demand[r],
+                                                  qq->limit.v[r],
+                                                  qq->over_quota_weight,
+                                                  qq->over_quota_priority,
+                                                  0};
             }
             fair_share_distribute(e->p[pi].fs[r], ch, m, scratch);
             for (size_t j = 0; j < m; j++)
@@ -635,8 +647,8 @@ static int build_order(struct eng *e)
         if (!(e->pflags[i] & PF_MANAGED) || p->state != FAIR_POD_PENDING ||
             !(e->pflags[i] & PF_VALID))
             continue;
-        pk[k++] = (struct pkey){e->q[p->queue].rank, p->priority, p->created_ms, p->uid,
-                                (int32_t)i};
+        pk[k++] =
+            (struct pkey){e->q[p->queue].rank, p->priority, p->created_ms, p->uid, (int32_t)i};
     }
     qsort(pk, n, sizeof(*pk), cmp_pkey);
     for (size_t i = 0; i < n; i++) {
@@ -663,8 +675,7 @@ static int build_order(struct eng *e)
         }
         for (size_t i = 0; i < s->npods; i++) {
             const struct fair_pod *p = &s->pods[i];
-            if ((e->pflags[i] & PF_MANAGED) && p->state == FAIR_POD_BOUND && p->gang &&
-                p->gang[0])
+            if ((e->pflags[i] & PF_MANAGED) && p->state == FAIR_POD_BOUND && p->gang && p->gang[0])
                 gk[k++] = (struct gkey){p->queue, p->gang, SIZE_MAX, p->gang_size};
         }
         qsort(gk, k, sizeof(*gk), cmp_gkey);
@@ -845,8 +856,8 @@ static int bind_pod(struct eng *e, int32_t pi, int32_t rank, uint64_t mask)
     e->pflags[pi] |= PF_BOUND;
     e->masks[pi] = mask;
     e->res->pending_reasons[pi] = FAIR_PENDING_NONE;
-    struct fair_action a = {FAIR_ACTION_BIND, pi, e->pl.nodes[rank].idx, mask, FAIR_EVICT_NONE,
-                            -1, -1};
+    struct fair_action a = {
+        FAIR_ACTION_BIND, pi, e->pl.nodes[rank].idx, mask, FAIR_EVICT_NONE, -1, -1};
     return add_action(e, &a);
 }
 
@@ -891,8 +902,7 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         return 0;
     if ((int64_t)g->count + g->nbound < g->size) {
         for (size_t j = 0; j < g->count; j++)
-            e->res->pending_reasons[e->order[e->gmem[g->first + j]]] =
-                FAIR_PENDING_GANG_INCOMPLETE;
+            e->res->pending_reasons[e->order[e->gmem[g->first + j]]] = FAIR_PENDING_GANG_INCOMPLETE;
         return 0;
     }
     if (pass == 2 && *reason != FAIR_PENDING_FAIR_SHARE)
@@ -1004,8 +1014,9 @@ static int build_victims(struct eng *e)
     struct vkey *vk = NULL;
     for (size_t i = 0; i < s->npods; i++) {
         const struct fair_pod *p = &s->pods[i];
-        if (p->state != FAIR_POD_BOUND || (e->pflags[i] & (PF_MANAGED | PF_VALID)) !=
-            (PF_MANAGED | PF_VALID) || !p->preemptible || p->terminating)
+        if (p->state != FAIR_POD_BOUND ||
+            (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) ||
+            !p->preemptible || p->terminating)
             continue;
         if (s->now_ms - p->started_ms < s->queues[p->queue].reclaim_min_runtime_ms)
             continue;
@@ -1029,8 +1040,9 @@ static int build_victims(struct eng *e)
     size_t k = 0;
     for (size_t i = 0; i < s->npods; i++) {
         const struct fair_pod *p = &s->pods[i];
-        if (p->state != FAIR_POD_BOUND || (e->pflags[i] & (PF_MANAGED | PF_VALID)) !=
-            (PF_MANAGED | PF_VALID) || !p->preemptible || p->terminating)
+        if (p->state != FAIR_POD_BOUND ||
+            (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) ||
+            !p->preemptible || p->terminating)
             continue;
         if (s->now_ms - p->started_ms < s->queues[p->queue].reclaim_min_runtime_ms)
             continue;
@@ -1107,8 +1119,8 @@ struct trial {
 
 /* Whether pod fits on node rank's fut view with victims v[0..nv) gone (skip
  * index `skip`), and with the preemption budget covered. */
-static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank,
-                      const int32_t *v, int nv, int skip, int64_t *short_by, uint64_t *mask)
+static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank, const int32_t *v,
+                      int nv, int skip, int64_t *short_by, uint64_t *mask)
 {
     const struct fair_pnode *n = &e->pl.nodes[rank];
     const struct fair_node *sn = &e->s->nodes[n->idx];
@@ -1388,9 +1400,9 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         const struct fair_pod *v = &e->s->pods[vi];
         if (e->pflags[vi] & PF_EVICTED)
             continue;
-        if (sr->mode == M_PREEMPT ? (v->queue != sr->qi || v->priority >= sr->pod->priority)
-                                  : (v->queue == sr->qi ||
-                                     e->q[v->queue].live[GPU] <= e->q[v->queue].fs[GPU]))
+        if (sr->mode == M_PREEMPT
+                ? (v->queue != sr->qi || v->priority >= sr->pod->priority)
+                : (v->queue == sr->qi || e->q[v->queue].live[GPU] <= e->q[v->queue].fs[GPU]))
             continue;
         int32_t r = e->pl.rank_of[v->node];
         if (e->nstamp[r] == e->stamp)

@@ -34,24 +34,48 @@ static void test_fair_share_table(void **state)
 {
     (void)state;
     static const struct share_case cases[] = {
-        {"weights 1:2:1", 8, 2,
-         {{"a", 0, 1, 0, 0, 16}, {"b", 0, 2, 0, 0, 16}, {"c", 0, 1, 0, 0, 16}}, 3,
-         {4 * G, 8 * G, 4 * G}, {4, 8, 4}},
-        {"remainder 10/3", 10, 1,
-         {{"c", 0, 1, 0, 0, 10}, {"a", 0, 1, 0, 0, 10}, {"b", 0, 1, 0, 0, 10}}, 3,
-         {3333, 3334, 3333}, {3, 4, 3}},
-        {"guarantee then weights", 8, 2,
-         {{"a", 6 * G, 1, 0, 0, 16}, {"b", 2 * G, 1, 0, 0, 16}}, 2,
-         {10 * G, 6 * G}, {10, 6}},
-        {"demand caps, rest redistributed", 8, 2,
-         {{"a", 0, 1, 0, 0, 2}, {"b", 0, 1, 0, 0, 16}, {"c", 0, 2, 0, 0, 16}}, 3,
-         {2 * G, 4667, 9333}, {2, 5, 9}},
-        {"priority tiers", 8, 2,
-         {{"hi", 0, 1, 0, 1, 10}, {"lo", 0, 5, 0, 0, 16}}, 2,
-         {10 * G, 6 * G}, {10, 6}},
-        {"limit", 8, 2,
-         {{"a", 0, 1, 5 * G, 0, 16}, {"b", 0, 1, 0, 0, 16}}, 2,
-         {5 * G, 11 * G}, {5, 11}},
+        {"weights 1:2:1",
+         8,
+         2,
+         {{"a", 0, 1, 0, 0, 16}, {"b", 0, 2, 0, 0, 16}, {"c", 0, 1, 0, 0, 16}},
+         3,
+         {4 * G, 8 * G, 4 * G},
+         {4, 8, 4}},
+        {"remainder 10/3",
+         10,
+         1,
+         {{"c", 0, 1, 0, 0, 10}, {"a", 0, 1, 0, 0, 10}, {"b", 0, 1, 0, 0, 10}},
+         3,
+         {3333, 3334, 3333},
+         {3, 4, 3}},
+        {"guarantee then weights",
+         8,
+         2,
+         {{"a", 6 * G, 1, 0, 0, 16}, {"b", 2 * G, 1, 0, 0, 16}},
+         2,
+         {10 * G, 6 * G},
+         {10, 6}},
+        {"demand caps, rest redistributed",
+         8,
+         2,
+         {{"a", 0, 1, 0, 0, 2}, {"b", 0, 1, 0, 0, 16}, {"c", 0, 2, 0, 0, 16}},
+         3,
+         {2 * G, 4667, 9333},
+         {2, 5, 9}},
+        {"priority tiers",
+         8,
+         2,
+         {{"hi", 0, 1, 0, 1, 10}, {"lo", 0, 5, 0, 0, 16}},
+         2,
+         {10 * G, 6 * G},
+         {10, 6}},
+        {"limit",
+         8,
+         2,
+         {{"a", 0, 1, 5 * G, 0, 16}, {"b", 0, 1, 0, 0, 16}},
+         2,
+         {5 * G, 11 * G},
+         {5, 11}},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const struct share_case *k = &cases[c];
@@ -338,14 +362,16 @@ static void test_bad_input(void **state)
         enum fair_object_kind obj;
         const char *text;
     } want[] = {
-        {FAIR_PROBLEM_INVALID, FAIR_OBJ_PROJECT, "project \"neg\": guaranteed cpu is negative (-5)"},
+        {FAIR_PROBLEM_INVALID, FAIR_OBJ_PROJECT,
+         "project \"neg\": guaranteed cpu is negative (-5)"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, "queue \"in-neg\": its project \"neg\" is invalid"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, "queue \"zero-weight\": overQuotaWeight is 0"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, "queue \"orphan\": project \"nowhere\" is unknown"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_POD, "pod ns/good-"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_POD, "memory request is negative (-1)"},
         {FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_PROJECT,
-         "project \"ok-proj\": its queues guarantee 6000 gpu in total, more than the project's 4000"},
+         "project \"ok-proj\": its queues guarantee 6000 gpu in total, more than the project's "
+         "4000"},
     };
     for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
         bool found = false;
@@ -442,7 +468,8 @@ static int converge(struct ts *t, int max_rounds, bool terminate_first)
         nfresh = 0;
         for (size_t i = 0; i < t->res.nactions && nfresh < TS_MAXPODS; i++)
             if (t->res.actions[i].kind == FAIR_ACTION_BIND)
-                snprintf(fresh[nfresh++], sizeof(fresh[0]), "%s", t->pods[t->res.actions[i].pod].uid);
+                snprintf(fresh[nfresh++], sizeof(fresh[0]), "%s",
+                         t->pods[t->res.actions[i].pod].uid);
         if (t->res.nactions == 0)
             return round;
         if (terminate_first && ts_count(t, FAIR_ACTION_EVICT)) {
@@ -554,7 +581,6 @@ static void test_determinism(void **state)
     ts_free(t2);
 }
 
-
 /* The higher overQuotaPriority tier keeps its surplus: the victims come
  * from the lower tier, the only queue above its fair share. */
 static void test_victim_order(void **state)
@@ -622,8 +648,8 @@ static void test_out_of_memory(void **state)
 static void test_random_input(void **state)
 {
     (void)state;
-    static const int64_t vals[] = {-1000, -1, 0, 1, 250, 999, 1000, 1500, 8000, 64000,
-                                   (int64_t)1 << 52, INT64_MAX};
+    static const int64_t vals[] = {
+        -1000, -1, 0, 1, 250, 999, 1000, 1500, 8000, 64000, (int64_t)1 << 52, INT64_MAX};
     for (uint64_t seed = 1; seed <= 200; seed++) {
         struct ts *t = ts_new();
         random_cluster(t, seed);
@@ -631,12 +657,24 @@ static void test_random_input(void **state)
             int64_t v = vals[rnd(sizeof(vals) / sizeof(vals[0]))];
             int r = (int)rnd(3);
             switch (rnd(8)) {
-            case 0: t->pods[rnd((uint32_t)t->npods)].request.v[r] = v; break;
-            case 1: t->nodes[rnd((uint32_t)t->nn)].allocatable.v[r] = v; break;
-            case 2: t->nodes[rnd((uint32_t)t->nn)].gpu_count = (int)(v % 100); break;
-            case 3: t->queues[rnd((uint32_t)t->nq)].q.guaranteed.v[r] = v; break;
-            case 4: t->projects[rnd((uint32_t)t->np)].q.limit.v[r] = v; break;
-            case 5: t->queues[rnd((uint32_t)t->nq)].q.over_quota_weight = v; break;
+            case 0:
+                t->pods[rnd((uint32_t)t->npods)].request.v[r] = v;
+                break;
+            case 1:
+                t->nodes[rnd((uint32_t)t->nn)].allocatable.v[r] = v;
+                break;
+            case 2:
+                t->nodes[rnd((uint32_t)t->nn)].gpu_count = (int)(v % 100);
+                break;
+            case 3:
+                t->queues[rnd((uint32_t)t->nq)].q.guaranteed.v[r] = v;
+                break;
+            case 4:
+                t->projects[rnd((uint32_t)t->np)].q.limit.v[r] = v;
+                break;
+            case 5:
+                t->queues[rnd((uint32_t)t->nq)].q.over_quota_weight = v;
+                break;
             case 6: {
                 struct fair_pod *p = &t->pods[rnd((uint32_t)t->npods)];
                 p->state = FAIR_POD_BOUND;
@@ -645,7 +683,8 @@ static void test_random_input(void **state)
                 p->terminating = rnd(2);
                 break;
             }
-            default: t->pods[rnd((uint32_t)t->npods)].queue = (int32_t)rnd((uint32_t)t->nq + 1) - 1;
+            default:
+                t->pods[rnd((uint32_t)t->npods)].queue = (int32_t)rnd((uint32_t)t->nq + 1) - 1;
             }
         }
         int rc = ts_run(t);
@@ -659,7 +698,7 @@ static void test_random_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fair_share_table), cmocka_unit_test(test_project_caps_queues),
+        cmocka_unit_test(test_fair_share_table),  cmocka_unit_test(test_project_caps_queues),
         cmocka_unit_test(test_lend_then_reclaim), cmocka_unit_test(test_min_runtime),
         cmocka_unit_test(test_non_preemptible),   cmocka_unit_test(test_minimal_victims),
         cmocka_unit_test(test_preempt_in_queue),  cmocka_unit_test(test_bad_input),

@@ -52,7 +52,8 @@ __attribute__((unused)) static void ts_free(struct ts *t)
     free(t);
 }
 
-__attribute__((unused)) static const char *ts_str(struct ts *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+__attribute__((unused)) static const char *ts_str(struct ts *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 __attribute__((unused)) static const char *ts_str(struct ts *t, const char *fmt, ...)
 {
     if (t->nstr >= TS_MAXSTR)
@@ -77,7 +78,8 @@ __attribute__((unused)) static int ts_node(struct ts *t, const char *name, int g
     return (int)t->nn++;
 }
 
-__attribute__((unused)) static void ts_quota(struct fair_quota *q, const char *name, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static void ts_quota(struct fair_quota *q, const char *name, int64_t g_gpu,
+                                             int64_t weight)
 {
     memset(q, 0, sizeof(*q));
     q->name = name;
@@ -87,13 +89,15 @@ __attribute__((unused)) static void ts_quota(struct fair_quota *q, const char *n
     q->over_quota_weight = weight;
 }
 
-__attribute__((unused)) static int ts_project(struct ts *t, const char *name, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static int ts_project(struct ts *t, const char *name, int64_t g_gpu,
+                                              int64_t weight)
 {
     ts_quota(&t->projects[t->np].q, ts_str(t, "%s", name), g_gpu, weight);
     return (int)t->np++;
 }
 
-__attribute__((unused)) static int ts_queue(struct ts *t, const char *name, int project, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static int ts_queue(struct ts *t, const char *name, int project,
+                                            int64_t g_gpu, int64_t weight)
 {
     struct fair_queue *q = &t->queues[t->nq];
     memset(q, 0, sizeof(*q));
@@ -104,7 +108,8 @@ __attribute__((unused)) static int ts_queue(struct ts *t, const char *name, int 
 }
 
 /* A project with one queue of the same name; returns the queue. */
-__attribute__((unused)) static int ts_team(struct ts *t, const char *name, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static int ts_team(struct ts *t, const char *name, int64_t g_gpu,
+                                           int64_t weight)
 {
     int p = ts_project(t, name, g_gpu, weight);
     return ts_queue(t, name, p, g_gpu, weight);
@@ -131,8 +136,8 @@ __attribute__((unused)) static int ts_pod(struct ts *t, int queue, int64_t gpu)
     return (int)t->npods++;
 }
 
-__attribute__((unused)) static int ts_bound(struct ts *t, int queue, int64_t gpu, int node, uint64_t mask,
-                    int64_t started)
+__attribute__((unused)) static int ts_bound(struct ts *t, int queue, int64_t gpu, int node,
+                                            uint64_t mask, int64_t started)
 {
     int i = ts_pod(t, queue, gpu);
     struct fair_pod *p = &t->pods[i];
@@ -176,7 +181,8 @@ __attribute__((unused)) static size_t ts_count(const struct ts *t, enum fair_act
 }
 
 /* Actions of a kind on pods of queue q. */
-__attribute__((unused)) static size_t ts_count_q(const struct ts *t, enum fair_action_kind kind, int q)
+__attribute__((unused)) static size_t ts_count_q(const struct ts *t, enum fair_action_kind kind,
+                                                 int q)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->res.nactions; i++)
@@ -185,7 +191,8 @@ __attribute__((unused)) static size_t ts_count_q(const struct ts *t, enum fair_a
     return n;
 }
 
-__attribute__((unused)) static size_t ts_reason_count(const struct ts *t, enum fair_pending_reason r)
+__attribute__((unused)) static size_t ts_reason_count(const struct ts *t,
+                                                      enum fair_pending_reason r)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->res.npods; i++)

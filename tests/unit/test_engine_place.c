@@ -168,9 +168,18 @@ static void test_node_filters(void **state)
         int p = ts_pod(t, a, cases[c].tweak == T_TOO_MANY_GPUS ? 16 * G : G);
         struct fair_pod *pod = &t->pods[p];
         switch (cases[c].tweak) {
-        case T_SELECTOR_MATCH: pod->node_selector = &lbl_zone; pod->nnode_selector = 1; break;
-        case T_SELECTOR_MISS: pod->node_selector = &lbl_zone_b; pod->nnode_selector = 1; break;
-        case T_TAINT: node->taints = &taint_ns; node->ntaints = 1; break;
+        case T_SELECTOR_MATCH:
+            pod->node_selector = &lbl_zone;
+            pod->nnode_selector = 1;
+            break;
+        case T_SELECTOR_MISS:
+            pod->node_selector = &lbl_zone_b;
+            pod->nnode_selector = 1;
+            break;
+        case T_TAINT:
+            node->taints = &taint_ns;
+            node->ntaints = 1;
+            break;
         case T_TAINT_TOLERATED:
             node->taints = &taint_ns;
             node->ntaints = 1;
@@ -189,14 +198,31 @@ static void test_node_filters(void **state)
             pod->tolerations = &tol_eq;
             pod->ntolerations = 1;
             break;
-        case T_TAINT_NOEXECUTE: node->taints = &taint_nx; node->ntaints = 1; break;
-        case T_TAINT_PREFER: node->taints = &taint_pref; node->ntaints = 1; break;
-        case T_UNSCHEDULABLE: node->unschedulable = true; break;
-        case T_MODEL_MATCH: pod->gpu_model = "A100"; break;
-        case T_MODEL_MISS: pod->gpu_model = "H100"; break;
-        case T_CPU_FULL: pod->request.v[FAIR_RES_CPU] = 64001; break;
-        case T_MEM_FULL: pod->request.v[FAIR_RES_MEM] = 513 * GI; break;
-        default: break;
+        case T_TAINT_NOEXECUTE:
+            node->taints = &taint_nx;
+            node->ntaints = 1;
+            break;
+        case T_TAINT_PREFER:
+            node->taints = &taint_pref;
+            node->ntaints = 1;
+            break;
+        case T_UNSCHEDULABLE:
+            node->unschedulable = true;
+            break;
+        case T_MODEL_MATCH:
+            pod->gpu_model = "A100";
+            break;
+        case T_MODEL_MISS:
+            pod->gpu_model = "H100";
+            break;
+        case T_CPU_FULL:
+            pod->request.v[FAIR_RES_CPU] = 64001;
+            break;
+        case T_MEM_FULL:
+            pod->request.v[FAIR_RES_MEM] = 513 * GI;
+            break;
+        default:
+            break;
         }
         assert_int_equal(ts_run(t), 0);
         bool bound = ts_count(t, FAIR_ACTION_BIND) == 1;
