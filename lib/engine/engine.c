@@ -1456,10 +1456,23 @@ static int reclaim_phase(struct eng *e)
     int rc = build_victims(e);
     if (rc)
         return rc;
-    for (size_t i = 0; i < s->npods && !e->damp; i++)
-        if (s->pods[i].state == FAIR_POD_BOUND && s->pods[i].terminating &&
-            (e->pflags[i] & PF_MANAGED))
+    /* One wave at a time: while pods that look like earlier victims are
+     * still terminating (preemptible pods of a queue above its fair share,
+     * or below a higher-priority pod waiting in their queue), no new
+     * victim is taken. Other deletions (finished work) do not hold it. */
+    for (size_t i = 0; i < s->npods && !e->damp; i++) {
+        const struct fair_pod *p = &s->pods[i];
+        if (p->state != FAIR_POD_BOUND || !p->terminating || !p->preemptible ||
+            !(e->pflags[i] & PF_MANAGED))
+            continue;
+        const struct acct *q = &e->q[p->queue];
+        for (int r = 0; r < NRES; r++)
+            if (p->request.v[r] > 0 && (r == GPU || p->request.v[GPU] <= 0) &&
+                q->alloc0[r] > q->fs[r])
+                e->damp = true;
+        if (q->count && s->pods[e->order[q->first]].priority > p->priority)
             e->damp = true;
+    }
     /* Queues in admission order at the start of the phase. */
     heap_build(e);
     while (e->nheap) {

@@ -611,6 +611,41 @@ static void test_victim_order(void **state)
     ts_free(t);
 }
 
+/* A pod deleted because its work is done (its queue within its fair share)
+ * does not hold back reclaim; a borrower's terminating pod does. */
+static void test_unrelated_deletion(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "n0", 8);
+    ts_node(t, "n1", 8);
+    int a = ts_team(t, "a", 8 * G, 1);
+    int b = ts_team(t, "b", 8 * G, 1);
+    int c = ts_team(t, "c", 0, 1);
+    for (int i = 0; i < 8; i++)
+        ts_bound(t, b, G, 0, (uint64_t)1 << i, 0);
+    for (int i = 0; i < 7; i++)
+        ts_bound(t, c, G, 1, (uint64_t)1 << i, 0);
+    int done = ts_bound(t, b, 0, 1, 0, 0);
+    t->pods[done].terminating = true;
+    ts_pod(t, a, G);
+    ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    /* One GPU is free on n1: one pod binds, one eviction from c. */
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 1);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_EVICT, c), 1);
+    /* Now a pod of the borrower c is terminating on the free GPU: one of
+     * a's pods waits for that room, the other gets no new victim. */
+    t->pods[done].terminating = false;
+    t->pods[ts_bound(t, c, G, 1, 0x80, 0)].terminating = true;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 0);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_WAITING_RECLAIM), 1);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_NO_NODE_FITS), 1);
+    ts_free(t);
+}
+
 /* Every allocation failing in turn: FAIR_ENOMEM, an empty result, no leak
  * (the sanitizer build checks), and success once allocations work. */
 static void test_out_of_memory(void **state)
@@ -698,13 +733,14 @@ static void test_random_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fair_share_table),  cmocka_unit_test(test_project_caps_queues),
-        cmocka_unit_test(test_lend_then_reclaim), cmocka_unit_test(test_min_runtime),
-        cmocka_unit_test(test_non_preemptible),   cmocka_unit_test(test_minimal_victims),
-        cmocka_unit_test(test_preempt_in_queue),  cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_bad_nodes),         cmocka_unit_test(test_stability),
-        cmocka_unit_test(test_determinism),       cmocka_unit_test(test_victim_order),
-        cmocka_unit_test(test_out_of_memory),     cmocka_unit_test(test_random_input),
+        cmocka_unit_test(test_fair_share_table),   cmocka_unit_test(test_project_caps_queues),
+        cmocka_unit_test(test_lend_then_reclaim),  cmocka_unit_test(test_min_runtime),
+        cmocka_unit_test(test_non_preemptible),    cmocka_unit_test(test_minimal_victims),
+        cmocka_unit_test(test_preempt_in_queue),   cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_nodes),          cmocka_unit_test(test_stability),
+        cmocka_unit_test(test_determinism),        cmocka_unit_test(test_victim_order),
+        cmocka_unit_test(test_out_of_memory),      cmocka_unit_test(test_random_input),
+        cmocka_unit_test(test_unrelated_deletion),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
