@@ -110,6 +110,7 @@ struct eng {
     uint32_t *nstamp;
     uint32_t stamp;
     int64_t (*vsum)[NRES]; /* per node rank: room its remaining victims hold */
+    int32_t *rrank;        /* pending pod -> node rank of its reserved room */
     int32_t *qvlist;       /* victims by queue, in victim order */
     size_t *qvoff;         /* nqueues + 1 */
     int searches;
@@ -1030,11 +1031,12 @@ static int build_victims(struct eng *e)
     e->cand = eng_calloc(e, s->nnodes, sizeof(*e->cand));
     e->clist = eng_calloc(e, s->nnodes, sizeof(*e->clist));
     e->vsum = eng_calloc(e, s->nnodes, sizeof(*e->vsum));
+    e->rrank = eng_calloc(e, s->npods, sizeof(*e->rrank));
     e->qvlist = eng_calloc(e, nv, sizeof(*e->qvlist));
     e->qvoff = eng_calloc(e, s->nqueues + 1, sizeof(*e->qvoff));
     e->nstamp = eng_calloc(e, s->nnodes, sizeof(*e->nstamp));
     if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand || !e->vorder || !e->clist ||
-        !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff)
+        !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff || !e->rrank)
         goto out;
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
@@ -1317,6 +1319,8 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
     uint64_t m = 0;
     fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &m);
     fair_place_fut(&e->pl, t->rank, &sr->pod->request, m, 1);
+    e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
+    e->rrank[sr->pi] = t->rank;
     struct acct *q = &e->q[sr->qi], *p = &e->p[q->parent];
     for (int r = 0; r < NRES; r++) {
         q->resv[r] += sr->pod->request.v[r];
@@ -1450,6 +1454,102 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     return apply_trial(e, sr, &best);
 }
 
+static void unreserve(struct eng *e, int32_t pi)
+{
+    const struct fair_pod *p = &e->s->pods[pi];
+    struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
+    fair_place_fut(&e->pl, e->rrank[pi], &p->request, e->masks[pi], -1);
+    for (int r = 0; r < NRES; r++) {
+        q->resv[r] -= p->request.v[r];
+        pr->resv[r] -= p->request.v[r];
+    }
+    e->pflags[pi] &= (uint8_t)~PF_RESERVED;
+    e->masks[pi] = 0;
+}
+
+static void unevict(struct eng *e, int32_t vi)
+{
+    const struct fair_pod *v = &e->s->pods[vi];
+    struct acct *q = &e->q[v->queue], *pr = &e->p[q->parent];
+    int32_t rank = e->pl.rank_of[v->node];
+    e->pflags[vi] &= (uint8_t)~PF_EVICTED;
+    for (int r = 0; r < NRES; r++) {
+        q->live[r] += v->request.v[r];
+        pr->live[r] += v->request.v[r];
+        q->evicted[r] -= v->request.v[r];
+        pr->evicted[r] -= v->request.v[r];
+        e->vsum[rank][r] += v->request.v[r];
+    }
+    fair_place_fut(&e->pl, rank, &v->request, e->masks[vi], 1);
+}
+
+/* Reclaim for a whole gang owed room: every member gets room (new victims
+ * or room being freed), or nothing is evicted nor reserved. */
+static int gang_reclaim(struct eng *e, int32_t gi)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct gang *g = &e->gangs[gi];
+    int32_t qi = s->pods[e->order[g->leader]].queue;
+    struct acct *q = &e->q[qi];
+    int64_t req[NRES] = {0};
+    for (size_t j = 0; j < g->count; j++)
+        for (int r = 0; r < NRES; r++)
+            req[r] += s->pods[e->order[e->gmem[g->first + j]]].request.v[r];
+    bool any = false;
+    for (int r = 0; r < NRES; r++) {
+        if (req[r] <= 0 || (req[GPU] > 0 && r != GPU))
+            continue;
+        int64_t owed = q->g[r] < q->demand[r] ? q->g[r] : q->demand[r];
+        if (q->live[r] + q->resv[r] + req[r] > owed)
+            return 0;
+        any = true;
+    }
+    if (!any || over(q->live, q->resv, req, q->fs))
+        return 0;
+    size_t nact = e->res->nactions;
+    struct fail_entry saved[2][FAIL_ENTRIES];
+    uint8_t saved_n[2] = {q->nfail[0], q->nfail[1]},
+            saved_next[2] = {q->fail_next[0], q->fail_next[1]};
+    memcpy(saved, q->fail, sizeof(saved));
+    size_t j = 0;
+    for (; j < g->count; j++) {
+        int32_t mi = e->order[e->gmem[g->first + j]];
+        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}};
+        bool found = false;
+        int rc = search_for(e, &sr, &found);
+        if (rc)
+            return rc;
+        if (!found)
+            break;
+    }
+    if (j == g->count)
+        return 0;
+    /* Undo, latest first: each member's reservation, then its victims. */
+    int32_t cur = -1;
+    for (size_t k = e->res->nactions; k-- > nact;) {
+        const struct fair_action *a = &e->res->actions[k];
+        if (a->for_pod != cur) {
+            cur = a->for_pod;
+            if (e->pflags[cur] & PF_RESERVED)
+                unreserve(e, cur);
+        }
+        unevict(e, a->pod);
+    }
+    e->res->nactions = nact;
+    for (size_t k = 0; k < g->count; k++) {
+        int32_t mi = e->order[e->gmem[g->first + k]];
+        if (e->pflags[mi] & PF_RESERVED)
+            unreserve(e, mi);
+        e->res->pending_reasons[mi] = FAIR_PENDING_GANG_NO_FIT;
+    }
+    memcpy(q->fail, saved, sizeof(saved));
+    q->nfail[0] = saved_n[0];
+    q->nfail[1] = saved_n[1];
+    q->fail_next[0] = saved_next[0];
+    q->fail_next[1] = saved_next[1];
+    return 0;
+}
+
 static int reclaim_phase(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
@@ -1485,8 +1585,17 @@ static int reclaim_phase(struct eng *e)
             int32_t pi = e->order[q->first + k];
             const struct fair_pod *p = &s->pods[pi];
             uint8_t why = e->res->pending_reasons[pi];
-            if ((e->pflags[pi] & (PF_BOUND | PF_RESERVED)) || e->pgang[pi] >= 0)
+            if (e->pflags[pi] & (PF_BOUND | PF_RESERVED))
                 continue;
+            if (e->pgang[pi] >= 0) {
+                int32_t gi = e->pgang[pi];
+                if (e->order[e->gangs[gi].leader] == pi && why == FAIR_PENDING_GANG_NO_FIT) {
+                    rc = gang_reclaim(e, gi);
+                    if (rc)
+                        return rc;
+                }
+                continue;
+            }
             if (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_FAIR_SHARE)
                 continue;
             struct search sr = {p, pi, qi, M_RECLAIM, {0}};
@@ -1631,6 +1740,7 @@ static void eng_release(struct eng *e)
     fair_free(e->clist);
     fair_free(e->nstamp);
     fair_free(e->vsum);
+    fair_free(e->rrank);
     fair_free(e->qvlist);
     fair_free(e->qvoff);
 }

@@ -646,6 +646,67 @@ static void test_unrelated_deletion(void **state)
     ts_free(t);
 }
 
+/* A gang owed room gets it for every member, or nothing is evicted. */
+static void test_gang_reclaim(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "node-0", 8);
+    int h = ts_node(t, "node-1", 8);
+    int a = ts_team(t, "a", 8 * G, 1);
+    int b = ts_team(t, "b", 0, 1);
+    for (int i = 0; i < 16; i++)
+        ts_bound(t, b, G, i / 8, (uint64_t)1 << (i % 8), 0);
+    int m[2];
+    for (int i = 0; i < 2; i++) {
+        m[i] = ts_pod(t, a, 4 * G);
+        t->pods[m[i]].gang = "train";
+        t->pods[m[i]].gang_size = 2;
+    }
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 8);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 0);
+    assert_int_equal(t->res.pending_reasons[m[0]], FAIR_PENDING_WAITING_RECLAIM);
+    assert_int_equal(t->res.pending_reasons[m[1]], FAIR_PENDING_WAITING_RECLAIM);
+    ts_apply(t, true);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 0);
+    ts_apply(t, true);
+    ts_reap(t);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 2);
+    assert_int_equal(t->res.nactions, 2);
+    ts_apply(t, false);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 0);
+    ts_free(t);
+
+    /* Both members need an H100 node, and there is one: room for the
+     * first could be made, not for the second, so nothing is evicted. */
+    t = ts_new();
+    ts_node(t, "node-0", 8);
+    h = ts_node(t, "node-1", 8);
+    t->nodes[h].gpu_model = "H100";
+    a = ts_team(t, "a", 16 * G, 1);
+    b = ts_team(t, "b", 0, 1);
+    for (int i = 0; i < 16; i++)
+        ts_bound(t, b, G, i / 8, (uint64_t)1 << (i % 8), 0);
+    for (int i = 0; i < 2; i++) {
+        m[i] = ts_pod(t, a, 8 * G);
+        t->pods[m[i]].gang = "train";
+        t->pods[m[i]].gang_size = 2;
+        t->pods[m[i]].gpu_model = "H100";
+    }
+    int solo = ts_pod(t, a, 1 * G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.pending_reasons[m[0]], FAIR_PENDING_GANG_NO_FIT);
+    assert_int_equal(t->res.pending_reasons[m[1]], FAIR_PENDING_GANG_NO_FIT);
+    /* The lone 1-GPU pod still gets its single victim. */
+    assert_int_equal(t->res.nactions, 1);
+    assert_int_equal(t->res.actions[0].for_pod, solo);
+    ts_free(t);
+}
+
 /* Every allocation failing in turn: FAIR_ENOMEM, an empty result, no leak
  * (the sanitizer build checks), and success once allocations work. */
 static void test_out_of_memory(void **state)
@@ -740,7 +801,7 @@ int main(void)
         cmocka_unit_test(test_bad_nodes),          cmocka_unit_test(test_stability),
         cmocka_unit_test(test_determinism),        cmocka_unit_test(test_victim_order),
         cmocka_unit_test(test_out_of_memory),      cmocka_unit_test(test_random_input),
-        cmocka_unit_test(test_unrelated_deletion),
+        cmocka_unit_test(test_unrelated_deletion), cmocka_unit_test(test_gang_reclaim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
