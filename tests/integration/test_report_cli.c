@@ -21,6 +21,7 @@
 #include "ledger/ledger.h"
 
 static char dir[64], db[128];
+static pid_t server_pid; /* killed in teardown when a test fails midway */
 
 static int64_t T(const char *s)
 {
@@ -99,6 +100,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    if (server_pid > 0) {
+        kill(server_pid, SIGTERM);
+        waitpid(server_pid, NULL, 0);
+        server_pid = 0;
+    }
     char cmd[160];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     return system(cmd) == 0 ? 0 : -1;
@@ -299,6 +305,7 @@ static pid_t start_server(char *url, size_t n)
         _exit(127);
     }
     close(fds[1]);
+    server_pid = pid;
     FILE *f = fdopen(fds[0], "r");
     assert_non_null(f);
     assert_non_null(fgets(url, (int)n, f));
@@ -376,6 +383,7 @@ static void test_server(void **state)
     kill(pid, SIGTERM);
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
+    server_pid = 0;
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     assert_int_equal(run(ctl(), a, &out, &err), 1);
     assert_non_null(strstr(fair_buf_str(&err), "GET http://127.0.0.1:"));
