@@ -300,11 +300,12 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
         }
         /* Full days: closed intervals from the rollups. */
         snprintf(sql, sizeof(sql),
-                 "SELECT d.%s, d.gpu_model, sum(r.gpu_mms), sum(r.inquota_mms),"
-                 " sum(r.preempted_mms), sum(r.pods_started),"
-                 " sum(CASE WHEN r.day = ?1 THEN r.pods_alive ELSE 0 END)"
-                 " FROM interval_day r JOIN dims d ON d.id = r.dim_id"
-                 " WHERE r.day >= ?1 AND r.day < ?2 GROUP BY 1, 2",
+                 /* Sum per dimension id first (integer keys), then name. */
+                 "SELECT d.%s, d.gpu_model, sum(g), sum(iq), sum(pr), sum(ps), sum(pa) FROM"
+                 " (SELECT dim_id, sum(gpu_mms) g, sum(inquota_mms) iq, sum(preempted_mms) pr,"
+                 " sum(pods_started) ps, sum(CASE WHEN day = ?1 THEN pods_alive ELSE 0 END) pa"
+                 " FROM interval_day WHERE day >= ?1 AND day < ?2 GROUP BY dim_id) r"
+                 " JOIN dims d ON d.id = r.dim_id GROUP BY 1, 2",
                  col);
         int64_t b[2] = {D0, D1};
         rc = run_interval_q(l, &a, sql, b, 2, 1, err);
@@ -312,8 +313,9 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
             goto out;
         if (a.r->lent_known) {
             snprintf(sql, sizeof(sql),
-                     "SELECT d.%s, sum(r.lent_mms) FROM sample_day r JOIN dims d"
-                     " ON d.id = r.dim_id WHERE r.day >= ?1 AND r.day < ?2 GROUP BY 1",
+                     "SELECT d.%s, sum(l) FROM (SELECT dim_id, sum(lent_mms) l FROM sample_day"
+                     " WHERE day >= ?1 AND day < ?2 GROUP BY dim_id) r JOIN dims d"
+                     " ON d.id = r.dim_id GROUP BY 1",
                      col);
             rc = run_lent_q(l, &a, sql, b, 2, err);
             if (rc)
