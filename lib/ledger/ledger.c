@@ -5,7 +5,9 @@
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -1090,4 +1092,101 @@ out:
     if (deleted)
         *deleted = total;
     return rc;
+}
+
+int fair_ledger_backup(struct fair_ledger *l, const char *dest, struct fair_error *err)
+{
+    sqlite3 *out = NULL;
+    sqlite3_backup *b = NULL;
+    char tmp[4096];
+    int rc = 0;
+    if (!dest || !*dest || strlen(dest) + 5 > sizeof(tmp))
+        return fair_error_set(err, FAIR_EINVAL, "ledger backup: bad destination path");
+    if (!l->readonly && (rc = fair_ledger_flush(l, err)))
+        return rc;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", dest);
+    unlink(tmp);
+    int src = sqlite3_open_v2(tmp, &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (src != SQLITE_OK) {
+        rc = fair_error_set(err, FAIR_EIO, "ledger backup: cannot create %s: %s", tmp,
+                            out ? sqlite3_errmsg(out) : sqlite3_errstr(src));
+        goto out;
+    }
+    b = sqlite3_backup_init(out, "main", l->db, "main");
+    if (!b) {
+        rc = fair_error_set(err, FAIR_EDB, "ledger backup %s: %s", dest, sqlite3_errmsg(out));
+        goto out;
+    }
+    /* All pages in one step: one consistent snapshot of the source. */
+    src = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    b = NULL;
+    if (src != SQLITE_DONE) {
+        rc = fair_error_set(err, src == SQLITE_FULL ? FAIR_EIO : FAIR_EDB,
+                            "ledger backup %s: %s", dest, sqlite3_errstr(src));
+        goto out;
+    }
+    src = sqlite3_close(out);
+    out = NULL;
+    if (src != SQLITE_OK) {
+        rc = fair_error_set(err, FAIR_EIO, "ledger backup %s: close: %s", dest,
+                            sqlite3_errstr(src));
+        goto out;
+    }
+    if (rename(tmp, dest) != 0)
+        rc = fair_error_set(err, FAIR_EIO, "ledger backup: rename %s to %s failed", tmp, dest);
+out:
+    if (out)
+        sqlite3_close(out);
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+static int scalar(struct fair_ledger *l, const char *sql, int64_t *v, struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(l, sql, &st, err);
+    if (rc)
+        return rc;
+    int src = sqlite3_step(st);
+    *v = src == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        rc = fair_ledger_sql_error(l, src, "check", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int fair_ledger_check(struct fair_ledger *l, struct fair_ledger_check *out,
+                      struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = 0;
+    memset(out, 0, sizeof(*out));
+    int rc = prepare(l, "PRAGMA integrity_check(10)", &st, err);
+    if (rc)
+        return rc;
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        const char *m = (const char *)sqlite3_column_text(st, 0);
+        out->ok = m && strcmp(m, "ok") == 0;
+        snprintf(out->detail, sizeof(out->detail), "%s", m ? m : "");
+    }
+    sqlite3_finalize(st);
+    if (src != SQLITE_ROW)
+        return fair_ledger_sql_error(l, src, "integrity check", err);
+    if ((rc = scalar(l, "PRAGMA user_version", &v, err)))
+        return rc;
+    out->schema_version = (int)v;
+    if ((rc = scalar(l, "SELECT count(*) FROM intervals", &out->intervals, err)) ||
+        (rc = scalar(l, "SELECT count(*) FROM intervals WHERE end_ms IS NULL",
+                     &out->open_intervals, err)) ||
+        (rc = scalar(l, "SELECT count(*) FROM samples", &out->samples, err)) ||
+        (rc = scalar(l, "SELECT count(DISTINCT day) FROM interval_day", &out->rollup_days, err)) ||
+        (rc = scalar(l, "SELECT min(start_ms) FROM intervals", &out->first_start_ms, err)) ||
+        (rc = scalar(l, "SELECT max(end_ms) FROM intervals", &out->last_end_ms, err)) ||
+        (rc = fair_ledger_meta_get(l, "heartbeat_ms", &out->heartbeat_ms, err)) ||
+        (rc = fair_ledger_meta_get(l, "pruned_before_ms", &out->pruned_before_ms, err)))
+        return rc;
+    return 0;
 }

@@ -179,6 +179,25 @@ struct fair_ledger_stats {
 };
 void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *out);
 
+/* Online backup (SQLite's backup API) of the whole database into dest,
+ * written to dest + ".tmp" and renamed, so dest is always a complete
+ * database. Safe while the controller writes: readers see a consistent
+ * snapshot in WAL mode. Flushes this handle's queue first. */
+int fair_ledger_backup(struct fair_ledger *l, const char *dest, struct fair_error *err);
+
+struct fair_ledger_check {
+    int ok;                   /* PRAGMA integrity_check said "ok" */
+    char detail[256];         /* its first message otherwise */
+    int schema_version;
+    int64_t intervals, open_intervals, samples, rollup_days;
+    int64_t first_start_ms, last_end_ms; /* 0 when no interval */
+    int64_t heartbeat_ms, pruned_before_ms;
+};
+/* Runs PRAGMA integrity_check and collects counts. 0 even when the check
+ * finds damage (see out->ok); an error only when it cannot run. */
+int fair_ledger_check(struct fair_ledger *l, struct fair_ledger_check *out,
+                      struct fair_error *err);
+
 /* The configured sample period (ms). */
 int64_t fair_ledger_sample_period(const struct fair_ledger *l);
 
