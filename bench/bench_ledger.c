@@ -123,11 +123,13 @@ static void build(void)
     exec(h, "PRAGMA cache_size=-262144");
     exec(h, "BEGIN");
     sqlite3_stmt *dim, *iv, *iday, *sday;
-    if (sqlite3_prepare_v2(h, "INSERT INTO dims(id, namespace, queue, project, team, cost_center,"
-                              " gpu_model) VALUES(?,?,?,?,?,?,?)",
+    if (sqlite3_prepare_v2(h,
+                           "INSERT INTO dims(id, namespace, queue, project, team, cost_center,"
+                           " gpu_model) VALUES(?,?,?,?,?,?,?)",
                            -1, &dim, NULL) ||
-        sqlite3_prepare_v2(h, "INSERT INTO intervals(uid, dim_id, pod, node, gpu_milli,"
-                              " inquota_milli, start_ms, end_ms, reason) VALUES(?,?,?,?,?,?,?,?,?)",
+        sqlite3_prepare_v2(h,
+                           "INSERT INTO intervals(uid, dim_id, pod, node, gpu_milli,"
+                           " inquota_milli, start_ms, end_ms, reason) VALUES(?,?,?,?,?,?,?,?,?)",
                            -1, &iv, NULL) ||
         sqlite3_prepare_v2(h, "INSERT INTO interval_day VALUES(?,?,?,?,?,?,?)", -1, &iday, NULL) ||
         sqlite3_prepare_v2(h, "INSERT INTO sample_day VALUES(?,?,?,?,?,?,?,?)", -1, &sday, NULL))
@@ -263,8 +265,8 @@ static void bench_reports(void)
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         double t[7];
         for (int k = 0; k < 7; k++) {
-            struct fair_report_params p = {.from_ms = cases[c].from, .to_ms = cases[c].to,
-                                           .by = cases[c].by};
+            struct fair_report_params p = {
+                .from_ms = cases[c].from, .to_ms = cases[c].to, .by = cases[c].by};
             struct fair_report *r = NULL;
             struct fair_buf out;
             fair_buf_init(&out, 0);
@@ -341,11 +343,18 @@ static void bench_cycle(void)
             char uid[32];
             int q = (int)(rnd() % NQ);
             snprintf(uid, sizeof(uid), "cyc-%d-%d", c, i);
-            struct fair_ledger_interval_info in = {
-                .uid = uid, .namespace_ = names[q][2], .pod = uid, .queue = names[q][0],
-                .project = names[q][1], .team = names[q][1], .cost_center = "cc",
-                .node = "node-1", .gpu_model = "H100", .gpu_milli = 1000, .inquota_milli = 1000,
-                .start_ms = t};
+            struct fair_ledger_interval_info in = {.uid = uid,
+                                                   .namespace_ = names[q][2],
+                                                   .pod = uid,
+                                                   .queue = names[q][0],
+                                                   .project = names[q][1],
+                                                   .team = names[q][1],
+                                                   .cost_center = "cc",
+                                                   .node = "node-1",
+                                                   .gpu_model = "H100",
+                                                   .gpu_milli = 1000,
+                                                   .inquota_milli = 1000,
+                                                   .start_ms = t};
             if (fair_ledger_interval_open(l, &in, &err))
                 exit(1);
             if (c > 0) {
@@ -356,10 +365,14 @@ static void bench_cycle(void)
         }
         struct fair_ledger_sample_row rows[NQ];
         for (int q = 0; q < NQ; q++)
-            rows[q] = (struct fair_ledger_sample_row){
-                .queue = names[q][0], .project = names[q][1], .team = names[q][1],
-                .allocated = 5000, .guaranteed = 4000 + (q % 3) * 1000, .fair_share = 5000,
-                .pending = 1000, .lent = -1};
+            rows[q] = (struct fair_ledger_sample_row){.queue = names[q][0],
+                                                      .project = names[q][1],
+                                                      .team = names[q][1],
+                                                      .allocated = 5000,
+                                                      .guaranteed = 4000 + (q % 3) * 1000,
+                                                      .fair_share = 5000,
+                                                      .pending = 1000,
+                                                      .lent = -1};
         if (fair_ledger_sample(l, t, rows, NQ, &err))
             exit(1);
         tq[c] = now_s() - s;

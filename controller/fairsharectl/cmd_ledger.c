@@ -53,8 +53,8 @@ int fair_cmd_ledger(int argc, char **argv)
     int is_backup = verb && strcmp(verb, "backup") == 0;
     int is_check = verb && strcmp(verb, "check") == 0;
     int is_prune = verb && strcmp(verb, "prune") == 0;
-    if (!(is_backup || is_check || is_prune) || !db || (is_backup && !out) ||
-        (!is_backup && out) || (!is_prune && (retention || now_s))) {
+    if (!(is_backup || is_check || is_prune) || !db || (is_backup && !out) || (!is_backup && out) ||
+        (!is_prune && (retention || now_s))) {
         fprintf(stderr, "fairsharectl ledger: %s\n\n",
                 !verb ? "missing action (backup, check or prune)" : "bad or missing options");
         usage(stderr);
@@ -102,8 +102,8 @@ int fair_cmd_ledger(int argc, char **argv)
         printf("integrity: %s\nschema_version: %d\nintervals: %" PRId64 " (%" PRId64 " open)\n"
                "samples: %" PRId64 "\nrollup_days: %" PRId64 "\nfirst_start: %s\n"
                "last_end: %s\nheartbeat: %s\n",
-               c.ok ? "ok" : c.detail, c.schema_version, c.intervals, c.open_intervals,
-               c.samples, c.rollup_days, first, last, hb);
+               c.ok ? "ok" : c.detail, c.schema_version, c.intervals, c.open_intervals, c.samples,
+               c.rollup_days, first, last, hb);
         rc = c.ok ? 0 : 1;
     } else {
         int64_t deleted = 0;

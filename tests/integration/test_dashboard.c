@@ -41,10 +41,10 @@ struct fx {
 
 /* research 528 GPU-h, vision 312, speech 72 + 48 (running) = 120. */
 static const struct fx fixture_ivs[] = {
-    {"r1", "research-train", "research", 8000, 8000, "2026-11-01T00:00:00Z",
-     "2026-11-03T00:00:00Z", FAIR_LEDGER_COMPLETED},
-    {"r2", "research-train", "research", 4000, 4000, "2026-11-04T00:00:00Z",
-     "2026-11-05T12:00:00Z", FAIR_LEDGER_COMPLETED},
+    {"r1", "research-train", "research", 8000, 8000, "2026-11-01T00:00:00Z", "2026-11-03T00:00:00Z",
+     FAIR_LEDGER_COMPLETED},
+    {"r2", "research-train", "research", 4000, 4000, "2026-11-04T00:00:00Z", "2026-11-05T12:00:00Z",
+     FAIR_LEDGER_COMPLETED},
     {"v1", "vision-batch", "vision", 6000, 4000, "2026-11-02T00:00:00Z", "2026-11-04T00:00:00Z",
      FAIR_LEDGER_COMPLETED},
     {"v2", "vision-batch", "vision", 500, 500, "2026-11-05T00:00:00Z", "2026-11-07T00:00:00Z",
@@ -66,11 +66,18 @@ static void fixture(void)
     assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
     for (size_t i = 0; i < NFX; i++) {
         const struct fx *f = &fixture_ivs[i];
-        struct fair_ledger_interval_info in = {
-            .uid = f->uid, .namespace_ = f->team, .pod = f->uid, .queue = f->queue,
-            .project = f->team, .team = f->team, .cost_center = "cc", .node = "gpu-node-1",
-            .gpu_model = "H100", .gpu_milli = f->milli, .inquota_milli = f->inq,
-            .start_ms = T(f->start)};
+        struct fair_ledger_interval_info in = {.uid = f->uid,
+                                               .namespace_ = f->team,
+                                               .pod = f->uid,
+                                               .queue = f->queue,
+                                               .project = f->team,
+                                               .team = f->team,
+                                               .cost_center = "cc",
+                                               .node = "gpu-node-1",
+                                               .gpu_model = "H100",
+                                               .gpu_milli = f->milli,
+                                               .inquota_milli = f->inq,
+                                               .start_ms = T(f->start)};
         assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
         if (f->end)
             assert_int_equal(fair_ledger_interval_close(l, f->uid, T(f->end), f->reason, &err), 0);
@@ -96,10 +103,14 @@ static void fixture(void)
                 busy_guar += guar[q];
         for (int q = 0; q < 3; q++) {
             rows[q] = (struct fair_ledger_sample_row){
-                .queue = queues[q], .project = teams[q], .team = teams[q],
-                .allocated = alloc[q], .guaranteed = guar[q],
+                .queue = queues[q],
+                .project = teams[q],
+                .team = teams[q],
+                .allocated = alloc[q],
+                .guaranteed = guar[q],
                 .fair_share = alloc[q] && busy_guar ? 16000 * guar[q] / busy_guar : 0,
-                .pending = 0, .lent = -1};
+                .pending = 0,
+                .lent = -1};
         }
         assert_int_equal(fair_ledger_sample(l, t, rows, 3, &err), 0);
     }
@@ -232,6 +243,26 @@ static long http_get(const char *url, struct fair_buf *body)
     return status;
 }
 
+/* A request with another method: POST (with a body) or HEAD. */
+static long http_method(const char *url, const char *method, struct fair_buf *body)
+{
+    CURL *c = curl_easy_init();
+    long status = 0;
+    fair_buf_reset(body);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "x=1");
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    return status;
+}
+
 static void test_endpoints(void **state)
 {
     (void)state;
@@ -265,6 +296,17 @@ static void test_endpoints(void **state)
         assert_int_equal(strncmp(h, "http://www.w3.org/2000/svg", 26), 0);
         h += 7;
     }
+    /* The route table: a known path with another method is 405, HEAD is
+     * GET without a body, an unknown path is 404; all errors are JSON. */
+    assert_int_equal(http_method(url, "POST", &body), 405);
+    assert_string_equal(fair_buf_str(&body), "{\"error\":\"method not allowed\"}\n");
+    assert_int_equal(http_method(url, "HEAD", &body), 200);
+    assert_int_equal(body.len, 0);
+    snprintf(u, sizeof(u), "%sapi/v1/nothing", url);
+    assert_int_equal(http_get(u, &body), 404);
+    assert_string_equal(fair_buf_str(&body), "{\"error\":\"not found\"}\n");
+    snprintf(u, sizeof(u), "%sapi/v1/queues/current?x=1", url);
+    assert_int_equal(http_get(u, &body), 400);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     server_pid = 0;
@@ -314,7 +356,8 @@ static void test_chromium(void **state)
     snprintf(shot, sizeof(shot), "%s/dashboard.png", FAIR_BIN_DIR);
     snprintf(shotarg, sizeof(shotarg), "--screenshot=%s", shot);
     unlink(shot);
-    const char *ss[] = {"--virtual-time-budget=5000", shotarg, "--window-size=1280,900", page, NULL};
+    const char *ss[] = {"--virtual-time-budget=5000", shotarg, "--window-size=1280,900", page,
+                        NULL};
     assert_int_equal(chromium(bin, ss, &dom), 0);
     struct stat sb;
     assert_int_equal(stat(shot, &sb), 0);

@@ -87,10 +87,18 @@ static int ctl(const char *const *args, struct fair_buf *out, struct fair_buf *e
 
 static struct fair_ledger_interval_info info(const char *uid, int64_t milli, int64_t start)
 {
-    struct fair_ledger_interval_info in = {
-        .uid = uid, .namespace_ = "ns", .pod = uid, .queue = "q", .project = "alpha",
-        .team = "alpha", .cost_center = "", .node = "n", .gpu_model = "A100",
-        .gpu_milli = milli, .inquota_milli = milli, .start_ms = start};
+    struct fair_ledger_interval_info in = {.uid = uid,
+                                           .namespace_ = "ns",
+                                           .pod = uid,
+                                           .queue = "q",
+                                           .project = "alpha",
+                                           .team = "alpha",
+                                           .cost_center = "",
+                                           .node = "n",
+                                           .gpu_model = "A100",
+                                           .gpu_milli = milli,
+                                           .inquota_milli = milli,
+                                           .start_ms = start};
     return in;
 }
 
@@ -98,8 +106,8 @@ static void report_csv(const char *file, const char *to, struct fair_buf *out)
 {
     struct fair_buf err;
     fair_buf_init(&err, 0);
-    const char *a[] = {"report", "--from", "2026-11-01", "--to", to, "--format", "csv", "--db",
-                       file, NULL};
+    const char *a[] = {"report",   "--from", "2026-11-01", "--to", to,
+                       "--format", "csv",    "--db",       file,   NULL};
     assert_int_equal(ctl(a, out, &err), 0);
     fair_buf_release(&err);
 }
@@ -122,11 +130,12 @@ static void test_backup_restore(void **state)
     for (int i = 0; i < 30; i++) {
         char uid[16];
         snprintf(uid, sizeof(uid), "h%d", i);
-        struct fair_ledger_interval_info in = info(uid, 2000, T("2026-11-02T00:00:00Z") + i * 1800000LL);
+        struct fair_ledger_interval_info in =
+            info(uid, 2000, T("2026-11-02T00:00:00Z") + i * 1800000LL);
         assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
-        assert_int_equal(fair_ledger_interval_close(l, uid, in.start_ms + 3600000,
-                                                    FAIR_LEDGER_COMPLETED, &err),
-                         0);
+        assert_int_equal(
+            fair_ledger_interval_close(l, uid, in.start_ms + 3600000, FAIR_LEDGER_COMPLETED, &err),
+            0);
     }
     struct fair_ledger_interval_info live = info("live", 1000, T("2026-11-03T00:00:00Z"));
     assert_int_equal(fair_ledger_interval_open(l, &live, &err), 0);
@@ -162,9 +171,9 @@ static void test_backup_restore(void **state)
     assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
     struct fair_ledger_interval_info now_live[2] = {live, late};
     size_t closed = 9, opened = 9;
-    assert_int_equal(fair_ledger_reconcile(l, T("2026-11-03T10:00:00Z"), now_live, 2, &closed,
-                                           &opened, &err),
-                     0);
+    assert_int_equal(
+        fair_ledger_reconcile(l, T("2026-11-03T10:00:00Z"), now_live, 2, &closed, &opened, &err),
+        0);
     assert_int_equal(closed, 0);
     assert_int_equal(opened, 1); /* "late", from its own start */
     fair_ledger_free(l);
@@ -175,8 +184,8 @@ static void test_backup_restore(void **state)
     /* Prune with a 1-day retention "now" in December: reports over whole
      * UTC days do not change. */
     report_csv(db, "2026-11-03", &before);
-    const char *p[] = {"ledger", "prune", "--db", db, "--retention", "1d", "--now",
-                       "2026-12-01T00:00:00Z", NULL};
+    const char *p[] = {
+        "ledger", "prune", "--db", db, "--retention", "1d", "--now", "2026-12-01T00:00:00Z", NULL};
     assert_int_equal(ctl(p, &out, &e), 0);
     assert_string_equal(fair_buf_str(&out), "pruned 30 rows\n");
     report_csv(db, "2026-11-03", &out);
