@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
 #include "ledger/report.h"
@@ -695,6 +696,58 @@ static void test_http(void **state)
     fair_ledger_free(l);
 }
 
+/* Every allocation in lib/ledger may fail: each failure point in turn gives
+ * FAIR_ENOMEM (or success), never a crash or a leak (ASan checks leaks). */
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (long k = 0; k < 400; k++) {
+        char p2[160];
+        snprintf(p2, sizeof(p2), "%s/alloc-%ld.db", dir, k);
+        struct fair_ledger_options o;
+        struct fair_ledger *l = NULL;
+        struct fair_error err = {0};
+        fair_ledger_options_init(&o);
+        o.path = p2;
+        o.queue_max = 2;
+        fair_alloc_fail_after(k);
+        int rc = fair_ledger_open(&o, &l, &err);
+        if (!rc) {
+            struct fair_ledger_interval_info in = {
+                .uid = "m1", .namespace_ = "ns", .pod = "p", .queue = "q", .project = "p",
+                .team = "t", .cost_center = "", .node = "", .gpu_model = "A100",
+                .gpu_milli = 1000, .inquota_milli = 500, .start_ms = 1000};
+            struct fair_ledger_sample_row row = {.queue = "q", .project = "p", .team = "t",
+                                                 .allocated = 1000, .guaranteed = 500,
+                                                 .lent = -1};
+            int r1 = fair_ledger_interval_open(l, &in, &err);
+            int r2 = fair_ledger_sample(l, 2000, &row, 1, &err);
+            int r3 = fair_ledger_interval_close(l, "m1", 3000, FAIR_LEDGER_COMPLETED, &err);
+            int r4 = fair_ledger_flush(l, &err);
+            int r5 = fair_ledger_reconcile(l, 4000, &in, 1, NULL, NULL, &err);
+            struct fair_report_params p = {.from_ms = 0, .to_ms = 2 * FAIR_LEDGER_DAY_MS};
+            struct fair_report *r = NULL;
+            struct fair_buf out;
+            fair_buf_init(&out, 0);
+            int r6 = fair_report_run(l, &p, &r, &err);
+            int r7 = r6 ? 0 : fair_report_render(r, FAIR_REPORT_JSON, NULL, &out, &err);
+            int all[7] = {r1, r2, r3, r4, r5, r6, r7};
+            for (int i = 0; i < 7; i++)
+                if (all[i] != 0 && all[i] != FAIR_ENOMEM)
+                    fail_msg("k=%ld step %d: rc %d (%s)", k, i, all[i], err.msg);
+            fair_report_free(r);
+            fair_buf_release(&out);
+            fair_ledger_free(l);
+        } else {
+            assert_int_equal(rc, FAIR_ENOMEM);
+        }
+        failures += fair_alloc_count() > k;
+        fair_alloc_fail_after(-1);
+    }
+    assert_true(failures > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -709,6 +762,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_and_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
