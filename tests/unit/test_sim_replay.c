@@ -74,8 +74,9 @@ static void check_fifo(const struct fair_sim_run *r)
     assert_int_equal(r->end_ms, 100000);
     assert_int_equal(r->gpu_capacity, 16000);
     /* Cycles at 0, 10 (j3/j4 do not fit), 50 (they start), 60 (j5 does
-     * not fit), 80 (it starts). None when nothing changed. */
-    assert_int_equal(r->cycles, 5);
+     * not fit), 80 (it starts), 90 (it ended; j1 still runs). None at 100:
+     * nothing is left. */
+    assert_int_equal(r->cycles, 6);
     assert_int_equal(r->binds, 5);
     assert_int_equal(r->evictions, 0);
     assert_int_equal(r->first_fail_ms, 10000);
@@ -151,8 +152,8 @@ static void test_speedup_and_horizon(void **state)
     assert_int_equal(s->wait_p50_ms, 49000); /* waits 0, 0, 49, 49, 68 */
     assert_int_equal(s->wait_max_ms, 68000);
     assert_int_equal(w.run.end_ms, 100000);
-    /* Cycles at 0, 10, 20 (j5 arrived at 12), 50, 60, 80. */
-    assert_int_equal(w.run.cycles, 6);
+    /* Cycles at 0, 10, 20 (j5 arrived at 12), 50, 60, 80, 90. */
+    assert_int_equal(w.run.cycles, 7);
     fair_sim_run_release(&w.run);
 
     /* Stop at 60 s: only j2 has completed; j1, j3, j4 still run. */
