@@ -496,14 +496,17 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
     run->start_ms = start;
 
     size_t ai = 0;
-    bool dirty = false;
+    /* An arrival or a completion calls for a cycle (fair shares move with
+     * demand) while any pod is left; a cycle's own changes call for
+     * another only while pods are pending. */
+    bool dirty_event = false, dirty_cycle = false;
     int64_t last_cycle = INT64_MIN;
     for (;;) {
         int64_t t_arr = ai < nj ? submit_at(&r, (int32_t)ai) : INF;
         int64_t t_done = r.nheap ? r.heap[0].t : INF;
         int64_t t_evt = t_arr < t_done ? t_arr : t_done;
         int64_t t_cyc = INF;
-        if (dirty && r.npending > 0) {
+        if ((dirty_event && r.npending + r.nrunning > 0) || (dirty_cycle && r.npending > 0)) {
             t_cyc = align_up(r.now, r.opts.cycle_ms);
             if (last_cycle != INT64_MIN && t_cyc < last_cycle + r.opts.cycle_ms)
                 t_cyc = last_cycle + r.opts.cycle_ms;
@@ -521,7 +524,7 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
             while (ai < nj && submit_at(&r, (int32_t)ai) == t_evt) {
                 make_pending(&r, (int32_t)ai);
                 ai++;
-                dirty = true;
+                dirty_event = true;
             }
             while (r.nheap && r.heap[0].t == t_evt) {
                 struct done_ev e = heap_pop(&r);
@@ -530,7 +533,7 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
                     continue; /* evicted since: a stale completion */
                 account_stop(&r, e.job);
                 s->st = J_DONE;
-                dirty = true;
+                dirty_event = true;
             }
         } else {
             if ((rc = advance(&r, t_cyc)))
@@ -545,7 +548,8 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
             if (rc)
                 goto out;
             last_cycle = t_cyc;
-            dirty = changed;
+            dirty_event = false;
+            dirty_cycle = changed;
         }
     }
     /* The end: running pods are charged up to now; one last sample. */

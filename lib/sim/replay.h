@@ -5,8 +5,9 @@
  *   - arrivals (a job's submit time), which make it PENDING;
  *   - completions (start + duration), which free its resources;
  *   - cycles, at multiples of cycle_ms, run only when something changed
- *     since the last cycle (an arrival, a completion, an eviction, a bind)
- *     and pods are pending. Events at a time are handled before a cycle at
+ *     since the last cycle: after an arrival or a completion while pods
+ *     remain (fair shares follow demand), after a cycle that evicted or
+ *     bound while pods are pending. Events at a time are handled before a cycle at
  *     the same time; a cycle comes at least cycle_ms after the previous.
  * A cycle builds a snapshot (running pods, pending pods, nodes, projects,
  * queues, now), runs the engine, applies evictions first (the pod is

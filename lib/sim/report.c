@@ -190,11 +190,11 @@ int fair_sim_csv_frag(struct fair_buf *b, const struct fair_sim_frag_row *rows, 
 /* ---- HTML ---------------------------------------------------------------- */
 
 #define CW 720
-#define CH 240
+#define CH 262
 #define ML 56
 #define MR 16
 #define MT 28
-#define MB 36
+#define MB 58
 
 struct series {
     const char *label;
@@ -309,16 +309,15 @@ static int chart(struct fair_buf *b, const char *title, const char *yunit, doubl
         }
         if (!rc)
             rc = fair_buf_appends(b, "\"/>\n");
-        /* Legend. */
-        double ly = MT + 14 + 14.0 * (double)k;
+        /* Legend: one row under the x axis, out of the data's way. */
+        double lx = ML + 170.0 * (double)(k % 4), ly = CH - 8 - 14.0 * (double)(k / 4 == 0);
         if (!rc)
-            rc =
-                fair_buf_appendf(b,
-                                 "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" "
-                                 "stroke=\"%s\" stroke-width=\"2\"%s/><text x=\"%.0f\" "
-                                 "y=\"%.0f\" class=\"a\">",
-                                 ML + pw - 200, ML + pw - 180, ly - 4, ly - 4, s[k].color,
-                                 s[k].dashed ? " stroke-dasharray=\"5,3\"" : "", ML + pw - 176, ly);
+            rc = fair_buf_appendf(b,
+                                  "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" "
+                                  "stroke=\"%s\" stroke-width=\"2\"%s/><text x=\"%.0f\" "
+                                  "y=\"%.0f\" class=\"a\">",
+                                  lx, lx + 20, ly - 4, ly - 4, s[k].color,
+                                  s[k].dashed ? " stroke-dasharray=\"5,3\"" : "", lx + 24, ly);
         if (!rc)
             rc = html_str(b, s[k].label);
         if (!rc)
@@ -385,7 +384,7 @@ int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_l
         rc = html_str(b, title);
     if (!rc)
         rc = fair_buf_appends(
-            b, "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:60em}"
+            b, "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:80em}"
                "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
                "padding:2px 8px;text-align:right}tr.tot{font-weight:bold}"
                "svg .t{font-size:14px;font-weight:bold}svg .a{font-size:11px;fill:#444}"

@@ -74,8 +74,9 @@ static void check_fifo(const struct fair_sim_run *r)
     assert_int_equal(r->end_ms, 100000);
     assert_int_equal(r->gpu_capacity, 16000);
     /* Cycles at 0, 10 (j3/j4 do not fit), 50 (they start), 60 (j5 does
-     * not fit), 80 (it starts). None when nothing changed. */
-    assert_int_equal(r->cycles, 5);
+     * not fit), 80 (it starts), 90 (it ended; j1 still runs). None at 100:
+     * nothing is left. */
+    assert_int_equal(r->cycles, 6);
     assert_int_equal(r->binds, 5);
     assert_int_equal(r->evictions, 0);
     assert_int_equal(r->first_fail_ms, 10000);
@@ -151,8 +152,8 @@ static void test_speedup_and_horizon(void **state)
     assert_int_equal(s->wait_p50_ms, 49000); /* waits 0, 0, 49, 49, 68 */
     assert_int_equal(s->wait_max_ms, 68000);
     assert_int_equal(w.run.end_ms, 100000);
-    /* Cycles at 0, 10, 20 (j5 arrived at 12), 50, 60, 80. */
-    assert_int_equal(w.run.cycles, 6);
+    /* Cycles at 0, 10, 20 (j5 arrived at 12), 50, 60, 80, 90. */
+    assert_int_equal(w.run.cycles, 7);
     fair_sim_run_release(&w.run);
 
     /* Stop at 60 s: only j2 has completed; j1, j3, j4 still run. */
@@ -183,6 +184,111 @@ static void test_cycle_period(void **state)
     assert_int_equal(s->wait_max_ms, 55000); /* j3/j4: 5 -> 60 */
     assert_int_equal(s->wait_p50_ms, 30000); /* j5: 60 -> 90 */
     assert_int_equal(w.run.end_ms, 100000);
+    world_free(&w);
+}
+
+static const char *jobs_2x8 = "name,queue,submit_s,duration_s,gpu,cpu,memory\n"
+                              "a1,team-a,0,100,8,8,32Gi\n"
+                              "a2,team-a,0,100,8,8,32Gi\n"
+                              "b1,team-b,20,50,4,4,16Gi\n"
+                              "b2,team-b,20,50,4,4,16Gi\n"
+                              "a3,team-a,30,10,0.5,1,1Gi\n";
+
+static char *read_fixture(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/sim/%s", FAIR_TEST_DATA_DIR, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_reclaim_exact(void **state)
+{
+    (void)state;
+    /* team-a (guaranteed 8) borrows team-b's 8 GPUs at 0 s. At 20 s team-b
+     * wants them back: the engine evicts one 8-GPU pod of team-a (it loses
+     * 20 s of 8 GPUs and goes back to pending); b1 and b2 start at the next
+     * cycle (30 s). a3 (0.5 GPU) finds no room until a1 ends at 100 s;
+     * the evicted pod restarts when b1/b2 end (80 s) and runs 100 s more. */
+    struct world w;
+    world_load(&w, nodes_2x8, jobs_2x8, read_fixture("projects.yaml"));
+    struct fair_sim_opts o = {0};
+    world_run(&w, &o);
+    const struct fair_sim_run *r = &w.run;
+    assert_int_equal(r->evictions, 1);
+    assert_int_equal(r->end_ms, 180000);
+    assert_int_equal(r->first_fail_ms, 30000);
+    assert_int_equal(r->first_fail_unallocated, 0);
+    const struct fair_sim_qstats *a = &r->qstats[0], *b = &r->qstats[1];
+    assert_int_equal(a->preemptions, 1);
+    assert_int_equal(a->lost_gpu_ms, 8000LL * 20000);
+    assert_int_equal(a->completed, 3);
+    assert_int_equal(a->wait_max_ms, 70000); /* a3: 30 -> 100 */
+    assert_int_equal(a->wait_p50_ms, 0);     /* a1, a2 started at once */
+    assert_int_equal(b->preemptions, 0);
+    assert_int_equal(b->wait_p50_ms, 10000); /* 20 -> 30 */
+    assert_int_equal(b->wait_max_ms, 10000);
+    /* used: a1 100 s + a2 20 s then 100 s, x 8 GPUs; a3 0.5 x 10 s;
+     * b 2 x 4 x 50 s. */
+    assert_int_equal(a->used_gpu_ms, (8000LL * 220 + 500LL * 10) * 1000);
+    assert_int_equal(b->used_gpu_ms, 2 * 4000LL * 50 * 1000);
+    /* Queue samples: at 20 s team-b's fair share is its 8 GPUs. */
+    assert_int_equal(r->samples[2].t_ms, 20000);
+    assert_int_equal(r->qsamples[2 * 2 + 0].allocated, 8000);
+    assert_int_equal(r->qsamples[2 * 2 + 1].fair_share, 8000);
+    assert_int_equal(r->qsamples[2 * 2 + 1].pending, 2);
+    assert_int_equal(r->qsamples[3 * 2 + 1].allocated, 8000);
+    world_free(&w);
+}
+
+static void test_what_if(void **state)
+{
+    (void)state;
+    /* The same trace when team-b guarantees nothing: no reclaim, team-b
+     * waits for team-a's pods to end at 100 s. */
+    const char *yaml = "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: p}\n"
+                       "spec: {guaranteed: {gpu: 16}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+                       "spec: {project: p, guaranteed: {gpu: 16}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+                       "spec: {project: p}\n";
+    struct world w;
+    world_load(&w, nodes_2x8, jobs_2x8, yaml);
+    struct fair_sim_opts o = {0};
+    world_run(&w, &o);
+    assert_int_equal(w.run.evictions, 0);
+    assert_int_equal(w.run.qstats[0].preemptions, 0);
+    assert_int_equal(w.run.qstats[1].wait_p50_ms, 80000);
+    assert_int_equal(w.run.qstats[0].wait_max_ms, 70000);
+    assert_int_equal(w.run.end_ms, 150000);
+    world_free(&w);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    /* Every allocation of a replay failing in turn: an error, no crash,
+     * no leak (the sanitizer build checks the last two). */
+    struct world w;
+    world_load(&w, nodes_2x8, jobs_2x8, read_fixture("projects.yaml"));
+    for (long n = 0;; n++) {
+        struct fair_error err = {0};
+        struct fair_sim_opts o = {0};
+        fair_alloc_fail_after(n);
+        int rc = fair_sim_replay(&w.t, &w.c, w.queue_of, &o, &w.run, &err);
+        fair_alloc_fail_after(-1);
+        if (rc == 0)
+            break;
+        assert_int_equal(rc, FAIR_ENOMEM);
+        assert_null(w.run.samples);
+        assert_true(n < 100000);
+    }
+    assert_int_equal(w.run.evictions, 1);
     world_free(&w);
 }
 
@@ -261,6 +367,9 @@ int main(void)
         cmocka_unit_test(test_speedup_and_horizon),
         cmocka_unit_test(test_cycle_period),
         cmocka_unit_test(test_percentile),
+        cmocka_unit_test(test_reclaim_exact),
+        cmocka_unit_test(test_what_if),
+        cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_engine_as_placement),
         cmocka_unit_test(test_model_sets_become_selectors),
     };
