@@ -1,0 +1,210 @@
+/* An asynchronous Kubernetes API client: libcurl's multi interface driven
+ * by one libevent loop (CURLMOPT_SOCKETFUNCTION + CURLMOPT_TIMERFUNCTION,
+ * as in libcurl's multi-event example). Connections are reused through the
+ * multi handle's connection cache; at most max_host_connections at once.
+ *
+ * Every request completes exactly once through its callback, from the
+ * event loop, unless it is cancelled first (fair_kreq_cancel() or
+ * fair_kclient_free(): then the callback is never called).
+ *
+ * Errors: an HTTP error's body is decoded as a Kubernetes Status; the
+ * response carries rc (404 FAIR_ENOTFOUND, 409 FAIR_ECONFLICT, 410
+ * FAIR_EGONE, 429 FAIR_ETOOMANY, other FAIR_EHTTP; TLS failures
+ * FAIR_ETLS; transport failures FAIR_EHTTP, timeouts FAIR_ETIMEDOUT), the
+ * HTTP status and the Status' reason and message.
+ *
+ * Throttling: every request first takes a token from the client's token
+ * bucket (QPS, burst). A 429 answer with Retry-After is retried after that
+ * delay (capped at max_retry_after_ms, at most max_retries times) unless
+ * the request has FAIR_KREQ_NO_RETRY_429 (evictions: a 429 there means a
+ * PodDisruptionBudget blocks it, and the caller must see it).
+ *
+ * Watches are streams: each complete newline-delimited JSON event is
+ * handed to the event callback as it arrives (see kube/watch.h for the
+ * framing), and the done callback is called once when the stream ends. */
+#ifndef FAIR_KUBE_CLIENT_H
+#define FAIR_KUBE_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "kube/config.h"
+#include "kube/watch.h"
+
+struct event_base;
+struct fair_kclient; /* opaque */
+struct fair_kreq;    /* opaque handle of one request in flight */
+
+struct fair_kclient_options {
+    double qps;               /* default 50; < 0: no client-side limit */
+    int burst;                /* default 100 */
+    long max_host_connections; /* default 16 */
+    long connect_timeout_ms;  /* default 10000 */
+    long request_timeout_ms;  /* non-watch requests; default 60000 */
+    size_t max_body;          /* largest response body; default 64 MiB */
+    size_t max_event;         /* largest watch event; default 4 MiB */
+    int max_retries;          /* 429 retries per request; default 5 */
+    int64_t max_retry_after_ms; /* cap on a Retry-After; default 30000 */
+    const char *user_agent;   /* default "fairshare/0.1" */
+    const struct fair_clock *clock; /* default the system clock; borrowed */
+};
+
+/* Zero fields of opt take the defaults above. */
+void fair_kclient_options_default(struct fair_kclient_options *opt);
+
+/* A new client on base (borrowed; it must outlive the client). cfg is
+ * copied. opt may be NULL. */
+int fair_kclient_new(struct event_base *base, const struct fair_kconfig *cfg,
+                     const struct fair_kclient_options *opt, struct fair_kclient **out,
+                     struct fair_error *err);
+/* Cancels what is in flight (no callbacks) and frees. NULL is a no-op. */
+void fair_kclient_free(struct fair_kclient *c);
+
+struct event_base *fair_kclient_base(struct fair_kclient *c);
+/* The namespace of the configuration ("default" when unset). Borrowed. */
+const char *fair_kclient_namespace(const struct fair_kclient *c);
+
+/* The result of a request, borrowed for the duration of the callback. */
+struct fair_kresponse {
+    int rc;       /* 0 on 2xx, else a FAIR_E* code (see above) */
+    long status;  /* HTTP status; 0 when no answer came */
+    struct fair_error err; /* set when rc != 0: what failed, on which path */
+    const char *reason; /* the Status' reason ("Conflict", ...) or "" */
+    const char *body;   /* NUL-terminated; "" when none */
+    size_t body_len;
+    json_t *json;       /* body parsed as JSON, or NULL; borrowed */
+    int retries;        /* 429 retries done */
+};
+
+typedef void (*fair_kclient_cb)(const struct fair_kresponse *resp, void *ctx);
+
+/* Request flags. */
+#define FAIR_KREQ_NO_RETRY_429 0x1u /* surface every 429 to the caller */
+#define FAIR_KREQ_NO_RATE_LIMIT 0x2u /* bypass the token bucket (leases) */
+
+/* A resource type: API group ("" for core), version, plural resource. */
+struct fair_kres {
+    const char *group;
+    const char *version;
+    const char *resource;
+    bool namespaced;
+};
+
+extern const struct fair_kres fair_kres_pods;     /* v1 pods */
+extern const struct fair_kres fair_kres_nodes;    /* v1 nodes */
+extern const struct fair_kres fair_kres_events;   /* v1 events */
+extern const struct fair_kres fair_kres_leases;   /* coordination.k8s.io/v1 leases */
+extern const struct fair_kres fair_kres_projects; /* fairshare.dev/v1alpha1 projects */
+extern const struct fair_kres fair_kres_queues;   /* fairshare.dev/v1alpha1 queues */
+
+/* Appends the API path of a resource to out:
+ *   /api/v1/namespaces/NS/pods/NAME/SUB, /apis/G/V/RES/NAME, ...
+ * ns NULL: all namespaces (or cluster-scoped); name and sub may be NULL.
+ * Names are checked (no '/', '?', '%', not "." or "..", at most 253). */
+int fair_kpath(struct fair_buf *out, const struct fair_kres *r, const char *ns, const char *name,
+               const char *sub, struct fair_error *err);
+
+/* Options of LIST and WATCH; every field may be 0/NULL. */
+struct fair_klist_opts {
+    const char *label_selector;
+    const char *field_selector;
+    long limit;                   /* LIST page size; 0: no paging */
+    const char *continue_token;   /* LIST: next page */
+    const char *resource_version; /* LIST: "0" for any; WATCH: start after */
+    long timeout_s;               /* WATCH: server-side timeoutSeconds */
+};
+
+/* The general request: method ("GET", "POST", "PUT", "PATCH", "DELETE"),
+ * path (with query string, as fair_kpath() builds it), optional body (NULL:
+ * none; copied) with its content type (NULL: application/json). handle may
+ * be NULL; otherwise it receives a borrowed handle valid until the
+ * callback runs or fair_kreq_cancel() is called. */
+int fair_kclient_request(struct fair_kclient *c, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         unsigned flags, fair_kclient_cb cb, void *ctx, struct fair_kreq **handle,
+                         struct fair_error *err);
+
+/* Cancels a request in flight; its callback will not run. */
+void fair_kreq_cancel(struct fair_kreq *req);
+
+/* Typed helpers. ns may be NULL for cluster-scoped resources. body is JSON
+ * text (borrowed, copied). */
+int fair_kclient_get(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                     const char *name, fair_kclient_cb cb, void *ctx, struct fair_error *err);
+/* One page of a LIST (opts->limit / continue_token for paging). */
+int fair_kclient_list(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                      const struct fair_klist_opts *opts, fair_kclient_cb cb, void *ctx,
+                      struct fair_kreq **handle, struct fair_error *err);
+int fair_kclient_create(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                        const char *body, fair_kclient_cb cb, void *ctx, struct fair_error *err);
+/* PUT; sub "status" for the status subresource, else NULL. The body's
+ * metadata.resourceVersion makes it conditional (409 when stale). */
+int fair_kclient_update(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                        const char *name, const char *sub, const char *body, fair_kclient_cb cb,
+                        void *ctx, struct fair_error *err);
+/* JSON merge patch (RFC 7386); sub "status" or NULL. */
+int fair_kclient_merge_patch(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                             const char *name, const char *sub, const char *patch,
+                             fair_kclient_cb cb, void *ctx, struct fair_error *err);
+int fair_kclient_delete(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                        const char *name, fair_kclient_cb cb, void *ctx, struct fair_error *err);
+
+/* POST pods/NAME/binding: binds the pod to node. uid (may be NULL) is a
+ * precondition; annotations (may be NULL, n pairs) are copied onto the
+ * pod by the API server with the binding. */
+int fair_kclient_bind(struct fair_kclient *c, const char *ns, const char *pod, const char *uid,
+                      const char *node, const char *const *annotation_kv, size_t nannotations,
+                      fair_kclient_cb cb, void *ctx, struct fair_error *err);
+
+/* POST pods/NAME/eviction with a policy/v1 Eviction. Never retried on
+ * 429: resp->rc == FAIR_ETOOMANY means a PodDisruptionBudget blocks it. */
+int fair_kclient_evict(struct fair_kclient *c, const char *ns, const char *pod,
+                       fair_kclient_cb cb, void *ctx, struct fair_error *err);
+
+/* A core/v1 Event about an object. type "Normal" or "Warning". */
+struct fair_kevent_ref {
+    const char *api_version; /* "v1", "fairshare.dev/v1alpha1" */
+    const char *kind;        /* "Pod", "Queue", ... */
+    const char *namespace_;  /* NULL for cluster-scoped (the Event goes to "default") */
+    const char *name;
+    const char *uid;         /* may be NULL */
+};
+int fair_kclient_event(struct fair_kclient *c, const struct fair_kevent_ref *obj,
+                       const char *type, const char *reason, const char *message,
+                       const char *component, fair_kclient_cb cb, void *ctx,
+                       struct fair_error *err);
+
+/* A WATCH stream from opts->resource_version (allowWatchBookmarks=true).
+ * on_event runs for every event (borrowed; see kube/watch.h); on_done
+ * runs once when the stream ends: resp->rc 0 for a clean end (server
+ * timeout), FAIR_EGONE for 410, FAIR_ERANGE for an event over max_event,
+ * FAIR_EPARSE for a malformed event, others as for any request. */
+typedef void (*fair_kwatch_event_cb)(const struct fair_kwatch_event *ev, void *ctx);
+int fair_kclient_watch(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                       const struct fair_klist_opts *opts, fair_kwatch_event_cb on_event,
+                       fair_kclient_cb on_done, void *ctx, struct fair_kreq **handle,
+                       struct fair_error *err);
+
+/* Runs the loop until the request started with fair_kclient_request()-like
+ * arguments completes, then returns its rc; body_out (may be NULL)
+ * receives a copy of the body (caller frees), status_out the HTTP status.
+ * For tests and the CLI: never call it from inside a loop callback. */
+int fair_kclient_request_sync(struct fair_kclient *c, const char *method, const char *path,
+                              const char *body, unsigned flags, long *status_out,
+                              char **body_out, struct fair_error *err);
+
+/* Counters, for metrics and tests. */
+struct fair_kclient_stats {
+    uint64_t requests;   /* transfers started (retries included) */
+    uint64_t retries_429;
+    uint64_t errors;
+    uint64_t throttled;  /* requests that waited for the token bucket */
+};
+void fair_kclient_stats(const struct fair_kclient *c, struct fair_kclient_stats *out);
+
+#endif

@@ -1,0 +1,967 @@
+/* JSON to plain structs for Pods, Nodes, Projects and Queues (see
+ * decode.h). Structural errors fail the decode; invalid values go to the
+ * object's `problem` so the controller can report them. */
+#include "kube/decode.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/duration.h"
+#include "base/quantity.h"
+
+/* ---- small readers ---------------------------------------------------- */
+
+/* Returns the member if it is an object, NULL when absent or null; sets
+ * *rc to FAIR_EINVAL when present with another type. */
+static const json_t *get_obj(const json_t *parent, const char *key, const char *path, int *rc,
+                             struct fair_error *err)
+{
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_object(v)) {
+        *rc = fair_error_set(err, FAIR_EINVAL, "%s: want an object", path);
+        return NULL;
+    }
+    return v;
+}
+
+static const json_t *get_arr(const json_t *parent, const char *key, const char *path, int *rc,
+                             struct fair_error *err)
+{
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_array(v)) {
+        *rc = fair_error_set(err, FAIR_EINVAL, "%s: want an array", path);
+        return NULL;
+    }
+    if (json_array_size(v) > FAIR_DECODE_MAX_ITEMS) {
+        *rc = fair_error_set(err, FAIR_ERANGE, "%s: more than %d items", path,
+                             FAIR_DECODE_MAX_ITEMS);
+        return NULL;
+    }
+    return v;
+}
+
+/* A borrowed string member: NULL when absent or null; FAIR_EINVAL for
+ * another type. */
+static int peek_str(const json_t *parent, const char *key, const char *path, const char **out,
+                    struct fair_error *err)
+{
+    *out = NULL;
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return fair_error_set(err, FAIR_EINVAL, "%s: want a string", path);
+    if (json_string_length(v) > FAIR_DECODE_MAX_STR)
+        return fair_error_set(err, FAIR_ERANGE, "%s: longer than %d bytes", path,
+                              FAIR_DECODE_MAX_STR);
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int dup_str(const char *s, char **out)
+{
+    *out = NULL;
+    if (!s)
+        return 0;
+    *out = fair_strdup(s);
+    return *out ? 0 : FAIR_ENOMEM;
+}
+
+static int get_str(const json_t *parent, const char *key, const char *path, char **out,
+                   struct fair_error *err)
+{
+    const char *s;
+    *out = NULL;
+    int rc = peek_str(parent, key, path, &s, err);
+    if (rc)
+        return rc;
+    rc = dup_str(s, out);
+    if (rc)
+        fair_error_set(err, rc, "%s: out of memory", path);
+    return rc;
+}
+
+static int get_int(const json_t *parent, const char *key, const char *path, int64_t *out,
+                   struct fair_error *err)
+{
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v))
+        return fair_error_set(err, FAIR_EINVAL, "%s: want an integer", path);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* Appends a message to *problem ("a; b"). Allocation failure only loses
+ * the message. */
+__attribute__((format(printf, 2, 3))) static void add_problem(char **problem, const char *fmt,
+                                                             ...)
+{
+    struct fair_buf b;
+    fair_buf_init(&b, 2048);
+    if (*problem) {
+        fair_buf_appends(&b, *problem);
+        fair_buf_appends(&b, "; ");
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fair_buf_vappendf(&b, fmt, ap);
+    va_end(ap);
+    char *s = fair_buf_detach(&b);
+    if (s) {
+        fair_free(*problem);
+        *problem = s;
+    }
+}
+
+int fair_kquantity_decode(const json_t *v, int milli, int64_t *out, const char *what,
+                          struct fair_error *err)
+{
+    char tmp[64];
+    const char *s;
+    if (json_is_string(v)) {
+        s = json_string_value(v);
+    } else if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (!milli) {
+            *out = i;
+            return 0;
+        }
+        if (i > INT64_MAX / 1000 || i < INT64_MIN / 1000)
+            return fair_error_set(err, FAIR_ERANGE, "%s: %" PRId64 " is out of range", what,
+                                  (int64_t)i);
+        *out = i * 1000;
+        return 0;
+    } else if (json_is_real(v)) {
+        /* %.15g gives back the decimal text the user wrote (0.1, not
+         * 0.1000000000000000055). */
+        snprintf(tmp, sizeof tmp, "%.15g", json_real_value(v));
+        s = tmp;
+    } else {
+        return fair_error_set(err, FAIR_EINVAL, "%s: want a quantity (string or number)", what);
+    }
+    int rc = milli ? fair_quantity_parse_milli(s, out, err) : fair_quantity_parse(s, out, err);
+    if (rc)
+        fair_error_prefix(err, "%s: ", what);
+    return rc;
+}
+
+static int64_t parse_time(const json_t *parent, const char *key)
+{
+    const json_t *v = json_object_get(parent, key);
+    int64_t ms = 0;
+    if (json_is_string(v) && fair_time_parse_rfc3339(json_string_value(v), &ms) == 0)
+        return ms;
+    return 0;
+}
+
+int fair_kmeta_decode(const json_t *obj, struct fair_kmeta *m, struct fair_error *err)
+{
+    int rc = 0;
+    memset(m, 0, sizeof *m);
+    if (!json_is_object(obj))
+        return fair_error_set(err, FAIR_EINVAL, "object: want a JSON object");
+    const json_t *md = get_obj(obj, "metadata", "metadata", &rc, err);
+    if (rc)
+        return rc;
+    if (!md)
+        return fair_error_set(err, FAIR_EINVAL, "metadata: missing");
+    if ((rc = get_str(md, "name", "metadata.name", &m->name, err)))
+        goto out;
+    if (!m->name || !m->name[0]) {
+        rc = fair_error_set(err, FAIR_EINVAL, "metadata.name: missing");
+        goto out;
+    }
+    if ((rc = get_str(md, "uid", "metadata.uid", &m->uid, err)) ||
+        (rc = get_str(md, "namespace", "metadata.namespace", &m->namespace_, err)) ||
+        (rc = get_str(md, "resourceVersion", "metadata.resourceVersion", &m->resource_version,
+                      err)) ||
+        (rc = get_int(md, "generation", "metadata.generation", &m->generation, err)))
+        goto out;
+    if (m->namespace_ && !m->namespace_[0]) {
+        fair_free(m->namespace_);
+        m->namespace_ = NULL;
+    }
+    m->creation_ms = parse_time(md, "creationTimestamp");
+    m->deletion_ms = parse_time(md, "deletionTimestamp");
+out:
+    if (rc)
+        fair_kmeta_release(m);
+    return rc;
+}
+
+/* String-to-string maps (labels, annotations, nodeSelector). */
+static int map_get(const json_t *map, const char *key, const char *path, const char **out,
+                   struct fair_error *err)
+{
+    return peek_str(map, key, path, out, err);
+}
+
+static int decode_labels(const json_t *map, const char *path, struct fair_label **out, size_t *n,
+                         struct fair_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!map)
+        return 0;
+    size_t cnt = json_object_size(map);
+    if (cnt == 0)
+        return 0;
+    if (cnt > FAIR_DECODE_MAX_ITEMS)
+        return fair_error_set(err, FAIR_ERANGE, "%s: more than %d entries", path,
+                              FAIR_DECODE_MAX_ITEMS);
+    struct fair_label *l = fair_calloc(cnt, sizeof *l);
+    if (!l)
+        return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", path);
+    const char *k;
+    json_t *v;
+    size_t i = 0;
+    int rc = 0;
+    json_object_foreach((json_t *)map, k, v) {
+        if (!json_is_string(v)) {
+            rc = fair_error_set(err, FAIR_EINVAL, "%s[\"%s\"]: want a string", path, k);
+            break;
+        }
+        l[i].key = fair_strdup(k);
+        l[i].value = fair_strdup(json_string_value(v));
+        i++;
+        if (!l[i - 1].key || !l[i - 1].value) {
+            rc = fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", path);
+            break;
+        }
+    }
+    if (rc) {
+        for (size_t j = 0; j < i; j++) {
+            fair_free((char *)l[j].key);
+            fair_free((char *)l[j].value);
+        }
+        fair_free(l);
+        return rc;
+    }
+    *out = l;
+    *n = i;
+    return 0;
+}
+
+static int parse_effect(const char *s, enum fair_taint_effect *e)
+{
+    if (!strcmp(s, "NoSchedule"))
+        *e = FAIR_TAINT_NO_SCHEDULE;
+    else if (!strcmp(s, "PreferNoSchedule"))
+        *e = FAIR_TAINT_PREFER_NO_SCHEDULE;
+    else if (!strcmp(s, "NoExecute"))
+        *e = FAIR_TAINT_NO_EXECUTE;
+    else
+        return FAIR_EINVAL;
+    return 0;
+}
+
+/* ---- pods ------------------------------------------------------------- */
+
+static const char *const res_keys[FAIR_RES_COUNT] = {FAIR_RES_NAME_GPU, "cpu", "memory"};
+
+/* Requests of one container (limits where a request is absent). */
+static int container_resources(const json_t *c, const char *path, struct fair_resources *r,
+                               char **problem, struct fair_error *err)
+{
+    int rc = 0;
+    char p[96];
+    memset(r, 0, sizeof *r);
+    snprintf(p, sizeof p, "%s.resources", path);
+    const json_t *res = get_obj(c, "resources", p, &rc, err);
+    if (rc || !res)
+        return rc;
+    const json_t *req = get_obj(res, "requests", "resources.requests", &rc, err);
+    if (rc)
+        return rc;
+    const json_t *lim = get_obj(res, "limits", "resources.limits", &rc, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < FAIR_RES_COUNT; i++) {
+        const json_t *v = req ? json_object_get(req, res_keys[i]) : NULL;
+        const char *which = "requests";
+        if (!v) {
+            v = lim ? json_object_get(lim, res_keys[i]) : NULL;
+            which = "limits";
+        }
+        if (!v)
+            continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s.resources.%s[\"%s\"]", path, which, res_keys[i]);
+        struct fair_error qe = {0};
+        int64_t x = 0;
+        if (fair_kquantity_decode(v, i != FAIR_RES_MEM, &x, what, &qe)) {
+            add_problem(problem, "%s", qe.msg);
+            continue;
+        }
+        if (x < 0) {
+            add_problem(problem, "%s: negative", what);
+            continue;
+        }
+        if (i == FAIR_RES_GPU && x % 1000) {
+            add_problem(problem, "%s: %s must be a whole number of GPUs (use the %s annotation "
+                        "for fractions)", what, FAIR_RES_NAME_GPU, FAIR_ANN_GPU_FRACTION);
+            continue;
+        }
+        r->v[i] = x;
+    }
+    return 0;
+}
+
+static int pod_requests(const json_t *spec, struct fair_kpod *p, struct fair_error *err)
+{
+    int rc = 0;
+    const json_t *cs = get_arr(spec, "containers", "spec.containers", &rc, err);
+    if (rc)
+        return rc;
+    size_t i;
+    const json_t *c;
+    char path[64];
+    json_array_foreach(cs, i, c) {
+        snprintf(path, sizeof path, "spec.containers[%zu]", i);
+        if (!json_is_object(c))
+            return fair_error_set(err, FAIR_EINVAL, "%s: want an object", path);
+        struct fair_resources r;
+        if ((rc = container_resources(c, path, &r, &p->problem, err)))
+            return rc;
+        for (int k = 0; k < FAIR_RES_COUNT; k++)
+            if (r.v[k] <= INT64_MAX - p->request.v[k])
+                p->request.v[k] += r.v[k];
+    }
+    /* Init containers run one at a time before the others: the pod needs
+     * the larger of their maximum and the containers' sum. */
+    const json_t *ics = get_arr(spec, "initContainers", "spec.initContainers", &rc, err);
+    if (rc)
+        return rc;
+    json_array_foreach(ics, i, c) {
+        snprintf(path, sizeof path, "spec.initContainers[%zu]", i);
+        if (!json_is_object(c))
+            return fair_error_set(err, FAIR_EINVAL, "%s: want an object", path);
+        struct fair_resources r;
+        if ((rc = container_resources(c, path, &r, &p->problem, err)))
+            return rc;
+        for (int k = 0; k < FAIR_RES_COUNT; k++)
+            if (r.v[k] > p->request.v[k])
+                p->request.v[k] = r.v[k];
+    }
+    return 0;
+}
+
+static int pod_tolerations(const json_t *spec, struct fair_kpod *p, struct fair_error *err)
+{
+    int rc = 0;
+    const json_t *ts = get_arr(spec, "tolerations", "spec.tolerations", &rc, err);
+    if (rc || !ts || json_array_size(ts) == 0)
+        return rc;
+    p->tolerations = fair_calloc(json_array_size(ts), sizeof *p->tolerations);
+    if (!p->tolerations)
+        return fair_error_set(err, FAIR_ENOMEM, "spec.tolerations: out of memory");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(ts, i, t) {
+        char path[64];
+        snprintf(path, sizeof path, "spec.tolerations[%zu]", i);
+        if (!json_is_object(t))
+            return fair_error_set(err, FAIR_EINVAL, "%s: want an object", path);
+        struct fair_toleration *o = &p->tolerations[p->ntolerations];
+        const char *key, *op, *value, *effect;
+        if ((rc = peek_str(t, "key", path, &key, err)) ||
+            (rc = peek_str(t, "operator", path, &op, err)) ||
+            (rc = peek_str(t, "value", path, &value, err)) ||
+            (rc = peek_str(t, "effect", path, &effect, err)))
+            return rc;
+        if (!op || !op[0] || !strcmp(op, "Equal")) {
+            o->op = FAIR_TOLERATE_EQUAL;
+        } else if (!strcmp(op, "Exists")) {
+            o->op = FAIR_TOLERATE_EXISTS;
+        } else {
+            add_problem(&p->problem, "%s.operator: unknown operator \"%s\"", path, op);
+            continue;
+        }
+        if (!effect || !effect[0]) {
+            o->any_effect = true;
+        } else if (parse_effect(effect, &o->effect)) {
+            add_problem(&p->problem, "%s.effect: unknown effect \"%s\"", path, effect);
+            continue;
+        }
+        if (dup_str(key, (char **)&o->key) || dup_str(value, (char **)&o->value)) {
+            fair_free((char *)o->key);
+            o->key = NULL;
+            return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", path);
+        }
+        p->ntolerations++;
+    }
+    if (p->ntolerations == 0) {
+        fair_free(p->tolerations);
+        p->tolerations = NULL;
+    }
+    return 0;
+}
+
+static int pod_conditions(const json_t *status, struct fair_kpod *p, struct fair_error *err)
+{
+    int rc = 0;
+    const json_t *cs = get_arr(status, "conditions", "status.conditions", &rc, err);
+    if (rc)
+        return rc;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cs, i, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (!type || !st)
+            continue;
+        if (!strcmp(type, "PodScheduled") && !strcmp(st, "False")) {
+            p->scheduled_condition_false = true;
+            const char *reason;
+            if ((rc = peek_str(c, "reason", "status.conditions[].reason", &reason, err)))
+                return rc;
+            if (dup_str(reason, &p->scheduled_reason))
+                return fair_error_set(err, FAIR_ENOMEM, "out of memory");
+        } else if (!strcmp(type, "DisruptionTarget") && !strcmp(st, "True")) {
+            p->disruption_target = true;
+        }
+    }
+    return 0;
+}
+
+static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_error *err)
+{
+    int rc = 0;
+    const json_t *ann = get_obj(md, "annotations", "metadata.annotations", &rc, err);
+    if (rc || !ann)
+        return rc;
+    const char *s;
+    if ((rc = map_get(ann, FAIR_ANN_GPU_FRACTION, "metadata.annotations[\"" FAIR_ANN_GPU_FRACTION
+                      "\"]", &s, err)))
+        return rc;
+    if (s) {
+        struct fair_error qe = {0};
+        int64_t m = 0;
+        if (fair_quantity_parse_milli(s, &m, &qe))
+            add_problem(&p->problem, "annotation %s: %s", FAIR_ANN_GPU_FRACTION, qe.msg);
+        else if (m <= 0 || m >= FAIR_GPU_DEVICE_MILLI)
+            add_problem(&p->problem, "annotation %s: \"%s\" must be between 0 and 1 (exclusive)",
+                        FAIR_ANN_GPU_FRACTION, s);
+        else
+            p->gpu_fraction_milli = m;
+    }
+    if ((rc = map_get(ann, FAIR_ANN_GPU_DEVICES, "annotation " FAIR_ANN_GPU_DEVICES, &s, err)))
+        return rc;
+    if (dup_str(s, &p->gpu_devices))
+        return fair_error_set(err, FAIR_ENOMEM, "out of memory");
+    if ((rc = map_get(ann, FAIR_ANN_GANG, "annotation " FAIR_ANN_GANG, &s, err)))
+        return rc;
+    if (s && s[0] && dup_str(s, &p->gang))
+        return fair_error_set(err, FAIR_ENOMEM, "out of memory");
+    if ((rc = map_get(ann, FAIR_ANN_GANG_SIZE, "annotation " FAIR_ANN_GANG_SIZE, &s, err)))
+        return rc;
+    if (s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (!s[0] || *end || v < 1 || v > FAIR_GANG_SIZE_MAX)
+            add_problem(&p->problem, "annotation %s: \"%s\" must be an integer from 1 to %d",
+                        FAIR_ANN_GANG_SIZE, s, FAIR_GANG_SIZE_MAX);
+        else
+            p->gang_size = (int32_t)v;
+    }
+    if (p->gang_size && !p->gang)
+        add_problem(&p->problem, "annotation %s is set without %s", FAIR_ANN_GANG_SIZE,
+                    FAIR_ANN_GANG);
+    if ((rc = map_get(ann, FAIR_ANN_SIM_DURATION, "annotation " FAIR_ANN_SIM_DURATION, &s, err)))
+        return rc;
+    if (s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (!s[0] || *end || v < 0)
+            add_problem(&p->problem, "annotation %s: \"%s\" must be a non-negative integer",
+                        FAIR_ANN_SIM_DURATION, s);
+        else
+            p->sim_duration_s = v;
+    }
+    return 0;
+}
+
+static enum fair_kpod_phase parse_phase(const char *s)
+{
+    if (!s || !strcmp(s, "Pending"))
+        return FAIR_KPOD_PENDING;
+    if (!strcmp(s, "Running"))
+        return FAIR_KPOD_RUNNING;
+    if (!strcmp(s, "Succeeded"))
+        return FAIR_KPOD_SUCCEEDED;
+    if (!strcmp(s, "Failed"))
+        return FAIR_KPOD_FAILED;
+    return FAIR_KPOD_UNKNOWN;
+}
+
+int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    struct fair_kpod *p = fair_calloc(1, sizeof *p);
+    if (!p)
+        return fair_error_set(err, FAIR_ENOMEM, "pod: out of memory");
+    p->preemptible = true;
+    if ((rc = fair_kmeta_decode(obj, &p->meta, err)))
+        goto out;
+    const json_t *md = json_object_get(obj, "metadata");
+    const json_t *spec = get_obj(obj, "spec", "spec", &rc, err);
+    if (rc)
+        goto out;
+    const json_t *status = get_obj(obj, "status", "status", &rc, err);
+    if (rc)
+        goto out;
+    const json_t *labels = get_obj(md, "labels", "metadata.labels", &rc, err);
+    if (rc)
+        goto out;
+    const char *s;
+    if ((rc = map_get(labels, FAIR_LABEL_QUEUE, "label " FAIR_LABEL_QUEUE, &s, err)))
+        goto out;
+    if (s && s[0] && dup_str(s, &p->queue)) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    if ((rc = map_get(labels, FAIR_LABEL_PREEMPTIBLE, "label " FAIR_LABEL_PREEMPTIBLE, &s, err)))
+        goto out;
+    if (s) {
+        p->preemptible = strcmp(s, "false") != 0;
+        if (strcmp(s, "true") && strcmp(s, "false"))
+            add_problem(&p->problem, "label %s: \"%s\" must be \"true\" or \"false\"",
+                        FAIR_LABEL_PREEMPTIBLE, s);
+    }
+    if ((rc = pod_annotations(md, p, err)))
+        goto out;
+    if ((rc = get_str(spec, "schedulerName", "spec.schedulerName", &p->scheduler_name, err)) ||
+        (rc = get_str(spec, "nodeName", "spec.nodeName", &p->node_name, err)))
+        goto out;
+    if (p->node_name && !p->node_name[0]) {
+        fair_free(p->node_name);
+        p->node_name = NULL;
+    }
+    int64_t prio = 0;
+    if ((rc = get_int(spec, "priority", "spec.priority", &prio, err)))
+        goto out;
+    if (prio < INT32_MIN || prio > INT32_MAX)
+        add_problem(&p->problem, "spec.priority: %" PRId64 " out of range", prio);
+    else
+        p->priority = (int32_t)prio;
+    if ((rc = pod_requests(spec, p, err)))
+        goto out;
+    if (p->gpu_fraction_milli) {
+        if (p->request.v[FAIR_RES_GPU])
+            add_problem(&p->problem, "annotation %s and resource %s are both set",
+                        FAIR_ANN_GPU_FRACTION, FAIR_RES_NAME_GPU);
+        else
+            p->request.v[FAIR_RES_GPU] = p->gpu_fraction_milli;
+    }
+    const json_t *sel = get_obj(spec, "nodeSelector", "spec.nodeSelector", &rc, err);
+    if (rc)
+        goto out;
+    if ((rc = decode_labels(sel, "spec.nodeSelector", &p->node_selector, &p->nnode_selector, err)))
+        goto out;
+    if ((rc = map_get(sel, FAIR_LABEL_GPU_PRODUCT, "spec.nodeSelector", &s, err)))
+        goto out;
+    if (dup_str(s, &p->gpu_model)) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    if ((rc = pod_tolerations(spec, p, err)))
+        goto out;
+    if ((rc = peek_str(status, "phase", "status.phase", &s, err)))
+        goto out;
+    p->phase = parse_phase(s);
+    if (status)
+        p->start_ms = parse_time(status, "startTime");
+    if ((rc = pod_conditions(status, p, err)))
+        goto out;
+out:
+    if (rc) {
+        if (rc == FAIR_ENOMEM && err && !err->msg[0])
+            fair_error_set(err, rc, "out of memory");
+        fair_error_prefix(err, "pod %s/%s: ", p->meta.namespace_ ? p->meta.namespace_ : "",
+                          p->meta.name ? p->meta.name : "?");
+        fair_kpod_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* ---- nodes ------------------------------------------------------------ */
+
+int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    struct fair_knode *n = fair_calloc(1, sizeof *n);
+    if (!n)
+        return fair_error_set(err, FAIR_ENOMEM, "node: out of memory");
+    if ((rc = fair_kmeta_decode(obj, &n->meta, err)))
+        goto out;
+    const json_t *md = json_object_get(obj, "metadata");
+    const json_t *spec = get_obj(obj, "spec", "spec", &rc, err);
+    if (rc)
+        goto out;
+    const json_t *status = get_obj(obj, "status", "status", &rc, err);
+    if (rc)
+        goto out;
+    const json_t *labels = get_obj(md, "labels", "metadata.labels", &rc, err);
+    if (rc)
+        goto out;
+    if ((rc = decode_labels(labels, "metadata.labels", &n->labels, &n->nlabels, err)))
+        goto out;
+    const char *s;
+    if ((rc = map_get(labels, FAIR_LABEL_GPU_PRODUCT, "metadata.labels", &s, err)))
+        goto out;
+    if (dup_str(s, &n->gpu_model)) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    const json_t *u = spec ? json_object_get(spec, "unschedulable") : NULL;
+    n->unschedulable = json_is_true(u);
+    const json_t *alloc = get_obj(status, "allocatable", "status.allocatable", &rc, err);
+    if (rc)
+        goto out;
+    for (int i = 0; i < FAIR_RES_COUNT; i++) {
+        const json_t *v = alloc ? json_object_get(alloc, res_keys[i]) : NULL;
+        if (!v)
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "status.allocatable[\"%s\"]", res_keys[i]);
+        if ((rc = fair_kquantity_decode(v, i != FAIR_RES_MEM, &n->allocatable.v[i], what, err)))
+            goto out;
+    }
+    n->gpu_count = (int)(n->allocatable.v[FAIR_RES_GPU] / 1000);
+    n->allocatable.v[FAIR_RES_GPU] = (int64_t)n->gpu_count * 1000;
+    const json_t *pods = alloc ? json_object_get(alloc, "pods") : NULL;
+    if (pods) {
+        int64_t np = 0;
+        if ((rc = fair_kquantity_decode(pods, 0, &np, "status.allocatable[\"pods\"]", err)))
+            goto out;
+        n->max_pods = np > INT32_MAX ? INT32_MAX : (int)np;
+    }
+    const json_t *ts = get_arr(spec, "taints", "spec.taints", &rc, err);
+    if (rc)
+        goto out;
+    if (ts && json_array_size(ts)) {
+        n->taints = fair_calloc(json_array_size(ts), sizeof *n->taints);
+        if (!n->taints) {
+            rc = FAIR_ENOMEM;
+            goto out;
+        }
+        size_t i;
+        const json_t *t;
+        json_array_foreach(ts, i, t) {
+            const char *key, *value, *effect;
+            if ((rc = peek_str(t, "key", "spec.taints[].key", &key, err)) ||
+                (rc = peek_str(t, "value", "spec.taints[].value", &value, err)) ||
+                (rc = peek_str(t, "effect", "spec.taints[].effect", &effect, err)))
+                goto out;
+            struct fair_taint *o = &n->taints[n->ntaints];
+            if (!key || !effect || parse_effect(effect, &o->effect)) {
+                rc = fair_error_set(err, FAIR_EINVAL, "spec.taints[%zu]: bad key or effect", i);
+                goto out;
+            }
+            if (dup_str(key, (char **)&o->key) || dup_str(value, (char **)&o->value)) {
+                fair_free((char *)o->key);
+                o->key = NULL;
+                rc = FAIR_ENOMEM;
+                goto out;
+            }
+            n->ntaints++;
+        }
+    }
+    const json_t *conds = get_arr(status, "conditions", "status.conditions", &rc, err);
+    if (rc)
+        goto out;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(conds, i, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (type && st && !strcmp(type, "Ready"))
+            n->ready = !strcmp(st, "True");
+    }
+out:
+    if (rc) {
+        if (rc == FAIR_ENOMEM && err && !err->msg[0])
+            fair_error_set(err, rc, "out of memory");
+        fair_error_prefix(err, "node %s: ", n->meta.name ? n->meta.name : "?");
+        fair_knode_free(n);
+        return rc;
+    }
+    *out = n;
+    return 0;
+}
+
+/* ---- projects and queues ---------------------------------------------- */
+
+static void decode_res_map(const json_t *spec, const char *key, struct fair_resources *r,
+                           int64_t absent, char **problem)
+{
+    for (int i = 0; i < FAIR_RES_COUNT; i++)
+        r->v[i] = absent;
+    const json_t *m = json_object_get(spec, key);
+    if (!m || json_is_null(m))
+        return;
+    if (!json_is_object(m)) {
+        add_problem(problem, "spec.%s: want an object of quantities (gpu, cpu, memory)", key);
+        return;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        int i;
+        for (i = 0; i < FAIR_RES_COUNT; i++)
+            if (!strcmp(k, fair_res_name((enum fair_res)i)) || !strcmp(k, res_keys[i]))
+                break;
+        if (i == FAIR_RES_COUNT) {
+            add_problem(problem, "spec.%s.%s: unknown resource (want gpu, cpu or memory)", key, k);
+            continue;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "spec.%s.%s", key, k);
+        struct fair_error qe = {0};
+        int64_t x;
+        if (fair_kquantity_decode(v, i != FAIR_RES_MEM, &x, what, &qe)) {
+            add_problem(problem, "%s", qe.msg);
+            continue;
+        }
+        if (x < 0) {
+            add_problem(problem, "%s: must not be negative", what);
+            continue;
+        }
+        r->v[i] = x;
+    }
+}
+
+static void decode_quota(const json_t *spec, struct fair_kquota *q, char **problem)
+{
+    decode_res_map(spec, "guaranteed", &q->guaranteed, 0, problem);
+    decode_res_map(spec, "limit", &q->limit, FAIR_UNLIMITED, problem);
+    for (int i = 0; i < FAIR_RES_COUNT; i++)
+        if (q->limit.v[i] < q->guaranteed.v[i])
+            add_problem(problem, "spec.limit.%s is below spec.guaranteed.%s",
+                        fair_res_name((enum fair_res)i), fair_res_name((enum fair_res)i));
+    q->over_quota_weight = 1;
+    const json_t *w = json_object_get(spec, "overQuotaWeight");
+    if (w && !json_is_null(w)) {
+        int64_t x = 0;
+        struct fair_error qe = {0};
+        if (json_is_integer(w))
+            x = json_integer_value(w);
+        else if (!json_is_string(w) || fair_quantity_parse(json_string_value(w), &x, &qe))
+            x = -1;
+        if (json_is_real(w) && json_real_value(w) == (double)(int64_t)json_real_value(w))
+            x = (int64_t)json_real_value(w);
+        if (x < 1 || x > 1000000)
+            add_problem(problem, "spec.overQuotaWeight: want an integer from 1 to 1000000");
+        else
+            q->over_quota_weight = x;
+    }
+    const json_t *p = json_object_get(spec, "overQuotaPriority");
+    if (!p)
+        p = json_object_get(spec, "priority");
+    if (p && !json_is_null(p)) {
+        if (!json_is_integer(p) || json_integer_value(p) < -1000000 ||
+            json_integer_value(p) > 1000000)
+            add_problem(problem, "spec.overQuotaPriority: want an integer from -1000000 to "
+                                 "1000000");
+        else
+            q->over_quota_priority = (int32_t)json_integer_value(p);
+    }
+}
+
+/* A spec string that is optional; a wrong type is a problem, not a
+ * failure. */
+static int spec_str(const json_t *spec, const char *key, char **out, char **problem)
+{
+    *out = NULL;
+    const json_t *v = json_object_get(spec, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) > FAIR_DECODE_MAX_STR) {
+        add_problem(problem, "spec.%s: want a string", key);
+        return 0;
+    }
+    return dup_str(json_string_value(v), out);
+}
+
+static const json_t *get_spec(const json_t *obj, char **problem)
+{
+    const json_t *spec = json_object_get(obj, "spec");
+    if (spec && !json_is_object(spec) && !json_is_null(spec)) {
+        add_problem(problem, "spec: want an object");
+        return NULL;
+    }
+    return json_is_object(spec) ? spec : NULL;
+}
+
+int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    struct fair_kproject *p = fair_calloc(1, sizeof *p);
+    if (!p)
+        return fair_error_set(err, FAIR_ENOMEM, "project: out of memory");
+    if ((rc = fair_kmeta_decode(obj, &p->meta, err)))
+        goto out;
+    const json_t *spec = get_spec(obj, &p->problem);
+    decode_quota(spec, &p->quota, &p->problem);
+    if ((rc = spec_str(spec, "team", &p->team, &p->problem)) ||
+        (rc = spec_str(spec, "costCenter", &p->cost_center, &p->problem)) ||
+        (rc = spec_str(spec, "defaultQueue", &p->default_queue, &p->problem)))
+        goto out;
+    if (!p->team && (rc = dup_str(p->meta.name, &p->team)))
+        goto out;
+    const json_t *ns = spec ? json_object_get(spec, "namespaces") : NULL;
+    if (ns && !json_is_null(ns)) {
+        if (!json_is_array(ns) || json_array_size(ns) > FAIR_DECODE_MAX_ITEMS) {
+            add_problem(&p->problem, "spec.namespaces: want a list of at most %d names",
+                        FAIR_DECODE_MAX_ITEMS);
+        } else if (json_array_size(ns)) {
+            p->namespaces = fair_calloc(json_array_size(ns), sizeof *p->namespaces);
+            if (!p->namespaces) {
+                rc = FAIR_ENOMEM;
+                goto out;
+            }
+            size_t i;
+            const json_t *v;
+            json_array_foreach(ns, i, v) {
+                if (!json_is_string(v) || !json_string_length(v) ||
+                    json_string_length(v) > 253) {
+                    add_problem(&p->problem, "spec.namespaces[%zu]: want a namespace name", i);
+                    continue;
+                }
+                if ((rc = dup_str(json_string_value(v), &p->namespaces[p->nnamespaces])))
+                    goto out;
+                p->nnamespaces++;
+            }
+        }
+    }
+out:
+    if (rc) {
+        if (rc == FAIR_ENOMEM && err && !err->msg[0])
+            fair_error_set(err, rc, "out of memory");
+        fair_error_prefix(err, "project %s: ", p->meta.name ? p->meta.name : "?");
+        fair_kproject_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    struct fair_kqueue *q = fair_calloc(1, sizeof *q);
+    if (!q)
+        return fair_error_set(err, FAIR_ENOMEM, "queue: out of memory");
+    if ((rc = fair_kmeta_decode(obj, &q->meta, err)))
+        goto out;
+    const json_t *spec = get_spec(obj, &q->problem);
+    decode_quota(spec, &q->quota, &q->problem);
+    if ((rc = spec_str(spec, "project", &q->project, &q->problem)))
+        goto out;
+    if (!q->project || !q->project[0])
+        add_problem(&q->problem, "spec.project: missing (every queue belongs to a project)");
+    const json_t *r = spec ? json_object_get(spec, "reclaimMinRuntime") : NULL;
+    if (r && !json_is_null(r)) {
+        struct fair_error de = {0};
+        if (!json_is_string(r))
+            add_problem(&q->problem, "spec.reclaimMinRuntime: want a duration such as \"10m\"");
+        else if (fair_duration_parse_ms(json_string_value(r), &q->reclaim_min_runtime_ms, &de))
+            add_problem(&q->problem, "spec.reclaimMinRuntime: %s", de.msg);
+    }
+out:
+    if (rc) {
+        if (rc == FAIR_ENOMEM && err && !err->msg[0])
+            fair_error_set(err, rc, "out of memory");
+        fair_error_prefix(err, "queue %s: ", q->meta.name ? q->meta.name : "?");
+        fair_kqueue_free(q);
+        return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+/* ---- generic table, Status -------------------------------------------- */
+
+static int dec_pod(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_kpod_decode(o, (struct fair_kpod **)out, err);
+}
+static int dec_node(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_knode_decode(o, (struct fair_knode **)out, err);
+}
+static int dec_project(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_kproject_decode(o, (struct fair_kproject **)out, err);
+}
+static int dec_queue(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_kqueue_decode(o, (struct fair_kqueue **)out, err);
+}
+static void free_pod(void *o)
+{
+    fair_kpod_free(o);
+}
+static void free_node(void *o)
+{
+    fair_knode_free(o);
+}
+static void free_project(void *o)
+{
+    fair_kproject_free(o);
+}
+static void free_queue(void *o)
+{
+    fair_kqueue_free(o);
+}
+
+const struct fair_ktype fair_ktype_pod = {"Pod", dec_pod, free_pod};
+const struct fair_ktype fair_ktype_node = {"Node", dec_node, free_node};
+const struct fair_ktype fair_ktype_project = {"Project", dec_project, free_project};
+const struct fair_ktype fair_ktype_queue = {"Queue", dec_queue, free_queue};
+
+int fair_kstatus_decode(const json_t *obj, struct fair_kstatus *st)
+{
+    memset(st, 0, sizeof *st);
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    if (!kind || strcmp(kind, "Status"))
+        return FAIR_EINVAL;
+    const json_t *c = json_object_get(obj, "code");
+    if (json_is_integer(c) && json_integer_value(c) >= 0 && json_integer_value(c) < 1000)
+        st->code = (int)json_integer_value(c);
+    const char *s = json_string_value(json_object_get(obj, "reason"));
+    snprintf(st->reason, sizeof st->reason, "%s", s ? s : "");
+    s = json_string_value(json_object_get(obj, "message"));
+    snprintf(st->message, sizeof st->message, "%s", s ? s : "");
+    return 0;
+}
+
+int fair_khttp_code(long s)
+{
+    if (s >= 200 && s < 300)
+        return 0;
+    switch (s) {
+    case 404: return FAIR_ENOTFOUND;
+    case 409: return FAIR_ECONFLICT;
+    case 410: return FAIR_EGONE;
+    case 429: return FAIR_ETOOMANY;
+    default: return FAIR_EHTTP;
+    }
+}

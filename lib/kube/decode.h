@@ -1,0 +1,97 @@
+/* JSON (jansson) to the plain structs of kube/objects.h. This is the only
+ * place where Pod, Node, Project and Queue JSON is read; the rest of the
+ * program sees the structs.
+ *
+ * Two kinds of failure:
+ *  - the object is structurally unreadable (not an object, no
+ *    metadata.name, a field of the wrong JSON type where the shape matters):
+ *    the decoder fails with FAIR_EINVAL and a message naming the field;
+ *  - the object is readable but a value is invalid (a bad quantity, a
+ *    negative guarantee, a bad gang-size annotation, ...): the decoder
+ *    succeeds and puts a message in the struct's `problem` field, so the
+ *    controller can report it (Event, Invalid condition) and leave the
+ *    object out of scheduling.
+ *
+ * Project and Queue decoders are also used by the simulator on YAML
+ * manifests converted with base/yaml.h, so quantities are accepted as JSON
+ * strings ("2.5", "16Gi") or JSON numbers (2, 2.5). */
+#ifndef FAIR_KUBE_DECODE_H
+#define FAIR_KUBE_DECODE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/error.h"
+#include "kube/objects.h"
+
+/* Well-known label and annotation names. */
+#define FAIR_LABEL_QUEUE "fairshare.dev/queue"
+#define FAIR_LABEL_PREEMPTIBLE "fairshare.dev/preemptible"
+#define FAIR_ANN_GPU_FRACTION "fairshare.dev/gpu-fraction"
+#define FAIR_ANN_GPU_DEVICES "fairshare.dev/gpu-devices"
+#define FAIR_ANN_GANG "fairshare.dev/gang"
+#define FAIR_ANN_GANG_SIZE "fairshare.dev/gang-size"
+#define FAIR_ANN_SIM_DURATION "sim.fairshare.dev/duration-seconds"
+#define FAIR_RES_NAME_GPU "nvidia.com/gpu"
+#define FAIR_LABEL_GPU_PRODUCT "nvidia.com/gpu.product"
+
+/* Limits on what one object may hold; more is a decode failure
+ * (FAIR_ERANGE), since no real object comes close. */
+#define FAIR_DECODE_MAX_ITEMS 1024 /* containers, tolerations, labels, ... */
+#define FAIR_DECODE_MAX_STR 4096   /* any single string kept */
+#define FAIR_GANG_SIZE_MAX 10000
+
+/* Each decoder: on success *out is a new object the caller owns (free it
+ * with the matching fair_k*_free()); on failure *out is NULL, the return
+ * value is FAIR_EINVAL, FAIR_ERANGE or FAIR_ENOMEM and err names the
+ * field. obj is borrowed. */
+int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_error *err);
+int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_error *err);
+int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err);
+int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_error *err);
+
+/* metadata into a caller-owned fair_kmeta (released with
+ * fair_kmeta_release()). metadata.name is required. */
+int fair_kmeta_decode(const json_t *obj, struct fair_kmeta *m, struct fair_error *err);
+
+/* A Kubernetes quantity given as a JSON string or number. milli: x1000
+ * (GPU, CPU), else plain (bytes, counts). what names the field in err. */
+int fair_kquantity_decode(const json_t *v, int milli, int64_t *out, const char *what,
+                          struct fair_error *err);
+
+/* A table of the decodable kinds, so that generic code (the informer, the
+ * store) can hold any of them as `void *`. Every struct starts with its
+ * struct fair_kmeta, so fair_kobj_meta() works on all of them. */
+struct fair_ktype {
+    const char *kind; /* "Pod", "Node", "Project", "Queue" */
+    int (*decode)(const json_t *obj, void **out, struct fair_error *err);
+    void (*free)(void *obj);
+};
+
+extern const struct fair_ktype fair_ktype_pod;
+extern const struct fair_ktype fair_ktype_node;
+extern const struct fair_ktype fair_ktype_project;
+extern const struct fair_ktype fair_ktype_queue;
+
+static inline struct fair_kmeta *fair_kobj_meta(void *obj)
+{
+    return (struct fair_kmeta *)obj;
+}
+
+/* Kubernetes' Status object (the body of every API error). */
+struct fair_kstatus {
+    int code;         /* HTTP code in the Status (0 when absent) */
+    char reason[64];  /* "NotFound", "Conflict", "TooManyRequests", ... */
+    char message[384];
+};
+
+/* Reads a Status object; returns FAIR_EINVAL when obj is not one (kind
+ * missing or not "Status"). */
+int fair_kstatus_decode(const json_t *obj, struct fair_kstatus *st);
+
+/* The FAIR_E* code for an HTTP status: 404 FAIR_ENOTFOUND, 409
+ * FAIR_ECONFLICT, 410 FAIR_EGONE, 429 FAIR_ETOOMANY, 401/403 FAIR_EHTTP,
+ * 2xx 0, everything else FAIR_EHTTP. */
+int fair_khttp_code(long http_status);
+
+#endif

@@ -1,0 +1,86 @@
+/* _free functions of the plain Kubernetes structs (kube/objects.h). Each
+ * struct owns its strings and arrays. */
+#include "kube/objects.h"
+#include "base/alloc.h"
+
+void fair_kmeta_release(struct fair_kmeta *m)
+{
+    if (!m)
+        return;
+    fair_free(m->uid);
+    fair_free(m->namespace_);
+    fair_free(m->name);
+    fair_free(m->resource_version);
+    m->uid = m->namespace_ = m->name = m->resource_version = NULL;
+}
+
+static void free_labels(struct fair_label *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fair_free((char *)l[i].key);
+        fair_free((char *)l[i].value);
+    }
+    fair_free(l);
+}
+
+void fair_kpod_free(struct fair_kpod *p)
+{
+    if (!p)
+        return;
+    fair_kmeta_release(&p->meta);
+    fair_free(p->scheduler_name);
+    fair_free(p->node_name);
+    fair_free(p->queue);
+    fair_free(p->gpu_devices);
+    fair_free(p->gang);
+    fair_free(p->gpu_model);
+    fair_free(p->scheduled_reason);
+    free_labels(p->node_selector, p->nnode_selector);
+    for (size_t i = 0; i < p->ntolerations; i++) {
+        fair_free((char *)p->tolerations[i].key);
+        fair_free((char *)p->tolerations[i].value);
+    }
+    fair_free(p->tolerations);
+    fair_free(p->problem);
+    fair_free(p);
+}
+
+void fair_knode_free(struct fair_knode *n)
+{
+    if (!n)
+        return;
+    fair_kmeta_release(&n->meta);
+    fair_free(n->gpu_model);
+    free_labels(n->labels, n->nlabels);
+    for (size_t i = 0; i < n->ntaints; i++) {
+        fair_free((char *)n->taints[i].key);
+        fair_free((char *)n->taints[i].value);
+    }
+    fair_free(n->taints);
+    fair_free(n);
+}
+
+void fair_kproject_free(struct fair_kproject *p)
+{
+    if (!p)
+        return;
+    fair_kmeta_release(&p->meta);
+    fair_free(p->team);
+    fair_free(p->cost_center);
+    for (size_t i = 0; i < p->nnamespaces; i++)
+        fair_free(p->namespaces[i]);
+    fair_free(p->namespaces);
+    fair_free(p->default_queue);
+    fair_free(p->problem);
+    fair_free(p);
+}
+
+void fair_kqueue_free(struct fair_kqueue *q)
+{
+    if (!q)
+        return;
+    fair_kmeta_release(&q->meta);
+    fair_free(q->project);
+    fair_free(q->problem);
+    fair_free(q);
+}

@@ -1,0 +1,397 @@
+/* Unit tests of lib/kube/decode.c: Pods, Nodes, Projects, Queues and
+ * Status objects from JSON, including bad values reported in `problem`. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "base/alloc.h"
+#include "base/yaml.h"
+#include "kube/decode.h"
+
+static json_t *load(const char *text)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    if (!j)
+        fail_msg("bad test JSON: %s: %s", je.text, text);
+    return j;
+}
+
+static struct fair_kpod *pod_ok(const char *text)
+{
+    json_t *j = load(text);
+    struct fair_kpod *p = NULL;
+    struct fair_error err = {0};
+    int rc = fair_kpod_decode(j, &p, &err);
+    json_decref(j);
+    if (rc)
+        fail_msg("decode failed: %s", err.msg);
+    return p;
+}
+
+#define POD_HEAD                                                                                   \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-1\",\"namespace\":" \
+    "\"team-a\",\"uid\":\"u-1\",\"resourceVersion\":\"42\",\"creationTimestamp\":"              \
+    "\"2026-11-23T19:00:00Z\""
+
+static void test_pod_whole_gpus(void **state)
+{
+    (void)state;
+    struct fair_kpod *p = pod_ok(
+        POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"research\"}},"
+                 "\"spec\":{\"schedulerName\":\"fairshare\",\"priority\":100,"
+                 "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"A100\"},"
+                 "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+                 "\"2\",\"cpu\":\"4\",\"memory\":\"16Gi\"},\"requests\":{\"cpu\":\"500m\"}}},"
+                 "{\"name\":\"b\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":1,\"memory\":"
+                 "\"1Gi\"}}}],"
+                 "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"8\""
+                 "}}}],"
+                 "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":"
+                 "\"NoSchedule\"},{\"key\":\"x\",\"value\":\"y\"}]},"
+                 "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+                 "\"status\":\"False\",\"reason\":\"OverQuota\"}]}}");
+    assert_string_equal(p->meta.name, "train-1");
+    assert_string_equal(p->meta.namespace_, "team-a");
+    assert_string_equal(p->meta.uid, "u-1");
+    assert_string_equal(p->meta.resource_version, "42");
+    assert_int_equal(p->meta.creation_ms, 1795460400000LL);
+    assert_string_equal(p->queue, "research");
+    assert_string_equal(p->scheduler_name, "fairshare");
+    assert_null(p->node_name);
+    assert_int_equal(p->priority, 100);
+    assert_int_equal(p->request.v[FAIR_RES_GPU], 3000);
+    /* containers: 500m + 0 = 500m; the init container's 8 is larger */
+    assert_int_equal(p->request.v[FAIR_RES_CPU], 8000);
+    assert_int_equal(p->request.v[FAIR_RES_MEM], 17LL << 30);
+    assert_true(p->preemptible);
+    assert_string_equal(p->gpu_model, "A100");
+    assert_int_equal(p->nnode_selector, 1);
+    assert_int_equal(p->ntolerations, 2);
+    assert_string_equal(p->tolerations[0].key, "gpu");
+    assert_int_equal(p->tolerations[0].op, FAIR_TOLERATE_EXISTS);
+    assert_false(p->tolerations[0].any_effect);
+    assert_int_equal(p->tolerations[0].effect, FAIR_TAINT_NO_SCHEDULE);
+    assert_int_equal(p->tolerations[1].op, FAIR_TOLERATE_EQUAL);
+    assert_string_equal(p->tolerations[1].value, "y");
+    assert_true(p->tolerations[1].any_effect);
+    assert_int_equal(p->phase, FAIR_KPOD_PENDING);
+    assert_true(p->scheduled_condition_false);
+    assert_string_equal(p->scheduled_reason, "OverQuota");
+    assert_null(p->problem);
+    fair_kpod_free(p);
+}
+
+static void test_pod_fraction_gang(void **state)
+{
+    (void)state;
+    struct fair_kpod *p = pod_ok(
+        POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\",\"fairshare.dev/preemptible\":"
+                 "\"false\"},\"annotations\":{\"fairshare.dev/gpu-fraction\":\"0.25\","
+                 "\"fairshare.dev/gang\":\"g1\",\"fairshare.dev/gang-size\":\"4\","
+                 "\"fairshare.dev/gpu-devices\":\"0,3\"},\"deletionTimestamp\":"
+                 "\"2026-11-23T19:00:01Z\"},"
+                 "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"a\"}]},"
+                 "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:00Z\","
+                 "\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}");
+    assert_int_equal(p->gpu_fraction_milli, 250);
+    assert_int_equal(p->request.v[FAIR_RES_GPU], 250);
+    assert_string_equal(p->gang, "g1");
+    assert_int_equal(p->gang_size, 4);
+    assert_string_equal(p->gpu_devices, "0,3");
+    assert_false(p->preemptible);
+    assert_string_equal(p->node_name, "n1");
+    assert_int_equal(p->phase, FAIR_KPOD_RUNNING);
+    assert_int_equal(p->start_ms, 1795460400000LL);
+    assert_int_equal(p->meta.deletion_ms, 1795460401000LL);
+    assert_true(p->disruption_target);
+    assert_false(p->scheduled_condition_false);
+    assert_null(p->problem);
+    fair_kpod_free(p);
+}
+
+struct problem_case {
+    const char *labels_ann; /* inserted into metadata */
+    const char *resources;  /* the container's resources */
+    const char *needle;     /* expected in problem */
+};
+
+static void test_pod_problems(void **state)
+{
+    (void)state;
+    static const struct problem_case cases[] = {
+        {"\"annotations\":{\"fairshare.dev/gpu-fraction\":\"1.5\"}", "{}",
+         "must be between 0 and 1"},
+        {"\"annotations\":{\"fairshare.dev/gpu-fraction\":\"half\"}", "{}",
+         "annotation fairshare.dev/gpu-fraction"},
+        {"\"annotations\":{\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"0\"}",
+         "{}", "gang-size: \"0\" must be an integer from 1"},
+        {"\"annotations\":{\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"4x\"}",
+         "{}", "must be an integer"},
+        {"\"annotations\":{\"fairshare.dev/gang-size\":\"2\"}", "{}", "without fairshare.dev/gang"},
+        {"\"labels\":{\"fairshare.dev/preemptible\":\"maybe\"}", "{}",
+         "must be \"true\" or \"false\""},
+        {"\"labels\":{}", "{\"limits\":{\"nvidia.com/gpu\":\"1.5\"}}", "whole number of GPUs"},
+        {"\"labels\":{}", "{\"requests\":{\"cpu\":\"lots\"}}",
+         "spec.containers[0].resources.requests[\"cpu\"]"},
+        {"\"labels\":{}", "{\"requests\":{\"memory\":\"-1Gi\"}}", "negative"},
+        {"\"annotations\":{\"fairshare.dev/gpu-fraction\":\"0.5\"}",
+         "{\"limits\":{\"nvidia.com/gpu\":\"1\"}}", "are both set"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 POD_HEAD ",%s},\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":%s}]}}",
+                 cases[i].labels_ann, cases[i].resources);
+        struct fair_kpod *p = pod_ok(text);
+        if (!p->problem || !strstr(p->problem, cases[i].needle))
+            fail_msg("case %zu: problem \"%s\" lacks \"%s\"", i, p->problem ? p->problem : "(null)",
+                     cases[i].needle);
+        fair_kpod_free(p);
+    }
+}
+
+static void test_pod_structural_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *needle;
+    } cases[] = {
+        {"[]", "want a JSON object"},
+        {"{\"metadata\":{}}", "metadata.name: missing"},
+        {"{\"metadata\":5}", "metadata: want an object"},
+        {"{\"metadata\":{\"name\":7}}", "metadata.name: want a string"},
+        {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":{}}}",
+         "spec.containers: want an array"},
+        {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"tolerations\":[3]}}",
+         "spec.tolerations[0]: want an object"},
+        {"{\"metadata\":{\"name\":\"p\",\"labels\":{\"fairshare.dev/queue\":1}}}",
+         "label fairshare.dev/queue: want a string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *j = load(cases[i].text);
+        struct fair_kpod *p = (void *)1;
+        struct fair_error err = {0};
+        int rc = fair_kpod_decode(j, &p, &err);
+        json_decref(j);
+        assert_int_equal(rc, FAIR_EINVAL);
+        assert_null(p);
+        if (!strstr(err.msg, cases[i].needle))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, cases[i].needle);
+    }
+}
+
+static void test_pod_alloc_failures(void **state)
+{
+    (void)state;
+    json_t *j = load(POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\"},\"annotations\":{"
+                              "\"fairshare.dev/gang\":\"g\"}},\"spec\":{\"nodeName\":\"n\","
+                              "\"nodeSelector\":{\"a\":\"b\"},\"tolerations\":[{\"key\":\"k\"}],"
+                              "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+                              "\"nvidia.com/gpu\":\"x\"}}}]},\"status\":{\"conditions\":[{"
+                              "\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"r\"}]}}");
+    /* Every allocation site fails once; nothing leaks, nothing crashes. */
+    for (long n = 0; n < 200; n++) {
+        struct fair_kpod *p = NULL;
+        fair_alloc_fail_after(n);
+        int rc = fair_kpod_decode(j, &p, NULL);
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            fair_kpod_free(p);
+            if (n > 10)
+                break;
+        } else {
+            assert_null(p);
+        }
+    }
+    json_decref(j);
+}
+
+static void test_node(void **state)
+{
+    (void)state;
+    json_t *j = load("{\"metadata\":{\"name\":\"gpu-1\",\"uid\":\"n-1\",\"labels\":{"
+                     "\"nvidia.com/gpu.product\":\"H100\",\"zone\":\"a\"}},"
+                     "\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gpu\",\"value\":"
+                     "\"yes\",\"effect\":\"NoSchedule\"},{\"key\":\"t\",\"effect\":\"NoExecute\"}]},"
+                     "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"95500m\","
+                     "\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\","
+                     "\"status\":\"True\"}]}}");
+    struct fair_knode *n = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_knode_decode(j, &n, &err), 0);
+    json_decref(j);
+    assert_string_equal(n->meta.name, "gpu-1");
+    assert_null(n->meta.namespace_);
+    assert_int_equal(n->gpu_count, 8);
+    assert_int_equal(n->allocatable.v[FAIR_RES_GPU], 8000);
+    assert_int_equal(n->allocatable.v[FAIR_RES_CPU], 95500);
+    assert_int_equal(n->allocatable.v[FAIR_RES_MEM], 1LL << 40);
+    assert_int_equal(n->max_pods, 110);
+    assert_string_equal(n->gpu_model, "H100");
+    assert_true(n->unschedulable);
+    assert_true(n->ready);
+    assert_int_equal(n->nlabels, 2);
+    assert_int_equal(n->ntaints, 2);
+    assert_string_equal(n->taints[0].key, "gpu");
+    assert_string_equal(n->taints[0].value, "yes");
+    assert_int_equal(n->taints[0].effect, FAIR_TAINT_NO_SCHEDULE);
+    assert_null(n->taints[1].value);
+    assert_int_equal(n->taints[1].effect, FAIR_TAINT_NO_EXECUTE);
+    fair_knode_free(n);
+
+    j = load("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"taints\":[{\"key\":\"k\",\"effect\":"
+             "\"Sometimes\"}]}}");
+    assert_int_equal(fair_knode_decode(j, &n, &err), FAIR_EINVAL);
+    assert_non_null(strstr(err.msg, "node x: spec.taints[0]"));
+    json_decref(j);
+}
+
+static void test_project(void **state)
+{
+    (void)state;
+    json_t *j = load("{\"apiVersion\":\"fairshare.dev/v1alpha1\",\"kind\":\"Project\","
+                     "\"metadata\":{\"name\":\"vision\",\"uid\":\"p-1\"},\"spec\":{"
+                     "\"guaranteed\":{\"gpu\":2.5,\"cpu\":\"8\",\"memory\":\"16Gi\"},"
+                     "\"limit\":{\"gpu\":8},\"overQuotaWeight\":3,\"overQuotaPriority\":2,"
+                     "\"costCenter\":\"CC-1\",\"namespaces\":[\"a\",\"b\"],\"defaultQueue\":\"d\"}}");
+    struct fair_kproject *p = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+    json_decref(j);
+    assert_int_equal(p->quota.guaranteed.v[FAIR_RES_GPU], 2500);
+    assert_int_equal(p->quota.guaranteed.v[FAIR_RES_CPU], 8000);
+    assert_int_equal(p->quota.guaranteed.v[FAIR_RES_MEM], 16LL << 30);
+    assert_int_equal(p->quota.limit.v[FAIR_RES_GPU], 8000);
+    assert_true(p->quota.limit.v[FAIR_RES_CPU] == FAIR_UNLIMITED);
+    assert_int_equal(p->quota.over_quota_weight, 3);
+    assert_int_equal(p->quota.over_quota_priority, 2);
+    assert_string_equal(p->team, "vision");
+    assert_string_equal(p->cost_center, "CC-1");
+    assert_string_equal(p->default_queue, "d");
+    assert_int_equal(p->nnamespaces, 2);
+    assert_string_equal(p->namespaces[1], "b");
+    assert_null(p->problem);
+    fair_kproject_free(p);
+
+    /* Defaults. */
+    j = load("{\"metadata\":{\"name\":\"bare\"}}");
+    assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+    json_decref(j);
+    assert_int_equal(p->quota.over_quota_weight, 1);
+    assert_int_equal(p->quota.over_quota_priority, 0);
+    assert_int_equal(p->quota.guaranteed.v[FAIR_RES_GPU], 0);
+    assert_true(p->quota.limit.v[FAIR_RES_GPU] == FAIR_UNLIMITED);
+    assert_string_equal(p->team, "bare");
+    assert_null(p->problem);
+    fair_kproject_free(p);
+
+    /* Bad values: readable, with problems. */
+    static const struct {
+        const char *spec;
+        const char *needle;
+    } bad[] = {
+        {"{\"guaranteed\":{\"gpu\":\"two\"}}", "spec.guaranteed.gpu"},
+        {"{\"guaranteed\":{\"gpu\":-1}}", "must not be negative"},
+        {"{\"guaranteed\":{\"gpu\":4},\"limit\":{\"gpu\":2}}", "spec.limit.gpu is below"},
+        {"{\"overQuotaWeight\":0}", "spec.overQuotaWeight"},
+        {"{\"overQuotaWeight\":\"heavy\"}", "spec.overQuotaWeight"},
+        {"{\"overQuotaPriority\":\"high\"}", "spec.overQuotaPriority"},
+        {"{\"guaranteed\":{\"tpu\":1}}", "unknown resource"},
+        {"{\"namespaces\":\"a\"}", "spec.namespaces"},
+        {"{\"team\":5}", "spec.team: want a string"},
+        {"[1]", "spec: want an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"p\"},\"spec\":%s}", bad[i].spec);
+        j = load(text);
+        assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+        json_decref(j);
+        if (!p->problem || !strstr(p->problem, bad[i].needle))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, p->problem ? p->problem : "(null)",
+                     bad[i].needle);
+        fair_kproject_free(p);
+    }
+}
+
+static void test_queue_from_yaml(void **state)
+{
+    (void)state;
+    const char *yaml = "apiVersion: fairshare.dev/v1alpha1\n"
+                       "kind: Queue\n"
+                       "metadata: {name: research}\n"
+                       "spec:\n"
+                       "  project: vision\n"
+                       "  guaranteed: {gpu: 1.5, memory: 8Gi}\n"
+                       "  limit: {gpu: \"4\"}\n"
+                       "  overQuotaWeight: \"2\"\n"
+                       "  priority: 5\n"
+                       "  reclaimMinRuntime: 10m\n";
+    json_t *docs = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_yaml_parse("q.yaml", yaml, strlen(yaml), NULL, &docs, &err), 0);
+    struct fair_kqueue *q = NULL;
+    assert_int_equal(fair_kqueue_decode(json_array_get(docs, 0), &q, &err), 0);
+    json_decref(docs);
+    assert_string_equal(q->meta.name, "research");
+    assert_string_equal(q->project, "vision");
+    assert_int_equal(q->quota.guaranteed.v[FAIR_RES_GPU], 1500);
+    assert_int_equal(q->quota.guaranteed.v[FAIR_RES_MEM], 8LL << 30);
+    assert_int_equal(q->quota.limit.v[FAIR_RES_GPU], 4000);
+    assert_int_equal(q->quota.over_quota_weight, 2);
+    assert_int_equal(q->quota.over_quota_priority, 5);
+    assert_int_equal(q->reclaim_min_runtime_ms, 600000);
+    assert_null(q->problem);
+    fair_kqueue_free(q);
+
+    json_t *j = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"reclaimMinRuntime\":\"soon\"}}");
+    assert_int_equal(fair_kqueue_decode(j, &q, &err), 0);
+    json_decref(j);
+    assert_non_null(strstr(q->problem, "spec.project: missing"));
+    assert_non_null(strstr(q->problem, "spec.reclaimMinRuntime"));
+    assert_int_equal(q->quota.over_quota_weight, 1);
+    fair_kqueue_free(q);
+}
+
+static void test_status_and_codes(void **state)
+{
+    (void)state;
+    json_t *j = load("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                     "\"message\":\"pods \\\"x\\\" not found\",\"reason\":\"NotFound\","
+                     "\"code\":404}");
+    struct fair_kstatus st;
+    assert_int_equal(fair_kstatus_decode(j, &st), 0);
+    assert_int_equal(st.code, 404);
+    assert_string_equal(st.reason, "NotFound");
+    assert_string_equal(st.message, "pods \"x\" not found");
+    json_decref(j);
+    j = load("{\"kind\":\"Pod\"}");
+    assert_int_equal(fair_kstatus_decode(j, &st), FAIR_EINVAL);
+    json_decref(j);
+    assert_int_equal(fair_khttp_code(200), 0);
+    assert_int_equal(fair_khttp_code(201), 0);
+    assert_int_equal(fair_khttp_code(404), FAIR_ENOTFOUND);
+    assert_int_equal(fair_khttp_code(409), FAIR_ECONFLICT);
+    assert_int_equal(fair_khttp_code(410), FAIR_EGONE);
+    assert_int_equal(fair_khttp_code(429), FAIR_ETOOMANY);
+    assert_int_equal(fair_khttp_code(500), FAIR_EHTTP);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pod_whole_gpus),   cmocka_unit_test(test_pod_fraction_gang),
+        cmocka_unit_test(test_pod_problems),     cmocka_unit_test(test_pod_structural_errors),
+        cmocka_unit_test(test_pod_alloc_failures), cmocka_unit_test(test_node),
+        cmocka_unit_test(test_project),          cmocka_unit_test(test_queue_from_yaml),
+        cmocka_unit_test(test_status_and_codes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
