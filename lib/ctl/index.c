@@ -54,8 +54,16 @@ static int rehash(struct fair_ctl_index *ix, size_t ncap)
     return 0;
 }
 
+static size_t find(const struct fair_ctl_index *ix, const char *key);
+
 int fair_ctl_index_put(struct fair_ctl_index *ix, const char *key, int32_t value)
 {
+    size_t at = find(ix, key);
+    if (at != (size_t)-1) { /* replacing never allocates */
+        ix->slots[at].key = key;
+        ix->slots[at].value = value;
+        return 0;
+    }
     if ((ix->used + 1) * 4 >= ix->cap * 3) {
         size_t ncap = ix->cap ? ix->cap : 16;
         while ((ix->count + 1) * 2 >= ncap)

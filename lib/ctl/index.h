@@ -28,7 +28,8 @@ struct fair_ctl_index {
 
 void fair_ctl_index_init(struct fair_ctl_index *ix);
 void fair_ctl_index_release(struct fair_ctl_index *ix);
-/* Inserts or replaces key. Returns 0, FAIR_ENOMEM or FAIR_ERANGE (full). */
+/* Inserts or replaces key (replacing never allocates nor fails). Returns
+ * 0, FAIR_ENOMEM or FAIR_ERANGE (full). */
 int fair_ctl_index_put(struct fair_ctl_index *ix, const char *key, int32_t value);
 /* The value for key, or -1 when absent. */
 int32_t fair_ctl_index_get(const struct fair_ctl_index *ix, const char *key);
