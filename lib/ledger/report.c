@@ -1,0 +1,873 @@
+/* GPU-hour reports (see report.h): the queries over rollups and raw rows,
+ * prices, rendering as table/CSV/JSON, and the HTTP form. */
+#include "ledger/report.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+
+#define DAY FAIR_LEDGER_DAY_MS
+
+static const char *const by_names[] = {"team", "project", "queue", "namespace"};
+
+int fair_report_by_parse(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (s && strcmp(s, by_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *fair_report_by_name(enum fair_report_by by)
+{
+    return (unsigned)by < 4 ? by_names[by] : "?";
+}
+
+int fair_report_format_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    if (strcmp(s, "table") == 0)
+        return FAIR_REPORT_TABLE;
+    if (strcmp(s, "csv") == 0)
+        return FAIR_REPORT_CSV;
+    if (strcmp(s, "json") == 0)
+        return FAIR_REPORT_JSON;
+    return -1;
+}
+
+static int two_digits(const char *s, int *v)
+{
+    if (!isdigit((unsigned char)s[0]) || !isdigit((unsigned char)s[1]))
+        return -1;
+    *v = (s[0] - '0') * 10 + (s[1] - '0');
+    return 0;
+}
+
+int fair_report_tz_parse(const char *s, int *minutes, struct fair_error *err)
+{
+    int h, m;
+    if (!s)
+        return fair_error_set(err, FAIR_EINVAL, "time zone missing");
+    if (strcmp(s, "UTC") == 0 || strcmp(s, "Z") == 0 || strcmp(s, "utc") == 0) {
+        *minutes = 0;
+        return 0;
+    }
+    if (strlen(s) != 6 || (s[0] != '+' && s[0] != '-') || s[3] != ':' || two_digits(s + 1, &h) ||
+        two_digits(s + 4, &m) || m > 59 || h * 60 + m > 14 * 60)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "bad time zone \"%.40s\": use UTC, +HH:MM or -HH:MM", s);
+    *minutes = (s[0] == '-' ? -1 : 1) * (h * 60 + m);
+    return 0;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+int fair_report_date_parse(const char *s, int tz_min, int64_t *out_ms, struct fair_error *err)
+{
+    if (!s || strnlen(s, 65) > 64)
+        return fair_error_set(err, FAIR_EINVAL, "date missing or too long");
+    if (strlen(s) == 10) {
+        /* YYYY-MM-DD: validated through the RFC 3339 parser, then shifted
+         * from UTC midnight to midnight in the zone. */
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%sT00:00:00Z", s);
+        int64_t ms;
+        if (s[4] != '-' || s[7] != '-' || fair_time_parse_rfc3339(buf, &ms))
+            goto bad;
+        int y = 0, mo = 0, d = 0;
+        for (int i = 0; i < 4; i++)
+            y = y * 10 + (s[i] - '0');
+        if (two_digits(s + 5, &mo) || two_digits(s + 8, &d) || mo < 1 || mo > 12 || d < 1)
+            goto bad;
+        static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+        int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        if (d > mdays[mo - 1] + (mo == 2 && leap))
+            goto bad;
+        *out_ms = ms - (int64_t)tz_min * 60000;
+        return 0;
+    }
+    if (fair_time_parse_rfc3339(s, out_ms) == 0)
+        return 0;
+bad:
+    return fair_error_set(err, FAIR_EINVAL,
+                          "bad date \"%.64s\": use YYYY-MM-DD or an RFC 3339 time", s);
+}
+
+/* ---- accumulation ---- */
+
+static void row_release(struct fair_report_row *r)
+{
+    for (size_t i = 0; i < r->nmodels; i++)
+        fair_free(r->models[i].model);
+    fair_free(r->models);
+    fair_free(r->key);
+    memset(r, 0, sizeof(*r));
+}
+
+void fair_report_free(struct fair_report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        row_release(&r->rows[i]);
+    fair_free(r->rows);
+    row_release(&r->total);
+    fair_free(r);
+}
+
+struct acc {
+    struct fair_report *r;
+    size_t cap;
+};
+
+static struct fair_report_row *row_get(struct acc *a, const char *key)
+{
+    struct fair_report *r = a->r;
+    /* Binary search: rows are kept sorted by key. */
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(r->rows[mid].key, key);
+        if (c == 0)
+            return &r->rows[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (r->n >= 1000000 || fair_grow((void **)&r->rows, &a->cap, r->n + 1, sizeof(*r->rows)))
+        return NULL;
+    char *k = fair_strdup(key);
+    if (!k)
+        return NULL;
+    memmove(&r->rows[lo + 1], &r->rows[lo], (r->n - lo) * sizeof(*r->rows));
+    memset(&r->rows[lo], 0, sizeof(*r->rows));
+    r->rows[lo].key = k;
+    r->n++;
+    return &r->rows[lo];
+}
+
+static int model_add(struct fair_report_row *row, const char *model, int64_t mms)
+{
+    for (size_t i = 0; i < row->nmodels; i++)
+        if (strcmp(row->models[i].model, model) == 0) {
+            row->models[i].gpu_mms += mms;
+            return 0;
+        }
+    size_t cap = row->nmodels;
+    if (row->nmodels >= 4096 ||
+        fair_grow((void **)&row->models, &cap, row->nmodels + 1, sizeof(*row->models)))
+        return FAIR_ENOMEM;
+    row->models[row->nmodels].model = fair_strdup(model);
+    if (!row->models[row->nmodels].model)
+        return FAIR_ENOMEM;
+    row->models[row->nmodels].gpu_mms = mms;
+    row->nmodels++;
+    return 0;
+}
+
+static int64_t col64(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_int64(st, i);
+}
+
+static const char *coltext(sqlite3_stmt *st, int i)
+{
+    const char *s = (const char *)sqlite3_column_text(st, i);
+    return s ? s : "";
+}
+
+/* Runs an interval query whose columns are: key, model, gpu, inquota,
+ * preempted, pods, [alive]. */
+static int run_interval_q(struct fair_ledger *l, struct acc *a, const char *sql,
+                          const int64_t *binds, int nbinds, int with_alive,
+                          struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    int src = sqlite3_prepare_v2(fair_ledger_db(l), sql, -1, &st, NULL);
+    if (src != SQLITE_OK)
+        return fair_ledger_sql_error(l, src, "prepare report", err);
+    for (int i = 0; i < nbinds; i++)
+        sqlite3_bind_int64(st, i + 1, binds[i]);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        struct fair_report_row *row = row_get(a, coltext(st, 0));
+        if (!row) {
+            rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
+            goto out;
+        }
+        int64_t gpu = col64(st, 2);
+        row->gpu_mms += gpu;
+        row->inquota_mms += col64(st, 3);
+        row->preempted_mms += col64(st, 4);
+        row->pods += col64(st, 5) + (with_alive ? col64(st, 6) : 0);
+        if (gpu && model_add(row, coltext(st, 1), gpu)) {
+            rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
+            goto out;
+        }
+    }
+    if (src != SQLITE_DONE)
+        rc = fair_ledger_sql_error(l, src, "run report", err);
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int run_lent_q(struct fair_ledger *l, struct acc *a, const char *sql, const int64_t *binds,
+                      int nbinds, struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    int src = sqlite3_prepare_v2(fair_ledger_db(l), sql, -1, &st, NULL);
+    if (src != SQLITE_OK)
+        return fair_ledger_sql_error(l, src, "prepare report", err);
+    for (int i = 0; i < nbinds; i++)
+        sqlite3_bind_int64(st, i + 1, binds[i]);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t lent = col64(st, 1);
+        if (!lent)
+            continue;
+        struct fair_report_row *row = row_get(a, coltext(st, 0));
+        if (!row) {
+            rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
+            goto out;
+        }
+        row->lent_mms += lent;
+    }
+    if (src != SQLITE_DONE)
+        rc = fair_ledger_sql_error(l, src, "run report", err);
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Overlap of [s, e) with [?A, ?B) in SQL, with A = ?1 and B = ?2. */
+#define OV(s, e) "(min(" e ", ?2) - max(" s ", ?1))"
+
+int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
+                    struct fair_report **out, struct fair_error *err)
+{
+    struct acc a = {0};
+    int rc = 0;
+    char sql[1200];
+    *out = NULL;
+    if (p->to_ms <= p->from_ms)
+        return fair_error_set(err, FAIR_EINVAL, "report: the period is empty (--to must be "
+                                                "after --from)");
+    if (p->to_ms - p->from_ms > 100 * 366 * DAY)
+        return fair_error_set(err, FAIR_ERANGE, "report: the period is longer than 100 years");
+    if ((unsigned)p->by > FAIR_REPORT_BY_NAMESPACE)
+        return fair_error_set(err, FAIR_EINVAL, "report: bad grouping");
+    a.r = fair_calloc(1, sizeof(*a.r));
+    if (!a.r)
+        return fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
+    a.r->params = *p;
+    a.r->exact = 1;
+    a.r->lent_known = p->by != FAIR_REPORT_BY_NAMESPACE;
+    const char *col = by_names[p->by];
+
+    int64_t hb, maxlen, pruned, spruned, maxdur;
+    if ((rc = fair_ledger_meta_get(l, "heartbeat_ms", &hb, err)) ||
+        (rc = fair_ledger_meta_get(l, "max_closed_len_ms", &maxlen, err)) ||
+        (rc = fair_ledger_meta_get(l, "pruned_before_ms", &pruned, err)) ||
+        (rc = fair_ledger_meta_get(l, "samples_pruned_before_ms", &spruned, err)) ||
+        (rc = fair_ledger_meta_get(l, "max_sample_dur_ms", &maxdur, err)))
+        goto out;
+
+    int64_t P0 = p->from_ms, P1 = p->to_ms;
+    int64_t D0 = -floor_div(-P0, DAY), D1 = floor_div(P1, DAY); /* full days [D0, D1) */
+    /* Raw ranges: the partial days at the edges, or the whole period. */
+    int64_t ranges[2][2];
+    int nranges = 0, mode[2];
+    if (D0 < D1) {
+        if (P0 < D0 * DAY) {
+            ranges[nranges][0] = P0, ranges[nranges][1] = D0 * DAY, mode[nranges++] = 1;
+        }
+        if (D1 * DAY < P1) {
+            ranges[nranges][0] = D1 * DAY, ranges[nranges][1] = P1, mode[nranges++] = 2;
+        }
+        /* Full days: closed intervals from the rollups. */
+        snprintf(sql, sizeof(sql),
+                 "SELECT d.%s, d.gpu_model, sum(r.gpu_mms), sum(r.inquota_mms),"
+                 " sum(r.preempted_mms), sum(r.pods_started),"
+                 " sum(CASE WHEN r.day = ?1 THEN r.pods_alive ELSE 0 END)"
+                 " FROM interval_day r JOIN dims d ON d.id = r.dim_id"
+                 " WHERE r.day >= ?1 AND r.day < ?2 GROUP BY 1, 2",
+                 col);
+        int64_t b[2] = {D0, D1};
+        rc = run_interval_q(l, &a, sql, b, 2, 1, err);
+        if (rc)
+            goto out;
+        if (a.r->lent_known) {
+            snprintf(sql, sizeof(sql),
+                     "SELECT d.%s, sum(r.lent_mms) FROM sample_day r JOIN dims d"
+                     " ON d.id = r.dim_id WHERE r.day >= ?1 AND r.day < ?2 GROUP BY 1",
+                     col);
+            rc = run_lent_q(l, &a, sql, b, 2, err);
+            if (rc)
+                goto out;
+        }
+    } else {
+        ranges[0][0] = P0, ranges[0][1] = P1, mode[0] = 0, nranges = 1;
+    }
+    for (int k = 0; k < nranges; k++) {
+        int64_t A = ranges[k][0], B = ranges[k][1];
+        if (A < pruned || (a.r->lent_known && A < spruned))
+            a.r->exact = 0;
+        /* Pods: count an interval once over the whole period. In the
+         * edge before the full days only those that end before them (mode
+         * 1); in the edge after, only those that start in it (mode 2). */
+        snprintf(sql, sizeof(sql),
+                 "SELECT d.%s, d.gpu_model, sum(i.gpu_milli * " OV("i.start_ms", "i.end_ms") "),"
+                 " sum(i.inquota_milli * " OV("i.start_ms", "i.end_ms") "),"
+                 " sum(CASE WHEN i.reason = %d THEN i.gpu_milli * " OV("i.start_ms", "i.end_ms")
+                 " ELSE 0 END),"
+                 " sum(CASE WHEN ?4 = 0 OR (?4 = 1 AND i.end_ms <= ?2) OR"
+                 " (?4 = 2 AND i.start_ms >= ?1) THEN 1 ELSE 0 END)"
+                 " FROM intervals i JOIN dims d ON d.id = i.dim_id"
+                 " WHERE i.start_ms >= ?1 - ?3 AND i.start_ms < ?2 AND i.end_ms IS NOT NULL"
+                 " AND i.end_ms > ?1 GROUP BY 1, 2",
+                 col, FAIR_LEDGER_PREEMPTED);
+        int64_t b[4] = {A, B, maxlen, mode[k]};
+        rc = run_interval_q(l, &a, sql, b, 4, 0, err);
+        if (rc)
+            goto out;
+        if (a.r->lent_known) {
+            snprintf(sql, sizeof(sql),
+                     "SELECT d.%s, sum(s.lent * " OV("s.t_ms - s.dur_ms", "s.t_ms") ")"
+                     " FROM samples s JOIN dims d ON d.id = s.dim_id"
+                     " WHERE s.t_ms > ?1 AND s.t_ms < ?2 + ?3 AND s.t_ms - s.dur_ms < ?2"
+                     " GROUP BY 1",
+                     col);
+            int64_t sb[3] = {A, B, maxdur + 1};
+            rc = run_lent_q(l, &a, sql, sb, 3, err);
+            if (rc)
+                goto out;
+        }
+    }
+    /* Open intervals: alive up to the heartbeat. */
+    snprintf(sql, sizeof(sql),
+             "SELECT d.%s, d.gpu_model,"
+             " sum(i.gpu_milli * max(0, " OV("i.start_ms", "max(i.start_ms, ?3)") ")),"
+             " sum(i.inquota_milli * max(0, " OV("i.start_ms", "max(i.start_ms, ?3)") ")),"
+             " 0, sum(CASE WHEN " OV("i.start_ms", "max(i.start_ms, ?3)") " > 0 THEN 1 ELSE 0"
+             " END) FROM intervals i JOIN dims d ON d.id = i.dim_id"
+             " WHERE i.end_ms IS NULL AND i.start_ms < ?2 GROUP BY 1, 2",
+             col);
+    int64_t ob[3] = {P0, P1, hb};
+    rc = run_interval_q(l, &a, sql, ob, 3, 0, err);
+    if (rc)
+        goto out;
+    /* Drop rows with nothing in the period (e.g. open intervals that
+     * start after the heartbeat) and compute the totals. */
+    size_t w = 0;
+    a.r->total.key = fair_strdup("TOTAL");
+    if (!a.r->total.key) {
+        rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < a.r->n; i++) {
+        struct fair_report_row *row = &a.r->rows[i];
+        if (!row->gpu_mms && !row->lent_mms && !row->pods) {
+            row_release(row);
+            continue;
+        }
+        row->borrowed_mms = row->gpu_mms - row->inquota_mms;
+        struct fair_report_row *t = &a.r->total;
+        t->gpu_mms += row->gpu_mms;
+        t->inquota_mms += row->inquota_mms;
+        t->borrowed_mms += row->borrowed_mms;
+        t->preempted_mms += row->preempted_mms;
+        t->lent_mms += row->lent_mms;
+        t->pods += row->pods;
+        for (size_t m = 0; m < row->nmodels; m++)
+            if (model_add(t, row->models[m].model, row->models[m].gpu_mms)) {
+                rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
+                goto out;
+            }
+        a.r->rows[w++] = *row;
+    }
+    a.r->n = w;
+out:
+    if (rc) {
+        fair_report_free(a.r);
+        return rc;
+    }
+    *out = a.r;
+    return 0;
+}
+
+/* ---- prices ---- */
+
+void fair_prices_init(struct fair_prices *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->default_micro = -1;
+}
+
+void fair_prices_release(struct fair_prices *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        fair_free(p->e[i].model);
+    fair_free(p->e);
+    fair_prices_init(p);
+}
+
+int fair_price_parse(const char *s, int64_t *micro, struct fair_error *err)
+{
+    int64_t v = 0;
+    int digits = 0, frac = -1;
+    const char *p = s;
+    if (!s || !*s)
+        goto bad;
+    for (; *p; p++) {
+        if (*p == '.' && frac < 0) {
+            frac = 0;
+            continue;
+        }
+        if (!isdigit((unsigned char)*p))
+            goto bad;
+        if (frac >= 0 && ++frac > 6)
+            goto bad;
+        if (++digits > 15)
+            goto bad;
+        v = v * 10 + (*p - '0');
+    }
+    if (!digits)
+        goto bad;
+    for (int f = frac < 0 ? 0 : frac; f < 6; f++)
+        v *= 10;
+    if (v >= 1000000000000000LL)
+        goto bad;
+    *micro = v;
+    return 0;
+bad:
+    return fair_error_set(err, FAIR_EINVAL,
+                          "bad price \"%.40s\": a non-negative decimal, at most 6 decimals", s);
+}
+
+int fair_prices_load(struct fair_prices *p, const char *path, struct fair_error *err)
+{
+    FILE *f = fopen(path, "r");
+    char line[520];
+    int rc = 0, lineno = 0;
+    size_t cap = p->n;
+    if (!f)
+        return fair_error_set(err, FAIR_EIO, "price table %s: %s", path, strerror(errno));
+    while (fgets(line, sizeof(line), f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+            rc = fair_error_set(err, FAIR_EPARSE, "price table %s:%d: line too long", path,
+                                lineno);
+            goto out;
+        }
+        if (lineno > 10000) {
+            rc = fair_error_set(err, FAIR_ERANGE, "price table %s: more than 10000 lines", path);
+            goto out;
+        }
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
+            line[--len] = '\0';
+        if (!len || line[0] == '#' || strcmp(line, "model,price") == 0)
+            continue;
+        char *comma = strchr(line, ',');
+        if (!comma || comma == line || strchr(comma + 1, ',')) {
+            rc = fair_error_set(err, FAIR_EPARSE,
+                                "price table %s:%d: expected \"model,price\"", path, lineno);
+            goto out;
+        }
+        *comma = '\0';
+        int64_t micro;
+        if (fair_price_parse(comma + 1, &micro, err)) {
+            rc = fair_error_prefix(err, "price table %s:%d: ", path, lineno);
+            goto out;
+        }
+        if (strcmp(line, "*") == 0) {
+            p->default_micro = micro;
+            continue;
+        }
+        if (fair_grow((void **)&p->e, &cap, p->n + 1, sizeof(*p->e)) ||
+            !(p->e[p->n].model = fair_strdup(line))) {
+            rc = fair_error_set(err, FAIR_ENOMEM, "price table: out of memory");
+            goto out;
+        }
+        p->e[p->n++].micro = micro;
+    }
+    if (ferror(f))
+        rc = fair_error_set(err, FAIR_EIO, "price table %s: read error", path);
+out:
+    fclose(f);
+    return rc;
+}
+
+/* Cost of a row in cents (half up): sum over models of mms x micro / (3.6e9 x 1e4). */
+static int row_cost(const struct fair_report_row *row, const struct fair_prices *pr,
+                    int64_t *cents, struct fair_error *err)
+{
+    __int128 num = 0;
+    for (size_t i = 0; i < row->nmodels; i++) {
+        int64_t micro = pr->default_micro;
+        for (size_t k = 0; k < pr->n; k++)
+            if (strcmp(pr->e[k].model, row->models[i].model) == 0)
+                micro = pr->e[k].micro;
+        if (micro < 0)
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "no price for GPU model \"%s\": add it to the price table "
+                                  "or give --price-per-gpu-hour",
+                                  row->models[i].model);
+        num += (__int128)row->models[i].gpu_mms * micro;
+    }
+    __int128 den = (__int128)FAIR_LEDGER_GPU_HOUR_MMS * 10000;
+    *cents = (int64_t)((num + den / 2) / den);
+    return 0;
+}
+
+void fair_gpu_hours_format(int64_t mms, char *out, size_t n)
+{
+    /* 0.001 GPU-hour = 3.6e6 mms */
+    int neg = mms < 0;
+    uint64_t v = neg ? (uint64_t)0 - (uint64_t)mms : (uint64_t)mms;
+    uint64_t th = (v + 1800000) / 3600000;
+    snprintf(out, n, "%s%" PRIu64 ".%03" PRIu64, neg ? "-" : "", th / 1000, th % 1000);
+}
+
+static void milli_avg_format(int64_t mms, int64_t period_ms, char *out, size_t n)
+{
+    int64_t milli = (mms + period_ms / 2) / period_ms;
+    snprintf(out, n, "%" PRId64 ".%03" PRId64, milli / 1000, milli % 1000);
+}
+
+int fair_json_str(struct fair_buf *b, const char *s)
+{
+    int rc = fair_buf_append(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+        if (*p == '"' || *p == '\\')
+            rc = fair_buf_appendf(b, "\\%c", *p);
+        else if (*p < 0x20)
+            rc = fair_buf_appendf(b, "\\u%04x", *p);
+        else
+            rc = fair_buf_append(b, p, 1);
+    }
+    return rc ? rc : fair_buf_append(b, "\"", 1);
+}
+
+/* CSV field: quoted when it holds a comma, quote or newline. */
+static int csv_field(struct fair_buf *b, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n"))
+        return fair_buf_appends(b, s);
+    int rc = fair_buf_append(b, "\"", 1);
+    for (const char *p = s; *p && !rc; p++)
+        rc = *p == '"' ? fair_buf_append(b, "\"\"", 2) : fair_buf_append(b, p, 1);
+    return rc ? rc : fair_buf_append(b, "\"", 1);
+}
+
+struct cells {
+    char gh[32], iq[32], bo[32], pre[32], lent[32], avg[32], cost[32];
+};
+
+static int row_cells(const struct fair_report *r, const struct fair_report_row *row,
+                     const struct fair_prices *pr, struct cells *c, struct fair_error *err)
+{
+    fair_gpu_hours_format(row->gpu_mms, c->gh, sizeof(c->gh));
+    fair_gpu_hours_format(row->inquota_mms, c->iq, sizeof(c->iq));
+    fair_gpu_hours_format(row->borrowed_mms, c->bo, sizeof(c->bo));
+    fair_gpu_hours_format(row->preempted_mms, c->pre, sizeof(c->pre));
+    if (r->lent_known)
+        fair_gpu_hours_format(row->lent_mms, c->lent, sizeof(c->lent));
+    else
+        c->lent[0] = '\0';
+    milli_avg_format(row->gpu_mms, r->params.to_ms - r->params.from_ms, c->avg, sizeof(c->avg));
+    c->cost[0] = '\0';
+    if (pr) {
+        int64_t cents = 0;
+        int rc = row_cost(row, pr, &cents, err);
+        if (rc)
+            return rc;
+        snprintf(c->cost, sizeof(c->cost), "%" PRId64 ".%02" PRId64, cents / 100, cents % 100);
+    }
+    return 0;
+}
+
+static void period_format(int64_t ms, int tz_min, char *out, size_t n)
+{
+    char t[40];
+    fair_time_format_rfc3339(ms + (int64_t)tz_min * 60000, t, sizeof(t));
+    if (tz_min == 0) {
+        snprintf(out, n, "%s", t);
+        return;
+    }
+    size_t len = strlen(t);
+    if (len && t[len - 1] == 'Z')
+        t[len - 1] = '\0';
+    int a = tz_min < 0 ? -tz_min : tz_min;
+    snprintf(out, n, "%s%c%02d:%02d", t, tz_min < 0 ? '-' : '+', a / 60, a % 60);
+}
+
+int fair_report_render(const struct fair_report *r, enum fair_report_format f,
+                       const struct fair_prices *prices, struct fair_buf *out,
+                       struct fair_error *err)
+{
+    struct cells c;
+    int rc = 0;
+    const char *by = fair_report_by_name(r->params.by);
+    char from[48], to[48];
+    period_format(r->params.from_ms, r->params.tz_min, from, sizeof(from));
+    period_format(r->params.to_ms, r->params.tz_min, to, sizeof(to));
+    if (f == FAIR_REPORT_CSV) {
+        rc = fair_buf_appendf(out,
+                              "%s,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
+                              "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods%s\n",
+                              by, prices ? ",cost" : "");
+        for (size_t i = 0; i <= r->n && !rc; i++) {
+            const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
+            if ((rc = row_cells(r, row, prices, &c, err)))
+                return rc;
+            rc = csv_field(out, row->key) ||
+                 fair_buf_appendf(out, ",%s,%s,%s,%s,%s,%s,%" PRId64 "%s%s\n", c.gh, c.iq, c.bo,
+                                  c.pre, c.lent, c.avg, row->pods, prices ? "," : "", c.cost);
+        }
+    } else if (f == FAIR_REPORT_JSON) {
+        rc = fair_buf_appendf(out,
+                              "{\"from\":\"%s\",\"to\":\"%s\",\"by\":\"%s\","
+                              "\"period_hours\":%.3f,\"exact\":%s,\"rows\":[",
+                              from, to, by, (double)(r->params.to_ms - r->params.from_ms) / 3.6e6,
+                              r->exact ? "true" : "false");
+        for (size_t i = 0; i <= r->n && !rc; i++) {
+            const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
+            if ((rc = row_cells(r, row, prices, &c, err)))
+                return rc;
+            if (i == r->n)
+                rc = fair_buf_appends(out, "],\"total\":");
+            else if (i)
+                rc = fair_buf_appends(out, ",");
+            rc = rc || fair_buf_appendf(out, "{\"%s\":", by) || fair_json_str(out, row->key);
+            rc = rc || fair_buf_appendf(out,
+                                        ",\"gpu_hours\":%s,\"in_quota_gpu_hours\":%s,"
+                                        "\"borrowed_gpu_hours\":%s,\"preempted_gpu_hours\":%s,"
+                                        "\"lent_gpu_hours\":%s,\"avg_gpus\":%s,\"pods\":%" PRId64
+                                        ",\"gpu_milli_ms\":%" PRId64,
+                                        c.gh, c.iq, c.bo, c.pre, r->lent_known ? c.lent : "null",
+                                        c.avg, row->pods, row->gpu_mms);
+            if (!rc && prices)
+                rc = fair_buf_appendf(out, ",\"cost\":%s", c.cost);
+            rc = rc || fair_buf_appends(out, "}");
+        }
+        rc = rc || fair_buf_appends(out, "}\n");
+    } else {
+        size_t w = strlen(by);
+        for (size_t i = 0; i < r->n; i++)
+            if (strlen(r->rows[i].key) > w)
+                w = strlen(r->rows[i].key);
+        if (w < 5)
+            w = 5;
+        if (w > 64)
+            w = 64;
+        char upper[16];
+        size_t k;
+        for (k = 0; by[k] && k < sizeof(upper) - 1; k++)
+            upper[k] = (char)toupper((unsigned char)by[k]);
+        upper[k] = '\0';
+        rc = fair_buf_appendf(out, "GPU-hours from %s to %s%s\n\n", from, to,
+                              r->exact ? "" : " (INEXACT: the period's edges fall in pruned data)");
+        rc = rc || fair_buf_appendf(out, "%-*s %12s %12s %12s %12s %12s %9s %7s%s\n", (int)w,
+                                    upper, "GPU-HOURS", "IN-QUOTA", "BORROWED", "PREEMPTED",
+                                    "LENT", "AVG-GPUS", "PODS", prices ? "         COST" : "");
+        for (size_t i = 0; i <= r->n && !rc; i++) {
+            const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
+            if ((rc = row_cells(r, row, prices, &c, err)))
+                return rc;
+            rc = fair_buf_appendf(out, "%-*.*s %12s %12s %12s %12s %12s %9s %7" PRId64 "%s%*s\n",
+                                  (int)w, (int)w, row->key, c.gh, c.iq, c.bo, c.pre,
+                                  r->lent_known ? c.lent : "-", c.avg, row->pods,
+                                  prices ? " " : "", prices ? 12 : 0, c.cost);
+        }
+    }
+    if (rc)
+        return fair_error_set(err, rc < 0 ? rc : FAIR_ENOMEM, "report: output too large");
+    return 0;
+}
+
+/* ---- query strings and HTTP ---- */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int decode(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '%') {
+            int h, lo;
+            if (i + 2 >= n || (h = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+                return -1;
+            ch = (char)(h * 16 + lo);
+            if (!ch)
+                return -1;
+            i += 2;
+        }
+        if (o + 1 >= cap)
+            return -1;
+        out[o++] = ch;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int fair_query_parse(const char *qs, struct fair_query *q, struct fair_error *err)
+{
+    memset(q, 0, sizeof(*q));
+    if (!qs)
+        return 0;
+    if (strnlen(qs, 4097) > 4096)
+        return fair_error_set(err, FAIR_ERANGE, "query string longer than 4096 bytes");
+    const char *p = qs;
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        if (len) {
+            const char *eq = memchr(p, '=', len);
+            if (!eq)
+                return fair_error_set(err, FAIR_EINVAL, "query parameter \"%.*s\" has no value",
+                                      (int)(len > 32 ? 32 : len), p);
+            if (q->n == FAIR_QUERY_MAX_PAIRS)
+                return fair_error_set(err, FAIR_ERANGE, "more than %d query parameters",
+                                      FAIR_QUERY_MAX_PAIRS);
+            if (decode(p, (size_t)(eq - p), q->key[q->n], sizeof(q->key[0])) ||
+                decode(eq + 1, len - (size_t)(eq - p) - 1, q->val[q->n], sizeof(q->val[0])))
+                return fair_error_set(err, FAIR_EINVAL,
+                                      "query parameter \"%.*s\" is badly encoded or too long",
+                                      (int)(len > 32 ? 32 : len), p);
+            for (size_t i = 0; i < q->n; i++)
+                if (strcmp(q->key[i], q->key[q->n]) == 0)
+                    return fair_error_set(err, FAIR_EINVAL, "query parameter \"%s\" repeated",
+                                          q->key[i]);
+            q->n++;
+        }
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return 0;
+}
+
+const char *fair_query_get(const struct fair_query *q, const char *key)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (strcmp(q->key[i], key) == 0)
+            return q->val[i];
+    return NULL;
+}
+
+static int http_error(struct fair_buf *body, const char **ct, int *status, int code,
+                      const char *msg)
+{
+    fair_buf_reset(body);
+    *status = code;
+    *ct = "application/json";
+    int rc = fair_buf_appends(body, "{\"error\":");
+    rc = rc || fair_json_str(body, msg);
+    rc = rc || fair_buf_appends(body, "}\n");
+    return rc ? FAIR_ENOMEM : 0;
+}
+
+int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *body,
+                     const char **content_type, int *status)
+{
+    struct fair_query q;
+    struct fair_error err = {0};
+    struct fair_report *r = NULL;
+    struct fair_prices prices;
+    int rc = 0, tz = 0, by = FAIR_REPORT_BY_TEAM, fmt = FAIR_REPORT_JSON, have_price = 0;
+    fair_prices_init(&prices);
+    static const char *const known[] = {"from", "to", "by", "format", "tz", "price"};
+    if (fair_query_parse(query, &q, &err))
+        goto bad;
+    for (size_t i = 0; i < q.n; i++) {
+        size_t k;
+        for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+            if (strcmp(q.key[i], known[k]) == 0)
+                break;
+        if (k == sizeof(known) / sizeof(known[0])) {
+            fair_error_set(&err, FAIR_EINVAL, "unknown query parameter \"%s\"", q.key[i]);
+            goto bad;
+        }
+    }
+    const char *v;
+    if ((v = fair_query_get(&q, "tz")) && fair_report_tz_parse(v, &tz, &err))
+        goto bad;
+    if ((v = fair_query_get(&q, "by")) && (by = fair_report_by_parse(v)) < 0) {
+        fair_error_set(&err, FAIR_EINVAL, "bad by \"%s\": use team, project, queue or namespace",
+                       v);
+        goto bad;
+    }
+    if ((v = fair_query_get(&q, "format")) &&
+        (fmt = fair_report_format_parse(v)) < 0) {
+        fair_error_set(&err, FAIR_EINVAL, "bad format \"%s\": use json, csv or table", v);
+        goto bad;
+    }
+    if ((v = fair_query_get(&q, "price"))) {
+        if (fair_price_parse(v, &prices.default_micro, &err))
+            goto bad;
+        have_price = 1;
+    }
+    struct fair_report_params p = {0};
+    p.by = by;
+    p.tz_min = tz;
+    if (!fair_query_get(&q, "from") || !fair_query_get(&q, "to")) {
+        fair_error_set(&err, FAIR_EINVAL, "from and to are required (YYYY-MM-DD)");
+        goto bad;
+    }
+    if (fair_report_date_parse(fair_query_get(&q, "from"), tz, &p.from_ms, &err) ||
+        fair_report_date_parse(fair_query_get(&q, "to"), tz, &p.to_ms, &err))
+        goto bad;
+    if (p.to_ms <= p.from_ms) {
+        fair_error_set(&err, FAIR_EINVAL, "to must be after from");
+        goto bad;
+    }
+    rc = fair_report_run(l, &p, &r, &err);
+    if (rc) {
+        if (rc == FAIR_ENOMEM)
+            goto out;
+        rc = http_error(body, content_type, status, rc == FAIR_EBUSY ? 503 : 500, err.msg);
+        goto out;
+    }
+    fair_buf_reset(body);
+    rc = fair_report_render(r, fmt, have_price ? &prices : NULL, body, &err);
+    if (rc) {
+        rc = http_error(body, content_type, status, 500, err.msg);
+        goto out;
+    }
+    *status = 200;
+    *content_type = fmt == FAIR_REPORT_CSV     ? "text/csv; charset=utf-8"
+                    : fmt == FAIR_REPORT_TABLE ? "text/plain; charset=utf-8"
+                                               : "application/json";
+    goto out;
+bad:
+    rc = http_error(body, content_type, status, 400, err.msg);
+out:
+    fair_report_free(r);
+    fair_prices_release(&prices);
+    return rc;
+}
