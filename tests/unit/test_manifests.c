@@ -49,7 +49,7 @@ static void src_path(char *out, size_t n, const char *rel)
     assert_true(w > 0 && (size_t)w < n);
 }
 
-__attribute__((unused)) static bool file_exists(const char *rel)
+static bool file_exists(const char *rel)
 {
     char p[PATH_MAX_LEN];
     struct stat st;
@@ -70,7 +70,7 @@ static json_t *load(const char *rel)
 }
 
 /* Appends every document of every *.yaml in folder rel to all. */
-__attribute__((unused)) static int load_dir(const char *rel, json_t *all)
+static int load_dir(const char *rel, json_t *all)
 {
     char p[PATH_MAX_LEN];
     src_path(p, sizeof p, rel);
@@ -134,7 +134,7 @@ static const char *str_at(json_t *root, const char *dotted)
 }
 
 /* Borrowed: the document of this kind (and name, unless NULL). */
-__attribute__((unused)) static json_t *find_doc(json_t *docs, const char *kind, const char *name)
+static json_t *find_doc(json_t *docs, const char *kind, const char *name)
 {
     size_t i;
     json_t *d;
@@ -207,8 +207,8 @@ static void check_schema(struct walk *w, json_t *s, const char *path, bool need_
     const char *type = json_string_value(json_object_get(s, "type"));
     bool ios = json_is_true(json_object_get(s, "x-kubernetes-int-or-string"));
     bool keep = json_is_true(json_object_get(s, "x-kubernetes-preserve-unknown-fields"));
-    static const char *const known_types[] = {"object", "array", "string", "integer", "number",
-                                              "boolean"};
+    static const char *const known_types[] = {"object",  "array",  "string",
+                                              "integer", "number", "boolean"};
     if (type) {
         bool ok = false;
         for (size_t i = 0; i < sizeof known_types / sizeof *known_types; i++)
@@ -236,7 +236,7 @@ static void check_schema(struct walk *w, json_t *s, const char *path, bool need_
                 bad(w, "%s.anyOf[%zu]: may hold only a type", path, i);
         }
     }
-    static const char *const forbidden[] = {"allOf", "oneOf", "not", "$ref", "patternProperties",
+    static const char *const forbidden[] = {"allOf",   "oneOf", "not", "$ref", "patternProperties",
                                             "nullable"};
     for (size_t i = 0; i < sizeof forbidden / sizeof *forbidden; i++)
         if (json_object_get(s, forbidden[i]))
@@ -321,9 +321,9 @@ static void validate(struct walk *w, json_t *s, json_t *v, const char *path)
     json_t *min = json_object_get(s, "minimum"), *max = json_object_get(s, "maximum");
     if (json_is_integer(v)) {
         json_int_t x = json_integer_value(v);
-        if (min && (x < json_integer_value(min) ||
-                    (json_is_true(json_object_get(s, "exclusiveMinimum")) &&
-                     x == json_integer_value(min))))
+        if (min &&
+            (x < json_integer_value(min) || (json_is_true(json_object_get(s, "exclusiveMinimum")) &&
+                                             x == json_integer_value(min))))
             bad(w, "%s: %lld is below the minimum", path, (long long)x);
         if (max && x > json_integer_value(max))
             bad(w, "%s: %lld is above the maximum", path, (long long)x);
@@ -556,8 +556,8 @@ static void test_crd_defaults_and_validation(void **state)
         assert_true(str_in_array(types, "Ready"));
         assert_true(str_in_array(types, "Invalid"));
         assert_true(str_in_array(types, "Overcommitted"));
-        static const char *const cond_fields[] = {"type", "status", "reason", "message",
-                                                  "lastTransitionTime", "observedGeneration"};
+        static const char *const cond_fields[] = {
+            "type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"};
         for (size_t f = 0; f < 6; f++)
             assert_non_null(json_object_get(at(conds, "items.properties"), cond_fields[f]));
         json_decref(crd);
@@ -584,11 +584,11 @@ static void test_quantity_pattern(void **state)
         const char *s;
         bool ok;
     } cases[] = {
-        {"1", true},     {"2.5", true},   {"0.25", true},  {"250m", true},  {"16Gi", true},
-        {"512Mi", true}, {"1e3", true},   {".5", true},    {"+2", true},    {"8", true},
-        {"1.", true},    {"100k", true},  {"0", true},     {"-1", false},   {"abc", false},
+        {"1", true},     {"2.5", true},   {"0.25", true},   {"250m", true},  {"16Gi", true},
+        {"512Mi", true}, {"1e3", true},   {".5", true},     {"+2", true},    {"8", true},
+        {"1.", true},    {"100k", true},  {"0", true},      {"-1", false},   {"abc", false},
         {"", false},     {"-0.5", false}, {"1.2.3", false}, {"5 Gi", false}, {"1Gb", false},
-        {"1e-3", false}, {"Gi", false},   {"1i", false},   {" 1", false},   {"0x10", false},
+        {"1e-3", false}, {"Gi", false},   {"1i", false},    {" 1", false},   {"0x10", false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         bool got = pattern_matches(pat, cases[i].s);
@@ -617,10 +617,9 @@ static void test_duration_pattern(void **state)
         bool ok;
         int64_t ms;
     } cases[] = {
-        {"10m", true, 600000}, {"1h30m", true, 5400000}, {"0", true, 0},
-        {"250ms", true, 250},  {"1.5h", true, 5400000},  {"90s", true, 90000},
-        {"-5m", false, 0},     {"10", false, 0},         {"abc", false, 0},
-        {"", false, 0},        {"5 m", false, 0},        {"1d", false, 0},
+        {"10m", true, 600000},   {"1h30m", true, 5400000}, {"0", true, 0},    {"250ms", true, 250},
+        {"1.5h", true, 5400000}, {"90s", true, 90000},     {"-5m", false, 0}, {"10", false, 0},
+        {"abc", false, 0},       {"", false, 0},           {"5 m", false, 0}, {"1d", false, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         bool got = pattern_matches(pat, cases[i].s);
@@ -676,12 +675,488 @@ static void test_schema_rejects_bad_objects(void **state)
         if (!cases[i].needle && w.errors)
             fail_msg("case %zu should be valid: %s", i, w.first);
         if (cases[i].needle && (!w.errors || !strstr(w.first, cases[i].needle)))
-            fail_msg("case %zu: want an error with \"%s\", got %d errors: %s", i,
-                     cases[i].needle, w.errors, w.first);
+            fail_msg("case %zu: want an error with \"%s\", got %d errors: %s", i, cases[i].needle,
+                     w.errors, w.first);
         json_decref(obj);
     }
     json_decref(pcrd);
     json_decref(qcrd);
+}
+
+/* ---- config/ ------------------------------------------------------------ */
+
+/* New reference: every document under crds/, config/ and config/examples/. */
+static json_t *load_all(int *files)
+{
+    json_t *all = json_array();
+    *files = load_dir("crds", all) + load_dir("config", all) + load_dir("config/examples", all);
+    return all;
+}
+
+static void test_every_yaml_loads(void **state)
+{
+    (void)state;
+    int files = 0;
+    json_t *all = load_all(&files);
+    /* crds: 2 CRDs + kustomization; config: 7 files; examples: 6 files. */
+    assert_int_equal(files, 3 + 7 + 6);
+    size_t i;
+    json_t *d;
+    json_array_foreach(all, i, d)
+    {
+        assert_non_null(str_at(d, "kind"));
+        assert_non_null(str_at(d, "apiVersion"));
+    }
+    json_decref(all);
+}
+
+struct grant {
+    const char *group, *resource, *verb, *name; /* name: resourceNames entry or NULL */
+};
+
+static const struct grant cluster_grants[] = {
+    {"", "pods", "get", NULL},
+    {"", "pods", "list", NULL},
+    {"", "pods", "watch", NULL},
+    {"", "pods", "patch", NULL},
+    {"", "pods/binding", "create", NULL},
+    {"", "pods/eviction", "create", NULL},
+    {"", "pods/status", "patch", NULL},
+    {"", "pods/status", "update", NULL},
+    {"", "nodes", "get", NULL},
+    {"", "nodes", "list", NULL},
+    {"", "nodes", "watch", NULL},
+    {"", "events", "create", NULL},
+    {"", "events", "patch", NULL},
+    {"events.k8s.io", "events", "create", NULL},
+    {"events.k8s.io", "events", "patch", NULL},
+    {"fairshare.dev", "projects", "get", NULL},
+    {"fairshare.dev", "projects", "list", NULL},
+    {"fairshare.dev", "projects", "watch", NULL},
+    {"fairshare.dev", "queues", "get", NULL},
+    {"fairshare.dev", "queues", "list", NULL},
+    {"fairshare.dev", "queues", "watch", NULL},
+    {"fairshare.dev", "projects/status", "update", NULL},
+    {"fairshare.dev", "projects/status", "patch", NULL},
+    {"fairshare.dev", "queues/status", "update", NULL},
+    {"fairshare.dev", "queues/status", "patch", NULL},
+};
+
+static const struct grant lease_grants[] = {
+    {"coordination.k8s.io", "leases", "create", NULL},
+    {"coordination.k8s.io", "leases", "get", "fairshare-controller"},
+    {"coordination.k8s.io", "leases", "update", "fairshare-controller"},
+};
+
+static bool is_wild(json_t *arr)
+{
+    return str_in_array(arr, "*");
+}
+
+/* Expands the rules of a (Cluster)Role into (group, resource, verb, name)
+ * and checks that the set equals want, with no wildcard anywhere. */
+static void check_grants(json_t *role, const struct grant *want, size_t nwant)
+{
+    bool seen[64] = {false};
+    assert_true(nwant <= 64);
+    size_t got = 0, i, g, r, v, n;
+    json_t *rule, *gv, *rv, *vv, *nv;
+    json_array_foreach(json_object_get(role, "rules"), i, rule)
+    {
+        json_t *groups = json_object_get(rule, "apiGroups");
+        json_t *res = json_object_get(rule, "resources");
+        json_t *verbs = json_object_get(rule, "verbs");
+        json_t *names = json_object_get(rule, "resourceNames");
+        assert_null(json_object_get(rule, "nonResourceURLs"));
+        assert_false(is_wild(groups) || is_wild(res) || is_wild(verbs) || is_wild(names));
+        json_array_foreach(groups, g, gv) json_array_foreach(res, r, rv)
+            json_array_foreach(verbs, v, vv)
+        {
+            size_t nnames = names ? json_array_size(names) : 1;
+            for (n = 0; n < nnames; n++) {
+                nv = names ? json_array_get(names, n) : NULL;
+                const char *name = nv ? json_string_value(nv) : NULL;
+                bool found = false;
+                for (size_t k = 0; k < nwant; k++) {
+                    const struct grant *w = &want[k];
+                    if (strcmp(w->group, json_string_value(gv)) == 0 &&
+                        strcmp(w->resource, json_string_value(rv)) == 0 &&
+                        strcmp(w->verb, json_string_value(vv)) == 0 &&
+                        ((!w->name && !name) || (w->name && name && strcmp(w->name, name) == 0))) {
+                        if (seen[k])
+                            fail_msg("grant %s %s %s given twice", w->group, w->resource, w->verb);
+                        seen[k] = found = true;
+                    }
+                }
+                if (!found)
+                    fail_msg("%s grants %s/%s %s%s%s, which the controller does not use",
+                             str_at(role, "metadata.name"), json_string_value(gv),
+                             json_string_value(rv), json_string_value(vv), name ? " on " : "",
+                             name ? name : "");
+                got++;
+            }
+        }
+    }
+    for (size_t k = 0; k < nwant; k++)
+        if (!seen[k])
+            fail_msg("missing grant: %s %s %s", want[k].group, want[k].resource, want[k].verb);
+    assert_int_equal(got, nwant);
+}
+
+static void check_binding(json_t *b, const char *role_kind, const char *role_name)
+{
+    assert_non_null(b);
+    assert_string_equal(str_at(b, "roleRef.apiGroup"), "rbac.authorization.k8s.io");
+    assert_string_equal(str_at(b, "roleRef.kind"), role_kind);
+    assert_string_equal(str_at(b, "roleRef.name"), role_name);
+    json_t *subjects = json_object_get(b, "subjects");
+    assert_int_equal(json_array_size(subjects), 1);
+    assert_string_equal(str_at(subjects, "0.kind"), "ServiceAccount");
+    assert_string_equal(str_at(subjects, "0.name"), "fairshare-controller");
+    assert_string_equal(str_at(subjects, "0.namespace"), "fairshare-system");
+}
+
+static void test_rbac_least_privilege(void **state)
+{
+    (void)state;
+    json_t *docs = load("config/rbac.yaml");
+    assert_int_equal(json_array_size(docs), 5);
+    json_t *sa = find_doc(docs, "ServiceAccount", "fairshare-controller");
+    assert_non_null(sa);
+    assert_string_equal(str_at(sa, "metadata.namespace"), "fairshare-system");
+    json_t *cr = find_doc(docs, "ClusterRole", "fairshare-controller");
+    assert_non_null(cr);
+    check_grants(cr, cluster_grants, sizeof cluster_grants / sizeof *cluster_grants);
+    json_t *role = find_doc(docs, "Role", "fairshare-leader-election");
+    assert_non_null(role);
+    assert_string_equal(str_at(role, "metadata.namespace"), "fairshare-system");
+    check_grants(role, lease_grants, sizeof lease_grants / sizeof *lease_grants);
+    check_binding(find_doc(docs, "ClusterRoleBinding", "fairshare-controller"), "ClusterRole",
+                  "fairshare-controller");
+    json_t *rb = find_doc(docs, "RoleBinding", "fairshare-leader-election");
+    check_binding(rb, "Role", "fairshare-leader-election");
+    assert_string_equal(str_at(rb, "metadata.namespace"), "fairshare-system");
+    json_decref(docs);
+}
+
+/* Borrowed: the container of the controller Deployment. */
+static json_t *controller_container(json_t *dep)
+{
+    json_t *cs = at(dep, "spec.template.spec.containers");
+    assert_int_equal(json_array_size(cs), 1);
+    return json_array_get(cs, 0);
+}
+
+static json_t *named(json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        const char *n = str_at(e, "name");
+        if (n && strcmp(n, name) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static int64_t qty_at(json_t *root, const char *dotted)
+{
+    json_t *v = at(root, dotted);
+    int64_t out = -1;
+    if (json_is_integer(v))
+        return json_integer_value(v) * 1000;
+    if (!json_is_string(v) || fair_quantity_parse_milli(json_string_value(v), &out, NULL) != 0)
+        fail_msg("%s is not a quantity", dotted);
+    return out;
+}
+
+static void test_deployment_hardened(void **state)
+{
+    (void)state;
+    json_t *docs = load("config/deployment.yaml");
+    json_t *dep = find_doc(docs, "Deployment", "fairshare-controller");
+    assert_non_null(dep);
+    assert_string_equal(str_at(dep, "metadata.namespace"), "fairshare-system");
+    assert_int_equal(json_integer_value(at(dep, "spec.replicas")), 2);
+    json_t *pod = at(dep, "spec.template.spec");
+    assert_string_equal(str_at(pod, "serviceAccountName"), "fairshare-controller");
+    /* The controller itself is placed by the default scheduler. */
+    assert_null(json_object_get(pod, "schedulerName"));
+    assert_null(json_object_get(pod, "hostNetwork"));
+    assert_true(json_is_true(at(pod, "securityContext.runAsNonRoot")));
+    assert_int_equal(json_integer_value(at(pod, "securityContext.runAsUser")), 65532);
+    assert_string_equal(str_at(pod, "securityContext.seccompProfile.type"), "RuntimeDefault");
+    json_t *c = controller_container(dep);
+    json_t *sc = json_object_get(c, "securityContext");
+    assert_true(json_is_true(json_object_get(sc, "readOnlyRootFilesystem")));
+    assert_true(json_is_false(json_object_get(sc, "allowPrivilegeEscalation")));
+    assert_null(json_object_get(sc, "privileged"));
+    json_t *drop = at(sc, "capabilities.drop");
+    assert_int_equal(json_array_size(drop), 1);
+    assert_true(str_in_array(drop, "ALL"));
+    assert_null(at(sc, "capabilities.add"));
+    /* Args, probes on the metrics port, resources. */
+    json_t *args = json_object_get(c, "args");
+    assert_int_equal(json_array_size(args), 2);
+    assert_string_equal(json_string_value(json_array_get(args, 0)), "--config");
+    assert_string_equal(json_string_value(json_array_get(args, 1)), "/etc/fairshare/config.yaml");
+    json_t *port = named(json_object_get(c, "ports"), "metrics");
+    assert_non_null(port);
+    assert_int_equal(json_integer_value(json_object_get(port, "containerPort")), 8080);
+    assert_string_equal(str_at(c, "livenessProbe.httpGet.path"), "/healthz");
+    assert_string_equal(str_at(c, "livenessProbe.httpGet.port"), "metrics");
+    assert_string_equal(str_at(c, "readinessProbe.httpGet.path"), "/readyz");
+    assert_string_equal(str_at(c, "readinessProbe.httpGet.port"), "metrics");
+    static const char *const res[] = {"cpu", "memory"};
+    for (size_t i = 0; i < 2; i++) {
+        char req[64], lim[64];
+        snprintf(req, sizeof req, "resources.requests.%s", res[i]);
+        snprintf(lim, sizeof lim, "resources.limits.%s", res[i]);
+        int64_t r = qty_at(c, req), l = qty_at(c, lim);
+        assert_true(r > 0);
+        assert_true(l >= r);
+    }
+    /* POD_NAME from the downward API (the leader-election identity). */
+    json_t *env = named(json_object_get(c, "env"), "POD_NAME");
+    assert_non_null(env);
+    assert_string_equal(str_at(env, "valueFrom.fieldRef.fieldPath"), "metadata.name");
+    /* The config mounted read-only; the ledger on its PVC. */
+    json_t *vols = json_object_get(pod, "volumes"), *mounts = json_object_get(c, "volumeMounts");
+    json_t *cm = named(mounts, "config");
+    assert_string_equal(str_at(cm, "mountPath"), "/etc/fairshare");
+    assert_true(json_is_true(json_object_get(cm, "readOnly")));
+    assert_string_equal(str_at(named(vols, "config"), "configMap.name"), "fairshare-config");
+    assert_string_equal(str_at(named(vols, "ledger"), "persistentVolumeClaim.claimName"),
+                        "fairshare-ledger");
+    assert_string_equal(str_at(named(mounts, "ledger"), "mountPath"), "/var/lib/fairshare");
+    size_t i;
+    json_t *vol;
+    json_array_foreach(vols, i, vol) assert_null(json_object_get(vol, "hostPath"));
+    /* Both replicas on the node the RWO volume is attached to. */
+    json_t *aff = at(pod, "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution.0");
+    assert_string_equal(str_at(aff, "topologyKey"), "kubernetes.io/hostname");
+    assert_true(
+        json_equal(at(aff, "labelSelector.matchLabels"), at(dep, "spec.selector.matchLabels")));
+    assert_true(
+        json_equal(at(dep, "spec.template.metadata.labels"), at(dep, "spec.selector.matchLabels")));
+    json_decref(docs);
+
+    json_t *pvcs = load("config/pvc.yaml");
+    json_t *pvc = find_doc(pvcs, "PersistentVolumeClaim", "fairshare-ledger");
+    assert_non_null(pvc);
+    assert_string_equal(str_at(pvc, "metadata.namespace"), "fairshare-system");
+    assert_int_equal(json_array_size(at(pvc, "spec.accessModes")), 1);
+    assert_string_equal(str_at(pvc, "spec.accessModes.0"), "ReadWriteOnce");
+    json_decref(pvcs);
+
+    json_t *svcs = load("config/service.yaml");
+    json_t *svc = find_doc(svcs, "Service", "fairshare-controller");
+    assert_non_null(svc);
+    assert_int_equal(json_integer_value(at(svc, "spec.ports.0.port")), 8080);
+    assert_string_equal(str_at(svc, "spec.ports.0.targetPort"), "metrics");
+    json_t *dep_docs = load("config/deployment.yaml");
+    assert_true(json_equal(at(svc, "spec.selector"), at(find_doc(dep_docs, "Deployment", NULL),
+                                                        "spec.selector.matchLabels")));
+    json_decref(dep_docs);
+    json_decref(svcs);
+}
+
+static void test_controller_config(void **state)
+{
+    (void)state;
+    json_t *docs = load("config/controller-config.yaml");
+    assert_int_equal(json_array_size(docs), 1);
+    json_t *cfg = json_array_get(docs, 0);
+    assert_string_equal(str_at(cfg, "apiVersion"), "config.fairshare.dev/v1alpha1");
+    assert_string_equal(str_at(cfg, "kind"), "ControllerConfig");
+    assert_string_equal(str_at(cfg, "schedulerName"), "fairshare");
+    assert_string_equal(str_at(cfg, "logLevel"), "info");
+    assert_true(json_is_true(at(cfg, "leaderElection.enabled")));
+    assert_string_equal(str_at(cfg, "leaderElection.leaseNamespace"), "fairshare-system");
+    /* The lease the Role lets the controller get and update. */
+    assert_string_equal(str_at(cfg, "leaderElection.leaseName"), lease_grants[1].name);
+    assert_string_equal(str_at(cfg, "metricsAddress"), ":8080");
+    assert_string_equal(str_at(cfg, "ledger.path"), "/var/lib/fairshare/ledger.db");
+    assert_string_equal(str_at(cfg, "ledger.retention"), "400d");
+    int64_t ms = 0;
+    assert_int_equal(fair_duration_parse_ms(str_at(cfg, "ledger.samplePeriod"), &ms, NULL), 0);
+    assert_int_equal(ms, 60000);
+    assert_int_equal(fair_duration_parse_ms(str_at(cfg, "cycleInterval"), &ms, NULL), 0);
+    assert_int_equal(ms, 1000);
+    assert_int_equal(json_integer_value(at(cfg, "kubeAPI.qps")), 500);
+    assert_int_equal(json_integer_value(at(cfg, "kubeAPI.burst")), 1000);
+    json_decref(docs);
+}
+
+static bool listed(json_t *arr, const char *s)
+{
+    return str_in_array(arr, s);
+}
+
+/* Every file a kustomization names exists, and every manifest beside it is
+ * named (so that a new file cannot be forgotten by `kubectl apply -k`). */
+static void test_kustomizations(void **state)
+{
+    (void)state;
+    json_t *docs = load("config/kustomization.yaml");
+    json_t *k = json_array_get(docs, 0);
+    assert_string_equal(str_at(k, "kind"), "Kustomization");
+    assert_string_equal(str_at(k, "namespace"), "fairshare-system");
+    json_t *res = json_object_get(k, "resources");
+    size_t i;
+    json_t *r;
+    json_array_foreach(res, i, r)
+    {
+        char rel[512];
+        snprintf(rel, sizeof rel, "config/%s", json_string_value(r));
+        char kz[PATH_MAX_LEN];
+        snprintf(kz, sizeof kz, "%s/kustomization.yaml", rel);
+        if (!file_exists(rel) && !file_exists(kz))
+            fail_msg("config/kustomization.yaml names %s, which does not exist", rel);
+    }
+    static const char *const want[] = {"../crds",  "namespace.yaml",  "rbac.yaml",
+                                       "pvc.yaml", "deployment.yaml", "service.yaml"};
+    assert_int_equal(json_array_size(res), sizeof want / sizeof *want);
+    for (i = 0; i < sizeof want / sizeof *want; i++)
+        assert_true(listed(res, want[i]));
+    /* The ConfigMap comes from controller-config.yaml, under the name the
+     * Deployment mounts, with the key the controller's --config names. */
+    json_t *gen = at(k, "configMapGenerator.0");
+    assert_string_equal(str_at(gen, "name"), "fairshare-config");
+    assert_string_equal(str_at(gen, "files.0"), "config.yaml=controller-config.yaml");
+    assert_true(file_exists("config/controller-config.yaml"));
+    json_decref(docs);
+
+    docs = load("crds/kustomization.yaml");
+    res = at(docs, "0.resources");
+    assert_int_equal(json_array_size(res), 2);
+    assert_true(listed(res, "fairshare.dev_projects.yaml"));
+    assert_true(listed(res, "fairshare.dev_queues.yaml"));
+    json_array_foreach(res, i, r)
+    {
+        char rel[PATH_MAX_LEN];
+        snprintf(rel, sizeof rel, "crds/%s", json_string_value(r));
+        assert_true(file_exists(rel));
+    }
+    json_decref(docs);
+}
+
+static bool q_is_queue(json_t *d)
+{
+    return strcmp(str_at(d, "kind"), "Queue") == 0;
+}
+
+/* Borrowed: the pod template (Job) or the pod spec holder (Pod). */
+static json_t *pod_of(json_t *d)
+{
+    if (strcmp(str_at(d, "kind"), "Pod") == 0)
+        return d;
+    if (strcmp(str_at(d, "kind"), "Job") == 0)
+        return at(d, "spec.template");
+    return NULL;
+}
+
+static void test_examples_follow_the_api(void **state)
+{
+    (void)state;
+    json_t *ex = json_array();
+    assert_int_equal(load_dir("config/examples", ex), 6);
+    json_t *pcrd = load_crd("crds/fairshare.dev_projects.yaml");
+    json_t *qcrd = load_crd("crds/fairshare.dev_queues.yaml");
+    int projects = 0, queues = 0, pods = 0, fractions = 0, gangs = 0, pinned = 0;
+    size_t i;
+    json_t *d;
+    json_array_foreach(ex, i, d)
+    {
+        const char *kind = str_at(d, "kind");
+        if (strcmp(kind, "Project") == 0 || strcmp(kind, "Queue") == 0) {
+            bool q = kind[0] == 'Q';
+            struct walk w = {0};
+            validate(&w, crd_schema(q ? qcrd : pcrd), d, str_at(d, "metadata.name"));
+            if (w.errors)
+                fail_msg("example %s: %s", kind, w.first);
+            q ? queues++ : projects++;
+        }
+        if (q_is_queue(d)) {
+            /* Its project exists; the queues of a project fit in its guarantee. */
+            json_t *p = find_doc(ex, "Project", str_at(d, "spec.project"));
+            assert_non_null(p);
+        }
+    }
+    assert_int_equal(projects, 2);
+    assert_int_equal(queues, 4);
+    json_array_foreach(ex, i, d)
+    {
+        if (strcmp(str_at(d, "kind"), "Project") != 0)
+            continue;
+        int64_t sum = 0;
+        size_t j;
+        json_t *q;
+        json_array_foreach(ex, j, q)
+        {
+            if (q_is_queue(q) && strcmp(str_at(q, "spec.project"), str_at(d, "metadata.name")) == 0)
+                sum += qty_at(q, "spec.guaranteed.gpu");
+        }
+        assert_true(sum > 0);
+        assert_true(sum <= qty_at(d, "spec.guaranteed.gpu"));
+        json_t *dq = find_doc(ex, "Queue", str_at(d, "spec.defaultQueue"));
+        assert_non_null(dq);
+        assert_string_equal(str_at(dq, "spec.project"), str_at(d, "metadata.name"));
+    }
+    /* The pods: scheduled by fairshare, in a queue whose project admits
+     * their namespace, with well-formed annotations. */
+    json_array_foreach(ex, i, d)
+    {
+        json_t *pt = pod_of(d);
+        if (!pt)
+            continue;
+        pods++;
+        assert_string_equal(str_at(pt, "spec.schedulerName"), "fairshare");
+        json_t *labels = at(pt, "metadata.labels"), *ann = at(pt, "metadata.annotations");
+        json_t *q = find_doc(ex, "Queue",
+                             json_string_value(json_object_get(labels, "fairshare.dev/queue")));
+        assert_non_null(q);
+        json_t *p = find_doc(ex, "Project", str_at(q, "spec.project"));
+        assert_true(str_in_array(at(p, "spec.namespaces"), str_at(d, "metadata.namespace")));
+        json_t *c0 = at(pt, "spec.containers.0");
+        const char *frac = json_string_value(json_object_get(ann, "fairshare.dev/gpu-fraction"));
+        if (frac) {
+            int64_t milli = 0;
+            assert_int_equal(fair_quantity_parse_milli(frac, &milli, NULL), 0);
+            assert_int_equal(milli, 250);
+            /* No whole-GPU request, and the devices handed over by the downward API. */
+            assert_null(at(c0, "resources.requests.nvidia.com/gpu"));
+            assert_null(json_object_get(at(c0, "resources.limits"), "nvidia.com/gpu"));
+            json_t *env = named(json_object_get(c0, "env"), "NVIDIA_VISIBLE_DEVICES");
+            assert_string_equal(str_at(env, "valueFrom.fieldRef.fieldPath"),
+                                "metadata.annotations['fairshare.dev/gpu-devices']");
+            fractions++;
+        }
+        const char *gang = json_string_value(json_object_get(ann, "fairshare.dev/gang"));
+        if (gang) {
+            const char *size = json_string_value(json_object_get(ann, "fairshare.dev/gang-size"));
+            assert_non_null(size);
+            char *end;
+            long n = strtol(size, &end, 10);
+            assert_true(*end == '\0' && n > 1);
+            assert_int_equal(n, json_integer_value(at(d, "spec.parallelism")));
+            assert_int_equal(n, json_integer_value(at(d, "spec.completions")));
+            gangs++;
+        }
+        const char *pre = json_string_value(json_object_get(labels, "fairshare.dev/preemptible"));
+        if (pre) {
+            assert_string_equal(pre, "false");
+            pinned++;
+        }
+    }
+    assert_int_equal(pods, 3);
+    assert_int_equal(fractions, 1);
+    assert_int_equal(gangs, 1);
+    assert_int_equal(pinned, 1);
+    json_decref(pcrd);
+    json_decref(qcrd);
+    json_decref(ex);
 }
 
 int main(void)
@@ -694,6 +1169,12 @@ int main(void)
         cmocka_unit_test(test_quantity_pattern),
         cmocka_unit_test(test_duration_pattern),
         cmocka_unit_test(test_schema_rejects_bad_objects),
+        cmocka_unit_test(test_every_yaml_loads),
+        cmocka_unit_test(test_rbac_least_privilege),
+        cmocka_unit_test(test_deployment_hardened),
+        cmocka_unit_test(test_controller_config),
+        cmocka_unit_test(test_kustomizations),
+        cmocka_unit_test(test_examples_follow_the_api),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
