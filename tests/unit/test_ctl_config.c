@@ -215,6 +215,32 @@ static void test_help_lists_every_key(void **state)
     free(buf);
 }
 
+/* The file the deploy manifests ship (config/controller-config.yaml). */
+static void test_shipped_config(void **state)
+{
+    (void)state;
+    struct fair_ctl_config c;
+    struct fair_error err = {0};
+    assert_int_equal(fair_ctl_config_init(&c), 0);
+    /* FAIR_TEST_DATA_DIR is <source>/tests/data, which may not exist. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s", FAIR_TEST_DATA_DIR);
+    char *cut = strstr(path, "/tests/data");
+    assert_non_null(cut);
+    snprintf(cut, sizeof path - (size_t)(cut - path), "/config/controller-config.yaml");
+    int rc = fair_ctl_config_load_file(&c, path, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    assert_string_equal(c.scheduler_name, "fairshare");
+    assert_true(c.leader_elect);
+    assert_string_equal(c.metrics_address, ":8080");
+    assert_string_equal(c.ledger_path, "/var/lib/fairshare/ledger.db");
+    assert_int_equal(c.ledger_retention_ms, 400LL * 24 * 3600 * 1000);
+    assert_int_equal(c.api_qps, 500);
+    assert_int_equal(c.api_burst, 1000);
+    fair_ctl_config_release(&c);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -243,7 +269,8 @@ int main(void)
         cmocka_unit_test(test_defaults),       cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_file_on_disk),   cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_set_and_null),   cmocka_unit_test(test_address),
-        cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_shipped_config),
+        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
