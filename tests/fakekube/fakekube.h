@@ -1,0 +1,216 @@
+/* fakekube: a fake Kubernetes API server for Fairshare's tests and demo.
+ * This is the program's one private header: the server struct shared by
+ * its files (store.c, select.c, watch.c, api.c, sim.c, tls.c, main.c).
+ * One program-private header instead of one per file, because nothing
+ * outside tests/fakekube includes it and the parts share one struct.
+ *
+ * Invariants:
+ * - One event loop, no threads.
+ * - Stored objects (json_t) are immutable once stored: every write builds a
+ *   new object, so that history events can share them by reference.
+ * - The resourceVersion counter grows by one per write; every write makes
+ *   exactly one history event, so the counter is also the event sequence.
+ * - A watch from rv R is served from history when R >= hist_floor
+ *   (every event with rv > R is still retained), else it gets 410. */
+#ifndef FAKEKUBE_H
+#define FAKEKUBE_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <openssl/ssl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FK_MAX_BODY ((size_t)3 << 20) /* the real server's 3 MB request cap */
+#define FK_MAX_JSON_DEPTH 100
+#define FK_MAX_FAULTS 32
+#define FK_MAX_WATCH_BUFFER ((size_t)64 << 20) /* slow watcher is dropped */
+
+enum fk_type_id {
+    FK_NAMESPACES,
+    FK_PODS,
+    FK_NODES,
+    FK_EVENTS,
+    FK_PDBS,
+    FK_LEASES,
+    FK_CRDS,
+    FK_CONFIGMAPS,
+    FK_PROJECTS,
+    FK_QUEUES,
+    FK_NTYPES
+};
+
+struct fk_type {
+    const char *group; /* "" for the core group */
+    const char *version;
+    const char *plural;
+    const char *kind;
+    const char *api_version; /* "v1" or "group/version" */
+    int namespaced;
+    int has_status; /* status subresource: main writes keep the old status */
+    int generation; /* metadata.generation bumps on spec changes */
+    int builtin;    /* list items omit kind/apiVersion, like typed lists */
+    json_t *objects; /* "ns/name" or "name" -> object (immutable) */
+    char **sorted;   /* keys in etcd order, rebuilt when dirty */
+    size_t nsorted;
+    int sorted_dirty;
+};
+
+enum fk_etype { FK_ADDED, FK_MODIFIED, FK_DELETED };
+
+struct fk_event {
+    uint64_t rv;
+    int type;  /* enum fk_type_id */
+    int etype; /* enum fk_etype */
+    json_t *obj; /* the new object, or the final one for DELETED (owned) */
+    json_t *old; /* the previous object, NULL for ADDED (owned) */
+    char *line;  /* {"type":..,"object":..}\n, serialized once (owned) */
+    size_t line_len;
+};
+
+/* A parsed label or field selector (select.c). */
+enum fk_sel_op { FK_SEL_EQ, FK_SEL_NEQ, FK_SEL_EXISTS, FK_SEL_NOTEXISTS, FK_SEL_IN, FK_SEL_NOTIN };
+#define FK_SEL_MAX_REQS 32
+#define FK_SEL_MAX_VALUES 32
+struct fk_sel_req {
+    char *key;
+    int op;
+    char *values[FK_SEL_MAX_VALUES];
+    size_t nvalues;
+};
+struct fk_selector {
+    struct fk_sel_req reqs[FK_SEL_MAX_REQS];
+    size_t nreqs;
+    int is_field; /* keys are JSON paths such as spec.nodeName */
+};
+
+struct fk_watcher;
+struct fk_timer;
+struct fk_deferred;
+
+struct fk_fault {
+    int code;          /* 500 or 429 */
+    long remaining;    /* requests left to fail */
+    char prefix[256];  /* path prefix, "" for all */
+    char verb[16];     /* "" for all */
+    int retry_after;   /* seconds, for 429 */
+};
+
+struct fk_server {
+    struct event_base *base;
+    struct evhttp *http;
+    SSL_CTX *ssl;
+    char state_dir[512];
+    char token[256];
+    int port;
+
+    uint64_t rv;
+    struct fk_type types[FK_NTYPES];
+
+    /* watch history: a ring of at most hist_cap events */
+    struct fk_event *hist;
+    size_t hist_cap, hist_head, hist_len;
+    uint64_t hist_floor; /* a watch from rv >= hist_floor is served */
+    uint64_t continue_floor; /* continue tokens with rv < this are expired */
+
+    struct fk_watcher *watchers;
+    size_t nwatchers, max_watchers;
+    int bookmark_ms;
+
+    struct fk_fault faults[FK_MAX_FAULTS];
+    size_t nfaults;
+    int latency_ms;
+    struct fk_deferred *deferred;
+
+    struct fk_timer *timers;
+    int grace_seconds;
+    int kubelet;
+    int kubelet_delay_ms;
+
+    int persist_ms;
+    int dirty;
+    struct event *persist_ev;
+    unsigned long requests;
+};
+
+/* ---- store.c: objects, resourceVersion, history, persistence ---- */
+int fk_store_init(struct fk_server *s, size_t history);
+void fk_store_release(struct fk_server *s);
+/* The type for a URL's group, version and plural; -1 when unknown. */
+int fk_type_find(const struct fk_server *s, const char *group, const char *version,
+                 const char *plural);
+/* Key of an object: "ns/name" (namespaced) or "name"; into out[n]. */
+int fk_key(const struct fk_type *t, const char *ns, const char *name, char *out, size_t n);
+/* Borrowed: the stored object or NULL. */
+json_t *fk_get(struct fk_server *s, int type, const char *key);
+/* Stores obj (taken) under key as a new version: sets its
+ * metadata.resourceVersion, records the event and notifies watchers.
+ * Returns the stored object (borrowed). */
+json_t *fk_put(struct fk_server *s, int type, const char *key, json_t *obj, int etype);
+/* Removes key; the DELETED event carries a copy of the final object with a
+ * new resourceVersion. Returns that final object (new reference). */
+json_t *fk_remove(struct fk_server *s, int type, const char *key);
+/* Keys in etcd order (borrowed, valid until the next write). */
+char **fk_sorted_keys(struct fk_server *s, int type, size_t *n);
+/* The history event with the given rv, or NULL when not retained. */
+const struct fk_event *fk_hist_at(const struct fk_server *s, uint64_t rv);
+void fk_hist_compact(struct fk_server *s);
+int fk_persist(struct fk_server *s);
+int fk_load(struct fk_server *s);
+/* metadata helpers: borrowed strings, "" when missing */
+const char *fk_meta_str(const json_t *obj, const char *field);
+const char *fk_path_str(const json_t *obj, const char *dotted);
+void fk_now_rfc3339(char *out, size_t n);
+void fk_random_alnum(char *out, size_t n);
+void fk_uuid(char *out, size_t n);
+
+/* ---- select.c ---- */
+/* Parses a selector; on error returns -1 and writes a message to err. */
+int fk_selector_parse(const char *s, int is_field, struct fk_selector *sel, char *err, size_t n);
+void fk_selector_release(struct fk_selector *sel);
+int fk_selector_match(const struct fk_selector *sel, const json_t *obj);
+/* Field selector keys allowed for a type; -1 and a message when not. */
+int fk_selector_check_fields(const struct fk_selector *sel, int type, char *err, size_t n);
+
+/* ---- watch.c ---- */
+int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, const char *ns,
+                   struct evkeyvalq *query);
+void fk_watch_notify(struct fk_server *s, const struct fk_event *ev);
+/* Closes every watch; abrupt=1 closes the connections, 0 ends the streams. */
+size_t fk_watch_drop_all(struct fk_server *s, int abrupt);
+void fk_watch_release_all(struct fk_server *s);
+/* The connection close callback shared by all connections. */
+void fk_on_close(struct evhttp_connection *evcon, void *arg);
+
+/* ---- api.c ---- */
+void fk_api_handle(struct evhttp_request *req, void *arg);
+/* Sends body (taken) with code, after the configured latency. */
+void fk_reply(struct fk_server *s, struct evhttp_request *req, int code, json_t *body);
+json_t *fk_status(int code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void fk_deferred_cancel_conn(struct fk_server *s, struct evhttp_connection *evcon);
+void fk_deferred_release_all(struct fk_server *s);
+
+/* ---- sim.c: timers for graceful deletion and the simulated kubelet ---- */
+enum fk_timer_kind { FK_TIMER_FINALIZE, FK_TIMER_RUN, FK_TIMER_SUCCEED };
+int fk_timer_add(struct fk_server *s, int kind, int type, const char *key, const char *uid,
+                 long delay_ms);
+void fk_timers_release(struct fk_server *s);
+/* Called after each pod write: schedules kubelet transitions. */
+void fk_sim_pod_written(struct fk_server *s, const char *key, const json_t *pod);
+/* After load: reschedules graceful deletions and kubelet transitions. */
+void fk_sim_resume(struct fk_server *s);
+int fk_sim_create_nodes(struct fk_server *s, int nodes, int gpus, const char *model);
+/* Deletes a pod the way the API does: graceful when grace > 0 and the pod
+ * is bound and not terminal, else immediately. Returns the object to
+ * answer with (new reference). */
+json_t *fk_delete_object(struct fk_server *s, int type, const char *key, long grace);
+
+/* ---- tls.c ---- */
+/* Loads or creates DIR/ca.{crt,key} and DIR/server.{crt,key}; makes ssl. */
+int fk_tls_setup(struct fk_server *s);
+/* Writes DIR/kubeconfig (and DIR/ca.crt exists already). */
+int fk_write_kubeconfig(struct fk_server *s);
+
+#endif

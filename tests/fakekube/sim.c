@@ -1,0 +1,344 @@
+/* fakekube's simulated cluster: graceful pod deletion, a simulated kubelet
+ * (bound pods become Running, and Succeeded after the duration in the
+ * annotation sim.fairshare.dev/duration-seconds) and simulated GPU nodes.
+ *
+ * Pod states as the kubelet sees them: Pending+bound -(kubelet delay)->
+ * Running -(duration)-> Succeeded. Timers carry the pod's key and uid and
+ * re-check the pod when they fire, so a timer for a deleted or replaced
+ * pod does nothing. */
+#include "fakekube.h"
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#define DURATION_ANNOTATION "sim.fairshare.dev/duration-seconds"
+
+struct fk_timer {
+    struct fk_timer *next, *prev;
+    struct fk_server *srv;
+    struct event *ev;
+    int kind;
+    int type;
+    char key[600];
+    char uid[40];
+};
+
+static void timer_unlink_free(struct fk_server *s, struct fk_timer *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        s->timers = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    if (t->ev)
+        event_free(t->ev);
+    fair_free(t);
+}
+
+static int64_t now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static void set_condition(json_t *status, const char *type, const char *value, const char *reason,
+                          const char *ts)
+{
+    json_t *conds = json_object_get(status, "conditions");
+    if (!json_is_array(conds)) {
+        conds = json_array();
+        json_object_set_new(status, "conditions", conds);
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c)
+    {
+        if (strcmp(fk_path_str(c, "type"), type) == 0) {
+            json_object_set_new(c, "status", json_string(value));
+            json_object_set_new(c, "lastTransitionTime", json_string(ts));
+            if (reason)
+                json_object_set_new(c, "reason", json_string(reason));
+            return;
+        }
+    }
+    json_t *nc = json_pack("{s:s,s:s,s:s}", "type", type, "status", value, "lastTransitionTime", ts);
+    if (nc && reason)
+        json_object_set_new(nc, "reason", json_string(reason));
+    json_array_append_new(conds, nc);
+}
+
+static long duration_seconds(const json_t *pod)
+{
+    const char *d = json_string_value(
+        json_object_get(json_object_get(json_object_get(pod, "metadata"), "annotations"),
+                        DURATION_ANNOTATION));
+    if (!d)
+        return -1;
+    char *end;
+    long v = strtol(d, &end, 10);
+    return (*end || v < 0 || v > 10L * 365 * 86400) ? -1 : v;
+}
+
+static void container_statuses(json_t *status, const json_t *pod, int running, const char *ts)
+{
+    json_t *arr = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
+    {
+        json_t *state = running
+                            ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
+                            : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", 0, "reason",
+                                        "Completed", "finishedAt", ts);
+        json_array_append_new(arr, json_pack("{s:s,s:b,s:o,s:i,s:s}", "name",
+                                             fk_path_str(c, "name"), "ready", running, "state",
+                                             state, "restartCount", 0, "image",
+                                             fk_path_str(c, "image")));
+    }
+    json_object_set_new(status, "containerStatuses", arr);
+}
+
+static void kubelet_run(struct fk_server *s, const char *key, json_t *pod)
+{
+    json_t *nw = json_deep_copy(pod);
+    if (!nw)
+        return;
+    char ts[32];
+    fk_now_rfc3339(ts, sizeof(ts));
+    json_t *status = json_object_get(nw, "status");
+    if (!json_is_object(status)) {
+        status = json_object();
+        json_object_set_new(nw, "status", status);
+    }
+    json_object_set_new(status, "phase", json_string("Running"));
+    json_object_set_new(status, "startTime", json_string(ts));
+    json_object_set_new(status, "hostIP", json_string("10.0.0.1"));
+    json_object_set_new(status, "podIP", json_string("10.244.0.1"));
+    set_condition(status, "Initialized", "True", NULL, ts);
+    set_condition(status, "ContainersReady", "True", NULL, ts);
+    set_condition(status, "Ready", "True", NULL, ts);
+    container_statuses(status, nw, 1, ts);
+    fk_put(s, FK_PODS, key, nw, FK_MODIFIED);
+}
+
+static void kubelet_succeed(struct fk_server *s, const char *key, json_t *pod)
+{
+    json_t *nw = json_deep_copy(pod);
+    if (!nw)
+        return;
+    char ts[32];
+    fk_now_rfc3339(ts, sizeof(ts));
+    json_t *status = json_object_get(nw, "status");
+    json_object_set_new(status, "phase", json_string("Succeeded"));
+    set_condition(status, "Ready", "False", "PodCompleted", ts);
+    set_condition(status, "ContainersReady", "False", "PodCompleted", ts);
+    container_statuses(status, nw, 0, ts);
+    fk_put(s, FK_PODS, key, nw, FK_MODIFIED);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fk_timer *t = arg;
+    struct fk_server *s = t->srv;
+    json_t *obj = fk_get(s, t->type, t->key);
+    if (obj && strcmp(fk_meta_str(obj, "uid"), t->uid) == 0) {
+        json_t *meta = json_object_get(obj, "metadata");
+        int deleting = json_object_get(meta, "deletionTimestamp") != NULL;
+        const char *phase = fk_path_str(obj, "status.phase");
+        switch (t->kind) {
+        case FK_TIMER_FINALIZE:
+            if (deleting && json_array_size(json_object_get(meta, "finalizers")) == 0)
+                json_decref(fk_remove(s, t->type, t->key));
+            break;
+        case FK_TIMER_RUN:
+            if (!deleting && !strcmp(phase, "Pending") && *fk_path_str(obj, "spec.nodeName"))
+                kubelet_run(s, t->key, obj);
+            break;
+        case FK_TIMER_SUCCEED:
+            if (!strcmp(phase, "Running"))
+                kubelet_succeed(s, t->key, obj);
+            break;
+        }
+    }
+    timer_unlink_free(s, t);
+}
+
+int fk_timer_add(struct fk_server *s, int kind, int type, const char *key, const char *uid,
+                 long delay_ms)
+{
+    struct fk_timer *t = fair_calloc(1, sizeof(*t));
+    if (!t)
+        return -1;
+    t->srv = s;
+    t->kind = kind;
+    t->type = type;
+    snprintf(t->key, sizeof(t->key), "%s", key);
+    snprintf(t->uid, sizeof(t->uid), "%s", uid);
+    t->ev = evtimer_new(s->base, timer_cb, t);
+    if (!t->ev) {
+        fair_free(t);
+        return -1;
+    }
+    if (delay_ms < 0)
+        delay_ms = 0;
+    struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
+    evtimer_add(t->ev, &tv);
+    t->next = s->timers;
+    if (s->timers)
+        s->timers->prev = t;
+    s->timers = t;
+    return 0;
+}
+
+void fk_timers_release(struct fk_server *s)
+{
+    while (s->timers)
+        timer_unlink_free(s, s->timers);
+}
+
+static int node_exists(struct fk_server *s, const char *name)
+{
+    return fk_get(s, FK_NODES, name) != NULL;
+}
+
+void fk_sim_pod_written(struct fk_server *s, const char *key, const json_t *pod)
+{
+    if (!s->kubelet)
+        return;
+    const char *node = fk_path_str(pod, "spec.nodeName");
+    if (!*node || json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+        return;
+    const char *phase = fk_path_str(pod, "status.phase");
+    const char *uid = fk_meta_str(pod, "uid");
+    const struct fk_event *ev = fk_hist_at(s, s->rv); /* the write just made */
+    if (!strcmp(phase, "Pending") && node_exists(s, node)) {
+        /* Once per pod: on the write that bound it (or created it bound). */
+        if (ev && (!ev->old || !*fk_path_str(ev->old, "spec.nodeName")))
+            fk_timer_add(s, FK_TIMER_RUN, FK_PODS, key, uid, s->kubelet_delay_ms);
+    } else if (!strcmp(phase, "Running")) {
+        long d = duration_seconds(pod);
+        const char *started = fk_path_str(pod, "status.startTime");
+        int64_t start_ms;
+        /* Schedule once: on the write that made it Running. */
+        int just_started = ev && ev->old &&
+                           strcmp(fk_path_str(ev->old, "status.phase"), "Running") != 0;
+        if (d >= 0 && just_started && fair_time_parse_rfc3339(started, &start_ms) == 0) {
+            long delay = (long)(start_ms + d * 1000 - now_ms());
+            fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, key, uid, delay);
+        }
+    }
+}
+
+void fk_sim_resume(struct fk_server *s)
+{
+    size_t n;
+    char **keys = fk_sorted_keys(s, FK_PODS, &n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *pod = fk_get(s, FK_PODS, keys[i]);
+        json_t *meta = json_object_get(pod, "metadata");
+        const char *uid = fk_meta_str(pod, "uid");
+        const char *dts = json_string_value(json_object_get(meta, "deletionTimestamp"));
+        int64_t ms;
+        if (dts && fair_time_parse_rfc3339(dts, &ms) == 0) {
+            fk_timer_add(s, FK_TIMER_FINALIZE, FK_PODS, keys[i], uid, (long)(ms - now_ms()));
+            continue;
+        }
+        if (!s->kubelet || !*fk_path_str(pod, "spec.nodeName"))
+            continue;
+        const char *phase = fk_path_str(pod, "status.phase");
+        if (!strcmp(phase, "Pending")) {
+            fk_timer_add(s, FK_TIMER_RUN, FK_PODS, keys[i], uid, s->kubelet_delay_ms);
+        } else if (!strcmp(phase, "Running")) {
+            long d = duration_seconds(pod);
+            if (d >= 0 && fair_time_parse_rfc3339(fk_path_str(pod, "status.startTime"), &ms) == 0)
+                fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, keys[i], uid,
+                             (long)(ms + d * 1000 - now_ms()));
+        }
+    }
+}
+
+int fk_sim_create_nodes(struct fk_server *s, int nodes, int gpus, const char *model)
+{
+    char ts[32], gpustr[16];
+    fk_now_rfc3339(ts, sizeof(ts));
+    snprintf(gpustr, sizeof(gpustr), "%d", gpus);
+    for (int i = 0; i < nodes; i++) {
+        char name[64], uid[40];
+        snprintf(name, sizeof(name), "node-%04d", i);
+        if (fk_get(s, FK_NODES, name))
+            continue; /* kept from an earlier run of this state dir */
+        fk_uuid(uid, sizeof(uid));
+        json_t *res = json_pack("{s:s,s:s,s:s,s:s}", "cpu", "64", "memory", "512Gi", "pods",
+                                "110", "nvidia.com/gpu", gpustr);
+        json_t *node = json_pack(
+            "{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s,s:s,s:s,s:s}},s:{},s:{s:O,s:o,s:[{s:s,s:s,s:s,s:s,"
+            "s:s}],s:{s:s,s:s}}}",
+            "kind", "Node", "apiVersion", "v1", "metadata", "name", name, "uid", uid,
+            "creationTimestamp", ts, "labels", "kubernetes.io/hostname", name,
+            "nvidia.com/gpu.product", model, "nvidia.com/gpu.count", gpustr,
+            "fairshare.dev/simulated", "true", "spec", "status", "capacity", res, "allocatable",
+            res, "conditions", "type", "Ready", "status", "True", "reason", "KubeletReady",
+            "lastHeartbeatTime", ts, "lastTransitionTime", ts, "nodeInfo", "kubeletVersion",
+            "v1.31.0-fakekube", "architecture", "amd64");
+        if (!node)
+            return -1;
+        fk_put(s, FK_NODES, name, node, FK_ADDED);
+    }
+    return 0;
+}
+
+json_t *fk_delete_object(struct fk_server *s, int type, const char *key, long grace)
+{
+    json_t *obj = fk_get(s, type, key);
+    if (!obj)
+        return NULL;
+    json_t *meta = json_object_get(obj, "metadata");
+    int has_finalizers = json_array_size(json_object_get(meta, "finalizers")) > 0;
+    int graceful = 0;
+    if (type == FK_PODS && grace > 0) {
+        /* Unbound and terminal pods go at once (pod strategy). */
+        const char *phase = fk_path_str(obj, "status.phase");
+        graceful = *fk_path_str(obj, "spec.nodeName") && strcmp(phase, "Succeeded") != 0 &&
+                   strcmp(phase, "Failed") != 0;
+    }
+    if (!graceful && !has_finalizers)
+        return fk_remove(s, type, key);
+    json_t *cur_dts = json_object_get(meta, "deletionTimestamp");
+    if (!graceful)
+        grace = 0;
+    if (cur_dts) {
+        /* A second delete may only shorten the grace period. */
+        json_int_t cur = json_integer_value(json_object_get(meta, "deletionGracePeriodSeconds"));
+        if (grace >= cur) {
+            return json_incref(obj);
+        }
+        if (grace == 0 && !has_finalizers)
+            return fk_remove(s, type, key);
+    }
+    json_t *nw = json_deep_copy(obj);
+    if (!nw)
+        return NULL;
+    json_t *nmeta = json_object_get(nw, "metadata");
+    char ts[32];
+    int64_t when = now_ms() + grace * 1000;
+    fair_time_format_rfc3339(when, ts, sizeof(ts));
+    json_object_set_new(nmeta, "deletionTimestamp", json_string(ts));
+    json_object_set_new(nmeta, "deletionGracePeriodSeconds", json_integer(grace));
+    json_int_t g = json_integer_value(json_object_get(nmeta, "generation"));
+    if (g > 0)
+        json_object_set_new(nmeta, "generation", json_integer(g + 1));
+    json_t *stored = fk_put(s, type, key, nw, FK_MODIFIED);
+    if (graceful)
+        fk_timer_add(s, FK_TIMER_FINALIZE, type, key, fk_meta_str(stored, "uid"), grace * 1000);
+    return json_incref(stored);
+}
