@@ -8,6 +8,8 @@
 static const struct fair_cmd commands[] = {
     {"report", "GPU-hours per team, project, queue or namespace from the ledger",
      fair_cmd_report},
+    {"dashboard", "serve the finance dashboard and report endpoints from a ledger file",
+     fair_cmd_dashboard},
     {"simulate", "replay a trace through the engine on a virtual clock", fair_cmd_simulate},
 };
 

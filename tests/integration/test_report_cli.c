@@ -1,0 +1,396 @@
+/* fairsharectl report end to end: a real ledger file written through the
+ * API, the real binary (also through a kubectl-fairshare symlink), exit
+ * statuses and usage messages, and --server against a real HTTP server
+ * (fairsharectl dashboard) including its 400 answers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "ledger/ledger.h"
+
+static char dir[64], db[128];
+
+static int64_t T(const char *s)
+{
+    int64_t ms = 0;
+    assert_int_equal(fair_time_parse_rfc3339(s, &ms), 0);
+    return ms;
+}
+
+static void iv(struct fair_ledger *l, const char *uid, const char *queue, const char *team,
+               const char *model, int64_t milli, int64_t inq, const char *start, const char *end,
+               enum fair_ledger_end reason)
+{
+    struct fair_error err = {0};
+    struct fair_ledger_interval_info in = {
+        .uid = uid, .namespace_ = team, .pod = uid, .queue = queue, .project = team,
+        .team = team, .cost_center = "cc", .node = "n1", .gpu_model = model,
+        .gpu_milli = milli, .inquota_milli = inq, .start_ms = T(start)};
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+    assert_int_equal(fair_ledger_interval_close(l, uid, T(end), reason, &err), 0);
+}
+
+/* November 2026: alpha 41.5 GPU-h, beta 12 (borrowed, preempted), gamma
+ * 24; samples every 10 minutes for 72 h in which qa lends 1.333 GPUs and
+ * qg 0.667 (2 GPUs borrowed by qb spread over idle guarantees 2:1). */
+static void fixture(void)
+{
+    struct fair_ledger_options o;
+    struct fair_ledger *l = NULL;
+    struct fair_error err = {0};
+    fair_ledger_options_init(&o);
+    o.path = db;
+    o.sample_period_ms = 600000;
+    assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
+    iv(l, "a1", "qa", "alpha", "A100", 4000, 4000, "2026-11-02T08:00:00Z", "2026-11-02T18:00:00Z",
+       FAIR_LEDGER_COMPLETED);
+    iv(l, "a2", "qa", "alpha", "A100", 500, 500, "2026-11-02T20:00:00Z", "2026-11-02T23:00:00Z",
+       FAIR_LEDGER_COMPLETED);
+    iv(l, "b1", "qb", "beta", "H100", 2000, 0, "2026-11-01T12:00:00Z", "2026-11-01T18:00:00Z",
+       FAIR_LEDGER_PREEMPTED);
+    iv(l, "g1", "qg", "gamma", "H100", 1000, 1000, "2026-11-03T00:00:00Z", "2026-11-04T00:00:00Z",
+       FAIR_LEDGER_COMPLETED);
+    int64_t t = T("2026-11-01T00:00:00Z");
+    for (int k = 1; k <= 432; k++) {
+        struct fair_ledger_sample_row rows[3] = {
+            {.queue = "qa", .project = "alpha", .team = "alpha", .allocated = 4000,
+             .guaranteed = 6000, .fair_share = 5000, .lent = -1},
+            {.queue = "qb", .project = "beta", .team = "beta", .allocated = 2000,
+             .guaranteed = 0, .fair_share = 1000, .pending = 1000, .lent = -1},
+            {.queue = "qg", .project = "gamma", .team = "gamma", .allocated = 1000,
+             .guaranteed = 2000, .fair_share = 1000, .lent = -1},
+        };
+        assert_int_equal(fair_ledger_sample(l, t + k * 600000LL, rows, 3, &err), 0);
+    }
+    assert_int_equal(fair_ledger_flush(l, &err), 0);
+    fair_ledger_free(l);
+}
+
+static const char expected_csv[] =
+    "team,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,preempted_gpu_hours,lent_gpu_hours,"
+    "avg_gpus,pods\n"
+    "alpha,41.500,41.500,0.000,0.000,95.976,0.058,2\n"
+    "beta,12.000,0.000,12.000,12.000,0.000,0.017,1\n"
+    "gamma,24.000,24.000,0.000,0.000,48.024,0.033,1\n"
+    "TOTAL,77.500,65.500,12.000,12.000,144.000,0.108,4\n";
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/fair_report_cli_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(db, sizeof(db), "%s/ledger.db", dir);
+    fixture();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void slurp(const char *path, struct fair_buf *b)
+{
+    FILE *f = fopen(path, "r");
+    char chunk[4096];
+    size_t n;
+    fair_buf_reset(b);
+    assert_non_null(f);
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        assert_int_equal(fair_buf_append(b, chunk, n), 0);
+    fclose(f);
+}
+
+/* Runs prog with args (NULL-terminated); returns the exit status. */
+static int run(const char *prog, const char *const *args, struct fair_buf *out,
+               struct fair_buf *err)
+{
+    char outp[160], errp[160];
+    snprintf(outp, sizeof(outp), "%s/stdout", dir);
+    snprintf(errp, sizeof(errp), "%s/stderr", dir);
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = prog;
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
+            _exit(127);
+        execv(prog, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    slurp(outp, out);
+    slurp(errp, err);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static const char *ctl(void)
+{
+    return FAIR_BIN_DIR "/fairsharectl";
+}
+
+static void test_csv_table_json(void **state)
+{
+    (void)state;
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    const char *a1[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--by", "team",
+                        "--format", "csv", "--db", db, NULL};
+    assert_int_equal(run(ctl(), a1, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), expected_csv);
+
+    const char *a2[] = {"report", "--from=2026-11-01", "--to=2026-12-01", "--db", db, NULL};
+    assert_int_equal(run(ctl(), a2, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out),
+                           "GPU-hours from 2026-11-01T00:00:00Z to 2026-12-01T00:00:00Z"));
+    assert_non_null(strstr(fair_buf_str(&out), "\nalpha       41.500       41.500        0.000"));
+    assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL       77.500"));
+
+    const char *a3[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--by", "queue",
+                        "--format", "json", "--db", db, "--price-per-gpu-hour", "2", NULL};
+    assert_int_equal(run(ctl(), a3, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out),
+                           "{\"queue\":\"qb\",\"gpu_hours\":12.000,\"in_quota_gpu_hours\":0.000,"
+                           "\"borrowed_gpu_hours\":12.000,\"preempted_gpu_hours\":12.000,"
+                           "\"lent_gpu_hours\":0.000,\"avg_gpus\":0.017,\"pods\":1,"
+                           "\"gpu_milli_ms\":43200000000,\"cost\":24.00}"));
+
+    /* A price table per GPU model. */
+    char prices[160];
+    snprintf(prices, sizeof(prices), "%s/prices.csv", dir);
+    FILE *f = fopen(prices, "w");
+    assert_non_null(f);
+    fputs("model,price\n# per GPU-hour\nA100,2.50\nH100,4\n", f);
+    fclose(f);
+    const char *a4[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--format", "csv",
+                        "--db", db, "--price-table", prices, NULL};
+    assert_int_equal(run(ctl(), a4, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "\nalpha,41.500,41.500,0.000,0.000,95.976,0.058,2,103.75\n"));
+    assert_non_null(strstr(fair_buf_str(&out), "\nbeta,12.000,0.000,12.000,12.000,0.000,0.017,1,48.00\n"));
+    assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL,77.500,65.500,12.000,12.000,144.000,0.108,4,247.75\n"));
+
+    /* Time zone -01:00: November 2 01:00Z .. is local Nov 2 00:00. */
+    const char *a5[] = {"report", "--from", "2026-11-02", "--to", "2026-11-03", "--tz", "-01:00",
+                        "--format", "csv", "--by", "namespace", "--db", db, NULL};
+    assert_int_equal(run(ctl(), a5, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out),
+                        "namespace,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
+                        "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods\n"
+                        "alpha,41.500,41.500,0.000,0.000,,1.729,2\n"
+                        "gamma,1.000,1.000,0.000,0.000,,0.042,1\n"
+                        "TOTAL,42.500,42.500,0.000,0.000,,1.771,3\n");
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    const char *bad[][16] = {
+        {"report", "--from", "2026-11-31", "--to", "2026-12-01", "--db", db, NULL},
+        {"report", "--from", "2026/11/01", "--to", "2026-12-01", "--db", db, NULL},
+        {"report", "--from", "2026-12-01", "--to", "2026-11-01", "--db", db, NULL},
+        {"report", "--from", "2026-11-01", "--db", db, NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--server",
+         "http://127.0.0.1:1", NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--by", "planet",
+         NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--format", "xml",
+         NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--tz", "CET", NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--colour", NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--price-per-gpu-hour",
+         "cheap", NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--from",
+         "2026-11-02", NULL},
+        {"report", "--from", NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int st = run(ctl(), bad[i], &out, &err);
+        if (st != 2)
+            fail_msg("case %zu: status %d, stderr %s", i, st, fair_buf_str(&err));
+        assert_non_null(strstr(fair_buf_str(&err), "usage: fairsharectl report"));
+        assert_string_equal(fair_buf_str(&out), "");
+    }
+    /* Runtime errors: status 1 with a clear message. */
+    char corrupt[160];
+    snprintf(corrupt, sizeof(corrupt), "%s/garbage.db", dir);
+    FILE *f = fopen(corrupt, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 5000; i++)
+        fputc('G' + i % 7, f);
+    fclose(f);
+    const char *c1[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", corrupt,
+                        NULL};
+    assert_int_equal(run(ctl(), c1, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "not a valid ledger database"));
+    const char *c2[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db",
+                        "/nonexistent/ledger.db", NULL};
+    assert_int_equal(run(ctl(), c2, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "/nonexistent/ledger.db"));
+    const char *c3[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db,
+                        "--price-table", "/nonexistent/prices.csv", NULL};
+    assert_int_equal(run(ctl(), c3, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "price table /nonexistent/prices.csv"));
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
+static void test_kubectl_plugin(void **state)
+{
+    (void)state;
+    char link[160];
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    snprintf(link, sizeof(link), "%s/kubectl-fairshare", dir);
+    assert_int_equal(symlink(ctl(), link), 0);
+    /* `kubectl fairshare report ...` runs kubectl-fairshare with argv[1]="report". */
+    const char *a[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--format", "csv",
+                       "--db", db, NULL};
+    assert_int_equal(run(link, a, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), expected_csv);
+    const char *h[] = {"--help", NULL};
+    assert_int_equal(run(link, h, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "report"));
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
+/* Starts `fairsharectl dashboard` on an ephemeral port; returns its pid and
+ * the base URL read from its first line of output. */
+static pid_t start_server(char *url, size_t n)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(ctl(), ctl(), "dashboard", "--db", db, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    assert_non_null(f);
+    assert_non_null(fgets(url, (int)n, f));
+    fclose(f);
+    url[strcspn(url, "\n")] = '\0';
+    assert_int_equal(strncmp(url, "http://127.0.0.1:", 17), 0);
+    return pid;
+}
+
+static size_t sink(char *p, size_t s, size_t n, void *ud)
+{
+    return fair_buf_append(ud, p, s * n) ? 0 : s * n;
+}
+
+static long http_get(const char *url, struct fair_buf *body, char *ctype, size_t n)
+{
+    CURL *c = curl_easy_init();
+    long status = 0;
+    char *ct = NULL;
+    fair_buf_reset(body);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+    snprintf(ctype, n, "%s", ct ? ct : "");
+    curl_easy_cleanup(c);
+    return status;
+}
+
+static void test_server(void **state)
+{
+    (void)state;
+    char url[128], u[512], ct[128];
+    struct fair_buf out, err, body;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    fair_buf_init(&body, 0);
+    pid_t pid = start_server(url, sizeof(url));
+
+    const char *a[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--format", "csv",
+                       "--server", url, NULL};
+    assert_int_equal(run(ctl(), a, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), expected_csv);
+    /* The same through the table format and a time zone with a '+'. */
+    const char *b[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--tz", "+05:30",
+                       "--server", url, NULL};
+    assert_int_equal(run(ctl(), b, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "from 2026-11-01T00:00:00+05:30"));
+
+    /* Malformed queries: 400 with a JSON error, over real HTTP. */
+    static const char *const bad[] = {
+        "api/v1/reports/gpu-hours?from=2026-11-01",
+        "api/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&by=planet",
+        "api/v1/reports/gpu-hours?from=2026-02-30&to=2026-12-01",
+        "api/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&x=1",
+        "api/v1/queues/samples?from=2026-11-01",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(u, sizeof(u), "%s%s", url, bad[i]);
+        assert_int_equal(http_get(u, &body, ct, sizeof(ct)), 400);
+        assert_string_equal(ct, "application/json");
+        assert_int_equal(strncmp(fair_buf_str(&body), "{\"error\":\"", 10), 0);
+    }
+    snprintf(u, sizeof(u), "%sapi/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&by=team&"
+                           "format=csv", url);
+    assert_int_equal(http_get(u, &body, ct, sizeof(ct)), 200);
+    assert_string_equal(ct, "text/csv; charset=utf-8");
+    assert_string_equal(fair_buf_str(&body), expected_csv);
+    snprintf(u, sizeof(u), "%snope", url);
+    assert_int_equal(http_get(u, &body, ct, sizeof(ct)), 404);
+    /* The report fails clearly when the server is gone. */
+    kill(pid, SIGTERM);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(run(ctl(), a, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "GET http://127.0.0.1:"));
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+    fair_buf_release(&body);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_table_json),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_kubectl_plugin),
+        cmocka_unit_test(test_server),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
