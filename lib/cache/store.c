@@ -269,3 +269,15 @@ void *fair_store_next(const struct fair_store *s, size_t *pos)
     }
     return NULL;
 }
+
+void fair_store_drain(struct fair_store *s, void (*take)(void *obj, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < s->cap; i++) {
+        void *o = s->by_uid[i];
+        s->by_uid[i] = NULL;
+        s->by_name[i] = NULL;
+        if (o && o != TOMB)
+            take(o, ctx);
+    }
+    s->len = s->used_uid = s->used_name = 0;
+}

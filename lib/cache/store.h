@@ -44,6 +44,10 @@ void *fair_store_get_by_name(const struct fair_store *s, const char *ns, const c
  * at the end. The store must not change during an iteration. */
 void *fair_store_next(const struct fair_store *s, size_t *pos);
 
+/* Empties the store, handing each object to take (which owns it from
+ * then on). */
+void fair_store_drain(struct fair_store *s, void (*take)(void *obj, void *ctx), void *ctx);
+
 /* Bytes the store itself uses (tables, not the objects). */
 size_t fair_store_overhead_bytes(const struct fair_store *s);
 

@@ -1,0 +1,968 @@
+/* The asynchronous Kubernetes client (see client.h): libcurl's multi
+ * interface on a libevent loop, following libcurl's multi-event example.
+ *
+ * Life of a request: request() creates it and arms its wait timer (the
+ * token bucket's delay, possibly 0: transfers always start from the loop,
+ * never from inside the caller, which may itself be inside a curl
+ * callback). The timer adds the easy handle to the multi handle. Curl's
+ * socket and timer callbacks drive the transfer; completion is read from
+ * curl_multi_info_read() after each curl_multi_socket_action(), and the
+ * request is finished there: a 429 with Retry-After is re-armed, anything
+ * else goes to the callback and the request is freed.
+ *
+ * Cancellation from inside curl (a watch event handler cancelling a
+ * request) cannot remove easy handles; such requests are marked and
+ * reaped by a deferred event once curl has returned. */
+#include "kube/client.h"
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "kube/decode.h"
+#include "kube/ratelimit.h"
+
+#define COMP "kube"
+
+struct sock_ctx {
+    struct event ev;
+    struct fair_kclient *c;
+};
+
+struct fair_kreq {
+    struct fair_kclient *c;
+    struct fair_kreq *prev, *next; /* all live requests */
+    struct fair_kreq *reap_next;
+    char *method, *url, *content_type, *body;
+    size_t body_len;
+    unsigned flags;
+    CURL *easy;
+    struct curl_slist *headers;
+    struct event *wait_timer;
+    struct fair_buf resp;
+    char errbuf[CURL_ERROR_SIZE];
+    bool watch;
+    struct fair_kframer framer;
+    fair_kwatch_event_cb on_event;
+    fair_kclient_cb cb;
+    void *ctx;
+    int retries;
+    int64_t retry_after_ms; /* -1: no Retry-After header */
+    int stream_rc;
+    struct fair_error stream_err;
+    bool cancelled;
+    bool reaping;
+};
+
+struct fair_kclient {
+    struct event_base *base;
+    CURLM *multi;
+    struct event *timer;
+    struct event *reaper;
+    struct fair_kconfig cfg;
+    struct fair_kclient_options opt;
+    char *user_agent;
+    struct fair_tokenbucket tb;
+    struct fair_kreq *reqs;
+    struct fair_kreq *reap;
+    int in_curl; /* depth of curl_multi_socket_action() calls */
+    struct fair_kclient_stats stats;
+};
+
+const struct fair_kres fair_kres_pods = {"", "v1", "pods", true};
+const struct fair_kres fair_kres_nodes = {"", "v1", "nodes", false};
+const struct fair_kres fair_kres_events = {"", "v1", "events", true};
+const struct fair_kres fair_kres_leases = {"coordination.k8s.io", "v1", "leases", true};
+const struct fair_kres fair_kres_projects = {"fairshare.dev", "v1alpha1", "projects", false};
+const struct fair_kres fair_kres_queues = {"fairshare.dev", "v1alpha1", "queues", false};
+
+void fair_kclient_options_default(struct fair_kclient_options *o)
+{
+    if (o->qps == 0)
+        o->qps = FAIR_KUBE_DEFAULT_QPS;
+    if (o->burst <= 0)
+        o->burst = FAIR_KUBE_DEFAULT_BURST;
+    if (o->max_host_connections <= 0)
+        o->max_host_connections = 16;
+    if (o->connect_timeout_ms <= 0)
+        o->connect_timeout_ms = 10000;
+    if (o->request_timeout_ms <= 0)
+        o->request_timeout_ms = 60000;
+    if (!o->max_body)
+        o->max_body = (size_t)64 << 20;
+    if (!o->max_event)
+        o->max_event = FAIR_KWATCH_DEFAULT_MAX_EVENT;
+    if (o->max_retries <= 0)
+        o->max_retries = 5;
+    if (o->max_retry_after_ms <= 0)
+        o->max_retry_after_ms = 30000;
+    if (!o->user_agent)
+        o->user_agent = "fairshare/0.1";
+    if (!o->clock)
+        o->clock = fair_clock_system();
+}
+
+/* ---- libevent <-> curl glue ------------------------------------------- */
+
+static void check_multi_info(struct fair_kclient *c);
+
+static void socket_action(struct fair_kclient *c, curl_socket_t fd, int action)
+{
+    int running = 0;
+    c->in_curl++;
+    curl_multi_socket_action(c->multi, fd, action, &running);
+    c->in_curl--;
+    check_multi_info(c);
+}
+
+static void on_socket_event(evutil_socket_t fd, short kind, void *arg)
+{
+    struct fair_kclient *c = arg;
+    int action = ((kind & EV_READ) ? CURL_CSELECT_IN : 0) |
+                 ((kind & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    socket_action(c, fd, action);
+}
+
+static void on_curl_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    socket_action(arg, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int curl_sock_cb(CURL *e, curl_socket_t s, int what, void *cbp, void *sockp)
+{
+    (void)e;
+    struct fair_kclient *c = cbp;
+    struct sock_ctx *sc = sockp;
+    if (what == CURL_POLL_REMOVE) {
+        if (sc) {
+            event_del(&sc->ev);
+            fair_free(sc);
+        }
+        curl_multi_assign(c->multi, s, NULL);
+        return 0;
+    }
+    if (!sc) {
+        sc = fair_calloc(1, sizeof *sc);
+        if (!sc)
+            return -1;
+        sc->c = c;
+        curl_multi_assign(c->multi, s, sc);
+    } else {
+        event_del(&sc->ev);
+    }
+    short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
+                         ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
+    event_assign(&sc->ev, c->base, s, kind, on_socket_event, c);
+    event_add(&sc->ev, NULL);
+    return 0;
+}
+
+static int curl_timer_cb(CURLM *m, long timeout_ms, void *userp)
+{
+    (void)m;
+    struct fair_kclient *c = userp;
+    if (timeout_ms < 0) {
+        evtimer_del(c->timer);
+    } else {
+        struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+        evtimer_add(c->timer, &tv);
+    }
+    return 0;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static void req_free(struct fair_kreq *r)
+{
+    struct fair_kclient *c = r->c;
+    if (r->easy) {
+        curl_multi_remove_handle(c->multi, r->easy);
+        curl_easy_cleanup(r->easy);
+    }
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (c->reqs == r)
+        c->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    if (r->wait_timer)
+        event_free(r->wait_timer);
+    curl_slist_free_all(r->headers);
+    fair_buf_release(&r->resp);
+    if (r->watch)
+        fair_kframer_release(&r->framer);
+    fair_free(r->method);
+    fair_free(r->url);
+    fair_free(r->content_type);
+    fair_free(r->body);
+    fair_free(r);
+}
+
+static void on_reap(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    struct fair_kclient *c = arg;
+    while (c->reap) {
+        struct fair_kreq *r = c->reap;
+        c->reap = r->reap_next;
+        req_free(r);
+    }
+}
+
+void fair_kreq_cancel(struct fair_kreq *r)
+{
+    if (!r || r->cancelled)
+        return;
+    r->cancelled = true;
+    struct fair_kclient *c = r->c;
+    if (c->in_curl && r->easy) {
+        r->reaping = true;
+        r->reap_next = c->reap;
+        c->reap = r;
+        event_active(c->reaper, EV_TIMEOUT, 0);
+        return;
+    }
+    req_free(r);
+}
+
+static size_t on_header(char *buf, size_t size, size_t n, void *userp)
+{
+    struct fair_kreq *r = userp;
+    size_t len = size * n;
+    if (len >= 5 && !memcmp(buf, "HTTP/", 5)) {
+        r->retry_after_ms = -1;
+    } else if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) {
+        char tmp[32];
+        size_t m = len - 12 < sizeof tmp - 1 ? len - 12 : sizeof tmp - 1;
+        memcpy(tmp, buf + 12, m);
+        tmp[m] = '\0';
+        char *end;
+        long v = strtol(tmp, &end, 10);
+        if (end != tmp && v >= 0)
+            r->retry_after_ms = v > 86400 ? 86400000 : (int64_t)v * 1000;
+    }
+    return len;
+}
+
+static int on_watch_line(const char *line, size_t len, void *ctx)
+{
+    struct fair_kreq *r = ctx;
+    if (r->cancelled)
+        return 1;
+    struct fair_kwatch_event ev;
+    json_t *root = NULL;
+    int rc = fair_kwatch_event_parse(line, len, &ev, &root, &r->stream_err);
+    if (rc) {
+        r->stream_rc = rc;
+        return rc;
+    }
+    r->on_event(&ev, r->ctx);
+    json_decref(root);
+    return r->cancelled ? 1 : 0;
+}
+
+static size_t on_write(char *data, size_t size, size_t n, void *userp)
+{
+    struct fair_kreq *r = userp;
+    size_t len = size * n;
+    if (r->cancelled)
+        return 0;
+    long status = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (r->watch && status == 200) {
+        int rc = fair_kframer_feed(&r->framer, data, len, on_watch_line, r, &r->stream_err);
+        if (rc) {
+            if (!r->stream_rc && !r->cancelled)
+                r->stream_rc = rc == 1 ? FAIR_EIO : rc;
+            return 0;
+        }
+        return len;
+    }
+    if (fair_buf_append(&r->resp, data, len)) {
+        r->stream_rc = fair_error_set(&r->stream_err, FAIR_ERANGE,
+                                      "response body larger than %zu bytes", r->resp.max);
+        return 0;
+    }
+    return len;
+}
+
+static void arm_wait(struct fair_kreq *r, int64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(r->wait_timer, &tv);
+}
+
+static void finish(struct fair_kreq *r, const struct fair_kresponse *resp)
+{
+    fair_kclient_cb cb = r->cb;
+    void *ctx = r->ctx;
+    /* Unlink first: the handle is invalid once the callback runs. */
+    r->cancelled = true;
+    cb(resp, ctx);
+    req_free(r);
+}
+
+static void fail_now(struct fair_kreq *r, int rc, const char *msg)
+{
+    struct fair_kresponse resp = {.rc = rc, .reason = "", .body = ""};
+    fair_error_set(&resp.err, rc, "%s %s: %s", r->method, r->url, msg);
+    r->c->stats.errors++;
+    finish(r, &resp);
+}
+
+static int start_transfer(struct fair_kreq *r)
+{
+    struct fair_kclient *c = r->c;
+    struct fair_error te = {0};
+    if (fair_kconfig_refresh_token(&c->cfg, fair_mono_ms(c->opt.clock), &te))
+        FAIR_WARN(COMP, "msg=\"cannot re-read the token; keeping the old one\" error=\"%s\"",
+                  te.msg);
+    CURL *e = curl_easy_init();
+    if (!e)
+        return FAIR_ENOMEM;
+    curl_slist_free_all(r->headers);
+    r->headers = NULL;
+    struct fair_buf h;
+    fair_buf_init(&h, 64 * 1024);
+    struct curl_slist *hl = curl_slist_append(NULL, "Accept: application/json");
+    if (c->cfg.token) {
+        fair_buf_appendf(&h, "Authorization: Bearer %s", c->cfg.token);
+        hl = hl ? curl_slist_append(hl, fair_buf_str(&h)) : NULL;
+        fair_buf_reset(&h);
+    }
+    if (r->body) {
+        fair_buf_appendf(&h, "Content-Type: %s", r->content_type);
+        hl = hl ? curl_slist_append(hl, fair_buf_str(&h)) : NULL;
+    }
+    fair_buf_release(&h);
+    if (!hl) {
+        curl_easy_cleanup(e);
+        return FAIR_ENOMEM;
+    }
+    r->headers = hl;
+    r->errbuf[0] = '\0';
+    r->retry_after_ms = -1;
+    r->stream_rc = 0;
+    fair_buf_reset(&r->resp);
+    curl_easy_setopt(e, CURLOPT_URL, r->url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->opt.connect_timeout_ms);
+    if (!r->watch)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->opt.request_timeout_ms);
+    else /* a stalled watch (no bytes, not even bookmarks) is dropped */
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L),
+            curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 660L);
+    if (!strcmp(r->method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        if (strcmp(r->method, "POST"))
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body ? r->body : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(r->body ? r->body_len : 0));
+    }
+    if (c->cfg.ca) {
+        struct curl_blob b = {c->cfg.ca, c->cfg.ca_len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+    }
+    if (c->cfg.cert && c->cfg.key) {
+        struct curl_blob cb = {c->cfg.cert, c->cfg.cert_len, CURL_BLOB_NOCOPY};
+        struct curl_blob kb = {c->cfg.key, c->cfg.key_len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cb);
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &kb);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (c->cfg.insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    r->easy = e;
+    if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+        curl_easy_cleanup(e);
+        r->easy = NULL;
+        return FAIR_EHTTP;
+    }
+    c->stats.requests++;
+    return 0;
+}
+
+static void on_wait_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    struct fair_kreq *r = arg;
+    int rc = start_transfer(r);
+    if (rc)
+        fail_now(r, rc, "cannot start the transfer");
+}
+
+/* Waits for the token bucket (unless exempt), then starts. */
+static void schedule(struct fair_kreq *r, int64_t extra_ms)
+{
+    struct fair_kclient *c = r->c;
+    int64_t d = 0;
+    if (!(r->flags & FAIR_KREQ_NO_RATE_LIMIT))
+        d = fair_tokenbucket_reserve(&c->tb);
+    if (d > 0)
+        c->stats.throttled++;
+    arm_wait(r, d + extra_ms);
+}
+
+static bool is_tls_error(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void complete(struct fair_kreq *r, CURLcode cc)
+{
+    struct fair_kclient *c = r->c;
+    struct fair_kresponse resp = {.reason = "", .body = ""};
+    json_t *json = NULL;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+    curl_multi_remove_handle(c->multi, r->easy);
+    curl_easy_cleanup(r->easy);
+    r->easy = NULL;
+    if (r->cancelled) {
+        req_free(r);
+        return;
+    }
+    resp.retries = r->retries;
+    resp.body = fair_buf_str(&r->resp);
+    resp.body_len = r->resp.len;
+    if (r->stream_rc) {
+        resp.rc = r->stream_rc;
+        resp.err = r->stream_err;
+        fair_error_prefix(&resp.err, "%s %s: ", r->method, r->url);
+    } else if (cc != CURLE_OK) {
+        const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+        if (is_tls_error(cc)) {
+            resp.rc = fair_error_set(&resp.err, FAIR_ETLS,
+                                     "TLS to %s failed: %s (check the CA of %s)", c->cfg.server,
+                                     detail, c->cfg.source ? c->cfg.source : "the configuration");
+        } else if (cc == CURLE_OPERATION_TIMEDOUT) {
+            resp.rc = fair_error_set(&resp.err, FAIR_ETIMEDOUT, "%s %s: timed out: %s",
+                                     r->method, r->url, detail);
+        } else if (r->watch && resp.status == 200 &&
+                   (cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR ||
+                    cc == CURLE_HTTP2_STREAM || cc == CURLE_HTTP2 || cc == CURLE_GOT_NOTHING)) {
+            /* A watch cut mid-stream: the caller resumes from its last
+             * resourceVersion, as after a clean end. */
+            resp.rc = fair_error_set(&resp.err, FAIR_EIO, "%s %s: stream cut: %s", r->method,
+                                     r->url, detail);
+        } else {
+            resp.rc = fair_error_set(&resp.err, FAIR_EHTTP, "%s %s: %s", r->method, r->url,
+                                     detail);
+        }
+    } else {
+        resp.rc = fair_khttp_code(resp.status);
+        if (r->resp.len) {
+            json = json_loadb(r->resp.data, r->resp.len, 0, NULL);
+            resp.json = json;
+        }
+        if (resp.rc) {
+            struct fair_kstatus st;
+            if (json && fair_kstatus_decode(json, &st) == 0) {
+                resp.reason = json_string_value(json_object_get(json, "reason"));
+                if (!resp.reason)
+                    resp.reason = "";
+                fair_error_set(&resp.err, resp.rc, "%s %s: HTTP %ld %s: %s", r->method, r->url,
+                               resp.status, st.reason, st.message);
+            } else {
+                fair_error_set(&resp.err, resp.rc, "%s %s: HTTP %ld: %.200s", r->method, r->url,
+                               resp.status, resp.body);
+            }
+            if (resp.status == 429 && !(r->flags & FAIR_KREQ_NO_RETRY_429) &&
+                r->retry_after_ms >= 0 && r->retries < c->opt.max_retries) {
+                int64_t d = r->retry_after_ms;
+                if (d > c->opt.max_retry_after_ms)
+                    d = c->opt.max_retry_after_ms;
+                r->retries++;
+                c->stats.retries_429++;
+                FAIR_DEBUG(COMP, "msg=\"429, retrying\" url=%s retry=%d delay_ms=%lld", r->url,
+                           r->retries, (long long)d);
+                json_decref(json);
+                schedule(r, d);
+                return;
+            }
+        }
+    }
+    if (resp.rc)
+        c->stats.errors++;
+    finish(r, &resp);
+    json_decref(json);
+}
+
+static void check_multi_info(struct fair_kclient *c)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(c->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        struct fair_kreq *r = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        if (r->reaping) { /* cancelled from inside curl; the reaper frees it */
+            continue;
+        }
+        complete(r, msg->data.result);
+    }
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+int fair_kclient_new(struct event_base *base, const struct fair_kconfig *cfg,
+                     const struct fair_kclient_options *opt, struct fair_kclient **out,
+                     struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    if (!cfg->server || strncmp(cfg->server, "https://", 8))
+        return fair_error_set(err, FAIR_EINVAL, "kube client: the server must be an https:// URL");
+    static bool curl_ready;
+    if (!curl_ready) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+            return fair_error_set(err, FAIR_EHTTP, "kube client: curl_global_init failed");
+        curl_ready = true;
+    }
+    struct fair_kclient *c = fair_calloc(1, sizeof *c);
+    if (!c)
+        return fair_error_set(err, FAIR_ENOMEM, "kube client: out of memory");
+    c->base = base;
+    if (opt)
+        c->opt = *opt;
+    fair_kclient_options_default(&c->opt);
+    if ((rc = fair_kconfig_copy(&c->cfg, cfg, err)))
+        goto out;
+    c->user_agent = fair_strdup(c->opt.user_agent);
+    c->opt.user_agent = c->user_agent;
+    c->multi = curl_multi_init();
+    c->timer = evtimer_new(base, on_curl_timer, c);
+    c->reaper = event_new(base, -1, 0, on_reap, c);
+    if (!c->user_agent || !c->multi || !c->timer || !c->reaper) {
+        rc = fair_error_set(err, FAIR_ENOMEM, "kube client: out of memory");
+        goto out;
+    }
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, curl_sock_cb);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, c->opt.max_host_connections);
+    fair_tokenbucket_init(&c->tb, c->opt.qps < 0 ? 0 : c->opt.qps, c->opt.burst, c->opt.clock);
+out:
+    if (rc) {
+        fair_kclient_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void fair_kclient_free(struct fair_kclient *c)
+{
+    if (!c)
+        return;
+    on_reap(-1, 0, c);
+    while (c->reqs)
+        req_free(c->reqs);
+    if (c->timer)
+        event_free(c->timer);
+    if (c->reaper)
+        event_free(c->reaper);
+    if (c->multi)
+        curl_multi_cleanup(c->multi); /* CURL_POLL_REMOVE frees the sock_ctx */
+    fair_kconfig_release(&c->cfg);
+    fair_free(c->user_agent);
+    fair_free(c);
+}
+
+struct event_base *fair_kclient_base(struct fair_kclient *c)
+{
+    return c->base;
+}
+
+const char *fair_kclient_namespace(const struct fair_kclient *c)
+{
+    return c->cfg.namespace_ ? c->cfg.namespace_ : "default";
+}
+
+void fair_kclient_stats(const struct fair_kclient *c, struct fair_kclient_stats *out)
+{
+    *out = c->stats;
+}
+
+static int new_req(struct fair_kclient *c, const char *method, const char *path,
+                   const char *content_type, const char *body, size_t body_len, unsigned flags,
+                   fair_kclient_cb cb, void *ctx, struct fair_kreq **out, struct fair_error *err)
+{
+    *out = NULL;
+    if (!path || path[0] != '/')
+        return fair_error_set(err, FAIR_EINVAL, "kube request: path must start with '/'");
+    struct fair_kreq *r = fair_calloc(1, sizeof *r);
+    if (!r)
+        return fair_error_set(err, FAIR_ENOMEM, "kube request: out of memory");
+    r->c = c;
+    r->flags = flags;
+    r->cb = cb;
+    r->ctx = ctx;
+    fair_buf_init(&r->resp, c->opt.max_body);
+    struct fair_buf u;
+    fair_buf_init(&u, 16384);
+    fair_buf_appends(&u, c->cfg.server);
+    int rc = fair_buf_appends(&u, path);
+    r->url = rc ? NULL : fair_buf_detach(&u);
+    fair_buf_release(&u);
+    r->method = fair_strdup(method);
+    r->content_type = fair_strdup(content_type ? content_type : "application/json");
+    if (body) {
+        r->body = fair_strndup(body, body_len);
+        r->body_len = body_len;
+    }
+    r->wait_timer = evtimer_new(c->base, on_wait_timer, r);
+    /* link before any failure so req_free() can unlink */
+    r->next = c->reqs;
+    if (c->reqs)
+        c->reqs->prev = r;
+    c->reqs = r;
+    if (!r->url || !r->method || !r->content_type || (body && !r->body) || !r->wait_timer) {
+        req_free(r);
+        return fair_error_set(err, rc == FAIR_ERANGE ? FAIR_ERANGE : FAIR_ENOMEM,
+                              "kube request %s: out of memory or URL too long", path);
+    }
+    *out = r;
+    return 0;
+}
+
+int fair_kclient_request(struct fair_kclient *c, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         unsigned flags, fair_kclient_cb cb, void *ctx, struct fair_kreq **handle,
+                         struct fair_error *err)
+{
+    struct fair_kreq *r;
+    int rc = new_req(c, method, path, content_type, body, body_len, flags, cb, ctx, &r, err);
+    if (rc)
+        return rc;
+    schedule(r, 0);
+    if (handle)
+        *handle = r;
+    return 0;
+}
+
+/* ---- paths ----------------------------------------------------------- */
+
+static int check_name(const char *what, const char *s, struct fair_error *err)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253 || !strcmp(s, ".") || !strcmp(s, "..") || strpbrk(s, "/?%#& \t\n"))
+        return fair_error_set(err, FAIR_EINVAL, "%s \"%.64s\" is not a valid name", what, s);
+    return 0;
+}
+
+int fair_kpath(struct fair_buf *out, const struct fair_kres *r, const char *ns, const char *name,
+               const char *sub, struct fair_error *err)
+{
+    int rc;
+    if ((ns && (rc = check_name("namespace", ns, err))) ||
+        (name && (rc = check_name("name", name, err))) ||
+        (sub && (rc = check_name("subresource", sub, err))))
+        return rc;
+    if (r->group[0])
+        rc = fair_buf_appendf(out, "/apis/%s/%s", r->group, r->version);
+    else
+        rc = fair_buf_appendf(out, "/api/%s", r->version);
+    if (!rc && r->namespaced && ns)
+        rc = fair_buf_appendf(out, "/namespaces/%s", ns);
+    if (!rc)
+        rc = fair_buf_appendf(out, "/%s", r->resource);
+    if (!rc && name)
+        rc = fair_buf_appendf(out, "/%s", name);
+    if (!rc && sub)
+        rc = fair_buf_appendf(out, "/%s", sub);
+    if (rc)
+        return fair_error_set(err, rc, "path too long");
+    return 0;
+}
+
+static int append_query(struct fair_buf *b, bool *first, const char *key, const char *val)
+{
+    int rc = fair_buf_appendf(b, "%c%s=", *first ? '?' : '&', key);
+    *first = false;
+    for (const unsigned char *p = (const unsigned char *)val; !rc && *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '.' || *p == '~')
+            rc = fair_buf_append(b, p, 1);
+        else
+            rc = fair_buf_appendf(b, "%%%02X", *p);
+    }
+    return rc;
+}
+
+static int list_query(struct fair_buf *b, const struct fair_klist_opts *o, bool watch)
+{
+    bool first = true;
+    int rc = 0;
+    char num[32];
+    if (watch) {
+        rc = append_query(b, &first, "watch", "1");
+        if (!rc)
+            rc = append_query(b, &first, "allowWatchBookmarks", "true");
+    }
+    if (!o)
+        return rc;
+    if (!rc && o->label_selector && o->label_selector[0])
+        rc = append_query(b, &first, "labelSelector", o->label_selector);
+    if (!rc && o->field_selector && o->field_selector[0])
+        rc = append_query(b, &first, "fieldSelector", o->field_selector);
+    if (!rc && o->resource_version && o->resource_version[0])
+        rc = append_query(b, &first, "resourceVersion", o->resource_version);
+    if (!rc && !watch && o->limit > 0) {
+        snprintf(num, sizeof num, "%ld", o->limit);
+        rc = append_query(b, &first, "limit", num);
+    }
+    if (!rc && !watch && o->continue_token && o->continue_token[0])
+        rc = append_query(b, &first, "continue", o->continue_token);
+    if (!rc && watch && o->timeout_s > 0) {
+        snprintf(num, sizeof num, "%ld", o->timeout_s);
+        rc = append_query(b, &first, "timeoutSeconds", num);
+    }
+    return rc;
+}
+
+/* Builds the path and sends. */
+static int send_res(struct fair_kclient *c, const char *method, const struct fair_kres *r,
+                    const char *ns, const char *name, const char *sub, const char *ctype,
+                    const char *body, unsigned flags, fair_kclient_cb cb, void *ctx,
+                    struct fair_error *err)
+{
+    struct fair_buf p;
+    fair_buf_init(&p, 8192);
+    int rc = fair_kpath(&p, r, ns, name, sub, err);
+    if (!rc)
+        rc = fair_kclient_request(c, method, fair_buf_str(&p), ctype, body,
+                                  body ? strlen(body) : 0, flags, cb, ctx, NULL, err);
+    fair_buf_release(&p);
+    return rc;
+}
+
+int fair_kclient_get(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                     const char *name, fair_kclient_cb cb, void *ctx, struct fair_error *err)
+{
+    return send_res(c, "GET", r, ns, name, NULL, NULL, NULL, 0, cb, ctx, err);
+}
+
+int fair_kclient_list(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                      const struct fair_klist_opts *opts, fair_kclient_cb cb, void *ctx,
+                      struct fair_kreq **handle, struct fair_error *err)
+{
+    struct fair_buf p;
+    fair_buf_init(&p, 16384);
+    int rc = fair_kpath(&p, r, ns, NULL, NULL, err);
+    if (!rc && (rc = list_query(&p, opts, false)))
+        fair_error_set(err, rc, "list query too long");
+    if (!rc)
+        rc = fair_kclient_request(c, "GET", fair_buf_str(&p), NULL, NULL, 0, 0, cb, ctx, handle,
+                                  err);
+    fair_buf_release(&p);
+    return rc;
+}
+
+int fair_kclient_create(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                        const char *body, fair_kclient_cb cb, void *ctx, struct fair_error *err)
+{
+    return send_res(c, "POST", r, ns, NULL, NULL, NULL, body, 0, cb, ctx, err);
+}
+
+int fair_kclient_update(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                        const char *name, const char *sub, const char *body, fair_kclient_cb cb,
+                        void *ctx, struct fair_error *err)
+{
+    return send_res(c, "PUT", r, ns, name, sub, NULL, body, 0, cb, ctx, err);
+}
+
+int fair_kclient_merge_patch(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                             const char *name, const char *sub, const char *patch,
+                             fair_kclient_cb cb, void *ctx, struct fair_error *err)
+{
+    return send_res(c, "PATCH", r, ns, name, sub, "application/merge-patch+json", patch, 0, cb,
+                    ctx, err);
+}
+
+int fair_kclient_delete(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                        const char *name, fair_kclient_cb cb, void *ctx, struct fair_error *err)
+{
+    return send_res(c, "DELETE", r, ns, name, NULL, NULL, NULL, 0, cb, ctx, err);
+}
+
+/* Serialises a json body built here and sends it. Takes obj. */
+static int send_json_take(struct fair_kclient *c, const char *method, const struct fair_kres *r,
+                          const char *ns, const char *name, const char *sub, json_t *obj,
+                          unsigned flags, fair_kclient_cb cb, void *ctx, struct fair_error *err)
+{
+    char *body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    if (!body)
+        return fair_error_set(err, FAIR_ENOMEM, "kube request: out of memory");
+    int rc = send_res(c, method, r, ns, name, sub, NULL, body, flags, cb, ctx, err);
+    free(body);
+    return rc;
+}
+
+int fair_kclient_bind(struct fair_kclient *c, const char *ns, const char *pod, const char *uid,
+                      const char *node, const char *const *kv, size_t nann, fair_kclient_cb cb,
+                      void *ctx, struct fair_error *err)
+{
+    json_t *md = json_pack("{s:s, s:s}", "name", pod, "namespace", ns);
+    if (md && uid)
+        json_object_set_new(md, "uid", json_string(uid));
+    if (md && nann) {
+        json_t *a = json_object();
+        for (size_t i = 0; a && i < nann; i++)
+            json_object_set_new(a, kv[2 * i], json_string(kv[2 * i + 1]));
+        json_object_set_new(md, "annotations", a);
+    }
+    json_t *b = md ? json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind",
+                               "Binding", "metadata", md, "target", "apiVersion", "v1", "kind",
+                               "Node", "name", node)
+                   : NULL;
+    return send_json_take(c, "POST", &fair_kres_pods, ns, pod, "binding", b, 0, cb, ctx, err);
+}
+
+int fair_kclient_evict(struct fair_kclient *c, const char *ns, const char *pod,
+                       fair_kclient_cb cb, void *ctx, struct fair_error *err)
+{
+    json_t *b = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "policy/v1", "kind",
+                          "Eviction", "metadata", "name", pod, "namespace", ns);
+    return send_json_take(c, "POST", &fair_kres_pods, ns, pod, "eviction", b,
+                          FAIR_KREQ_NO_RETRY_429, cb, ctx, err);
+}
+
+int fair_kclient_event(struct fair_kclient *c, const struct fair_kevent_ref *o, const char *type,
+                       const char *reason, const char *message, const char *component,
+                       fair_kclient_cb cb, void *ctx, struct fair_error *err)
+{
+    char now[40], gen[300];
+    fair_time_format_rfc3339(fair_now_ms(c->opt.clock), now, sizeof now);
+    const char *ns = o->namespace_ ? o->namespace_ : "default";
+    snprintf(gen, sizeof gen, "%.250s.", o->name);
+    json_t *inv = json_pack("{s:s, s:s, s:s}", "apiVersion", o->api_version, "kind", o->kind,
+                            "name", o->name);
+    if (inv && o->namespace_)
+        json_object_set_new(inv, "namespace", json_string(o->namespace_));
+    if (inv && o->uid)
+        json_object_set_new(inv, "uid", json_string(o->uid));
+    /* Event messages are capped by the API server at 1 KiB. */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", message ? message : "");
+    json_t *b = inv ? json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:{s:s}, s:s, "
+                                "s:s, s:i, s:s}",
+                                "apiVersion", "v1", "kind", "Event", "metadata", "generateName",
+                                gen, "namespace", ns, "involvedObject", inv, "type", type,
+                                "reason", reason, "message", msg, "source", "component",
+                                component, "firstTimestamp", now, "lastTimestamp", now, "count",
+                                1, "reportingComponent", component)
+                    : NULL;
+    return send_json_take(c, "POST", &fair_kres_events, ns, NULL, NULL, b, 0, cb, ctx, err);
+}
+
+int fair_kclient_watch(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                       const struct fair_klist_opts *opts, fair_kwatch_event_cb on_event,
+                       fair_kclient_cb on_done, void *ctx, struct fair_kreq **handle,
+                       struct fair_error *err)
+{
+    struct fair_buf p;
+    fair_buf_init(&p, 16384);
+    struct fair_kreq *req = NULL;
+    int rc = fair_kpath(&p, r, ns, NULL, NULL, err);
+    if (!rc && (rc = list_query(&p, opts, true)))
+        fair_error_set(err, rc, "watch query too long");
+    if (!rc)
+        rc = new_req(c, "GET", fair_buf_str(&p), NULL, NULL, 0, 0, on_done, ctx, &req, err);
+    fair_buf_release(&p);
+    if (rc)
+        return rc;
+    req->watch = true;
+    req->on_event = on_event;
+    fair_kframer_init(&req->framer, c->opt.max_event);
+    schedule(req, 0);
+    if (handle)
+        *handle = req;
+    return 0;
+}
+
+/* ---- synchronous helper ------------------------------------------------ */
+
+struct sync_ctx {
+    bool done;
+    int rc;
+    long status;
+    char *body;
+    struct fair_error err;
+};
+
+static void sync_cb(const struct fair_kresponse *resp, void *ctx)
+{
+    struct sync_ctx *s = ctx;
+    s->done = true;
+    s->rc = resp->rc;
+    s->status = resp->status;
+    s->err = resp->err;
+    s->body = fair_strndup(resp->body, resp->body_len);
+}
+
+int fair_kclient_request_sync(struct fair_kclient *c, const char *method, const char *path,
+                              const char *body, unsigned flags, long *status_out,
+                              char **body_out, struct fair_error *err)
+{
+    struct sync_ctx s = {0};
+    const char *ctype = !strcmp(method, "PATCH") ? "application/merge-patch+json" : NULL;
+    int rc = fair_kclient_request(c, method, path, ctype, body, body ? strlen(body) : 0, flags,
+                                  sync_cb, &s, NULL, err);
+    if (rc)
+        return rc;
+    while (!s.done)
+        if (event_base_loop(c->base, EVLOOP_ONCE) < 0)
+            break;
+    if (!s.done)
+        return fair_error_set(err, FAIR_EIO, "event loop failed");
+    if (status_out)
+        *status_out = s.status;
+    if (body_out)
+        *body_out = s.body;
+    else
+        fair_free(s.body);
+    if (s.rc && err)
+        *err = s.err;
+    return s.rc;
+}
