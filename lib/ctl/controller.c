@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -53,7 +54,7 @@ struct req {
     int evict_reason;
 };
 
-enum { REQ_BIND, REQ_EVICT_MARK, REQ_EVICT, REQ_EVENT, REQ_POD_STATUS, REQ_OBJ_STATUS,
+enum { REQ_ANNOTATE, REQ_BIND, REQ_EVICT_MARK, REQ_EVICT, REQ_EVENT, REQ_POD_STATUS, REQ_OBJ_STATUS,
        REQ_UNMARK };
 
 struct fair_ctl {
@@ -415,11 +416,39 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
     req_free(r);
 }
 
+static void send_bind(struct fair_ctl *c, struct req *r)
+{
+    struct fair_error err = {0};
+    r->kind = REQ_BIND;
+    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, NULL, 0, on_bind_done, r,
+                          &err)) {
+        FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        req_free(r);
+    }
+}
+
+static void on_annotate_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct req *r = ctx;
+    struct fair_ctl *c = r->c;
+    if (resp->rc) {
+        note_api_error(c, resp);
+        FAIR_WARN(COMP, "msg=\"gpu-devices annotation failed; not binding\" pod=%s/%s status=%ld "
+                        "err=\"%s\"",
+                  r->ns, r->name, resp->status, resp->err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        mark_dirty(c);
+        req_free(r);
+        return;
+    }
+    send_bind(c, r);
+}
+
 static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s, const struct fair_action *a,
                     int64_t *queue_alloc)
 {
     const struct fair_pod *p = &s->snap.pods[a->pod];
-    const struct fair_kpod *kp = s->kpods[a->pod];
     const struct fair_node *node = &s->snap.nodes[a->node];
     struct fair_error err = {0};
     char devices[200] = "";
@@ -456,15 +485,21 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s, const
     if (!r->uid || !r->ns || !r->name || !r->node || !r->devices || !r->queue || !r->project ||
         !r->team || !r->cost_center || !r->gpu_model)
         goto fail;
-    /* The Binding carries the annotation: the API server copies a
-     * Binding's annotations onto the pod in the same write, so the device
-     * set is on the pod exactly when the pod is bound, never before or
-     * after. */
-    const char *ann[2] = {FAIR_ANN_GPU_DEVICES, r->devices};
-    if (fair_kclient_bind(c->kc, kp->meta.namespace_, kp->meta.name, kp->meta.uid, node->name,
-                          ann, *devices ? 1 : 0, on_bind_done, r, &err)) {
-        FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", p->namespace_, p->name,
-                  err.msg);
+    if (!*devices) {
+        send_bind(c, r);
+        return;
+    }
+    /* The devices go on the pod first (a merge patch of the annotation),
+     * so that whatever starts the pod on the node finds them; the bind
+     * follows when the patch succeeded. */
+    char patch[400];
+    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"%s\":\"%s\"}}}",
+             FAIR_ANN_GPU_DEVICES, devices);
+    r->kind = REQ_ANNOTATE;
+    if (fair_kclient_merge_patch(c->kc, &fair_kres_pods, p->namespace_, p->name, NULL, patch,
+                                 on_annotate_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"annotation not sent\" pod=%s/%s err=\"%s\"", p->namespace_,
+                  p->name, err.msg);
         goto fail;
     }
     return;
@@ -828,6 +863,8 @@ static void run_cycle(struct fair_ctl *c)
     int64_t *queue_alloc = NULL;
     bool have_snap = false, have_res = false;
     int64_t t0 = mono(c);
+    struct timespec ts0, ts1;
+    clock_gettime(CLOCK_MONOTONIC, &ts0); /* the histogram wants sub-ms precision */
     memset(&res, 0, sizeof res);
     size_t n[INF_COUNT] = {0};
     for (int i = 0; i < INF_COUNT; i++)
@@ -931,7 +968,9 @@ out:
         fair_result_release(&res);
     if (have_snap)
         fair_ctl_snapshot_release(&s);
-    fair_ctl_metrics_observe_cycle(&c->metrics, (double)(mono(c) - t0) / 1000.0);
+    clock_gettime(CLOCK_MONOTONIC, &ts1);
+    fair_ctl_metrics_observe_cycle(&c->metrics, (double)(ts1.tv_sec - ts0.tv_sec) +
+                                                    (double)(ts1.tv_nsec - ts0.tv_nsec) / 1e9);
 }
 
 static void on_cycle_timer(evutil_socket_t fd, short what, void *arg)
