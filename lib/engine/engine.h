@@ -133,6 +133,14 @@ struct fair_pod {
     int32_t gang_size;
 };
 
+/* How placement scores nodes. PACK (the default) fights fragmentation;
+ * SPREAD and FIRST_FIT are baselines for the simulator. */
+enum fair_place_policy {
+    FAIR_PLACE_PACK = 0,
+    FAIR_PLACE_SPREAD = 1,
+    FAIR_PLACE_FIRST_FIT = 2,
+};
+
 struct fair_snapshot {
     int64_t now_ms;
     const struct fair_node *nodes;
@@ -143,6 +151,7 @@ struct fair_snapshot {
     size_t nqueues;
     const struct fair_pod *pods;
     size_t npods;
+    enum fair_place_policy placement; /* zero (PACK) unless set */
 };
 
 enum fair_action_kind {
@@ -178,6 +187,7 @@ enum fair_pending_reason {
     FAIR_PENDING_GANG_INCOMPLETE,/* fewer pods than gang_size exist */
     FAIR_PENDING_GANG_NO_FIT,    /* the whole gang does not fit */
     FAIR_PENDING_FAIR_SHARE,     /* its queue is at its fair share */
+    FAIR_PENDING_INVALID_POD,    /* the pod itself is invalid (see problems) */
 };
 
 /* Per-queue (and per-project) figures, per resource. */
@@ -223,6 +233,13 @@ struct fair_result {
     size_t npods;
     struct fair_problem *problems;
     size_t nproblems;
+    /* Capacity shared out: allocatable of schedulable nodes, minus what
+     * pods of no (valid) queue hold there, plus what managed pods hold on
+     * nodes that take no new pods. */
+    struct fair_resources capacity;
+    /* Bytes the engine allocated for this cycle's working state (peak sum,
+     * result included): the memory figure of the benchmark. */
+    size_t mem_bytes;
 };
 
 /* Runs one scheduling cycle. Returns 0, or FAIR_ENOMEM / FAIR_EINVAL (a
@@ -235,6 +252,7 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
 void fair_result_release(struct fair_result *result);
 
 const char *fair_pending_reason_str(enum fair_pending_reason r);
+const char *fair_evict_reason_str(enum fair_evict_reason r);
 const char *fair_res_name(enum fair_res r);
 
 #endif

@@ -1,0 +1,586 @@
+/* Placement: node filters, device choice and node scoring (see placement.h).
+ * Nodes sit in bitset buckets by their count of fully free devices and by
+ * the free milli of their partly used devices, so that finding the best
+ * node walks a few buckets in rank order instead of every node. */
+#include "engine/placement.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+
+#define DEV_MILLI FAIR_GPU_DEVICE_MILLI
+
+static void bit_set(uint64_t *bits, int32_t i)
+{
+    bits[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+
+static void bit_clear(uint64_t *bits, int32_t i)
+{
+    bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
+}
+
+static bool bit_test(const uint64_t *bits, int32_t i)
+{
+    return (bits[i >> 6] >> (i & 63)) & 1;
+}
+
+static uint64_t *whole_bits(const struct fair_place *pl, int b)
+{
+    return pl->whole + (size_t)b * pl->words;
+}
+
+static uint64_t *part_bits(const struct fair_place *pl, int f)
+{
+    return pl->part + (size_t)f * pl->words;
+}
+
+static void bucket_out(struct fair_place *pl, int32_t r)
+{
+    struct fair_pnode *n = &pl->nodes[r];
+    if (!n->ok)
+        return;
+    bit_clear(whole_bits(pl, n->nwhole), r);
+    pl->whole_cnt[n->nwhole]--;
+    for (int d = 0; d < n->ngpu; d++) {
+        int f = n->dev[d];
+        if (f > 0 && f < DEV_MILLI && bit_test(part_bits(pl, f), r)) {
+            bit_clear(part_bits(pl, f), r);
+            pl->part_cnt[f]--;
+        }
+    }
+}
+
+static void bucket_in(struct fair_place *pl, int32_t r)
+{
+    struct fair_pnode *n = &pl->nodes[r];
+    int w = 0;
+    for (int d = 0; d < n->ngpu; d++)
+        if (n->dev[d] >= DEV_MILLI)
+            w++;
+    n->nwhole = (int8_t)w;
+    if (!n->ok)
+        return;
+    bit_set(whole_bits(pl, w), r);
+    pl->whole_cnt[w]++;
+    for (int d = 0; d < n->ngpu; d++) {
+        int f = n->dev[d];
+        if (f > 0 && f < DEV_MILLI && !bit_test(part_bits(pl, f), r)) {
+            bit_set(part_bits(pl, f), r);
+            pl->part_cnt[f]++;
+        }
+    }
+}
+
+static int16_t clamp_dev(int64_t v)
+{
+    if (v < 0)
+        return 0;
+    if (v > DEV_MILLI)
+        return DEV_MILLI;
+    return (int16_t)v;
+}
+
+/* Applies a pod's devices to one device array; sign 1 takes, -1 frees. */
+static void dev_apply(int16_t *dev, int ngpu, int64_t gpu, uint64_t mask, int sign)
+{
+    if (gpu <= 0)
+        return;
+    if (gpu < DEV_MILLI) {
+        for (int d = 0; d < ngpu; d++)
+            if (mask >> d & 1) {
+                dev[d] = clamp_dev(dev[d] - sign * gpu);
+                return;
+            }
+        return;
+    }
+    for (int d = 0; d < ngpu; d++)
+        if (mask >> d & 1)
+            dev[d] = clamp_dev(dev[d] - sign * DEV_MILLI);
+}
+
+bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                             enum fair_place_policy policy, uint64_t *mask)
+{
+    *mask = 0;
+    if (gpu <= 0)
+        return true;
+    if (gpu >= DEV_MILLI) {
+        int64_t k = gpu / DEV_MILLI;
+        uint64_t m = 0;
+        for (int d = 0; d < ngpu && k > 0; d++)
+            if (dev[d] >= DEV_MILLI && (!dev2 || dev2[d] >= DEV_MILLI)) {
+                m |= (uint64_t)1 << d;
+                k--;
+            }
+        if (k > 0)
+            return false;
+        *mask = m;
+        return true;
+    }
+    int best = -1;
+    for (int d = 0; d < ngpu; d++) {
+        int f = dev[d];
+        if (dev2 && dev2[d] < f)
+            f = dev2[d];
+        if (f < gpu)
+            continue;
+        if (best < 0) {
+            best = d;
+            if (policy == FAIR_PLACE_FIRST_FIT)
+                break;
+            continue;
+        }
+        int bf = dev[best];
+        if (dev2 && dev2[best] < bf)
+            bf = dev2[best];
+        if ((policy == FAIR_PLACE_PACK && f < bf) || (policy == FAIR_PLACE_SPREAD && f > bf))
+            best = d;
+    }
+    if (best < 0)
+        return false;
+    *mask = (uint64_t)1 << best;
+    return true;
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "");
+}
+
+struct name_idx {
+    const char *name;
+    int32_t idx;
+};
+
+static int cmp_name_idx(const void *pa, const void *pb)
+{
+    const struct name_idx *a = pa, *b = pb;
+    int c = cmp_str(a->name, b->name);
+    if (c)
+        return c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+struct uid_idx {
+    const char *uid;
+    int32_t idx;
+};
+
+static int cmp_uid_idx(const void *pa, const void *pb)
+{
+    const struct uid_idx *a = pa, *b = pb;
+    int c = cmp_str(a->uid, b->uid);
+    if (c)
+        return c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+static void *place_alloc(struct fair_place *pl, size_t count, size_t size)
+{
+    void *p = fair_calloc(count, size);
+    if (p)
+        pl->bytes += count * size;
+    return p;
+}
+
+/* Takes a bound pod's room in the node views it occupies. */
+static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t mask)
+{
+    struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
+    for (int r = 0; r < FAIR_RES_COUNT; r++) {
+        int64_t v = p->request.v[r] > 0 ? p->request.v[r] : 0;
+        n->free[r] -= v;
+        if (!p->terminating)
+            n->ffree[r] -= v;
+    }
+    n->pods++;
+    if (!p->terminating)
+        n->fpods++;
+    else
+        n->fdiff = true;
+    dev_apply(n->dev, n->ngpu, p->request.v[FAIR_RES_GPU], mask, 1);
+    if (!p->terminating)
+        dev_apply(n->fdev, n->ngpu, p->request.v[FAIR_RES_GPU], mask, 1);
+}
+
+int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, const bool *node_ok,
+                    uint64_t *masks)
+{
+    int rc = FAIR_ENOMEM;
+    struct name_idx *order = NULL;
+    struct uid_idx *nomask = NULL;
+    memset(pl, 0, sizeof(*pl));
+    pl->snap = snap;
+    pl->policy = snap->placement;
+    if (pl->policy != FAIR_PLACE_SPREAD && pl->policy != FAIR_PLACE_FIRST_FIT)
+        pl->policy = FAIR_PLACE_PACK;
+    pl->nnodes = snap->nnodes;
+    pl->words = (snap->nnodes + 63) / 64;
+    if (pl->words == 0)
+        pl->words = 1;
+    pl->nodes = place_alloc(pl, snap->nnodes ? snap->nnodes : 1, sizeof(*pl->nodes));
+    pl->rank_of = place_alloc(pl, snap->nnodes ? snap->nnodes : 1, sizeof(*pl->rank_of));
+    pl->whole = place_alloc(pl, (size_t)(FAIR_MAX_GPUS_PER_NODE + 1) * pl->words, sizeof(uint64_t));
+    pl->part = place_alloc(pl, (size_t)DEV_MILLI * pl->words, sizeof(uint64_t));
+    order = fair_calloc(snap->nnodes ? snap->nnodes : 1, sizeof(*order));
+    if (!pl->nodes || !pl->rank_of || !pl->whole || !pl->part || !order)
+        goto out;
+    pl->bytes += snap->nnodes * sizeof(*order);
+    for (size_t i = 0; i < snap->nnodes; i++) {
+        order[i].name = snap->nodes[i].name;
+        order[i].idx = (int32_t)i;
+    }
+    qsort(order, snap->nnodes, sizeof(*order), cmp_name_idx);
+    for (size_t r = 0; r < snap->nnodes; r++) {
+        const struct fair_node *sn = &snap->nodes[order[r].idx];
+        struct fair_pnode *n = &pl->nodes[r];
+        pl->rank_of[order[r].idx] = (int32_t)r;
+        n->idx = order[r].idx;
+        n->ok = node_ok[order[r].idx];
+        int g = sn->gpu_count;
+        if (g < 0)
+            g = 0;
+        if (g > FAIR_MAX_GPUS_PER_NODE)
+            g = FAIR_MAX_GPUS_PER_NODE;
+        n->ngpu = (int8_t)g;
+        for (int d = 0; d < g; d++)
+            n->dev[d] = n->fdev[d] = DEV_MILLI;
+        for (int res = 0; res < FAIR_RES_COUNT; res++)
+            n->free[res] = n->ffree[res] = sn->allocatable.v[res] > 0 ? sn->allocatable.v[res] : 0;
+    }
+    /* Bound pods with devices first; those without (placed by another
+     * scheduler) then get devices chosen in uid order, deterministically. */
+    size_t nn = 0;
+    for (size_t i = 0; i < snap->npods; i++) {
+        const struct fair_pod *p = &snap->pods[i];
+        if (p->state != FAIR_POD_BOUND || p->node < 0)
+            continue;
+        int64_t gpu = p->request.v[FAIR_RES_GPU];
+        const struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
+        uint64_t valid = n->ngpu >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n->ngpu) - 1);
+        if (gpu > 0 && (p->gpu_devices & valid) == 0) {
+            nn++;
+            continue;
+        }
+        hold_pod(pl, p, p->gpu_devices & valid);
+        masks[i] = p->gpu_devices & valid;
+    }
+    if (nn) {
+        nomask = fair_calloc(nn, sizeof(*nomask));
+        if (!nomask)
+            goto out;
+        pl->bytes += nn * sizeof(*nomask);
+        size_t k = 0;
+        for (size_t i = 0; i < snap->npods; i++) {
+            const struct fair_pod *p = &snap->pods[i];
+            if (p->state != FAIR_POD_BOUND || p->node < 0 || p->request.v[FAIR_RES_GPU] <= 0)
+                continue;
+            const struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
+            uint64_t valid = n->ngpu >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n->ngpu) - 1);
+            if ((p->gpu_devices & valid) == 0) {
+                nomask[k].uid = p->uid;
+                nomask[k].idx = (int32_t)i;
+                k++;
+            }
+        }
+        qsort(nomask, nn, sizeof(*nomask), cmp_uid_idx);
+        for (size_t j = 0; j < nn; j++) {
+            const struct fair_pod *p = &snap->pods[nomask[j].idx];
+            const struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
+            uint64_t mask = 0;
+            int64_t gpu = p->request.v[FAIR_RES_GPU];
+            if (!fair_place_pick_devices(n->dev, n->ngpu, gpu, NULL, FAIR_PLACE_PACK, &mask)) {
+                /* Over-subscribed node: take the lowest devices anyway. */
+                int64_t k2 = gpu >= DEV_MILLI ? gpu / DEV_MILLI : 1;
+                for (int d = 0; d < n->ngpu && k2 > 0; d++, k2--)
+                    mask |= (uint64_t)1 << d;
+            }
+            hold_pod(pl, p, mask);
+            masks[nomask[j].idx] = mask;
+        }
+    }
+    for (size_t r = 0; r < snap->nnodes; r++)
+        bucket_in(pl, (int32_t)r);
+    rc = 0;
+out:
+    fair_free(order);
+    fair_free(nomask);
+    if (rc)
+        fair_place_release(pl);
+    return rc;
+}
+
+void fair_place_release(struct fair_place *pl)
+{
+    if (!pl)
+        return;
+    fair_free(pl->nodes);
+    fair_free(pl->rank_of);
+    fair_free(pl->whole);
+    fair_free(pl->part);
+    memset(pl, 0, sizeof(*pl));
+}
+
+static bool label_has(const struct fair_node *n, const struct fair_label *want)
+{
+    for (size_t i = 0; i < n->nlabels; i++)
+        if (cmp_str(n->labels[i].key, want->key) == 0)
+            return cmp_str(n->labels[i].value, want->value) == 0;
+    return false;
+}
+
+static bool tolerated(const struct fair_pod *p, const struct fair_taint *t)
+{
+    for (size_t i = 0; i < p->ntolerations; i++) {
+        const struct fair_toleration *tol = &p->tolerations[i];
+        if (!tol->any_effect && tol->effect != t->effect)
+            continue;
+        if (tol->op == FAIR_TOLERATE_EXISTS) {
+            if (!tol->key || !tol->key[0] || cmp_str(tol->key, t->key) == 0)
+                return true;
+            continue;
+        }
+        if (cmp_str(tol->key, t->key) == 0 && cmp_str(tol->value, t->value) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool fair_place_static_ok(const struct fair_place *pl, int32_t rank, const struct fair_pod *pod)
+{
+    const struct fair_pnode *n = &pl->nodes[rank];
+    if (!n->ok)
+        return false;
+    const struct fair_node *sn = &pl->snap->nodes[n->idx];
+    if (pod->gpu_model && pod->gpu_model[0] && cmp_str(pod->gpu_model, sn->gpu_model) != 0)
+        return false;
+    for (size_t i = 0; i < pod->nnode_selector; i++)
+        if (!label_has(sn, &pod->node_selector[i]))
+            return false;
+    for (size_t i = 0; i < sn->ntaints; i++) {
+        const struct fair_taint *t = &sn->taints[i];
+        if (t->effect == FAIR_TAINT_PREFER_NO_SCHEDULE)
+            continue;
+        if (!tolerated(pod, t))
+            return false;
+    }
+    return true;
+}
+
+static bool room_ok(const struct fair_place *pl, const struct fair_pnode *n,
+                    const struct fair_resources *req, bool use_fut)
+{
+    int max_pods = pl->snap->nodes[n->idx].max_pods;
+    if (n->free[FAIR_RES_CPU] < req->v[FAIR_RES_CPU] ||
+        n->free[FAIR_RES_MEM] < req->v[FAIR_RES_MEM])
+        return false;
+    if (max_pods > 0 && n->pods >= max_pods)
+        return false;
+    if (use_fut && n->fdiff) {
+        if (n->ffree[FAIR_RES_CPU] < req->v[FAIR_RES_CPU] ||
+            n->ffree[FAIR_RES_MEM] < req->v[FAIR_RES_MEM])
+            return false;
+        if (max_pods > 0 && n->fpods >= max_pods)
+            return false;
+    }
+    return true;
+}
+
+bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                          const struct fair_resources *req, bool use_fut, uint64_t *mask)
+{
+    const struct fair_pnode *n = &pl->nodes[rank];
+    if (!fair_place_static_ok(pl, rank, pod) || !room_ok(pl, n, req, use_fut))
+        return false;
+    return fair_place_pick_devices(n->dev, n->ngpu, req->v[FAIR_RES_GPU],
+                                   use_fut && n->fdiff ? n->fdev : NULL, pl->policy, mask);
+}
+
+static bool unconstrained(const struct fair_pod *p)
+{
+    return p->nnode_selector == 0 && p->ntolerations == 0 && (!p->gpu_model || !p->gpu_model[0]);
+}
+
+static int gpu_class(int64_t g)
+{
+    return g <= 0 ? 0 : (g < DEV_MILLI ? 1 : 2);
+}
+
+static bool known_no_fit(const struct fair_place *pl, const struct fair_resources *req,
+                         bool use_fut)
+{
+    for (size_t i = 0; i < pl->nfail; i++) {
+        const struct fair_place_fail *f = &pl->fail[i];
+        if (f->use_fut && !use_fut)
+            continue;
+        if (gpu_class(f->req[0]) != gpu_class(req->v[0]))
+            continue;
+        bool ge = true;
+        for (int r = 0; r < FAIR_RES_COUNT; r++)
+            if (req->v[r] < f->req[r])
+                ge = false;
+        if (ge)
+            return true;
+    }
+    return false;
+}
+
+static void remember_no_fit(struct fair_place *pl, const struct fair_resources *req, bool use_fut)
+{
+    struct fair_place_fail *f = &pl->fail[pl->fail_next];
+    memcpy(f->req, req->v, sizeof(f->req));
+    f->use_fut = use_fut;
+    pl->fail_next = (pl->fail_next + 1) % FAIR_PLACE_FAIL_CACHE;
+    if (pl->nfail < FAIR_PLACE_FAIL_CACHE)
+        pl->nfail++;
+}
+
+void fair_place_forget(struct fair_place *pl)
+{
+    pl->nfail = 0;
+    pl->fail_next = 0;
+}
+
+/* First node in bitset bits (rank order) that fits, or -1. */
+static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits,
+                          const struct fair_pod *pod, const struct fair_resources *req,
+                          bool use_fut, uint64_t *mask)
+{
+    for (size_t w = 0; w < pl->words; w++) {
+        uint64_t x = bits[w];
+        while (x) {
+            int b = __builtin_ctzll(x);
+            x &= x - 1;
+            int32_t r = (int32_t)(w * 64 + (size_t)b);
+            if (fair_place_fits_node(pl, r, pod, req, use_fut, mask))
+                return r;
+        }
+    }
+    return -1;
+}
+
+/* Fullest fitting node in bitset bits: least free GPU milli, then rank. */
+static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
+                            const struct fair_pod *pod, const struct fair_resources *req,
+                            bool use_fut, uint64_t *mask)
+{
+    int32_t best = -1;
+    uint64_t m = 0;
+    for (size_t w = 0; w < pl->words; w++) {
+        uint64_t x = bits[w];
+        while (x) {
+            int b = __builtin_ctzll(x);
+            x &= x - 1;
+            int32_t r = (int32_t)(w * 64 + (size_t)b);
+            if (best >= 0 && pl->nodes[r].free[FAIR_RES_GPU] >= pl->nodes[best].free[FAIR_RES_GPU])
+                continue;
+            if (fair_place_fits_node(pl, r, pod, req, use_fut, &m)) {
+                best = r;
+                *mask = m;
+            }
+        }
+    }
+    return best;
+}
+
+static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
+                         const struct fair_resources *req, bool use_fut, uint64_t *mask)
+{
+    int64_t gpu = req->v[FAIR_RES_GPU];
+    int32_t r;
+    if (gpu > 0 && gpu < DEV_MILLI) {
+        for (int64_t f = gpu; f < DEV_MILLI; f++) {
+            if (pl->part_cnt[f] == 0)
+                continue;
+            r = scan_fullest(pl, part_bits(pl, (int)f), pod, req, use_fut, mask);
+            if (r >= 0)
+                return r;
+        }
+    }
+    int from = gpu >= DEV_MILLI ? (int)(gpu / DEV_MILLI) : (gpu > 0 ? 1 : 0);
+    for (int b = from; b <= FAIR_MAX_GPUS_PER_NODE; b++) {
+        if (pl->whole_cnt[b] == 0)
+            continue;
+        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask);
+        if (r >= 0)
+            return r;
+    }
+    return -1;
+}
+
+static int32_t find_spread(struct fair_place *pl, const struct fair_pod *pod,
+                           const struct fair_resources *req, bool use_fut, uint64_t *mask)
+{
+    int64_t gpu = req->v[FAIR_RES_GPU];
+    int to = gpu >= DEV_MILLI ? (int)(gpu / DEV_MILLI) : (gpu > 0 ? 1 : 0);
+    int32_t r;
+    for (int b = FAIR_MAX_GPUS_PER_NODE; b >= to; b--) {
+        if (pl->whole_cnt[b] == 0)
+            continue;
+        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask);
+        if (r >= 0)
+            return r;
+    }
+    if (gpu > 0 && gpu < DEV_MILLI) {
+        for (int64_t f = DEV_MILLI - 1; f >= gpu; f--) {
+            if (pl->part_cnt[f] == 0)
+                continue;
+            r = scan_first(pl, part_bits(pl, (int)f), pod, req, use_fut, mask);
+            if (r >= 0)
+                return r;
+        }
+    }
+    return -1;
+}
+
+int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
+                        const struct fair_resources *req, bool use_fut, uint64_t *mask)
+{
+    bool cacheable = unconstrained(pod);
+    int32_t r = -1;
+    *mask = 0;
+    if (cacheable && known_no_fit(pl, req, use_fut))
+        return -1;
+    if (pl->policy == FAIR_PLACE_FIRST_FIT) {
+        for (size_t i = 0; i < pl->nnodes && r < 0; i++)
+            if (fair_place_fits_node(pl, (int32_t)i, pod, req, use_fut, mask))
+                r = (int32_t)i;
+    } else if (pl->policy == FAIR_PLACE_SPREAD) {
+        r = find_spread(pl, pod, req, use_fut, mask);
+    } else {
+        r = find_pack(pl, pod, req, use_fut, mask);
+    }
+    if (r < 0 && cacheable)
+        remember_no_fit(pl, req, use_fut);
+    return r;
+}
+
+void fair_place_commit(struct fair_place *pl, int32_t rank, const struct fair_resources *req,
+                       uint64_t mask, int sign)
+{
+    struct fair_pnode *n = &pl->nodes[rank];
+    bucket_out(pl, rank);
+    for (int r = 0; r < FAIR_RES_COUNT; r++) {
+        n->free[r] -= sign * req->v[r];
+        n->ffree[r] -= sign * req->v[r];
+    }
+    n->pods += sign;
+    n->fpods += sign;
+    dev_apply(n->dev, n->ngpu, req->v[FAIR_RES_GPU], mask, sign);
+    dev_apply(n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, sign);
+    bucket_in(pl, rank);
+}
+
+void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resources *req,
+                    uint64_t mask, int sign)
+{
+    struct fair_pnode *n = &pl->nodes[rank];
+    for (int r = 0; r < FAIR_RES_COUNT; r++)
+        n->ffree[r] -= sign * req->v[r];
+    n->fpods += sign;
+    dev_apply(n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, sign);
+    n->fdiff = true;
+}

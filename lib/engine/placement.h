@@ -1,0 +1,110 @@
+/* Placement: which node, and which GPU devices, a pod goes to. Holds the
+ * free resources of every node during one engine cycle, indexes nodes in
+ * buckets so that a pod never scans all nodes, and scores candidates with a
+ * policy (packing by default; spread and first-fit exist as baselines for
+ * the simulator).
+ *
+ * Nodes are addressed by rank: their position when sorted by name (then by
+ * snapshot index), so that decisions do not depend on input order.
+ *
+ * Two views of each node are kept:
+ *   cur: free now (allocatable minus every bound pod, terminating included);
+ *   fut: free once terminating and just-evicted pods are gone, minus the
+ *        room reserved for the pending pods they were evicted for.
+ * Binds take room in both. Reservations (reclaim) change fut only, and a
+ * bind made after reservations (use_fut) must fit in both, so reserved room
+ * is never handed to someone else. */
+#ifndef FAIR_ENGINE_PLACEMENT_H
+#define FAIR_ENGINE_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+#define FAIR_PLACE_FAIL_CACHE 32
+
+struct fair_pnode {
+    int32_t idx;  /* snapshot index */
+    bool ok;      /* valid and schedulable: may receive pods */
+    bool fdiff;   /* fut may differ from cur (terminating pods or reservations) */
+    int8_t ngpu;  /* devices */
+    int8_t nwhole; /* cur devices fully free */
+    int32_t pods;  /* cur pods bound */
+    int32_t fpods; /* fut pods */
+    int64_t free[FAIR_RES_COUNT];
+    int64_t ffree[FAIR_RES_COUNT];
+    int16_t dev[FAIR_MAX_GPUS_PER_NODE];  /* cur free milli per device */
+    int16_t fdev[FAIR_MAX_GPUS_PER_NODE]; /* fut free milli per device */
+};
+
+struct fair_place_fail {
+    int64_t req[FAIR_RES_COUNT];
+    bool use_fut;
+};
+
+struct fair_place {
+    const struct fair_snapshot *snap;
+    enum fair_place_policy policy;
+    size_t nnodes;
+    struct fair_pnode *nodes; /* by rank */
+    int32_t *rank_of;         /* snapshot index -> rank */
+    size_t words;             /* 64-bit words per bitset */
+    /* whole[b]: nodes (ok only) with exactly b fully free devices (cur). */
+    uint64_t *whole;
+    int32_t whole_cnt[FAIR_MAX_GPUS_PER_NODE + 1];
+    /* part[f]: nodes (ok only) with a device of exactly f free milli,
+     * 0 < f < 1000 (cur). */
+    uint64_t *part;
+    int32_t part_cnt[FAIR_GPU_DEVICE_MILLI];
+    /* Requests known not to fit on any node (state only fills up between
+     * resets), for pods without node constraints. */
+    struct fair_place_fail fail[FAIR_PLACE_FAIL_CACHE];
+    size_t nfail;
+    size_t fail_next;
+    size_t bytes; /* allocated, for the memory figure */
+};
+
+/* Sets up pl for snap: nodes, their free room from the bound pods (devices
+ * from each pod's gpu_devices, or chosen deterministically when a bound pod
+ * has none), terminating pods freed in fut. node_ok[i] (by snapshot index)
+ * says whether node i may receive pods. masks[i] (npods, caller-owned)
+ * receives the devices each bound pod holds. Returns 0 or FAIR_ENOMEM. The
+ * pods' node indices must already be checked. */
+int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, const bool *node_ok,
+                    uint64_t *masks);
+void fair_place_release(struct fair_place *pl);
+
+/* Whether node (rank) passes pod's static filters: schedulable, GPU model,
+ * node selector, taints (NoSchedule, NoExecute) against tolerations. */
+bool fair_place_static_ok(const struct fair_place *pl, int32_t rank, const struct fair_pod *pod);
+
+/* Chooses a node and devices for a request, per the policy. use_fut: the
+ * room must also be free in the fut view. Returns the rank or -1. */
+int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
+                        const struct fair_resources *req, bool use_fut, uint64_t *mask);
+
+/* Whether req fits on node rank (filters and room), and the devices it would
+ * get there; the per-node scoring used by fair_place_find. */
+bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                          const struct fair_resources *req, bool use_fut, uint64_t *mask);
+
+/* Takes (sign 1) or gives back (sign -1) req on node rank, devices mask,
+ * in cur and fut. */
+void fair_place_commit(struct fair_place *pl, int32_t rank, const struct fair_resources *req,
+                       uint64_t mask, int sign);
+/* Changes the fut view only: sign -1 frees (an evicted pod), 1 reserves. */
+void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resources *req,
+                    uint64_t mask, int sign);
+
+/* Device choice on one device array: whole GPUs (lowest fully free
+ * devices) or a fraction (best fit: the fullest device that still fits,
+ * lowest index on ties). Returns false when it does not fit. */
+bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                             enum fair_place_policy policy, uint64_t *mask);
+
+/* Forgets the no-fit cache (after room was given back). */
+void fair_place_forget(struct fair_place *pl);
+
+#endif
