@@ -38,7 +38,7 @@ struct fair_informer {
     int64_t last_list_ms;
     uint64_t watch_events;  /* events in the current watch */
     bool synced;
-    bool gone;              /* an ERROR 410 event arrived */
+    bool unpaged;           /* the next list asks for everything at once */
     uint32_t rng;
     struct fair_informer_stats stats;
 };
@@ -201,9 +201,12 @@ static void on_list_page(const struct fair_kresponse *resp, void *ctx)
     struct fair_informer *inf = ctx;
     inf->req = NULL;
     if (resp->rc == FAIR_EGONE && inf->continue_token) {
-        /* The continue token expired: start the list again. */
-        FAIR_INFO(COMP, "msg=\"continue token expired; listing again\" resource=%s", kind(inf));
+        /* The continue token expired: list again in one piece, as
+         * client-go does, so that a busy server cannot starve paging. */
+        FAIR_INFO(COMP, "msg=\"continue token expired; listing again without paging\" "
+                  "resource=%s", kind(inf));
         inf->stats.gone++;
+        inf->unpaged = true;
         start_list(inf);
         return;
     }
@@ -243,6 +246,7 @@ static void on_list_page(const struct fair_kresponse *resp, void *ctx)
         return;
     }
     set_str(&inf->continue_token, NULL);
+    inf->unpaged = false;
     apply_list(inf);
     inf->backoff_ms = inf->opt.backoff_base_ms;
     start_watch(inf);
@@ -260,7 +264,7 @@ static int request_page(struct fair_informer *inf)
     struct fair_klist_opts o = {
         .label_selector = inf->label_selector,
         .field_selector = inf->field_selector,
-        .limit = inf->opt.page_size,
+        .limit = inf->unpaged ? 0 : inf->opt.page_size,
         .continue_token = inf->continue_token,
     };
     struct fair_error err = {0};
