@@ -919,9 +919,9 @@ static void run_cycle(struct fair_ctl *c)
     size_t pending = 0;
     char msg[512];
     for (size_t i = 0; i < s.snap.npods && i < res.npods; i++) {
-        int why = res.pending_reasons[i];
-        if (s.snap.pods[i].state != FAIR_POD_PENDING || why == FAIR_PENDING_NONE)
+        if (s.snap.pods[i].state != FAIR_POD_PENDING || res.pending_reasons[i] == FAIR_PENDING_NONE)
             continue;
+        int why = fair_ctl_effective_why(&s, &res, i);
         pending++;
         if (told >= MAX_TELLS_PER_CYCLE)
             continue;

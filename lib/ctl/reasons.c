@@ -30,6 +30,7 @@ const char *fair_ctl_why_reason(int why)
     case FAIR_PENDING_GANG_INCOMPLETE: return "GangIncomplete";
     case FAIR_PENDING_GANG_NO_FIT: return "GangDoesNotFit";
     case FAIR_PENDING_FAIR_SHARE: return "FairShare";
+    case FAIR_PENDING_INVALID_POD: return "InvalidPod";
     }
     return "Unschedulable";
 }
@@ -58,11 +59,25 @@ static const char *queue_problem(const struct fair_ctl_snapshot *s, const struct
     return "see the queue's status";
 }
 
+int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                           size_t pod)
+{
+    int why = pod < r->npods ? r->pending_reasons[pod] : 0;
+    const struct fair_pod *p = &s->snap.pods[pod];
+    if (why != FAIR_PENDING_NO_NODE_FITS || p->queue < 0 || (size_t)p->queue >= r->nqueues)
+        return why;
+    const struct fair_share_status *qs = &r->queues[p->queue];
+    int64_t g = p->request.v[FAIR_RES_GPU];
+    if (g <= 0 || qs->allocated_after.v[FAIR_RES_GPU] + g > qs->guaranteed.v[FAIR_RES_GPU])
+        return why;
+    return s->nterminating > 0 ? FAIR_PENDING_WAITING_RECLAIM : why;
+}
+
 void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
                               size_t pod, char *out, size_t n)
 {
     const struct fair_pod *p = &s->snap.pods[pod];
-    int why = pod < r->npods ? r->pending_reasons[pod] : 0;
+    int why = fair_ctl_effective_why(s, r, pod);
     int32_t qi = p->queue;
     const struct fair_queue *q = qi >= 0 ? &s->snap.queues[qi] : NULL;
     const struct fair_share_status *qs = qi >= 0 && (size_t)qi < r->nqueues ? &r->queues[qi] : NULL;
@@ -165,6 +180,14 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
                  "more when GPUs free up",
                  qname, b, a);
         return;
+    case FAIR_PENDING_INVALID_POD: {
+        const char *m = "see the pod's annotations and requests";
+        for (size_t i = 0; i < r->nproblems; i++)
+            if (r->problems[i].object == FAIR_OBJ_POD && r->problems[i].index == (int32_t)pod)
+                m = r->problems[i].message;
+        snprintf(out, n, "invalid pod: %s", m);
+        return;
+    }
     }
     snprintf(out, n, "pending");
 }

@@ -25,6 +25,13 @@ const char *fair_ctl_why_reason(int why);
 void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
                               size_t pod, char *out, size_t n);
 
+/* The reason to show for pending pod `pod`: the engine's, except that a
+ * pod whose queue is still owed guaranteed GPUs while victims terminate is
+ * "waiting for reclaim" rather than "no node fits" (the engine holds back
+ * new victims until the room of terminating ones is free). */
+int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                           size_t pod);
+
 /* Message for a pod the snapshot rejected. */
 void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, size_t n);
 

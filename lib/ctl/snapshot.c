@@ -520,6 +520,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
             }
             p->gpu_devices = mask;
         }
+        if (p->terminating && p->queue >= 0)
+            out->nterminating++;
         out->kpods[pod_out] = k;
         pod_out++;
     }

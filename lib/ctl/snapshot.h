@@ -99,6 +99,8 @@ struct fair_ctl_snapshot {
     int32_t *queue_index;
     char (*queue_problem)[200];
     size_t ninput_projects, ninput_queues;
+    /* Bound pods of a queue that are terminating (evicted or deleted). */
+    size_t nterminating;
     /* Our pending pods that cannot take part. */
     struct fair_ctl_rejected *rejected;
     size_t nrejected;

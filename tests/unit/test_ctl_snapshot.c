@@ -384,6 +384,7 @@ static void test_overlays_gangs_nodes(void **state)
     assert_false(s.snap.pods[i].preemptible);
     i = pod_index(&s, "dying");
     assert_true(s.snap.pods[i].terminating);
+    assert_int_equal(s.nterminating, 2); /* inflight-evict and dying */
     i = pod_index(&s, "interactive");
     assert_false(s.snap.pods[i].preemptible);
     assert_int_equal(s.snap.pods[i].priority, 7);
