@@ -179,7 +179,8 @@ static int pod_gpu(const struct fair_kpod *p, int64_t *gpu, char *msg, size_t ms
     }
     int64_t whole = p->request.v[FAIR_RES_GPU];
     if (p->gpu_fraction_milli > 0) {
-        if (whole > 0) {
+        /* kube/decode.c already puts the fraction in request.v[GPU]. */
+        if (whole > 0 && whole != p->gpu_fraction_milli) {
             snprintf(msg, msglen,
                      "pod asks for nvidia.com/gpu and fairshare.dev/gpu-fraction at once; use "
                      "one of them");

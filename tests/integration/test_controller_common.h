@@ -304,11 +304,13 @@ static __attribute__((unused)) void mk_queue(struct fair_fake *f, const char *na
 }
 
 /* A pod asking for `gpus` whole GPUs (NULL: none) or the annotation
- * fraction (NULL: none). labels/annotations: extra JSON members such as
- * ",\"a\":\"b\"" (NULL: none). queue NULL: no queue label. */
-static __attribute__((unused)) void mk_pod_full(struct fair_fake *f, const char *ns, const char *name, const char *queue,
-                        const char *gpus, const char *fraction, const char *labels,
-                        const char *annotations, int grace)
+ * fraction (NULL: none). labels/annotations/spec_extra: extra JSON members
+ * such as ",\"a\":\"b\"" (NULL: none). queue NULL: no queue label. */
+static __attribute__((unused)) void mk_pod_spec(struct fair_fake *f, const char *ns, const char *name,
+                                                const char *queue, const char *gpus,
+                                                const char *fraction, const char *labels,
+                                                const char *annotations, const char *spec_extra,
+                                                int grace)
 {
     char body[4096], path[256], lab[1024], ann[1024], res[256];
     snprintf(lab, sizeof lab, "{\"app\":\"test\"%s%s%s%s}", queue ? ",\"fairshare.dev/queue\":\"" : "",
@@ -324,16 +326,24 @@ static __attribute__((unused)) void mk_pod_full(struct fair_fake *f, const char 
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
              "\"namespace\":\"%s\",\"labels\":%s,\"annotations\":%s},"
              "\"spec\":{\"schedulerName\":\"fairshare\",\"terminationGracePeriodSeconds\":%d,"
-             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":%s}]}}",
-             name, ns, lab, ann, grace, res);
+             "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":%s}]%s}}",
+             name, ns, lab, ann, grace, res, spec_extra ? spec_extra : "");
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
     must_create(f, path, body);
+}
+
+static __attribute__((unused)) void mk_pod_full(struct fair_fake *f, const char *ns, const char *name,
+                                                const char *queue, const char *gpus,
+                                                const char *fraction, const char *labels,
+                                                const char *annotations, int grace)
+{
+    mk_pod_spec(f, ns, name, queue, gpus, fraction, labels, annotations, NULL, grace);
 }
 
 static __attribute__((unused)) void mk_pod(struct fair_fake *f, const char *ns, const char *name, const char *queue,
                    const char *gpus)
 {
-    mk_pod_full(f, ns, name, queue, gpus, NULL, NULL, NULL, 0);
+    mk_pod_spec(f, ns, name, queue, gpus, NULL, NULL, NULL, NULL, 0);
 }
 
 /* ---- queries ---- */
@@ -478,6 +488,82 @@ static __attribute__((unused)) bool queue_gpu_is(struct fair_fake *f, const char
     bool ok = v && strcmp(v, want) == 0;
     json_decref(st);
     return ok;
+}
+
+/* reason of the pod's condition of type (malloc'd), or NULL. With status
+ * "False"/"True" in *status_out when given (64 bytes). */
+static __attribute__((unused)) char *pod_condition(struct fair_fake *f, const char *ns,
+                                                   const char *name, const char *type,
+                                                   char *status_out)
+{
+    json_t *p = get_pod(f, ns, name);
+    char *out = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (!t || strcmp(t, type) != 0)
+            continue;
+        free(out);
+        out = strdup(json_string_value(json_object_get(c, "reason")) ?: "");
+        if (status_out)
+            snprintf(status_out, 64, "%s", json_string_value(json_object_get(c, "status")) ?: "");
+    }
+    json_decref(p);
+    return out;
+}
+
+static __attribute__((unused)) bool pod_condition_is(struct fair_fake *f, const char *ns,
+                                                     const char *name, const char *type,
+                                                     const char *reason)
+{
+    char *r = pod_condition(f, ns, name, type, NULL);
+    bool ok = r && strcmp(r, reason) == 0;
+    free(r);
+    return ok;
+}
+
+/* The pod's node ("" when unbound; malloc'd) and its gpu-devices annotation
+ * (malloc'd or NULL). */
+static __attribute__((unused)) char *pod_node(struct fair_fake *f, const char *ns, const char *name,
+                                              char **devices)
+{
+    json_t *p = get_pod(f, ns, name);
+    char *node = strdup(jpath(p, "spec.nodeName") ?: "");
+    if (devices) {
+        const char *d = json_string_value(json_object_get(
+            json_object_get(json_object_get(p, "metadata"), "annotations"),
+            "fairshare.dev/gpu-devices"));
+        *devices = d ? strdup(d) : NULL;
+    }
+    json_decref(p);
+    return node;
+}
+
+/* Starts a fake cluster of nodes x gpus with the kubelet, and a ready
+ * controller (no leader election). */
+static __attribute__((unused)) void start_all(struct fair_fake *fake, struct ctl *c, int nodes,
+                                              int gpus, const char *tag)
+{
+    struct fair_fake_opts o = {.nodes = nodes, .gpus_per_node = gpus, .kubelet = 1,
+                               .grace_seconds = 1};
+    assert_int_equal(fair_fake_start(fake, &o), 0);
+    assert_int_equal(ctl_start(c, fake, tag), 0);
+    if (!WAIT_UNTIL(ctl_ready(c), WAIT_MS)) {
+        ctl_dump_log(c, 40);
+        fail_msg("controller not ready");
+    }
+}
+
+static __attribute__((unused)) void stop_all(struct fair_fake *fake, struct ctl *c)
+{
+    int rc = ctl_stop(c);
+    if (rc != 0)
+        ctl_dump_log(c, 60);
+    assert_int_equal(rc, 0); /* a clean exit; under ASan, no leaks */
+    assert_int_equal(fair_fake_stop(fake), 0);
+    fair_fake_release(fake);
 }
 
 static __attribute__((unused)) void mk_namespaces(struct fair_fake *f, const char *const *ns)

@@ -81,7 +81,8 @@ static void test_lend_and_reclaim(void **state)
     /* Exactly 8 of B's pods were evicted, each once; the other 8 run. */
     assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 8, WAIT_MS));
     assert_int_equal(count_pods(&fake, "team-b", 1), 8);
-    assert_int_equal(count_events(&fake, "Preempted", "team-b", NULL), 8);
+    assert_true(WAIT_UNTIL(count_events(&fake, "Preempted", "team-b", NULL) == 8, WAIT_MS));
+    assert_true(WAIT_UNTIL(count_events(&fake, "Scheduled", "team-a", NULL) == 8, WAIT_MS));
     assert_int_equal(count_events(&fake, "Preempted", "team-a", NULL), 0);
     char *msg = event_message(&fake, "Scheduled", "team-a", "a-00");
     assert_non_null(msg);
