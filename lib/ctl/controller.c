@@ -72,7 +72,8 @@ struct fair_ctl {
     struct fair_workqueue *wq;
     struct event *cycle_ev;
     int64_t cycle_due; /* monotonic ms the timer is armed for; -1: not armed */
-    int64_t last_cycle_ms;
+    int64_t last_cycle_ms;      /* monotonic end of the last cycle */
+    int64_t last_cycle_cost_ms; /* how long it took */
     struct event *flush_ev;
     bool leader_now;
     bool started;
@@ -178,8 +179,13 @@ static void mark_dirty(struct fair_ctl *c)
 {
     if (fair_workqueue_add(c->wq, CYCLE_KEY))
         FAIR_WARN(COMP, "msg=\"work queue full\"");
-    int64_t since = mono(c) - c->last_cycle_ms;
-    int64_t wait = c->cfg->cycle_min_interval_ms - since;
+    /* At least as long as the last cycle took passes between cycles, so
+     * that with a large cluster the loop still spends half its time on
+     * I/O (answers to binds, watch events) rather than on cycles. */
+    int64_t gap = c->cfg->cycle_min_interval_ms;
+    if (c->last_cycle_cost_ms > gap)
+        gap = c->last_cycle_cost_ms;
+    int64_t wait = gap - (mono(c) - c->last_cycle_ms);
     arm_cycle(c, wait > 0 ? wait : 0);
 }
 
@@ -884,11 +890,14 @@ static void run_cycle(struct fair_ctl *c)
         goto out;
     }
     have_snap = true;
+    struct timespec ts_snap, ts_eng;
+    clock_gettime(CLOCK_MONOTONIC, &ts_snap);
     if (fair_engine_run(&s.snap, &res, &err)) {
         FAIR_ERROR(COMP, "msg=\"engine failed\" err=\"%s\"", err.msg);
         goto out;
     }
     have_res = true;
+    clock_gettime(CLOCK_MONOTONIC, &ts_eng);
     if (c->need_reconcile && c->ledger) {
         ledger_reconcile(c, &s);
         c->need_reconcile = false;
@@ -959,9 +968,17 @@ static void run_cycle(struct fair_ctl *c)
     }
     c->metrics.pods_pending = pending;
     c->metrics.inflight = c->pods.inflight;
-    if (binds || evicts)
-        FAIR_DEBUG(COMP, "msg=\"cycle\" pods=%zu pending=%zu binds=%zu evictions=%zu",
-                   s.snap.npods, pending, binds, evicts);
+    if (fair_log_get_level() <= FAIR_LOG_DEBUG) {
+        struct timespec ts_end;
+        clock_gettime(CLOCK_MONOTONIC, &ts_end);
+#define MS(a, b) ((double)((b).tv_sec - (a).tv_sec) * 1e3 + (double)((b).tv_nsec - (a).tv_nsec) / 1e6)
+        FAIR_DEBUG(COMP,
+                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu evictions=%zu snapshot_ms=%.2f "
+                   "engine_ms=%.2f rest_ms=%.2f",
+                   s.snap.npods, pending, binds, evicts, MS(ts0, ts_snap), MS(ts_snap, ts_eng),
+                   MS(ts_eng, ts_end));
+#undef MS
+    }
 out:
     fair_free(queue_alloc);
     if (have_res)
@@ -988,9 +1005,11 @@ static void on_cycle_timer(evutil_socket_t fd, short what, void *arg)
         fair_free(key);
         key = NULL;
     }
-    c->last_cycle_ms = mono(c);
+    int64_t t0 = mono(c);
     if (c->leader_now && all_synced(c))
         run_cycle(c);
+    c->last_cycle_ms = mono(c);
+    c->last_cycle_cost_ms = c->last_cycle_ms - t0;
     arm_cycle(c, c->cfg->cycle_interval_ms);
 }
 
