@@ -5,7 +5,8 @@ set -eu
 
 PKGS="gcc libc6-dev make cmake pkg-config git ca-certificates openssl sqlite3 curl
 libcurl4-openssl-dev libjansson-dev libyaml-dev libsqlite3-dev libevent-dev
-libcmocka-dev libssl-dev"
+libcmocka-dev libssl-dev
+chromium"
 # Extra packages for a target (fuzz: clang with libFuzzer; browser: chromium).
 case "${1:-}" in
   fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;

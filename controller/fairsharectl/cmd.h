@@ -12,5 +12,6 @@ struct fair_cmd {
 int fair_cmd_report(int argc, char **argv);
 int fair_cmd_simulate(int argc, char **argv);
 int fair_cmd_dashboard(int argc, char **argv);
+int fair_cmd_ledger(int argc, char **argv);
 
 #endif

@@ -15,16 +15,15 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: fairsharectl report --from YYYY-MM-DD --to YYYY-MM-DD\n"
-            "         [--by team|project|queue|namespace] [--format table|csv|json]\n"
-            "         (--db FILE | --server URL)\n"
-            "         [--price-per-gpu-hour X] [--price-table FILE] [--tz UTC|+HH:MM|-HH:MM]\n"
-            "\n"
-            "The period is [from, to): --to is exclusive. Dates are midnight in --tz\n"
-            "(default UTC); full RFC 3339 times are accepted too. --price-table is a\n"
-            "CSV of model,price lines (\"*\" for the default); with --server only\n"
-            "--price-per-gpu-hour is supported. Exit status: 0 ok, 1 error, 2 usage.\n");
+    fprintf(f, "usage: fairsharectl report --from YYYY-MM-DD --to YYYY-MM-DD\n"
+               "         [--by team|project|queue|namespace] [--format table|csv|json]\n"
+               "         (--db FILE | --server URL)\n"
+               "         [--price-per-gpu-hour X] [--price-table FILE] [--tz UTC|+HH:MM|-HH:MM]\n"
+               "\n"
+               "The period is [from, to): --to is exclusive. Dates are midnight in --tz\n"
+               "(default UTC); full RFC 3339 times are accepted too. --price-table is a\n"
+               "CSV of model,price lines (\"*\" for the default); with --server only\n"
+               "--price-per-gpu-hour is supported. Exit status: 0 ok, 1 error, 2 usage.\n");
 }
 
 struct opts {

@@ -10,6 +10,7 @@ static const struct fair_cmd commands[] = {
      fair_cmd_report},
     {"dashboard", "serve the finance dashboard and report endpoints from a ledger file",
      fair_cmd_dashboard},
+    {"ledger", "back up, check or prune the ledger file", fair_cmd_ledger},
     {"simulate", "replay a trace through the engine on a virtual clock", fair_cmd_simulate},
 };
 

@@ -100,7 +100,9 @@ static const char page[] =
     "  const max=Math.max(1,...pts.map(p=>Math.max(p[1],p[2],p[3])));\n"
     "  const X=t=>L+(W-L-8)*(t-t0)/Math.max(1,t1-t0),Y=v=>10+(H-B-10)*(1-v/max);\n"
     "  svg.appendChild(el('text',{x:L,y:H+22},q.queue+' ('+q.team+')'));\n"
-    "  svg.appendChild(el('text',{x:0,y:14},gpus(max)));svg.appendChild(el('text',{x:0,y:H-B},'0'));\n"
+    "  "
+    "svg.appendChild(el('text',{x:0,y:14},gpus(max)));svg.appendChild(el('text',{x:0,y:H-B},'0'));"
+    "\n"
     "  svg.appendChild(el('line',{x1:L,y1:H-B,x2:W-8,y2:H-B,stroke:'#ccc'}));\n"
     "  [[3,'#999','2,3'],[2,'#1a9a50','6,3'],[1,'#2f6fde','']].forEach(([k,c,d])=>{\n"
     "   const p=pts.map(v=>X(v[0]).toFixed(1)+','+Y(v[k]).toFixed(1)).join(' ');\n"
@@ -197,10 +199,9 @@ int fair_dashboard_samples(void *ledger, const char *query, struct fair_buf *bod
     sqlite3_bind_int64(st, 2, to);
     sqlite3_bind_int64(st, 3, step);
     fair_buf_reset(body);
-    rc = fair_buf_appendf(body,
-                          "{\"from_ms\":%" PRId64 ",\"to_ms\":%" PRId64 ",\"step_ms\":%" PRId64
-                          ",\"queues\":[",
-                          from, to, step);
+    rc = fair_buf_appendf(
+        body, "{\"from_ms\":%" PRId64 ",\"to_ms\":%" PRId64 ",\"step_ms\":%" PRId64 ",\"queues\":[",
+        from, to, step);
     char prev_q[FAIR_LEDGER_NAME_MAX + 1] = "", prev_t[FAIR_LEDGER_NAME_MAX + 1] = "";
     int nq = 0, first_point = 1;
     while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {

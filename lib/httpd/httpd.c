@@ -42,7 +42,7 @@ static void reply(struct evhttp_request *req, int status, const char *ctype, con
     evhttp_add_header(h, "Content-Type", ctype);
     evhttp_add_header(h, "Cache-Control", "no-store");
     evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-    const char *reason = status == 200 ? "OK"
+    const char *reason = status == 200   ? "OK"
                          : status == 400 ? "Bad Request"
                          : status == 404 ? "Not Found"
                          : status == 405 ? "Method Not Allowed"
@@ -138,8 +138,9 @@ int fair_httpd_new(struct event_base *base, const char *addr, int port, struct f
     struct evhttp_bound_socket *bs =
         evhttp_bind_socket_with_handle(srv->http, addr, (ev_uint16_t)port);
     if (!bs) {
-        rc = fair_error_set(err, FAIR_EIO, "httpd: cannot listen on %s:%d (address in use or "
-                                           "not local?)",
+        rc = fair_error_set(err, FAIR_EIO,
+                            "httpd: cannot listen on %s:%d (address in use or "
+                            "not local?)",
                             addr, port);
         goto out;
     }

@@ -5,7 +5,9 @@
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -365,8 +367,9 @@ static int enqueue_take(struct fair_ledger *l, struct op *op, struct fair_error 
         int rc = fair_ledger_flush(l, err);
         if (rc) {
             l->st.dropped++;
-            FAIR_ERROR("ledger", "msg=\"queue full and flush failed: record dropped\" "
-                                 "dropped=%" PRIu64 " err=\"%s\"",
+            FAIR_ERROR("ledger",
+                       "msg=\"queue full and flush failed: record dropped\" "
+                       "dropped=%" PRIu64 " err=\"%s\"",
                        l->st.dropped, err ? err->msg : "");
             op_release(op);
             return rc;
@@ -384,7 +387,8 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
     if (!in->uid || !*in->uid || strnlen(in->uid, FAIR_LEDGER_UID_MAX + 1) > FAIR_LEDGER_UID_MAX)
         return fair_error_set(err, FAIR_EINVAL, "ledger: interval uid is missing or too long");
     if ((rc = check_name("namespace", in->namespace_, 0, err)) ||
-        (rc = check_name("pod", in->pod, 0, err)) || (rc = check_name("queue", in->queue, 0, err)) ||
+        (rc = check_name("pod", in->pod, 0, err)) ||
+        (rc = check_name("queue", in->queue, 0, err)) ||
         (rc = check_name("project", in->project, 0, err)) ||
         (rc = check_name("team", in->team, 0, err)) ||
         (rc = check_name("cost_center", in->cost_center, 1, err)) ||
@@ -392,8 +396,9 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
         (rc = check_name("gpu_model", in->gpu_model, 1, err)))
         return rc;
     if (in->gpu_milli <= 0 || in->gpu_milli > 1000000000)
-        return fair_error_set(err, FAIR_EINVAL, "ledger: pod %s/%s: gpu_milli %" PRId64
-                              " out of range", in->namespace_, in->pod, in->gpu_milli);
+        return fair_error_set(err, FAIR_EINVAL,
+                              "ledger: pod %s/%s: gpu_milli %" PRId64 " out of range",
+                              in->namespace_, in->pod, in->gpu_milli);
     if (in->inquota_milli < 0 || in->inquota_milli > in->gpu_milli)
         return fair_error_set(err, FAIR_EINVAL,
                               "ledger: pod %s/%s: inquota_milli %" PRId64 " not in 0..%" PRId64,
@@ -406,9 +411,8 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
 
 static int info_copy(struct op *op, const struct fair_ledger_interval_info *in)
 {
-    const char *src[9] = {in->uid,         in->namespace_, in->pod,
-                          in->queue,       in->project,    in->team,
-                          in->cost_center, in->node,       in->gpu_model};
+    const char *src[9] = {in->uid,  in->namespace_,  in->pod,  in->queue,    in->project,
+                          in->team, in->cost_center, in->node, in->gpu_model};
     const char *dst[9];
     op->info = *in;
     op->strs = pack_strings(src, dst, 9);
@@ -507,8 +511,7 @@ void fair_ledger_sample_derive(struct fair_ledger_sample_row *rows, size_t n)
 }
 
 int fair_ledger_sample(struct fair_ledger *l, int64_t now_ms,
-                       const struct fair_ledger_sample_row *rows, size_t n,
-                       struct fair_error *err)
+                       const struct fair_ledger_sample_row *rows, size_t n, struct fair_error *err)
 {
     struct op op = {0};
     int rc = 0;
@@ -661,8 +664,8 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static int do_open(struct fair_ledger *l, struct stmts *s, const struct fair_ledger_interval_info *in,
-                   struct fair_error *err)
+static int do_open(struct fair_ledger *l, struct stmts *s,
+                   const struct fair_ledger_interval_info *in, struct fair_error *err)
 {
     const char *v[6] = {in->namespace_, in->queue,       in->project,
                         in->team,       in->cost_center, in->gpu_model};
@@ -784,7 +787,8 @@ static int do_sample(struct fair_ledger *l, struct stmts *s, const struct sample
             dur = so->now_ms - last;
     }
     int64_t t0 = so->now_ms - dur;
-    int64_t d0 = floor_div(t0, FAIR_LEDGER_DAY_MS), d1 = floor_div(so->now_ms - 1, FAIR_LEDGER_DAY_MS);
+    int64_t d0 = floor_div(t0, FAIR_LEDGER_DAY_MS),
+            d1 = floor_div(so->now_ms - 1, FAIR_LEDGER_DAY_MS);
     for (size_t i = 0; i < so->n; i++) {
         const struct fair_ledger_sample_row *r = &so->rows[i];
         const char *v[6] = {"", r->queue, r->project, r->team, "", ""};
@@ -792,8 +796,8 @@ static int do_sample(struct fair_ledger *l, struct stmts *s, const struct sample
         rc = dim_id(l, s, v, &dim, err);
         if (rc)
             return rc;
-        int64_t vals[10] = {so->now_ms, dur,     dim,        r->allocated, r->guaranteed,
-                            r->fair_share, r->pending, r->in_quota, r->borrowed, r->lent};
+        int64_t vals[10] = {so->now_ms,    dur,        dim,         r->allocated, r->guaranteed,
+                            r->fair_share, r->pending, r->in_quota, r->borrowed,  r->lent};
         for (int k = 0; k < 10; k++)
             sqlite3_bind_int64(s->sample, k + 1, vals[k]);
         rc = step_done(l, s->sample, "write sample", err);
@@ -870,8 +874,10 @@ int fair_ledger_flush(struct fair_ledger *l, struct fair_error *err)
         goto out;
     /* "batches" counts committed flushes (the crash test reads it). */
     sqlite3_stmt *inc = NULL;
-    rc = prepare(l, "INSERT INTO meta(key, value) VALUES('batches', 1) ON CONFLICT(key) DO "
-                    "UPDATE SET value=value+1", &inc, err);
+    rc = prepare(l,
+                 "INSERT INTO meta(key, value) VALUES('batches', 1) ON CONFLICT(key) DO "
+                 "UPDATE SET value=value+1",
+                 &inc, err);
     if (rc)
         goto out;
     rc = step_done(l, inc, "count batch", err);
@@ -897,8 +903,9 @@ out:
         sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
     if (rc) {
         l->st.flush_errors++;
-        FAIR_WARN("ledger", "msg=\"flush failed; records kept for the next flush\" queued=%zu "
-                            "err=\"%s\"",
+        FAIR_WARN("ledger",
+                  "msg=\"flush failed; records kept for the next flush\" queued=%zu "
+                  "err=\"%s\"",
                   l->count, err ? err->msg : "");
     }
     return rc;
@@ -910,8 +917,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 int fair_ledger_reconcile(struct fair_ledger *l, int64_t now_ms,
-                          const struct fair_ledger_interval_info *live, size_t n,
-                          size_t *closed, size_t *opened, struct fair_error *err)
+                          const struct fair_ledger_interval_info *live, size_t n, size_t *closed,
+                          size_t *opened, struct fair_error *err)
 {
     struct stmts s;
     const char **uids = NULL;
@@ -1083,11 +1090,107 @@ int fair_ledger_prune(struct fair_ledger *l, int64_t now_ms, int64_t *deleted,
     rc = exec(l, sql, err);
     if (rc)
         goto out;
-    FAIR_INFO("ledger", "msg=\"pruned\" before_ms=%" PRId64 " samples_before_ms=%" PRId64
-                        " rows=%" PRId64,
+    FAIR_INFO("ledger",
+              "msg=\"pruned\" before_ms=%" PRId64 " samples_before_ms=%" PRId64 " rows=%" PRId64,
               cut, scut, total);
 out:
     if (deleted)
         *deleted = total;
     return rc;
+}
+
+int fair_ledger_backup(struct fair_ledger *l, const char *dest, struct fair_error *err)
+{
+    sqlite3 *out = NULL;
+    sqlite3_backup *b = NULL;
+    char tmp[4096];
+    int rc = 0;
+    if (!dest || !*dest || strlen(dest) + 5 > sizeof(tmp))
+        return fair_error_set(err, FAIR_EINVAL, "ledger backup: bad destination path");
+    if (!l->readonly && (rc = fair_ledger_flush(l, err)))
+        return rc;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", dest);
+    unlink(tmp);
+    int src = sqlite3_open_v2(tmp, &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (src != SQLITE_OK) {
+        rc = fair_error_set(err, FAIR_EIO, "ledger backup: cannot create %s: %s", tmp,
+                            out ? sqlite3_errmsg(out) : sqlite3_errstr(src));
+        goto out;
+    }
+    b = sqlite3_backup_init(out, "main", l->db, "main");
+    if (!b) {
+        rc = fair_error_set(err, FAIR_EDB, "ledger backup %s: %s", dest, sqlite3_errmsg(out));
+        goto out;
+    }
+    /* All pages in one step: one consistent snapshot of the source. */
+    src = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    b = NULL;
+    if (src != SQLITE_DONE) {
+        rc = fair_error_set(err, src == SQLITE_FULL ? FAIR_EIO : FAIR_EDB, "ledger backup %s: %s",
+                            dest, sqlite3_errstr(src));
+        goto out;
+    }
+    src = sqlite3_close(out);
+    out = NULL;
+    if (src != SQLITE_OK) {
+        rc =
+            fair_error_set(err, FAIR_EIO, "ledger backup %s: close: %s", dest, sqlite3_errstr(src));
+        goto out;
+    }
+    if (rename(tmp, dest) != 0)
+        rc = fair_error_set(err, FAIR_EIO, "ledger backup: rename %s to %s failed", tmp, dest);
+out:
+    if (out)
+        sqlite3_close(out);
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+static int scalar(struct fair_ledger *l, const char *sql, int64_t *v, struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(l, sql, &st, err);
+    if (rc)
+        return rc;
+    int src = sqlite3_step(st);
+    *v = src == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        rc = fair_ledger_sql_error(l, src, "check", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int fair_ledger_check(struct fair_ledger *l, struct fair_ledger_check *out, struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = 0;
+    memset(out, 0, sizeof(*out));
+    int rc = prepare(l, "PRAGMA integrity_check(10)", &st, err);
+    if (rc)
+        return rc;
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        const char *m = (const char *)sqlite3_column_text(st, 0);
+        out->ok = m && strcmp(m, "ok") == 0;
+        snprintf(out->detail, sizeof(out->detail), "%s", m ? m : "");
+    }
+    sqlite3_finalize(st);
+    if (src != SQLITE_ROW)
+        return fair_ledger_sql_error(l, src, "integrity check", err);
+    if ((rc = scalar(l, "PRAGMA user_version", &v, err)))
+        return rc;
+    out->schema_version = (int)v;
+    if ((rc = scalar(l, "SELECT count(*) FROM intervals", &out->intervals, err)) ||
+        (rc = scalar(l, "SELECT count(*) FROM intervals WHERE end_ms IS NULL", &out->open_intervals,
+                     err)) ||
+        (rc = scalar(l, "SELECT count(*) FROM samples", &out->samples, err)) ||
+        (rc = scalar(l, "SELECT count(DISTINCT day) FROM interval_day", &out->rollup_days, err)) ||
+        (rc = scalar(l, "SELECT min(start_ms) FROM intervals", &out->first_start_ms, err)) ||
+        (rc = scalar(l, "SELECT max(end_ms) FROM intervals", &out->last_end_ms, err)) ||
+        (rc = fair_ledger_meta_get(l, "heartbeat_ms", &out->heartbeat_ms, err)) ||
+        (rc = fair_ledger_meta_get(l, "pruned_before_ms", &out->pruned_before_ms, err)))
+        return rc;
+    return 0;
 }

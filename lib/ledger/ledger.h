@@ -65,14 +65,14 @@ enum fair_ledger_end {
 const char *fair_ledger_end_name(int reason);
 
 struct fair_ledger_options {
-    const char *path;         /* the database file; created when missing */
-    int readonly;             /* reports: no writes, no migration */
-    int64_t sample_period_ms; /* 0: 60000. A sample counts for at most this */
-    int64_t retention_ms;     /* 0: 400 days. Raw rows older are pruned */
+    const char *path;            /* the database file; created when missing */
+    int readonly;                /* reports: no writes, no migration */
+    int64_t sample_period_ms;    /* 0: 60000. A sample counts for at most this */
+    int64_t retention_ms;        /* 0: 400 days. Raw rows older are pruned */
     int64_t sample_retention_ms; /* 0: same as retention_ms */
-    size_t queue_max;         /* 0: 65536 queued records */
-    int busy_timeout_ms;      /* 0: 5000; -1: fail at once when locked */
-    int64_t max_pages;        /* 0: unlimited. Caps the file (tests: "disk full") */
+    size_t queue_max;            /* 0: 65536 queued records */
+    int busy_timeout_ms;         /* 0: 5000; -1: fail at once when locked */
+    int64_t max_pages;           /* 0: unlimited. Caps the file (tests: "disk full") */
 };
 
 /* Fills o with the defaults above (path NULL). */
@@ -102,13 +102,13 @@ struct fair_ledger_interval_info {
     const char *cost_center;
     const char *node;
     const char *gpu_model;
-    int64_t gpu_milli;     /* > 0 */
+    int64_t gpu_milli; /* > 0 */
     /* The part of gpu_milli that was within the queue's guarantee when the
      * pod was placed (0..gpu_milli); the rest was borrowed. The engine
      * knows this at bind time: min(gpu_milli, max(0, guaranteed -
      * allocated before this bind)). See docs/ledger.md for the rule. */
     int64_t inquota_milli;
-    int64_t start_ms;      /* bind time, ms since the epoch */
+    int64_t start_ms; /* bind time, ms since the epoch */
 };
 
 /* Queue an open. FAIR_EINVAL on bad fields (nothing queued). */
@@ -121,17 +121,17 @@ int fair_ledger_interval_close(struct fair_ledger *l, const char *uid, int64_t e
 
 /* One queue at one sample time, GPU milli-units. */
 struct fair_ledger_sample_row {
-    const char *queue;   /* borrowed, copied */
+    const char *queue; /* borrowed, copied */
     const char *project;
     const char *team;
     int64_t allocated;
     int64_t guaranteed;
     int64_t fair_share;
-    int64_t pending;     /* demand of pending pods */
+    int64_t pending; /* demand of pending pods */
     /* Derived by fair_ledger_sample_derive() (or given by the caller): */
-    int64_t in_quota;    /* min(allocated, guaranteed) */
-    int64_t borrowed;    /* allocated - in_quota */
-    int64_t lent;        /* guaranteed left idle and used by others; < 0: derive */
+    int64_t in_quota; /* min(allocated, guaranteed) */
+    int64_t borrowed; /* allocated - in_quota */
+    int64_t lent;     /* guaranteed left idle and used by others; < 0: derive */
 };
 
 /* Fills in_quota and borrowed of each row, and lent where it is < 0: the
@@ -146,8 +146,7 @@ void fair_ledger_sample_derive(struct fair_ledger_sample_row *rows, size_t n);
  * sample period) (the first sample ever: one period). Also advances the
  * heartbeat to now at the flush that commits it. */
 int fair_ledger_sample(struct fair_ledger *l, int64_t now_ms,
-                       const struct fair_ledger_sample_row *rows, size_t n,
-                       struct fair_error *err);
+                       const struct fair_ledger_sample_row *rows, size_t n, struct fair_error *err);
 
 /* Writes everything queued in one transaction. 0, or FAIR_EBUSY (locked),
  * FAIR_EIO (disk full, I/O), FAIR_EDB; the queue is then kept. */
@@ -160,8 +159,8 @@ int fair_ledger_flush(struct fair_ledger *l, struct fair_error *err);
  * sets the heartbeat to now_ms. Idempotent. *closed / *opened (may be NULL)
  * receive the counts. */
 int fair_ledger_reconcile(struct fair_ledger *l, int64_t now_ms,
-                          const struct fair_ledger_interval_info *live, size_t n,
-                          size_t *closed, size_t *opened, struct fair_error *err);
+                          const struct fair_ledger_interval_info *live, size_t n, size_t *closed,
+                          size_t *opened, struct fair_error *err);
 
 /* Deletes closed intervals that ended, and samples taken, before the start
  * of the UTC day that holds now - retention (their figures stay in the daily
@@ -170,14 +169,32 @@ int fair_ledger_prune(struct fair_ledger *l, int64_t now_ms, int64_t *deleted,
                       struct fair_error *err);
 
 struct fair_ledger_stats {
-    size_t queued;        /* records waiting for the next flush */
-    uint64_t flushed;     /* records committed since open */
-    uint64_t dropped;     /* records lost: queue full and flush failed */
-    uint64_t flushes;     /* committed transactions */
+    size_t queued;    /* records waiting for the next flush */
+    uint64_t flushed; /* records committed since open */
+    uint64_t dropped; /* records lost: queue full and flush failed */
+    uint64_t flushes; /* committed transactions */
     uint64_t flush_errors;
     int64_t heartbeat_ms; /* last committed heartbeat, 0 if none */
 };
 void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *out);
+
+/* Online backup (SQLite's backup API) of the whole database into dest,
+ * written to dest + ".tmp" and renamed, so dest is always a complete
+ * database. Safe while the controller writes: readers see a consistent
+ * snapshot in WAL mode. Flushes this handle's queue first. */
+int fair_ledger_backup(struct fair_ledger *l, const char *dest, struct fair_error *err);
+
+struct fair_ledger_check {
+    int ok;           /* PRAGMA integrity_check said "ok" */
+    char detail[256]; /* its first message otherwise */
+    int schema_version;
+    int64_t intervals, open_intervals, samples, rollup_days;
+    int64_t first_start_ms, last_end_ms; /* 0 when no interval */
+    int64_t heartbeat_ms, pruned_before_ms;
+};
+/* Runs PRAGMA integrity_check and collects counts. 0 even when the check
+ * finds damage (see out->ok); an error only when it cannot run. */
+int fair_ledger_check(struct fair_ledger *l, struct fair_ledger_check *out, struct fair_error *err);
 
 /* The configured sample period (ms). */
 int64_t fair_ledger_sample_period(const struct fair_ledger *l);
@@ -192,7 +209,6 @@ int fair_ledger_meta_get(struct fair_ledger *l, const char *key, int64_t *out,
 
 /* Maps an SQLite result code to FAIR_E* and sets err to "<what>: <sqlite
  * message>" with a hint for locked, full and corrupt databases. */
-int fair_ledger_sql_error(struct fair_ledger *l, int rc, const char *what,
-                          struct fair_error *err);
+int fair_ledger_sql_error(struct fair_ledger *l, int rc, const char *what, struct fair_error *err);
 
 #endif

@@ -192,8 +192,7 @@ static const char *coltext(sqlite3_stmt *st, int i)
 /* Runs an interval query whose columns are: key, model, gpu, inquota,
  * preempted, pods, [alive]. */
 static int run_interval_q(struct fair_ledger *l, struct acc *a, const char *sql,
-                          const int64_t *binds, int nbinds, int with_alive,
-                          struct fair_error *err)
+                          const int64_t *binds, int nbinds, int with_alive, struct fair_error *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = 0;
@@ -264,8 +263,9 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
     char sql[1200];
     *out = NULL;
     if (p->to_ms <= p->from_ms)
-        return fair_error_set(err, FAIR_EINVAL, "report: the period is empty (--to must be "
-                                                "after --from)");
+        return fair_error_set(err, FAIR_EINVAL,
+                              "report: the period is empty (--to must be "
+                              "after --from)");
     if (p->to_ms - p->from_ms > 100 * 366 * DAY)
         return fair_error_set(err, FAIR_ERANGE, "report: the period is longer than 100 years");
     if ((unsigned)p->by > FAIR_REPORT_BY_NAMESPACE)
@@ -300,11 +300,12 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
         }
         /* Full days: closed intervals from the rollups. */
         snprintf(sql, sizeof(sql),
-                 "SELECT d.%s, d.gpu_model, sum(r.gpu_mms), sum(r.inquota_mms),"
-                 " sum(r.preempted_mms), sum(r.pods_started),"
-                 " sum(CASE WHEN r.day = ?1 THEN r.pods_alive ELSE 0 END)"
-                 " FROM interval_day r JOIN dims d ON d.id = r.dim_id"
-                 " WHERE r.day >= ?1 AND r.day < ?2 GROUP BY 1, 2",
+                 /* Sum per dimension id first (integer keys), then name. */
+                 "SELECT d.%s, d.gpu_model, sum(g), sum(iq), sum(pr), sum(ps), sum(pa) FROM"
+                 " (SELECT dim_id, sum(gpu_mms) g, sum(inquota_mms) iq, sum(preempted_mms) pr,"
+                 " sum(pods_started) ps, sum(CASE WHEN day = ?1 THEN pods_alive ELSE 0 END) pa"
+                 " FROM interval_day WHERE day >= ?1 AND day < ?2 GROUP BY dim_id) r"
+                 " JOIN dims d ON d.id = r.dim_id GROUP BY 1, 2",
                  col);
         int64_t b[2] = {D0, D1};
         rc = run_interval_q(l, &a, sql, b, 2, 1, err);
@@ -312,8 +313,9 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
             goto out;
         if (a.r->lent_known) {
             snprintf(sql, sizeof(sql),
-                     "SELECT d.%s, sum(r.lent_mms) FROM sample_day r JOIN dims d"
-                     " ON d.id = r.dim_id WHERE r.day >= ?1 AND r.day < ?2 GROUP BY 1",
+                     "SELECT d.%s, sum(l) FROM (SELECT dim_id, sum(lent_mms) l FROM sample_day"
+                     " WHERE day >= ?1 AND day < ?2 GROUP BY dim_id) r JOIN dims d"
+                     " ON d.id = r.dim_id GROUP BY 1",
                      col);
             rc = run_lent_q(l, &a, sql, b, 2, err);
             if (rc)
@@ -329,28 +331,42 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
         /* Pods: count an interval once over the whole period. In the
          * edge before the full days only those that end before them (mode
          * 1); in the edge after, only those that start in it (mode 2). */
-        snprintf(sql, sizeof(sql),
-                 "SELECT d.%s, d.gpu_model, sum(i.gpu_milli * " OV("i.start_ms", "i.end_ms") "),"
-                 " sum(i.inquota_milli * " OV("i.start_ms", "i.end_ms") "),"
-                 " sum(CASE WHEN i.reason = %d THEN i.gpu_milli * " OV("i.start_ms", "i.end_ms")
-                 " ELSE 0 END),"
-                 " sum(CASE WHEN ?4 = 0 OR (?4 = 1 AND i.end_ms <= ?2) OR"
-                 " (?4 = 2 AND i.start_ms >= ?1) THEN 1 ELSE 0 END)"
-                 " FROM intervals i JOIN dims d ON d.id = i.dim_id"
-                 " WHERE i.start_ms >= ?1 - ?3 AND i.start_ms < ?2 AND i.end_ms IS NOT NULL"
-                 " AND i.end_ms > ?1 GROUP BY 1, 2",
-                 col, FAIR_LEDGER_PREEMPTED);
+        snprintf(
+            sql, sizeof(sql),
+            "SELECT d.%s, d.gpu_model, sum(i.gpu_milli * " OV(
+                "i.start_ms",
+                "i.end_ms") "),"
+                            " sum(i.inquota_milli * " OV(
+                                "i.start_ms",
+                                "i.end_ms") "),"
+                                            " sum(CASE WHEN i.reason = %d THEN i.gpu_milli * " OV(
+                                                "i.start_ms",
+                                                "i.end_ms") " ELSE 0 END),"
+                                                            " sum(CASE WHEN ?4 = 0 OR (?4 = 1 AND "
+                                                            "i.end_ms <= ?2) OR"
+                                                            " (?4 = 2 AND i.start_ms >= ?1) THEN 1 "
+                                                            "ELSE 0 END)"
+                                                            " FROM intervals i JOIN dims d ON d.id "
+                                                            "= i.dim_id"
+                                                            " WHERE i.start_ms >= ?1 - ?3 AND "
+                                                            "i.start_ms < ?2 AND i.end_ms IS NOT "
+                                                            "NULL"
+                                                            " AND i.end_ms > ?1 GROUP BY 1, 2",
+            col, FAIR_LEDGER_PREEMPTED);
         int64_t b[4] = {A, B, maxlen, mode[k]};
         rc = run_interval_q(l, &a, sql, b, 4, 0, err);
         if (rc)
             goto out;
         if (a.r->lent_known) {
-            snprintf(sql, sizeof(sql),
-                     "SELECT d.%s, sum(s.lent * " OV("s.t_ms - s.dur_ms", "s.t_ms") ")"
-                     " FROM samples s JOIN dims d ON d.id = s.dim_id"
-                     " WHERE s.t_ms > ?1 AND s.t_ms < ?2 + ?3 AND s.t_ms - s.dur_ms < ?2"
-                     " GROUP BY 1",
-                     col);
+            snprintf(
+                sql, sizeof(sql),
+                "SELECT d.%s, sum(s.lent * " OV(
+                    "s.t_ms - s.dur_ms",
+                    "s.t_ms") ")"
+                              " FROM samples s JOIN dims d ON d.id = s.dim_id"
+                              " WHERE s.t_ms > ?1 AND s.t_ms < ?2 + ?3 AND s.t_ms - s.dur_ms < ?2"
+                              " GROUP BY 1",
+                col);
             int64_t sb[3] = {A, B, maxdur + 1};
             rc = run_lent_q(l, &a, sql, sb, 3, err);
             if (rc)
@@ -358,14 +374,33 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
         }
     }
     /* Open intervals: alive up to the heartbeat. */
-    snprintf(sql, sizeof(sql),
-             "SELECT d.%s, d.gpu_model,"
-             " sum(i.gpu_milli * max(0, " OV("i.start_ms", "max(i.start_ms, ?3)") ")),"
-             " sum(i.inquota_milli * max(0, " OV("i.start_ms", "max(i.start_ms, ?3)") ")),"
-             " 0, sum(CASE WHEN " OV("i.start_ms", "max(i.start_ms, ?3)") " > 0 THEN 1 ELSE 0"
-             " END) FROM intervals i JOIN dims d ON d.id = i.dim_id"
-             " WHERE i.end_ms IS NULL AND i.start_ms < ?2 GROUP BY 1, 2",
-             col);
+    snprintf(
+        sql, sizeof(sql),
+        "SELECT d.%s, d.gpu_model,"
+        " sum(i.gpu_milli * max(0, " OV(
+            "i.start_ms", "max(i.start_ms, ?3)") ")),"
+                                                 " sum(i.inquota_milli * max(0, " OV(
+                                                     "i.start_ms",
+                                                     "max(i.start_ms, ?3)") ")),"
+                                                                            " 0, sum(CASE WHEN " OV(
+                                                                                "i.start_ms",
+                                                                                "max(i.start_ms, "
+                                                                                "?3)") " > 0 THEN "
+                                                                                       "1 ELSE 0"
+                                                                                       " END) FROM "
+                                                                                       "intervals "
+                                                                                       "i JOIN "
+                                                                                       "dims d ON "
+                                                                                       "d.id = "
+                                                                                       "i.dim_id"
+                                                                                       " WHERE "
+                                                                                       "i.end_ms "
+                                                                                       "IS NULL "
+                                                                                       "AND "
+                                                                                       "i.start_ms "
+                                                                                       "< ?2 GROUP "
+                                                                                       "BY 1, 2",
+        col);
     int64_t ob[3] = {P0, P1, hb};
     rc = run_interval_q(l, &a, sql, ob, 3, 0, err);
     if (rc)
@@ -470,8 +505,7 @@ int fair_prices_load(struct fair_prices *p, const char *path, struct fair_error 
         lineno++;
         size_t len = strlen(line);
         if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
-            rc = fair_error_set(err, FAIR_EPARSE, "price table %s:%d: line too long", path,
-                                lineno);
+            rc = fair_error_set(err, FAIR_EPARSE, "price table %s:%d: line too long", path, lineno);
             goto out;
         }
         if (lineno > 10000) {
@@ -484,8 +518,8 @@ int fair_prices_load(struct fair_prices *p, const char *path, struct fair_error 
             continue;
         char *comma = strchr(line, ',');
         if (!comma || comma == line || strchr(comma + 1, ',')) {
-            rc = fair_error_set(err, FAIR_EPARSE,
-                                "price table %s:%d: expected \"model,price\"", path, lineno);
+            rc = fair_error_set(err, FAIR_EPARSE, "price table %s:%d: expected \"model,price\"",
+                                path, lineno);
             goto out;
         }
         *comma = '\0';
@@ -513,8 +547,8 @@ out:
 }
 
 /* Cost of a row in cents (half up): sum over models of mms x micro / (3.6e9 x 1e4). */
-static int row_cost(const struct fair_report_row *row, const struct fair_prices *pr,
-                    int64_t *cents, struct fair_error *err)
+static int row_cost(const struct fair_report_row *row, const struct fair_prices *pr, int64_t *cents,
+                    struct fair_error *err)
 {
     __int128 num = 0;
     for (size_t i = 0; i < row->nmodels; i++) {
@@ -682,17 +716,17 @@ int fair_report_render(const struct fair_report *r, enum fair_report_format f,
         upper[k] = '\0';
         rc = fair_buf_appendf(out, "GPU-hours from %s to %s%s\n\n", from, to,
                               r->exact ? "" : " (INEXACT: the period's edges fall in pruned data)");
-        rc = rc || fair_buf_appendf(out, "%-*s %12s %12s %12s %12s %12s %9s %7s%s\n", (int)w,
-                                    upper, "GPU-HOURS", "IN-QUOTA", "BORROWED", "PREEMPTED",
-                                    "LENT", "AVG-GPUS", "PODS", prices ? "         COST" : "");
+        rc = rc || fair_buf_appendf(out, "%-*s %12s %12s %12s %12s %12s %9s %7s%s\n", (int)w, upper,
+                                    "GPU-HOURS", "IN-QUOTA", "BORROWED", "PREEMPTED", "LENT",
+                                    "AVG-GPUS", "PODS", prices ? "         COST" : "");
         for (size_t i = 0; i <= r->n && !rc; i++) {
             const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
             if ((rc = row_cells(r, row, prices, &c, err)))
                 return rc;
             rc = fair_buf_appendf(out, "%-*.*s %12s %12s %12s %12s %12s %9s %7" PRId64 "%s%*s\n",
                                   (int)w, (int)w, row->key, c.gh, c.iq, c.bo, c.pre,
-                                  r->lent_known ? c.lent : "-", c.avg, row->pods,
-                                  prices ? " " : "", prices ? 12 : 0, c.cost);
+                                  r->lent_known ? c.lent : "-", c.avg, row->pods, prices ? " " : "",
+                                  prices ? 12 : 0, c.cost);
         }
     }
     if (rc)
@@ -822,8 +856,7 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
                        v);
         goto bad;
     }
-    if ((v = fair_query_get(&q, "format")) &&
-        (fmt = fair_report_format_parse(v)) < 0) {
+    if ((v = fair_query_get(&q, "format")) && (fmt = fair_report_format_parse(v)) < 0) {
         fair_error_set(&err, FAIR_EINVAL, "bad format \"%s\": use json, csv or table", v);
         goto bad;
     }

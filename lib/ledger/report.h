@@ -44,7 +44,7 @@ struct fair_report_params {
     int64_t from_ms; /* inclusive */
     int64_t to_ms;   /* exclusive; > from_ms, at most 100 years later */
     enum fair_report_by by;
-    int tz_min;      /* only for printing the period */
+    int tz_min; /* only for printing the period */
 };
 
 struct fair_report_model {

@@ -62,11 +62,18 @@ static void writer(int fd)
         static const char *const queues[] = {"q0", "q1", "q2"};
         static const char *const teams[] = {"alpha", "beta", "gamma"};
         snprintf(uid, sizeof(uid), "c%d", i);
-        struct fair_ledger_interval_info in = {
-            .uid = uid, .namespace_ = "ns", .pod = uid, .queue = queues[i % 3],
-            .project = teams[i % 3], .team = teams[i % 3], .cost_center = "", .node = "n",
-            .gpu_model = "A100", .gpu_milli = 250, .inquota_milli = 250,
-            .start_ms = T0 + i * MIN};
+        struct fair_ledger_interval_info in = {.uid = uid,
+                                               .namespace_ = "ns",
+                                               .pod = uid,
+                                               .queue = queues[i % 3],
+                                               .project = teams[i % 3],
+                                               .team = teams[i % 3],
+                                               .cost_center = "",
+                                               .node = "n",
+                                               .gpu_model = "A100",
+                                               .gpu_milli = 250,
+                                               .inquota_milli = 250,
+                                               .start_ms = T0 + i * MIN};
         if (fair_ledger_interval_open(l, &in, &err))
             _exit(4);
         if (i > 0) {
@@ -75,12 +82,24 @@ static void writer(int fd)
                 _exit(5);
         }
         struct fair_ledger_sample_row rows[3] = {
-            {.queue = "q0", .project = "alpha", .team = "alpha", .allocated = 250,
-             .guaranteed = 1000, .lent = -1},
-            {.queue = "q1", .project = "beta", .team = "beta", .allocated = 0,
-             .guaranteed = 1000, .lent = -1},
-            {.queue = "q2", .project = "gamma", .team = "gamma", .allocated = 0,
-             .guaranteed = 0, .lent = -1},
+            {.queue = "q0",
+             .project = "alpha",
+             .team = "alpha",
+             .allocated = 250,
+             .guaranteed = 1000,
+             .lent = -1},
+            {.queue = "q1",
+             .project = "beta",
+             .team = "beta",
+             .allocated = 0,
+             .guaranteed = 1000,
+             .lent = -1},
+            {.queue = "q2",
+             .project = "gamma",
+             .team = "gamma",
+             .allocated = 0,
+             .guaranteed = 0,
+             .lent = -1},
         };
         if (fair_ledger_sample(l, T0 + i * MIN, rows, 3, &err) || fair_ledger_flush(l, &err))
             _exit(6);
@@ -125,8 +144,8 @@ static void check_exact(int64_t batches)
     assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
     /* Batches 0..B-1 committed: B-1 closed one-minute intervals of 0.25
      * GPU, and c<B-1> open since the heartbeat (zero so far). */
-    struct fair_report_params p = {.from_ms = T0 - 86400000LL, .to_ms = T0 + 400 * 86400000LL,
-                                   .by = FAIR_REPORT_BY_TEAM};
+    struct fair_report_params p = {
+        .from_ms = T0 - 86400000LL, .to_ms = T0 + 400 * 86400000LL, .by = FAIR_REPORT_BY_TEAM};
     struct fair_report *r = NULL;
     assert_int_equal(fair_report_run(l, &p, &r, &err), 0);
     int64_t closed = batches - 1;
@@ -147,9 +166,9 @@ static void check_exact(int64_t batches)
     /* Restart: no pod is live any more; reconcile closes c<B-1> at the
      * heartbeat, so the figures do not change. */
     size_t nclosed = 0, nopened = 0;
-    assert_int_equal(fair_ledger_reconcile(l, T0 + batches * MIN + 5 * MIN, NULL, 0, &nclosed,
-                                           &nopened, &err),
-                     0);
+    assert_int_equal(
+        fair_ledger_reconcile(l, T0 + batches * MIN + 5 * MIN, NULL, 0, &nclosed, &nopened, &err),
+        0);
     assert_int_equal(nclosed, 1);
     assert_int_equal(fair_report_run(l, &p, &r, &err), 0);
     assert_int_equal(r->total.gpu_mms, 250 * MIN * closed);
@@ -224,11 +243,18 @@ static void test_full_tmpfs(void **state)
         for (int i = 0; i < 200 && !rc; i++) {
             char uid[48];
             snprintf(uid, sizeof(uid), "full-%d-%d-with-some-padding-to-fill", b, i);
-            struct fair_ledger_interval_info in = {
-                .uid = uid, .namespace_ = "a-namespace", .pod = uid, .queue = "q",
-                .project = "p", .team = "t", .cost_center = "cc", .node = "node",
-                .gpu_model = "A100", .gpu_milli = 1000, .inquota_milli = 0,
-                .start_ms = T0 + i};
+            struct fair_ledger_interval_info in = {.uid = uid,
+                                                   .namespace_ = "a-namespace",
+                                                   .pod = uid,
+                                                   .queue = "q",
+                                                   .project = "p",
+                                                   .team = "t",
+                                                   .cost_center = "cc",
+                                                   .node = "node",
+                                                   .gpu_model = "A100",
+                                                   .gpu_milli = 1000,
+                                                   .inquota_milli = 0,
+                                                   .start_ms = T0 + i};
             rc = fair_ledger_interval_open(l, &in, &err);
         }
         if (!rc)

@@ -21,6 +21,7 @@
 #include "ledger/ledger.h"
 
 static char dir[64], db[128];
+static pid_t server_pid; /* killed in teardown when a test fails midway */
 
 static int64_t T(const char *s)
 {
@@ -34,10 +35,18 @@ static void iv(struct fair_ledger *l, const char *uid, const char *queue, const 
                enum fair_ledger_end reason)
 {
     struct fair_error err = {0};
-    struct fair_ledger_interval_info in = {
-        .uid = uid, .namespace_ = team, .pod = uid, .queue = queue, .project = team,
-        .team = team, .cost_center = "cc", .node = "n1", .gpu_model = model,
-        .gpu_milli = milli, .inquota_milli = inq, .start_ms = T(start)};
+    struct fair_ledger_interval_info in = {.uid = uid,
+                                           .namespace_ = team,
+                                           .pod = uid,
+                                           .queue = queue,
+                                           .project = team,
+                                           .team = team,
+                                           .cost_center = "cc",
+                                           .node = "n1",
+                                           .gpu_model = model,
+                                           .gpu_milli = milli,
+                                           .inquota_milli = inq,
+                                           .start_ms = T(start)};
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
     assert_int_equal(fair_ledger_interval_close(l, uid, T(end), reason, &err), 0);
 }
@@ -65,12 +74,28 @@ static void fixture(void)
     int64_t t = T("2026-11-01T00:00:00Z");
     for (int k = 1; k <= 432; k++) {
         struct fair_ledger_sample_row rows[3] = {
-            {.queue = "qa", .project = "alpha", .team = "alpha", .allocated = 4000,
-             .guaranteed = 6000, .fair_share = 5000, .lent = -1},
-            {.queue = "qb", .project = "beta", .team = "beta", .allocated = 2000,
-             .guaranteed = 0, .fair_share = 1000, .pending = 1000, .lent = -1},
-            {.queue = "qg", .project = "gamma", .team = "gamma", .allocated = 1000,
-             .guaranteed = 2000, .fair_share = 1000, .lent = -1},
+            {.queue = "qa",
+             .project = "alpha",
+             .team = "alpha",
+             .allocated = 4000,
+             .guaranteed = 6000,
+             .fair_share = 5000,
+             .lent = -1},
+            {.queue = "qb",
+             .project = "beta",
+             .team = "beta",
+             .allocated = 2000,
+             .guaranteed = 0,
+             .fair_share = 1000,
+             .pending = 1000,
+             .lent = -1},
+            {.queue = "qg",
+             .project = "gamma",
+             .team = "gamma",
+             .allocated = 1000,
+             .guaranteed = 2000,
+             .fair_share = 1000,
+             .lent = -1},
         };
         assert_int_equal(fair_ledger_sample(l, t + k * 600000LL, rows, 3, &err), 0);
     }
@@ -99,6 +124,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    if (server_pid > 0) {
+        kill(server_pid, SIGTERM);
+        waitpid(server_pid, NULL, 0);
+        server_pid = 0;
+    }
     char cmd[160];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     return system(cmd) == 0 ? 0 : -1;
@@ -156,20 +186,21 @@ static void test_csv_table_json(void **state)
     struct fair_buf out, err;
     fair_buf_init(&out, 0);
     fair_buf_init(&err, 0);
-    const char *a1[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--by", "team",
-                        "--format", "csv", "--db", db, NULL};
+    const char *a1[] = {"report", "--from",   "2026-11-01", "--to", "2026-12-01", "--by",
+                        "team",   "--format", "csv",        "--db", db,           NULL};
     assert_int_equal(run(ctl(), a1, &out, &err), 0);
     assert_string_equal(fair_buf_str(&out), expected_csv);
 
     const char *a2[] = {"report", "--from=2026-11-01", "--to=2026-12-01", "--db", db, NULL};
     assert_int_equal(run(ctl(), a2, &out, &err), 0);
-    assert_non_null(strstr(fair_buf_str(&out),
-                           "GPU-hours from 2026-11-01T00:00:00Z to 2026-12-01T00:00:00Z"));
+    assert_non_null(
+        strstr(fair_buf_str(&out), "GPU-hours from 2026-11-01T00:00:00Z to 2026-12-01T00:00:00Z"));
     assert_non_null(strstr(fair_buf_str(&out), "\nalpha       41.500       41.500        0.000"));
     assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL       77.500"));
 
-    const char *a3[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--by", "queue",
-                        "--format", "json", "--db", db, "--price-per-gpu-hour", "2", NULL};
+    const char *a3[] = {
+        "report",   "--from", "2026-11-01", "--to", "2026-12-01",           "--by", "queue",
+        "--format", "json",   "--db",       db,     "--price-per-gpu-hour", "2",    NULL};
     assert_int_equal(run(ctl(), a3, &out, &err), 0);
     assert_non_null(strstr(fair_buf_str(&out),
                            "{\"queue\":\"qb\",\"gpu_hours\":12.000,\"in_quota_gpu_hours\":0.000,"
@@ -184,16 +215,20 @@ static void test_csv_table_json(void **state)
     assert_non_null(f);
     fputs("model,price\n# per GPU-hour\nA100,2.50\nH100,4\n", f);
     fclose(f);
-    const char *a4[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--format", "csv",
-                        "--db", db, "--price-table", prices, NULL};
+    const char *a4[] = {"report", "--from", "2026-11-01", "--to",          "2026-12-01", "--format",
+                        "csv",    "--db",   db,           "--price-table", prices,       NULL};
     assert_int_equal(run(ctl(), a4, &out, &err), 0);
-    assert_non_null(strstr(fair_buf_str(&out), "\nalpha,41.500,41.500,0.000,0.000,95.976,0.058,2,103.75\n"));
-    assert_non_null(strstr(fair_buf_str(&out), "\nbeta,12.000,0.000,12.000,12.000,0.000,0.017,1,48.00\n"));
-    assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL,77.500,65.500,12.000,12.000,144.000,0.108,4,247.75\n"));
+    assert_non_null(
+        strstr(fair_buf_str(&out), "\nalpha,41.500,41.500,0.000,0.000,95.976,0.058,2,103.75\n"));
+    assert_non_null(
+        strstr(fair_buf_str(&out), "\nbeta,12.000,0.000,12.000,12.000,0.000,0.017,1,48.00\n"));
+    assert_non_null(
+        strstr(fair_buf_str(&out), "\nTOTAL,77.500,65.500,12.000,12.000,144.000,0.108,4,247.75\n"));
 
     /* Time zone -01:00: November 2 01:00Z .. is local Nov 2 00:00. */
-    const char *a5[] = {"report", "--from", "2026-11-02", "--to", "2026-11-03", "--tz", "-01:00",
-                        "--format", "csv", "--by", "namespace", "--db", db, NULL};
+    const char *a5[] = {"report",    "--from", "2026-11-02", "--to", "2026-11-03",
+                        "--tz",      "-01:00", "--format",   "csv",  "--by",
+                        "namespace", "--db",   db,           NULL};
     assert_int_equal(run(ctl(), a5, &out, &err), 0);
     assert_string_equal(fair_buf_str(&out),
                         "namespace,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
@@ -227,8 +262,8 @@ static void test_usage_errors(void **state)
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--colour", NULL},
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--price-per-gpu-hour",
          "cheap", NULL},
-        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--from",
-         "2026-11-02", NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--from", "2026-11-02",
+         NULL},
         {"report", "--from", NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -246,16 +281,19 @@ static void test_usage_errors(void **state)
     for (int i = 0; i < 5000; i++)
         fputc('G' + i % 7, f);
     fclose(f);
-    const char *c1[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", corrupt,
-                        NULL};
+    const char *c1[] = {"report",     "--from", "2026-11-01", "--to",
+                        "2026-12-01", "--db",   corrupt,      NULL};
     assert_int_equal(run(ctl(), c1, &out, &err), 1);
     assert_non_null(strstr(fair_buf_str(&err), "not a valid ledger database"));
-    const char *c2[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db",
-                        "/nonexistent/ledger.db", NULL};
+    const char *c2[] = {
+        "report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", "/nonexistent/ledger.db",
+        NULL};
     assert_int_equal(run(ctl(), c2, &out, &err), 1);
     assert_non_null(strstr(fair_buf_str(&err), "/nonexistent/ledger.db"));
-    const char *c3[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db,
-                        "--price-table", "/nonexistent/prices.csv", NULL};
+    const char *c3[] = {"report", "--from",        "2026-11-01",
+                        "--to",   "2026-12-01",    "--db",
+                        db,       "--price-table", "/nonexistent/prices.csv",
+                        NULL};
     assert_int_equal(run(ctl(), c3, &out, &err), 1);
     assert_non_null(strstr(fair_buf_str(&err), "price table /nonexistent/prices.csv"));
     fair_buf_release(&out);
@@ -272,8 +310,8 @@ static void test_kubectl_plugin(void **state)
     snprintf(link, sizeof(link), "%s/kubectl-fairshare", dir);
     assert_int_equal(symlink(ctl(), link), 0);
     /* `kubectl fairshare report ...` runs kubectl-fairshare with argv[1]="report". */
-    const char *a[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--format", "csv",
-                       "--db", db, NULL};
+    const char *a[] = {"report",   "--from", "2026-11-01", "--to", "2026-12-01",
+                       "--format", "csv",    "--db",       db,     NULL};
     assert_int_equal(run(link, a, &out, &err), 0);
     assert_string_equal(fair_buf_str(&out), expected_csv);
     const char *h[] = {"--help", NULL};
@@ -299,6 +337,7 @@ static pid_t start_server(char *url, size_t n)
         _exit(127);
     }
     close(fds[1]);
+    server_pid = pid;
     FILE *f = fdopen(fds[0], "r");
     assert_non_null(f);
     assert_non_null(fgets(url, (int)n, f));
@@ -341,13 +380,13 @@ static void test_server(void **state)
     fair_buf_init(&body, 0);
     pid_t pid = start_server(url, sizeof(url));
 
-    const char *a[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--format", "csv",
-                       "--server", url, NULL};
+    const char *a[] = {"report",   "--from", "2026-11-01", "--to", "2026-12-01",
+                       "--format", "csv",    "--server",   url,    NULL};
     assert_int_equal(run(ctl(), a, &out, &err), 0);
     assert_string_equal(fair_buf_str(&out), expected_csv);
     /* The same through the table format and a time zone with a '+'. */
-    const char *b[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--tz", "+05:30",
-                       "--server", url, NULL};
+    const char *b[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01",
+                       "--tz",   "+05:30", "--server",   url,    NULL};
     assert_int_equal(run(ctl(), b, &out, &err), 0);
     assert_non_null(strstr(fair_buf_str(&out), "from 2026-11-01T00:00:00+05:30"));
 
@@ -365,8 +404,10 @@ static void test_server(void **state)
         assert_string_equal(ct, "application/json");
         assert_int_equal(strncmp(fair_buf_str(&body), "{\"error\":\"", 10), 0);
     }
-    snprintf(u, sizeof(u), "%sapi/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&by=team&"
-                           "format=csv", url);
+    snprintf(u, sizeof(u),
+             "%sapi/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&by=team&"
+             "format=csv",
+             url);
     assert_int_equal(http_get(u, &body, ct, sizeof(ct)), 200);
     assert_string_equal(ct, "text/csv; charset=utf-8");
     assert_string_equal(fair_buf_str(&body), expected_csv);
@@ -376,6 +417,7 @@ static void test_server(void **state)
     kill(pid, SIGTERM);
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
+    server_pid = 0;
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     assert_int_equal(run(ctl(), a, &out, &err), 1);
     assert_non_null(strstr(fair_buf_str(&err), "GET http://127.0.0.1:"));

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
 #include "ledger/report.h"
@@ -59,8 +60,7 @@ static struct fair_ledger *open_ledger(void)
 }
 
 static void open_iv(struct fair_ledger *l, const char *uid, const char *ns, const char *queue,
-                    const char *team, const char *model, int64_t milli, int64_t inq,
-                    int64_t start)
+                    const char *team, const char *model, int64_t milli, int64_t inq, int64_t start)
 {
     struct fair_ledger_interval_info in = {
         .uid = uid,
@@ -168,12 +168,11 @@ static void test_exact_across_boundaries(void **state)
     struct fair_error err = {0};
     fair_buf_init(&out, 0);
     assert_int_equal(fair_report_render(r, FAIR_REPORT_CSV, NULL, &out, &err), 0);
-    assert_string_equal(fair_buf_str(&out),
-                        "team,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
-                        "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods\n"
-                        "alpha,5.000,3.000,2.000,0.000,0.000,0.007,2\n"
-                        "beta,4.000,3.000,1.000,1.000,0.000,0.006,2\n"
-                        "TOTAL,9.000,6.000,3.000,1.000,0.000,0.013,4\n");
+    assert_string_equal(fair_buf_str(&out), "team,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
+                                            "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods\n"
+                                            "alpha,5.000,3.000,2.000,0.000,0.000,0.007,2\n"
+                                            "beta,4.000,3.000,1.000,1.000,0.000,0.006,2\n"
+                                            "TOTAL,9.000,6.000,3.000,1.000,0.000,0.013,4\n");
     /* Cost: A100 at 2.50, H100 from the default 4.00. */
     struct fair_prices pr;
     fair_prices_init(&pr);
@@ -184,9 +183,12 @@ static void test_exact_across_boundaries(void **state)
     pr.n = 1;
     fair_buf_reset(&out);
     assert_int_equal(fair_report_render(r, FAIR_REPORT_CSV, &pr, &out, &err), 0);
-    assert_non_null(strstr(fair_buf_str(&out), "\nalpha,5.000,3.000,2.000,0.000,0.000,0.007,2,12.50\n"));
-    assert_non_null(strstr(fair_buf_str(&out), "\nbeta,4.000,3.000,1.000,1.000,0.000,0.006,2,16.00\n"));
-    assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL,9.000,6.000,3.000,1.000,0.000,0.013,4,28.50\n"));
+    assert_non_null(
+        strstr(fair_buf_str(&out), "\nalpha,5.000,3.000,2.000,0.000,0.000,0.007,2,12.50\n"));
+    assert_non_null(
+        strstr(fair_buf_str(&out), "\nbeta,4.000,3.000,1.000,1.000,0.000,0.006,2,16.00\n"));
+    assert_non_null(
+        strstr(fair_buf_str(&out), "\nTOTAL,9.000,6.000,3.000,1.000,0.000,0.013,4,28.50\n"));
     /* A model without a price and no default is an error naming it. */
     pr.default_micro = -1;
     fair_buf_reset(&out);
@@ -221,8 +223,7 @@ static void test_exact_across_boundaries(void **state)
     fair_report_free(r);
 
     /* By namespace and by queue give the same figures here. */
-    r = report(l, T("2026-11-01T00:00:00Z"), T("2026-12-01T00:00:00Z"),
-               FAIR_REPORT_BY_NAMESPACE);
+    r = report(l, T("2026-11-01T00:00:00Z"), T("2026-12-01T00:00:00Z"), FAIR_REPORT_BY_NAMESPACE);
     assert_int_equal(row(r, "ns-a")->gpu_mms, 5 * H);
     assert_int_equal(r->lent_known, 0);
     fair_report_free(r);
@@ -298,10 +299,21 @@ static void test_samples_lent(void **state)
     int64_t t0 = T("2026-11-01T23:00:00Z");
     for (int i = 1; i <= 90; i++) {
         struct fair_ledger_sample_row rows[2] = {
-            {.queue = "qa", .project = "alpha", .team = "alpha", .allocated = 500,
-             .guaranteed = 2000, .fair_share = 500, .lent = -1},
-            {.queue = "qb", .project = "beta", .team = "beta", .allocated = 1500,
-             .guaranteed = 0, .fair_share = 1500, .pending = 1000, .lent = -1},
+            {.queue = "qa",
+             .project = "alpha",
+             .team = "alpha",
+             .allocated = 500,
+             .guaranteed = 2000,
+             .fair_share = 500,
+             .lent = -1},
+            {.queue = "qb",
+             .project = "beta",
+             .team = "beta",
+             .allocated = 1500,
+             .guaranteed = 0,
+             .fair_share = 1500,
+             .pending = 1000,
+             .lent = -1},
         };
         assert_int_equal(fair_ledger_sample(l, t0 + i * 60000LL, rows, 2, &err), 0);
         if (i % 30 == 0)
@@ -318,8 +330,12 @@ static void test_samples_lent(void **state)
     assert_int_equal(row(r, "qa")->lent_mms, 1500LL * 10 * 60000);
     fair_report_free(r);
     /* A duplicate sample time is ignored (it would count twice). */
-    struct fair_ledger_sample_row dup = {.queue = "qa", .project = "alpha", .team = "alpha",
-                                         .allocated = 0, .guaranteed = 2000, .lent = 2000};
+    struct fair_ledger_sample_row dup = {.queue = "qa",
+                                         .project = "alpha",
+                                         .team = "alpha",
+                                         .allocated = 0,
+                                         .guaranteed = 2000,
+                                         .lent = 2000};
     assert_int_equal(fair_ledger_sample(l, t0 + 90 * 60000LL, &dup, 1, &err), 0);
     flush(l);
     r = report(l, T("2026-11-01T00:00:00Z"), T("2026-11-03T00:00:00Z"), FAIR_REPORT_BY_TEAM);
@@ -344,10 +360,18 @@ static void test_restart_reconcile(void **state)
     assert_int_equal(before->rows[0].gpu_mms, 24 * H + 12 * H);
     /* Simulate a crash: drop the queue by reopening from another handle. */
     struct fair_ledger *l2 = open_ledger();
-    struct fair_ledger_interval_info live = {
-        .uid = "p1", .namespace_ = "ns", .pod = "p1", .queue = "q", .project = "alpha",
-        .team = "alpha", .cost_center = "", .node = "", .gpu_model = "A100",
-        .gpu_milli = 1000, .inquota_milli = 1000, .start_ms = T("2026-11-14T00:00:00Z")};
+    struct fair_ledger_interval_info live = {.uid = "p1",
+                                             .namespace_ = "ns",
+                                             .pod = "p1",
+                                             .queue = "q",
+                                             .project = "alpha",
+                                             .team = "alpha",
+                                             .cost_center = "",
+                                             .node = "",
+                                             .gpu_model = "A100",
+                                             .gpu_milli = 1000,
+                                             .inquota_milli = 1000,
+                                             .start_ms = T("2026-11-14T00:00:00Z")};
     struct fair_ledger_interval_info live2[2] = {live, live};
     live2[1].uid = live2[1].pod = "p3";
     live2[1].start_ms = mid + 30000;
@@ -368,8 +392,8 @@ static void test_restart_reconcile(void **state)
     /* p1 kept running through the restart: counted up to now. p2 stopped at
      * the heartbeat; p3 from its own start. */
     after = report(l2, from, T("2026-12-01T00:00:00Z"), FAIR_REPORT_BY_TEAM);
-    assert_int_equal(after->rows[0].gpu_mms,
-                     1000 * (now - T("2026-11-14T00:00:00Z")) + 12 * H + 1000 * (now - mid - 30000));
+    assert_int_equal(after->rows[0].gpu_mms, 1000 * (now - T("2026-11-14T00:00:00Z")) + 12 * H +
+                                                 1000 * (now - mid - 30000));
     assert_int_equal(after->rows[0].pods, 3);
     fair_report_free(after);
     fair_report_free(before);
@@ -378,8 +402,8 @@ static void test_restart_reconcile(void **state)
     fair_ledger_free(l);
     l = open_ledger();
     after = report(l, from, T("2026-12-01T00:00:00Z"), FAIR_REPORT_BY_TEAM);
-    assert_int_equal(after->rows[0].gpu_mms,
-                     1000 * (now - T("2026-11-14T00:00:00Z")) + 12 * H + 1000 * (now - mid - 30000));
+    assert_int_equal(after->rows[0].gpu_mms, 1000 * (now - T("2026-11-14T00:00:00Z")) + 12 * H +
+                                                 1000 * (now - mid - 30000));
     fair_report_free(after);
     fair_ledger_free(l);
 }
@@ -404,10 +428,18 @@ static void test_retention(void **state)
                 "A100", 1000 * (1 + i % 3), 500 * (i % 3), s);
         close_iv(l, uid, s + 20 * 3600000LL, i % 4 ? FAIR_LEDGER_COMPLETED : FAIR_LEDGER_PREEMPTED);
         struct fair_ledger_sample_row rows[2] = {
-            {.queue = "q1", .project = "alpha", .team = "alpha", .allocated = 0,
-             .guaranteed = 3000, .lent = -1},
-            {.queue = "q2", .project = "beta", .team = "beta", .allocated = 4000,
-             .guaranteed = 1000, .lent = -1},
+            {.queue = "q1",
+             .project = "alpha",
+             .team = "alpha",
+             .allocated = 0,
+             .guaranteed = 3000,
+             .lent = -1},
+            {.queue = "q2",
+             .project = "beta",
+             .team = "beta",
+             .allocated = 4000,
+             .guaranteed = 1000,
+             .lent = -1},
         };
         assert_int_equal(fair_ledger_sample(l, s, rows, 2, &err), 0);
     }
@@ -431,8 +463,8 @@ static void test_retention(void **state)
     assert_true(deleted > 0);
     sqlite3_stmt *st;
     assert_int_equal(sqlite3_prepare_v2(fair_ledger_db(l),
-                                        "SELECT count(*) FROM intervals WHERE end_ms <= ?", -1,
-                                        &st, NULL),
+                                        "SELECT count(*) FROM intervals WHERE end_ms <= ?", -1, &st,
+                                        NULL),
                      SQLITE_OK);
     sqlite3_bind_int64(st, 1, T("2026-01-15T00:00:00Z"));
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -554,10 +586,18 @@ static void test_bad_input_and_backpressure(void **state)
     o.path = path;
     o.queue_max = 4;
     assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
-    struct fair_ledger_interval_info in = {
-        .uid = "b1", .namespace_ = "ns", .pod = "p", .queue = "q", .project = "p",
-        .team = "t", .cost_center = "", .node = "", .gpu_model = "",
-        .gpu_milli = 1000, .inquota_milli = 2000, .start_ms = 0};
+    struct fair_ledger_interval_info in = {.uid = "b1",
+                                           .namespace_ = "ns",
+                                           .pod = "p",
+                                           .queue = "q",
+                                           .project = "p",
+                                           .team = "t",
+                                           .cost_center = "",
+                                           .node = "",
+                                           .gpu_model = "",
+                                           .gpu_milli = 1000,
+                                           .inquota_milli = 2000,
+                                           .start_ms = 0};
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
     assert_non_null(strstr(err.msg, "inquota"));
     in.inquota_milli = 0;
@@ -640,12 +680,11 @@ static void test_http(void **state)
                      0);
     assert_int_equal(status, 200);
     assert_string_equal(ct, "text/csv; charset=utf-8");
-    assert_string_equal(fair_buf_str(&body),
-                        "team,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
-                        "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods\n"
-                        "alpha,5.000,3.000,2.000,0.000,0.000,0.007,2\n"
-                        "beta,4.000,3.000,1.000,1.000,0.000,0.006,2\n"
-                        "TOTAL,9.000,6.000,3.000,1.000,0.000,0.013,4\n");
+    assert_string_equal(fair_buf_str(&body), "team,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
+                                             "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods\n"
+                                             "alpha,5.000,3.000,2.000,0.000,0.000,0.007,2\n"
+                                             "beta,4.000,3.000,1.000,1.000,0.000,0.006,2\n"
+                                             "TOTAL,9.000,6.000,3.000,1.000,0.000,0.013,4\n");
     assert_int_equal(fair_report_http(l, "from=2026-11-01&to=2026-12-01&tz=%2B05:30&price=1", &body,
                                       &ct, &status),
                      0);
@@ -655,6 +694,58 @@ static void test_http(void **state)
     assert_non_null(strstr(fair_buf_str(&body), "\"cost\":9.00}"));
     fair_buf_release(&body);
     fair_ledger_free(l);
+}
+
+/* Every allocation in lib/ledger may fail: each failure point in turn gives
+ * FAIR_ENOMEM (or success), never a crash or a leak (ASan checks leaks). */
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (long k = 0; k < 400; k++) {
+        char p2[160];
+        snprintf(p2, sizeof(p2), "%s/alloc-%ld.db", dir, k);
+        struct fair_ledger_options o;
+        struct fair_ledger *l = NULL;
+        struct fair_error err = {0};
+        fair_ledger_options_init(&o);
+        o.path = p2;
+        o.queue_max = 2;
+        fair_alloc_fail_after(k);
+        int rc = fair_ledger_open(&o, &l, &err);
+        if (!rc) {
+            struct fair_ledger_interval_info in = {
+                .uid = "m1", .namespace_ = "ns", .pod = "p", .queue = "q", .project = "p",
+                .team = "t", .cost_center = "", .node = "", .gpu_model = "A100",
+                .gpu_milli = 1000, .inquota_milli = 500, .start_ms = 1000};
+            struct fair_ledger_sample_row row = {.queue = "q", .project = "p", .team = "t",
+                                                 .allocated = 1000, .guaranteed = 500,
+                                                 .lent = -1};
+            int r1 = fair_ledger_interval_open(l, &in, &err);
+            int r2 = fair_ledger_sample(l, 2000, &row, 1, &err);
+            int r3 = fair_ledger_interval_close(l, "m1", 3000, FAIR_LEDGER_COMPLETED, &err);
+            int r4 = fair_ledger_flush(l, &err);
+            int r5 = fair_ledger_reconcile(l, 4000, &in, 1, NULL, NULL, &err);
+            struct fair_report_params p = {.from_ms = 0, .to_ms = 2 * FAIR_LEDGER_DAY_MS};
+            struct fair_report *r = NULL;
+            struct fair_buf out;
+            fair_buf_init(&out, 0);
+            int r6 = fair_report_run(l, &p, &r, &err);
+            int r7 = r6 ? 0 : fair_report_render(r, FAIR_REPORT_JSON, NULL, &out, &err);
+            int all[7] = {r1, r2, r3, r4, r5, r6, r7};
+            for (int i = 0; i < 7; i++)
+                if (all[i] != 0 && all[i] != FAIR_ENOMEM)
+                    fail_msg("k=%ld step %d: rc %d (%s)", k, i, all[i], err.msg);
+            fair_report_free(r);
+            fair_buf_release(&out);
+            fair_ledger_free(l);
+        } else {
+            assert_int_equal(rc, FAIR_ENOMEM);
+        }
+        failures += fair_alloc_count() > k;
+        fair_alloc_fail_after(-1);
+    }
+    assert_true(failures > 0);
 }
 
 int main(void)
@@ -671,6 +762,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_and_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
