@@ -154,6 +154,8 @@ static void record(struct fk_server *s, int type, int etype, json_t *obj, json_t
     *slot = ev;
     s->hist_len++;
     s->dirty = 1;
+    if (type == FK_PDBS || (type == FK_PODS && json_object_size(s->types[FK_PDBS].objects) > 0))
+        s->pdb_dirty = 1;
     fk_watch_notify(s, slot);
 }
 
@@ -306,10 +308,9 @@ void fk_uuid(char *out, size_t n)
         memset(b, 1, sizeof(b));
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    snprintf(out, n,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(out, n, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
 /* ---- persistence ---- */
