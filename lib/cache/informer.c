@@ -265,6 +265,7 @@ static int request_page(struct fair_informer *inf)
         .label_selector = inf->label_selector,
         .field_selector = inf->field_selector,
         .limit = inf->unpaged ? 0 : inf->opt.page_size,
+        .filter = inf->opt.type->filter,
         .continue_token = inf->continue_token,
     };
     struct fair_error err = {0};
@@ -388,6 +389,7 @@ static void start_watch(struct fair_informer *inf)
         .field_selector = inf->field_selector,
         .resource_version = inf->rv,
         .timeout_s = inf->opt.watch_timeout_s,
+        .filter = inf->opt.type->filter,
     };
     struct fair_error err = {0};
     inf->stats.watches++;

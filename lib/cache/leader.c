@@ -30,7 +30,7 @@ struct fair_leader {
     int64_t busy_since;
     uint64_t attempt;           /* responses of older attempts are ignored */
     bool leading;
-    bool started, stopping;
+    bool started, stopping, lost;
     /* What we last saw of the Lease. */
     char *observed_holder;
     char *observed_record; /* holder|renewTime|acquireTime|transitions */
@@ -106,6 +106,17 @@ static void set_leading(struct fair_leader *l, bool on)
     }
 }
 
+/* Leadership lost (not stop()): like client-go's elector, we stop
+ * campaigning; the program is expected to exit and restart. */
+static void lose(struct fair_leader *l)
+{
+    evtimer_del(l->tick_timer);
+    drop_inflight(l);
+    l->busy = false;
+    l->lost = true;
+    set_leading(l, false);
+}
+
 static void observe(struct fair_leader *l, json_t *lease)
 {
     json_t *spec = json_object_get(lease, "spec");
@@ -161,8 +172,9 @@ static void write_lease(struct fair_leader *l, bool create, bool release)
     } else {
         if (!ours) {
             json_int_t tr = json_integer_value(json_object_get(spec, "leaseTransitions"));
-            json_object_set_new(spec, "leaseTransitions",
-                                json_integer(create || !holder || !holder[0] ? tr : tr + 1));
+            /* As client-go: every change of holder counts, even from an
+             * empty (released) one. */
+            json_object_set_new(spec, "leaseTransitions", json_integer(create ? 0 : tr + 1));
             json_object_set_new(spec, "acquireTime", json_string(now));
         }
         json_object_set_new(spec, "holderIdentity", json_string(l->identity));
@@ -243,9 +255,9 @@ static void on_get(const struct fair_kresponse *resp, void *ctx)
      * change: clocks of different machines are never compared. */
     bool expired = !holder || !holder[0] || mono() >= l->observed_ms + (int64_t)dur * 1000;
     if (!ours && !expired) {
-        if (l->leading) /* someone else holds it now */
-            set_leading(l, false);
         l->busy = false;
+        if (l->leading) /* someone else holds it now */
+            lose(l);
         return;
     }
     write_lease(l, false, false);
@@ -321,7 +333,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct fair_leader *l = arg;
-    if (l->stopping)
+    if (l->stopping || l->lost)
         return;
     arm(l->tick_timer, l->opt.retry_ms);
     /* An attempt that hangs longer than a retry period is abandoned (its
@@ -340,7 +352,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         FAIR_WARN(COMP, "msg=\"could not renew the lease within the renew deadline\" "
                   "lease=%s/%s deadline_ms=%lld", l->ns, l->name,
                   (long long)l->opt.renew_deadline_ms);
-        set_leading(l, false);
+        lose(l);
     } else if (l->leading) {
         arm(l->deadline_timer, l->last_renew_ms + l->opt.renew_deadline_ms - mono());
     }

@@ -11,7 +11,10 @@
  *   LEADER: every retry_ms, renew (UPDATE renewTime, conditional). If no
  *     renewal has succeeded for renew_deadline_ms -> STOPPED
  *     (on_stopped_leading) before the lease (lease_ms) can expire, so that
- *     two leaders never act at once.
+ *     two leaders never act at once. The same when a read shows another
+ *     holder. A leader that lost its lease stops campaigning, as
+ *     client-go's elector returns: the program should exit (and be
+ *     restarted) or create a new fair_leader.
  *   fair_leader_stop(): if LEADER, on_stopped_leading runs, then the Lease
  *     is released (holderIdentity cleared, leaseDurationSeconds 1, as
  *     client-go's ReleaseOnCancel) so the next candidate takes over fast;

@@ -49,6 +49,8 @@ struct fair_kreq {
     bool watch;
     struct fair_kframer framer;
     fair_kwatch_event_cb on_event;
+    const struct fair_jfield *filter;
+    struct fair_jfield list_filter[8]; /* LIST: items through filter */
     fair_kclient_cb cb;
     void *ctx;
     int retries;
@@ -259,7 +261,7 @@ static int on_watch_line(const char *line, size_t len, void *ctx)
         return 1;
     struct fair_kwatch_event ev;
     json_t *root = NULL;
-    int rc = fair_kwatch_event_parse(line, len, &ev, &root, &r->stream_err);
+    int rc = fair_kwatch_event_parse_filtered(line, len, r->filter, &ev, &root, &r->stream_err);
     if (rc) {
         r->stream_rc = rc;
         return rc;
@@ -489,7 +491,10 @@ static void complete(struct fair_kreq *r, CURLcode cc)
     } else {
         resp.rc = fair_khttp_code(resp.status);
         if (r->resp.len) {
-            json = json_loadb(r->resp.data, r->resp.len, 0, NULL);
+            if (r->list_filter[0].key)
+                fair_json_parse_filtered(r->resp.data, r->resp.len, r->list_filter, &json, NULL);
+            else
+                json = json_loadb(r->resp.data, r->resp.len, 0, NULL);
             resp.json = json;
         }
         if (resp.rc) {
@@ -791,11 +796,26 @@ int fair_kclient_list(struct fair_kclient *c, const struct fair_kres *r, const c
     int rc = fair_kpath(&p, r, ns, NULL, NULL, err);
     if (!rc && (rc = list_query(&p, opts, false)))
         fair_error_set(err, rc, "list query too long");
+    struct fair_kreq *req = NULL;
     if (!rc)
-        rc = fair_kclient_request(c, "GET", fair_buf_str(&p), NULL, NULL, 0, 0, cb, ctx, handle,
-                                  err);
+        rc = new_req(c, "GET", fair_buf_str(&p), NULL, NULL, 0, 0, cb, ctx, &req, err);
     fair_buf_release(&p);
-    return rc;
+    if (rc)
+        return rc;
+    if (opts && opts->filter) {
+        /* The list's own fields and a Status' stay whole; items are
+         * filtered like watch events. */
+        static const char *const whole[] = {"kind", "apiVersion", "metadata",
+                                            "code", "reason", "message"};
+        for (size_t i = 0; i < 6; i++)
+            req->list_filter[i] = (struct fair_jfield){whole[i], NULL};
+        req->list_filter[6] = (struct fair_jfield){"items", opts->filter};
+        req->list_filter[7] = (struct fair_jfield){NULL, NULL};
+    }
+    schedule(req, 0);
+    if (handle)
+        *handle = req;
+    return 0;
 }
 
 int fair_kclient_create(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
@@ -914,6 +934,7 @@ int fair_kclient_watch(struct fair_kclient *c, const struct fair_kres *r, const 
         return rc;
     req->watch = true;
     req->on_event = on_event;
+    req->filter = opts ? opts->filter : NULL;
     fair_kframer_init(&req->framer, c->opt.max_event);
     schedule(req, 0);
     if (handle)

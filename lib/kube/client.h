@@ -117,6 +117,11 @@ struct fair_klist_opts {
     const char *continue_token;   /* LIST: next page */
     const char *resource_version; /* LIST: "0" for any; WATCH: start after */
     long timeout_s;               /* WATCH: server-side timeoutSeconds */
+    /* WATCH and LIST: the fields of each object (event object, list item)
+     * to parse (kube/jsonfilter.h, e.g. fair_ktype_pod.filter); NULL parses
+     * everything. Borrowed: it must outlive the request (the ktype filters
+     * are static). */
+    const struct fair_jfield *filter;
 };
 
 /* The general request: method ("GET", "POST", "PUT", "PATCH", "DELETE"),

@@ -271,14 +271,12 @@ static int parse_effect(const char *s, enum fair_taint_effect *e)
 static const char *const res_keys[FAIR_RES_COUNT] = {FAIR_RES_NAME_GPU, "cpu", "memory"};
 
 /* Requests of one container (limits where a request is absent). */
-static int container_resources(const json_t *c, const char *path, struct fair_resources *r,
-                               char **problem, struct fair_error *err)
+static int container_resources(const json_t *c, const char *list, size_t idx,
+                               struct fair_resources *r, char **problem, struct fair_error *err)
 {
     int rc = 0;
-    char p[96];
     memset(r, 0, sizeof *r);
-    snprintf(p, sizeof p, "%s.resources", path);
-    const json_t *res = get_obj(c, "resources", p, &rc, err);
+    const json_t *res = get_obj(c, "resources", "resources", &rc, err);
     if (rc || !res)
         return rc;
     const json_t *req = get_obj(res, "requests", "resources.requests", &rc, err);
@@ -296,14 +294,23 @@ static int container_resources(const json_t *c, const char *path, struct fair_re
         }
         if (!v)
             continue;
+        /* The field's name is only formatted when needed: this runs for
+         * every container of every pod event. */
         char what[160];
-        snprintf(what, sizeof what, "%s.resources.%s[\"%s\"]", path, which, res_keys[i]);
         struct fair_error qe = {0};
         int64_t x = 0;
-        if (fair_kquantity_decode(v, i != FAIR_RES_MEM, &x, what, &qe)) {
-            add_problem(problem, "%s", qe.msg);
+        if (fair_kquantity_decode(v, i != FAIR_RES_MEM, &x, "", &qe))
+            snprintf(what, sizeof what, "spec.%s[%zu].resources.%s[\"%s\"]", list, idx, which,
+                     res_keys[i]);
+        else
+            what[0] = '\0';
+        if (what[0]) {
+            add_problem(problem, "%s%s", what, qe.msg);
             continue;
         }
+        if (x < 0 || (i == FAIR_RES_GPU && x % 1000))
+            snprintf(what, sizeof what, "spec.%s[%zu].resources.%s[\"%s\"]", list, idx, which,
+                     res_keys[i]);
         if (x < 0) {
             add_problem(problem, "%s: negative", what);
             continue;
@@ -326,13 +333,11 @@ static int pod_requests(const json_t *spec, struct fair_kpod *p, struct fair_err
         return rc;
     size_t i;
     const json_t *c;
-    char path[64];
     json_array_foreach(cs, i, c) {
-        snprintf(path, sizeof path, "spec.containers[%zu]", i);
         if (!json_is_object(c))
-            return fair_error_set(err, FAIR_EINVAL, "%s: want an object", path);
+            return fair_error_set(err, FAIR_EINVAL, "spec.containers[%zu]: want an object", i);
         struct fair_resources r;
-        if ((rc = container_resources(c, path, &r, &p->problem, err)))
+        if ((rc = container_resources(c, "containers", i, &r, &p->problem, err)))
             return rc;
         for (int k = 0; k < FAIR_RES_COUNT; k++)
             if (r.v[k] <= INT64_MAX - p->request.v[k])
@@ -344,11 +349,11 @@ static int pod_requests(const json_t *spec, struct fair_kpod *p, struct fair_err
     if (rc)
         return rc;
     json_array_foreach(ics, i, c) {
-        snprintf(path, sizeof path, "spec.initContainers[%zu]", i);
         if (!json_is_object(c))
-            return fair_error_set(err, FAIR_EINVAL, "%s: want an object", path);
+            return fair_error_set(err, FAIR_EINVAL, "spec.initContainers[%zu]: want an object",
+                                  i);
         struct fair_resources r;
-        if ((rc = container_resources(c, path, &r, &p->problem, err)))
+        if ((rc = container_resources(c, "initContainers", i, &r, &p->problem, err)))
             return rc;
         for (int k = 0; k < FAIR_RES_COUNT; k++)
             if (r.v[k] > p->request.v[k])
@@ -369,10 +374,10 @@ static int pod_tolerations(const json_t *spec, struct fair_kpod *p, struct fair_
     size_t i;
     const json_t *t;
     json_array_foreach(ts, i, t) {
-        char path[64];
-        snprintf(path, sizeof path, "spec.tolerations[%zu]", i);
+        /* Formatted only for messages: this runs for every pod event. */
+        const char *path = "spec.tolerations[]";
         if (!json_is_object(t))
-            return fair_error_set(err, FAIR_EINVAL, "%s: want an object", path);
+            return fair_error_set(err, FAIR_EINVAL, "spec.tolerations[%zu]: want an object", i);
         struct fair_toleration *o = &p->tolerations[p->ntolerations];
         const char *key, *op, *value, *effect;
         if ((rc = peek_str(t, "key", path, &key, err)) ||
@@ -385,13 +390,13 @@ static int pod_tolerations(const json_t *spec, struct fair_kpod *p, struct fair_
         } else if (!strcmp(op, "Exists")) {
             o->op = FAIR_TOLERATE_EXISTS;
         } else {
-            add_problem(&p->problem, "%s.operator: unknown operator \"%s\"", path, op);
+            add_problem(&p->problem, "spec.tolerations[%zu].operator: unknown operator \"%s\"", i, op);
             continue;
         }
         if (!effect || !effect[0]) {
             o->any_effect = true;
         } else if (parse_effect(effect, &o->effect)) {
-            add_problem(&p->problem, "%s.effect: unknown effect \"%s\"", path, effect);
+            add_problem(&p->problem, "spec.tolerations[%zu].effect: unknown effect \"%s\"", i, effect);
             continue;
         }
         if (dup_str(key, (char **)&o->key) || dup_str(value, (char **)&o->value)) {
@@ -771,13 +776,9 @@ static void decode_quota(const json_t *spec, struct fair_kquota *q, char **probl
             q->over_quota_weight = x;
     }
     const json_t *p = json_object_get(spec, "overQuotaPriority");
-    if (!p)
-        p = json_object_get(spec, "priority");
     if (p && !json_is_null(p)) {
-        if (!json_is_integer(p) || json_integer_value(p) < -1000000 ||
-            json_integer_value(p) > 1000000)
-            add_problem(problem, "spec.overQuotaPriority: want an integer from -1000000 to "
-                                 "1000000");
+        if (!json_is_integer(p) || json_integer_value(p) < -1000 || json_integer_value(p) > 1000)
+            add_problem(problem, "spec.overQuotaPriority: want an integer from -1000 to 1000");
         else
             q->over_quota_priority = (int32_t)json_integer_value(p);
     }
@@ -808,6 +809,18 @@ static const json_t *get_spec(const json_t *obj, char **problem)
     return json_is_object(spec) ? spec : NULL;
 }
 
+/* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$, at most 63 characters */
+static bool is_dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err)
 {
     int rc = 0;
@@ -825,6 +838,12 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
         goto out;
     if (!p->team && (rc = dup_str(p->meta.name, &p->team)))
         goto out;
+    /* The CRD schema enforces these too; a client that skips validation
+     * still gets a clear Invalid condition. */
+    if (!p->team[0] || strlen(p->team) > 63)
+        add_problem(&p->problem, "spec.team: want 1 to 63 characters");
+    if (p->cost_center && strlen(p->cost_center) > 128)
+        add_problem(&p->problem, "spec.costCenter: longer than 128 characters");
     const json_t *ns = spec ? json_object_get(spec, "namespaces") : NULL;
     if (ns && !json_is_null(ns)) {
         if (!json_is_array(ns) || json_array_size(ns) > FAIR_DECODE_MAX_ITEMS) {
@@ -839,9 +858,17 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
             size_t i;
             const json_t *v;
             json_array_foreach(ns, i, v) {
-                if (!json_is_string(v) || !json_string_length(v) ||
-                    json_string_length(v) > 253) {
-                    add_problem(&p->problem, "spec.namespaces[%zu]: want a namespace name", i);
+                if (!json_is_string(v) || !is_dns_label(json_string_value(v))) {
+                    add_problem(&p->problem, "spec.namespaces[%zu]: want a namespace name "
+                                "(a DNS label)", i);
+                    continue;
+                }
+                bool dup = false;
+                for (size_t j = 0; j < p->nnamespaces; j++)
+                    dup = dup || !strcmp(p->namespaces[j], json_string_value(v));
+                if (dup) {
+                    add_problem(&p->problem, "spec.namespaces[%zu]: \"%s\" is listed twice", i,
+                                json_string_value(v));
                     continue;
                 }
                 if ((rc = dup_str(json_string_value(v), &p->namespaces[p->nnamespaces])))
@@ -932,10 +959,45 @@ static void free_queue(void *o)
     fair_kqueue_free(o);
 }
 
-const struct fair_ktype fair_ktype_pod = {"Pod", dec_pod, free_pod};
-const struct fair_ktype fair_ktype_node = {"Node", dec_node, free_node};
-const struct fair_ktype fair_ktype_project = {"Project", dec_project, free_project};
-const struct fair_ktype fair_ktype_queue = {"Queue", dec_queue, free_queue};
+/* What the decoders above read; keep these in step with them (the unit
+ * tests decode every case both ways and compare). */
+#define META_FIELDS                                                                                \
+    {"name", NULL}, {"namespace", NULL}, {"uid", NULL}, {"resourceVersion", NULL},                 \
+        {"generation", NULL}, {"creationTimestamp", NULL}, {"deletionTimestamp", NULL}
+#define STATUS_FIELDS {"kind", NULL}, {"apiVersion", NULL}, {"code", NULL}, {"reason", NULL}, \
+        {"message", NULL}
+
+static const struct fair_jfield pod_labels[] = {
+    {FAIR_LABEL_QUEUE, NULL}, {FAIR_LABEL_PREEMPTIBLE, NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_ann_filter[] = {
+    {FAIR_ANN_GPU_FRACTION, NULL}, {FAIR_ANN_GPU_DEVICES, NULL}, {FAIR_ANN_GANG, NULL},
+    {FAIR_ANN_GANG_SIZE, NULL},    {FAIR_ANN_SIM_DURATION, NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_meta[] = {
+    META_FIELDS, {"labels", pod_labels}, {"annotations", pod_ann_filter}, {NULL, NULL}};
+static const struct fair_jfield container[] = {{"resources", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_spec[] = {
+    {"schedulerName", NULL}, {"nodeName", NULL},        {"priority", NULL},
+    {"nodeSelector", NULL},  {"tolerations", NULL},     {"containers", container},
+    {"initContainers", container}, {NULL, NULL}};
+static const struct fair_jfield pod_status[] = {
+    {"phase", NULL}, {"startTime", NULL}, {"conditions", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_filter[] = {
+    STATUS_FIELDS, {"metadata", pod_meta}, {"spec", pod_spec}, {"status", pod_status},
+    {NULL, NULL}};
+
+static const struct fair_jfield node_meta[] = {META_FIELDS, {"labels", NULL}, {NULL, NULL}};
+static const struct fair_jfield node_spec[] = {
+    {"unschedulable", NULL}, {"taints", NULL}, {NULL, NULL}};
+static const struct fair_jfield node_status[] = {
+    {"allocatable", NULL}, {"conditions", NULL}, {NULL, NULL}};
+static const struct fair_jfield node_filter[] = {
+    STATUS_FIELDS, {"metadata", node_meta}, {"spec", node_spec}, {"status", node_status},
+    {NULL, NULL}};
+
+const struct fair_ktype fair_ktype_pod = {"Pod", dec_pod, free_pod, pod_filter};
+const struct fair_ktype fair_ktype_node = {"Node", dec_node, free_node, node_filter};
+const struct fair_ktype fair_ktype_project = {"Project", dec_project, free_project, NULL};
+const struct fair_ktype fair_ktype_queue = {"Queue", dec_queue, free_queue, NULL};
 
 int fair_kstatus_decode(const json_t *obj, struct fair_kstatus *st)
 {

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "kube/jsonfilter.h"
 #include "kube/objects.h"
 
 /* Well-known label and annotation names. */
@@ -66,6 +67,10 @@ struct fair_ktype {
     const char *kind; /* "Pod", "Node", "Project", "Queue" */
     int (*decode)(const json_t *obj, void **out, struct fair_error *err);
     void (*free)(void *obj);
+    /* The fields decode() reads, for fair_json_parse_filtered(): watch
+     * events are parsed through it (NULL: the whole object). Also keeps
+     * the fields of a Status, for ERROR events. */
+    const struct fair_jfield *filter;
 };
 
 extern const struct fair_ktype fair_ktype_pod;

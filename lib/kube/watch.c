@@ -77,14 +77,24 @@ const char *fair_kwatch_type_name(enum fair_kwatch_type t)
 int fair_kwatch_event_parse(const char *line, size_t len, struct fair_kwatch_event *ev,
                             json_t **root_out, struct fair_error *err)
 {
-    json_error_t je;
+    return fair_kwatch_event_parse_filtered(line, len, NULL, ev, root_out, err);
+}
+
+int fair_kwatch_event_parse_filtered(const char *line, size_t len,
+                                     const struct fair_jfield *filter,
+                                     struct fair_kwatch_event *ev, json_t **root_out,
+                                     struct fair_error *err)
+{
     memset(ev, 0, sizeof *ev);
     ev->reason = ev->message = "";
     *root_out = NULL;
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return fair_error_set(err, FAIR_EPARSE, "watch event: malformed JSON at %d: %s",
-                              je.position, je.text);
+    const struct fair_jfield event_filter[] = {{"type", NULL}, {"object", filter}, {NULL, NULL}};
+    json_t *root = NULL;
+    struct fair_error pe = {0};
+    int rc = fair_json_parse_filtered(line, len, event_filter, &root, &pe);
+    if (rc)
+        return fair_error_set(err, rc == FAIR_ENOMEM ? rc : FAIR_EPARSE, "watch event: %s",
+                              pe.msg);
     const char *type = json_string_value(json_object_get(root, "type"));
     json_t *obj = json_object_get(root, "object");
     int i;

@@ -14,6 +14,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "kube/jsonfilter.h"
 
 #define FAIR_KWATCH_DEFAULT_MAX_EVENT ((size_t)4 << 20)
 
@@ -61,6 +62,13 @@ size_t fair_kframer_pending(const struct fair_kframer *f);
  * FAIR_EPARSE for malformed JSON or an unknown type. */
 int fair_kwatch_event_parse(const char *line, size_t len, struct fair_kwatch_event *ev,
                             json_t **root_out, struct fair_error *err);
+
+/* The same, parsing the event's object through filter (the fields of the
+ * object to keep, see kube/jsonfilter.h; NULL keeps everything). */
+int fair_kwatch_event_parse_filtered(const char *line, size_t len,
+                                     const struct fair_jfield *filter,
+                                     struct fair_kwatch_event *ev, json_t **root_out,
+                                     struct fair_error *err);
 
 const char *fair_kwatch_type_name(enum fair_kwatch_type t);
 

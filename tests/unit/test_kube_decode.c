@@ -306,6 +306,10 @@ static void test_project(void **state)
         {"{\"guaranteed\":{\"tpu\":1}}", "unknown resource"},
         {"{\"namespaces\":\"a\"}", "spec.namespaces"},
         {"{\"team\":5}", "spec.team: want a string"},
+        {"{\"team\":\"\"}", "spec.team: want 1 to 63"},
+        {"{\"overQuotaPriority\":1001}", "spec.overQuotaPriority"},
+        {"{\"namespaces\":[\"Team_A\"]}", "spec.namespaces[0]: want a namespace name"},
+        {"{\"namespaces\":[\"a\",\"a\"]}", "spec.namespaces[1]: \"a\" is listed twice"},
         {"[1]", "spec: want an object"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -332,7 +336,7 @@ static void test_queue_from_yaml(void **state)
                        "  guaranteed: {gpu: 1.5, memory: 8Gi}\n"
                        "  limit: {gpu: \"4\"}\n"
                        "  overQuotaWeight: \"2\"\n"
-                       "  priority: 5\n"
+                       "  overQuotaPriority: 5\n"
                        "  reclaimMinRuntime: 10m\n";
     json_t *docs = NULL;
     struct fair_error err = {0};
