@@ -114,8 +114,17 @@ int fair_time_parse_rfc3339(const char *s, int64_t *out_ms)
 
 void fair_time_format_rfc3339(int64_t ms, char *out, int n)
 {
-    time_t t = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+    if (!out || n <= 0)
+        return;
+    /* Floor division that cannot overflow (ms - 999 did near INT64_MIN). */
+    time_t t = (time_t)(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
     struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, (size_t)n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!gmtime_r(&t, &tm)) {
+        out[0] = '\0'; /* beyond the years struct tm can hold */
+        return;
+    }
+    /* %04lld rather than strftime's %Y, which does not pad years before 1000
+     * (found by tests/fuzz/fuzz_time.c: the text did not parse back). */
+    snprintf(out, (size_t)n, "%04lld-%02d-%02dT%02d:%02d:%02dZ", (long long)tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }

@@ -30,7 +30,8 @@ static inline int64_t fair_mono_ms(const struct fair_clock *c)
 /* RFC 3339 ("2026-11-23T19:31:15Z", fractions and offsets allowed) to ms
  * since the epoch; FAIR_EINVAL when malformed. */
 int fair_time_parse_rfc3339(const char *s, int64_t *out_ms);
-/* ms since the epoch to "2026-11-23T19:31:15Z" (UTC, second precision). */
+/* ms since the epoch to "2026-11-23T19:31:15Z" (UTC, second precision,
+ * rounded down). A value beyond the years struct tm holds gives "". */
 void fair_time_format_rfc3339(int64_t ms, char *out, int n);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "base/duration.h"
 #include "base/quantity.h"
 #include "base/yaml.h"
@@ -300,7 +301,7 @@ static bool pattern_matches(const char *pattern, const char *s)
 
 /* Validates v against schema s the way the API server does after pruning,
  * with kubectl's strict field validation (unknown fields are errors).
- * Returns the number of violations; the first goes into w. */
+ * Counts violations in w, which keeps the first message. */
 static void validate(struct walk *w, json_t *s, json_t *v, const char *path)
 {
     char sub[512];
@@ -588,7 +589,8 @@ static void test_quantity_pattern(void **state)
         {"512Mi", true}, {"1e3", true},   {".5", true},     {"+2", true},    {"8", true},
         {"1.", true},    {"100k", true},  {"0", true},      {"-1", false},   {"abc", false},
         {"", false},     {"-0.5", false}, {"1.2.3", false}, {"5 Gi", false}, {"1Gb", false},
-        {"1e-3", false}, {"Gi", false},   {"1i", false},    {" 1", false},   {"0x10", false},
+        {"1e-3", false}, {"500n", false}, {"2u", false},    {"Gi", false},   {"1i", false},
+        {" 1", false},   {"0x10", false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         bool got = pattern_matches(pat, cases[i].s);
@@ -603,6 +605,90 @@ static void test_quantity_pattern(void **state)
         }
     }
     json_decref(crd);
+}
+
+/* Every string of up to 4 characters over the quantity alphabet: whatever
+ * the CRD pattern admits, the controller's parser must take, as a
+ * non-negative value, on both scales. (This found that the Kubernetes
+ * pattern's n and u suffixes, which lib/base does not parse, had to go.) */
+static void test_quantity_pattern_admits_only_parsable(void **state)
+{
+    (void)state;
+    json_t *crd = load_crd("crds/fairshare.dev_projects.yaml");
+    const char *pat = str_at(crd_schema(crd), "properties.spec.properties.limit.properties."
+                                              "memory.pattern");
+    assert_non_null(pat);
+    regex_t re;
+    assert_int_equal(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0);
+    static const char alphabet[] = "01.9mkKMiEe+-nu";
+    const size_t na = sizeof alphabet - 1;
+    long admitted = 0, tried = 0;
+    for (size_t len = 1; len <= 4; len++) {
+        size_t total = 1;
+        for (size_t i = 0; i < len; i++)
+            total *= na;
+        for (size_t code = 0; code < total; code++) {
+            char s[8];
+            size_t c = code;
+            for (size_t i = 0; i < len; i++, c /= na)
+                s[i] = alphabet[c % na];
+            s[len] = '\0';
+            tried++;
+            if (regexec(&re, s, 0, NULL, 0) != 0)
+                continue;
+            admitted++;
+            /* Too large for int64 is a range error the controller reports
+             * (a pattern cannot bound magnitude); malformed is not allowed. */
+            int64_t milli = 0, plain = 0;
+            int rm = fair_quantity_parse_milli(s, &milli, NULL);
+            int rp = fair_quantity_parse(s, &plain, NULL);
+            if ((rm != 0 && rm != FAIR_ERANGE) || (rp != 0 && rp != FAIR_ERANGE) || milli < 0 ||
+                plain < 0)
+                fail_msg("the CRD admits \"%s\" but the parser gives %d (%lld) / %d (%lld)", s, rm,
+                         (long long)milli, rp, (long long)plain);
+        }
+    }
+    regfree(&re);
+    /* 15 + 225 + 3375 + 50625 strings, of which 954 are quantities (as
+     * counted independently with Python's re on the same pattern). */
+    assert_int_equal(tried, 54240);
+    assert_int_equal(admitted, 954);
+    json_decref(crd);
+}
+
+/* Every quantity node of both CRDs (spec maps, status maps) uses the same
+ * pattern and minimum. */
+static int count_quantities(json_t *s, const char *pattern)
+{
+    int n = 0;
+    if (json_is_true(json_object_get(s, "x-kubernetes-int-or-string"))) {
+        assert_string_equal(str_at(s, "pattern"), pattern);
+        assert_int_equal(json_integer_value(json_object_get(s, "minimum")), 0);
+        n++;
+    }
+    const char *key;
+    json_t *child;
+    json_object_foreach(json_object_get(s, "properties"), key, child) n +=
+        count_quantities(child, pattern);
+    json_t *items = json_object_get(s, "items");
+    if (items)
+        n += count_quantities(items, pattern);
+    return n;
+}
+
+static void test_quantity_fields_share_one_pattern(void **state)
+{
+    (void)state;
+    json_t *q = load_crd("crds/fairshare.dev_queues.yaml");
+    const char *pat = str_at(crd_schema(q), "properties.spec.properties.guaranteed.properties."
+                                            "gpu.pattern");
+    json_t *p = load_crd("crds/fairshare.dev_projects.yaml");
+    /* spec: guaranteed, limit; status: guaranteed, fairShare, allocated,
+     * borrowed, lent, pending.resources; 3 resources each. */
+    assert_int_equal(count_quantities(crd_schema(q), pat), 8 * 3);
+    assert_int_equal(count_quantities(crd_schema(p), pat), 8 * 3);
+    json_decref(q);
+    json_decref(p);
 }
 
 static void test_duration_pattern(void **state)
@@ -632,6 +718,47 @@ static void test_duration_pattern(void **state)
         if (got)
             assert_int_equal(ms, cases[i].ms);
     }
+    json_decref(crd);
+}
+
+/* As for quantities: every duration the CRD admits (strings of up to 5
+ * characters over the duration alphabet) parses, or is out of range. */
+static void test_duration_pattern_admits_only_parsable(void **state)
+{
+    (void)state;
+    json_t *crd = load_crd("crds/fairshare.dev_queues.yaml");
+    const char *pat = str_at(crd_schema(crd), "properties.spec.properties.reclaimMinRuntime."
+                                              "pattern");
+    regex_t re;
+    assert_int_equal(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0);
+    static const char alphabet[] = "01.9nsumh+-";
+    const size_t na = sizeof alphabet - 1;
+    long admitted = 0, tried = 0;
+    for (size_t len = 1; len <= 5; len++) {
+        size_t total = 1;
+        for (size_t i = 0; i < len; i++)
+            total *= na;
+        for (size_t code = 0; code < total; code++) {
+            char s[8];
+            size_t c = code;
+            for (size_t i = 0; i < len; i++, c /= na)
+                s[i] = alphabet[c % na];
+            s[len] = '\0';
+            tried++;
+            if (regexec(&re, s, 0, NULL, 0) != 0)
+                continue;
+            admitted++;
+            int64_t ms = -1;
+            int rc = fair_duration_parse_ms(s, &ms, NULL);
+            if ((rc != 0 && rc != FAIR_ERANGE) || (rc == 0 && ms < 0))
+                fail_msg("the CRD admits \"%s\" but the parser gives %d (%lld)", s, rc,
+                         (long long)ms);
+        }
+    }
+    regfree(&re);
+    /* Counted independently with Python's re on the same pattern. */
+    assert_int_equal(tried, 177155);
+    assert_int_equal(admitted, 1423);
     json_decref(crd);
 }
 
@@ -1159,6 +1286,244 @@ static void test_examples_follow_the_api(void **state)
     json_decref(ex);
 }
 
+/* ---- Dockerfile (Docker cannot run here, so it is linted) ----------------- */
+
+#define DF_MAX_LINES 256
+#define DF_LINE_MAX 2048
+
+/* Splits the Dockerfile into logical instructions (continuations joined,
+ * comments dropped). Returns the count; lines[i] are NUL-terminated. */
+static int dockerfile_lines(char lines[][DF_LINE_MAX], int max)
+{
+    char p[PATH_MAX_LEN];
+    char *data = NULL;
+    size_t len = 0;
+    struct fair_error err = {0};
+    src_path(p, sizeof p, "Dockerfile");
+    if (fair_read_file(p, 1 << 20, &data, &len, &err) != 0)
+        fail_msg("%s", err.msg);
+    int n = 0;
+    size_t cur = 0;
+    bool cont = false;
+    for (char *line = data; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t l = nl ? (size_t)(nl - line) : strlen(line);
+        char *next = nl ? nl + 1 : NULL;
+        while (l > 0 && (line[l - 1] == ' ' || line[l - 1] == '\r'))
+            l--;
+        bool is_comment = l > 0 && line[strspn(line, " ")] == '#';
+        if (!is_comment && l > 0) {
+            bool more = line[l - 1] == '\\';
+            if (more)
+                l--;
+            if (!cont) {
+                assert_true(n < max);
+                cur = 0;
+                n++;
+            }
+            assert_true(cur + l + 2 < DF_LINE_MAX);
+            memcpy(lines[n - 1] + cur, line, l);
+            cur += l;
+            lines[n - 1][cur++] = ' ';
+            lines[n - 1][cur] = '\0';
+            cont = more;
+        }
+        line = next;
+    }
+    fair_free(data);
+    return n;
+}
+
+/* Packages named by "apt-get install" in one instruction (appended to out,
+ * separated by spaces). */
+static void apt_packages(const char *instr, char *out, size_t n)
+{
+    const char *p = strstr(instr, "apt-get install");
+    if (!p)
+        return;
+    p += strlen("apt-get install");
+    while (*p) {
+        p += strspn(p, " ");
+        size_t l = strcspn(p, " ");
+        if (l == 0 || strncmp(p, "&&", 2) == 0)
+            break;
+        if (p[0] != '-') {
+            size_t used = strlen(out);
+            assert_true(used + l + 2 < n);
+            memcpy(out + used, p, l);
+            out[used + l] = ' ';
+            out[used + l + 1] = '\0';
+        }
+        p += l;
+    }
+}
+
+static bool has_word(const char *list, const char *word)
+{
+    size_t l = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += l)
+        if ((p == list || p[-1] == ' ') && (p[l] == ' ' || p[l] == '\0'))
+            return true;
+    return false;
+}
+
+static void test_dockerfile(void **state)
+{
+    (void)state;
+    static char lines[DF_MAX_LINES][DF_LINE_MAX];
+    int n = dockerfile_lines(lines, DF_MAX_LINES);
+    int stage = -1, froms = 0;
+    char pkgs[2][DF_LINE_MAX] = {"", ""};
+    const char *user = NULL, *entry = NULL;
+    bool release = false, copies = false, plugin = false;
+    for (int i = 0; i < n; i++) {
+        const char *l = lines[i];
+        if (strncmp(l, "FROM ", 5) == 0) {
+            stage = froms++;
+            assert_true(froms <= 2);
+            assert_string_equal(l, froms == 1 ? "FROM debian:bookworm AS build "
+                                              : "FROM debian:bookworm-slim AS runtime ");
+            continue;
+        }
+        assert_true(stage >= 0);
+        assert_true(strncmp(l, "ADD ", 4) != 0);
+        assert_null(strstr(l, ":latest"));
+        apt_packages(l, pkgs[stage], sizeof pkgs[stage]);
+        if (stage == 0 && strstr(l, "-DCMAKE_BUILD_TYPE=Release"))
+            release = true;
+        if (stage == 1 && strncmp(l, "COPY --from=build ", 18) == 0)
+            copies = strstr(l, "fairshare-controller") && strstr(l, "fairsharectl");
+        if (stage == 1 && strstr(l, "ln -s fairsharectl /usr/local/bin/kubectl-fairshare"))
+            plugin = true;
+        if (strncmp(l, "USER ", 5) == 0)
+            user = l + 5;
+        if (strncmp(l, "ENTRYPOINT ", 11) == 0)
+            entry = l + 11;
+    }
+    assert_int_equal(froms, 2);
+    assert_true(release);
+    assert_true(copies);
+    assert_true(plugin);
+    /* Runtime: exactly the shared libraries, never a -dev package. */
+    static const char *const runtime[] = {"libcurl4",
+                                          "libjansson4",
+                                          "libyaml-0-2",
+                                          "libsqlite3-0",
+                                          "libevent-2.1-7",
+                                          "libevent-openssl-2.1-7",
+                                          "libevent-pthreads-2.1-7",
+                                          "ca-certificates"};
+    size_t words = 0;
+    for (const char *p = pkgs[1]; *p; p += strcspn(p, " "), p += strspn(p, " "))
+        words++;
+    assert_int_equal(words, sizeof runtime / sizeof *runtime);
+    for (size_t i = 0; i < sizeof runtime / sizeof *runtime; i++)
+        if (!has_word(pkgs[1], runtime[i]))
+            fail_msg("runtime stage does not install %s: %s", runtime[i], pkgs[1]);
+    assert_null(strstr(pkgs[1], "-dev"));
+    static const char *const build_dev[] = {
+        "libcurl4-openssl-dev", "libjansson-dev", "libyaml-dev", "libsqlite3-dev",
+        "libevent-dev",         "libcmocka-dev",  "cmake",       "gcc"};
+    for (size_t i = 0; i < sizeof build_dev / sizeof *build_dev; i++)
+        if (!has_word(pkgs[0], build_dev[i]))
+            fail_msg("build stage does not install %s: %s", build_dev[i], pkgs[0]);
+    /* Numeric non-root user (runAsNonRoot can check it), exec-form entry. */
+    assert_non_null(user);
+    assert_string_equal(user, "65532:65532 ");
+    assert_non_null(entry);
+    assert_string_equal(entry, "[\"/usr/local/bin/fairshare-controller\"] ");
+
+    char p[PATH_MAX_LEN];
+    char *ign = NULL;
+    size_t len = 0;
+    src_path(p, sizeof p, ".dockerignore");
+    assert_int_equal(fair_read_file(p, 1 << 16, &ign, &len, NULL), 0);
+    assert_non_null(strstr(ign, "\n.git\n"));
+    assert_non_null(strstr(ign, "\nbuild-*\n"));
+    fair_free(ign);
+}
+
+/* ---- docs stay in step with the manifests ------------------------------- */
+
+/* New buffer: a whole doc file. */
+static char *read_doc(const char *rel)
+{
+    char p[PATH_MAX_LEN];
+    char *data = NULL;
+    size_t len = 0;
+    struct fair_error err = {0};
+    src_path(p, sizeof p, rel);
+    if (fair_read_file(p, 1 << 20, &data, &len, &err) != 0)
+        fail_msg("%s", err.msg);
+    return data;
+}
+
+static void expect_backticked(const char *doc, const char *docname, const char *word)
+{
+    char whole[160], prefix[160];
+    snprintf(whole, sizeof whole, "`%s`", word);
+    snprintf(prefix, sizeof prefix, "`%s.", word); /* `pending.pods` documents pending */
+    if (!strstr(doc, whole) && !strstr(doc, prefix))
+        fail_msg("%s does not document %s", docname, whole);
+}
+
+/* docs/api.md names every spec and status field of both CRDs, and
+ * docs/operations.md every key of the controller config. */
+static void test_docs_cover_every_field(void **state)
+{
+    (void)state;
+    char *api = read_doc("docs/api.md");
+    for (size_t i = 0; i < sizeof crds / sizeof *crds; i++) {
+        json_t *crd = load_crd(crds[i].file);
+        static const char *const parts[] = {"properties.spec.properties",
+                                            "properties.status.properties"};
+        int fields = 0;
+        for (size_t k = 0; k < 2; k++) {
+            const char *key;
+            json_t *child;
+            json_object_foreach(at(crd_schema(crd), parts[k]), key, child)
+            {
+                expect_backticked(api, "docs/api.md", key);
+                fields++;
+            }
+        }
+        assert_int_equal(fields, i == 0 ? 8 + 8 : 6 + 8); /* spec + status fields */
+        json_decref(crd);
+    }
+    fair_free(api);
+
+    char *ops = read_doc("docs/operations.md");
+    json_t *docs = load("config/controller-config.yaml");
+    json_t *cfg = json_array_get(docs, 0);
+    const char *key;
+    json_t *v;
+    int keys = 0;
+    json_object_foreach(cfg, key, v)
+    {
+        if (json_is_object(v)) {
+            const char *sub;
+            json_t *sv;
+            json_object_foreach(v, sub, sv)
+            {
+                char dotted[128];
+                snprintf(dotted, sizeof dotted, "%s.%s", key, sub);
+                /* Either `a.b` or, for grouped rows, `a.b` written as `b`. */
+                char needle[160];
+                snprintf(needle, sizeof needle, "`%s`", dotted);
+                if (!strstr(ops, needle))
+                    expect_backticked(ops, "docs/operations.md", sub);
+                keys++;
+            }
+        } else {
+            expect_backticked(ops, "docs/operations.md", key);
+            keys++;
+        }
+    }
+    assert_int_equal(keys, 17);
+    json_decref(docs);
+    fair_free(ops);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1167,7 +1532,10 @@ int main(void)
         cmocka_unit_test(test_crd_printer_columns),
         cmocka_unit_test(test_crd_defaults_and_validation),
         cmocka_unit_test(test_quantity_pattern),
+        cmocka_unit_test(test_quantity_pattern_admits_only_parsable),
+        cmocka_unit_test(test_quantity_fields_share_one_pattern),
         cmocka_unit_test(test_duration_pattern),
+        cmocka_unit_test(test_duration_pattern_admits_only_parsable),
         cmocka_unit_test(test_schema_rejects_bad_objects),
         cmocka_unit_test(test_every_yaml_loads),
         cmocka_unit_test(test_rbac_least_privilege),
@@ -1175,6 +1543,8 @@ int main(void)
         cmocka_unit_test(test_controller_config),
         cmocka_unit_test(test_kustomizations),
         cmocka_unit_test(test_examples_follow_the_api),
+        cmocka_unit_test(test_dockerfile),
+        cmocka_unit_test(test_docs_cover_every_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
