@@ -1,5 +1,205 @@
 #!/bin/sh
-# make demo: runs the demo binary from the given build folder.
+# make demo: Fairshare end to end on a local fake cluster, in under a minute.
+# Starts the fake Kubernetes API server (build/fakekube: 2 simulated nodes x
+# 8 GPUs, a simulated kubelet), runs the real controller against it over
+# HTTPS, creates two teams' Projects and Queues (examples/demo/), and shows:
+# team B borrowing team A's idle GPUs, team A taking them back (evictions),
+# why a pod waits, the final allocation, and a GPU-hours report from the
+# ledger. Everything runs under a temporary folder, removed on exit.
 set -eu
+
 build="${1:-build}"
-exec "$build/controller/fairshare-demo"
+here=$(cd "$(dirname "$0")/.." && pwd)
+case "$build" in /*) ;; *) build="$here/$build" ;; esac
+for prog in fakekube fairshare-controller fairsharectl; do
+  if [ ! -x "$build/$prog" ]; then
+    echo "demo: $build/$prog is missing; run 'make build' first" >&2
+    exit 1
+  fi
+done
+
+work=$(mktemp -d /tmp/fairshare-demo.XXXXXX)
+fake_pid=""
+ctl_pid=""
+cleanup() {
+  [ -n "$ctl_pid" ] && kill "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
+  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+say() { printf '   %s\n' "$*"; }
+
+# ---- the fake cluster -------------------------------------------------------
+bold "Starting a local fake cluster: 2 nodes x 8 GPUs (NVIDIA H100), simulated kubelet"
+"$build/fakekube" --state-dir "$work/cluster" --port-file "$work/port" --nodes 2 \
+  --gpus-per-node 8 --kubelet --kubelet-delay-ms 100 --grace-seconds 1 --log-level warn \
+  >"$work/fakekube.log" 2>&1 &
+fake_pid=$!
+i=0
+while [ ! -s "$work/port" ]; do
+  i=$((i + 1)); [ $i -gt 100 ] && { echo "demo: fakekube did not start" >&2; cat "$work/fakekube.log" >&2; exit 1; }
+  sleep 0.1
+done
+port=$(cat "$work/port")
+server="https://127.0.0.1:$port"
+token=$(cat "$work/cluster/token")
+say "API server: $server (kubeconfig: $work/cluster/kubeconfig)"
+
+# kube METHOD PATH [JSON]: one API request, body on stdout.
+kube() {
+  if [ $# -ge 3 ]; then
+    curl -sS --cacert "$work/cluster/ca.crt" -H "Authorization: Bearer $token" \
+      -H 'Content-Type: application/json' -X "$1" "$server$2" -d "$3"
+  else
+    curl -sS --cacert "$work/cluster/ca.crt" -H "Authorization: Bearer $token" -X "$1" "$server$2"
+  fi
+}
+
+# apply FILE: creates each JSON object (one per line) at its collection.
+apply() {
+  while IFS= read -r obj; do
+    [ -z "$obj" ] && continue
+    case "$obj" in
+      *'"kind":"Namespace"'*) path=/api/v1/namespaces ;;
+      *'"kind":"Project"'*) path=/apis/fairshare.dev/v1alpha1/projects ;;
+      *'"kind":"Queue"'*) path=/apis/fairshare.dev/v1alpha1/queues ;;
+      *) echo "demo: unknown kind in $obj" >&2; exit 1 ;;
+    esac
+    kube POST "$path" "$obj" >/dev/null
+  done <"$1"
+}
+
+# submit NS NAME QUEUE GPUS SECONDS: a training pod of one container.
+submit() {
+  kube POST "/api/v1/namespaces/$1/pods" "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",
+    \"metadata\":{\"name\":\"$2\",\"labels\":{\"fairshare.dev/queue\":\"$3\"},
+      \"annotations\":{\"sim.fairshare.dev/duration-seconds\":\"$5\"}},
+    \"spec\":{\"schedulerName\":\"fairshare\",\"terminationGracePeriodSeconds\":1,
+      \"containers\":[{\"name\":\"train\",\"image\":\"pytorch/pytorch\",
+        \"resources\":{\"limits\":{\"nvidia.com/gpu\":\"$4\"}}}]}}" >/dev/null
+}
+
+# bound NS: pods of NS placed on a node and not being deleted.
+bound() {
+  kube GET "/api/v1/namespaces/$1/pods" | tr '{' '\n' | grep -c '"nodeName"' || true
+}
+# present NS: pods of NS that exist at all.
+present() {
+  kube GET "/api/v1/namespaces/$1/pods" | grep -o '"kind":"Pod"\|"uid":"' | grep -c uid || true
+}
+events() { # events REASON: count of Events with that reason
+  kube GET /api/v1/events | grep -o "\"reason\":\"$1\"" | wc -l | tr -d ' '
+}
+metrics() { curl -s "http://127.0.0.1:$mport/metrics"; }
+
+# wait_for DESCRIPTION COMMAND...: polls (0.2 s) until COMMAND succeeds, 30 s max.
+wait_for() {
+  what=$1; shift
+  i=0
+  until "$@"; do
+    i=$((i + 1))
+    if [ $i -gt 150 ]; then
+      echo "demo: timed out waiting for $what" >&2
+      tail -n 20 "$work/controller.log" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
+
+# table: per-queue figures from the controller's /metrics.
+table() {
+  printf '   %-18s %10s %10s %10s %9s %6s %8s\n' QUEUE GUARANTEED "FAIR SHARE" ALLOCATED BORROWED \
+    LENT PENDING
+  metrics | awk '
+    /^fairshare_queue_[a-z_]+\{queue="/ {
+      split($0, a, "\""); q = a[2]; name = $1; sub(/\{.*/, "", name); v[q, name] = $2; qs[q] = 1 }
+    END {
+      for (q in qs)
+        printf "   %-18s %10s %10s %10s %9s %6s %8s\n", q,
+          v[q, "fairshare_queue_guaranteed_gpus"], v[q, "fairshare_queue_fair_share_gpus"],
+          v[q, "fairshare_queue_allocated_gpus"], v[q, "fairshare_queue_borrowed_gpus"],
+          v[q, "fairshare_queue_lent_gpus"], v[q, "fairshare_queue_pending_pods"] " pods"
+    }' | sort
+}
+
+# ---- the controller ---------------------------------------------------------
+bold "Starting fairshare-controller against it"
+mport=$(( (port % 20000) + 30000 ))
+"$build/fairshare-controller" --kubeconfig "$work/cluster/kubeconfig" \
+  --config "$here/examples/demo/controller-config.yaml" --ledger "$work/ledger.db" \
+  --listen "127.0.0.1:$mport" >"$work/controller.log" 2>&1 &
+ctl_pid=$!
+ready() { curl -sf "http://127.0.0.1:$mport/readyz" >/dev/null 2>&1; }
+wait_for "the controller to be ready" ready
+say "ready: informers synced; metrics on http://127.0.0.1:$mport/metrics"
+
+bold "Admin: two teams, each guaranteed 8 of the 16 GPUs"
+apply "$here/examples/demo/cluster.jsonl"
+say "Project team-a (vision, CC-1042)   -> Queue team-a-train     guaranteed 8 GPUs"
+say "Project team-b (language, CC-2077) -> Queue team-b-research  guaranteed 8 GPUs"
+
+# ---- team B borrows ---------------------------------------------------------
+bold "Team B submits 16 one-GPU jobs; team A is idle"
+n=0
+while [ $n -lt 16 ]; do
+  submit team-b "b-train-$n" team-b-research 1 600
+  n=$((n + 1))
+done
+b16() { [ "$(bound team-b)" -eq 16 ]; }
+wait_for "team B's 16 pods to be bound" b16
+sleep 1.2 # one status/metrics refresh
+say "all 16 of team B's pods run: 8 on its own guarantee, 8 borrowed from team A"
+table
+
+sleep 3 # let the ledger record some GPU-time
+
+# ---- team A comes back ------------------------------------------------------
+bold "Team A submits 8 one-GPU jobs: it wants its guaranteed GPUs back"
+n=0
+while [ $n -lt 8 ]; do
+  submit team-a "a-train-$n" team-a-train 1 600
+  n=$((n + 1))
+done
+start=$(date +%s.%N 2>/dev/null || date +%s)
+sleep 0.3
+say "while team B's borrowed pods terminate, team A's pods say why they wait:"
+msg=$(kube GET /api/v1/namespaces/team-a/pods/a-train-0 | grep -o '"message":"[^"]*"' | head -n 1 | \
+  sed 's/"message":"//; s/"$//')
+[ -n "$msg" ] && say "  kubectl describe pod -n team-a a-train-0  ->  PodScheduled=False: $msg"
+a8() { [ "$(bound team-a)" -eq 8 ]; }
+wait_for "team A's 8 pods to be bound" a8
+end=$(date +%s.%N 2>/dev/null || date +%s)
+say "team A's 8 pods are bound ($(awk "BEGIN { printf \"%.1f\", $end - $start }") s, including a 1 s grace period)"
+say "evictions issued (Eviction API): $(events Preempted); for example:"
+kube GET /api/v1/events | tr '{' '\n' | grep '"reason":"Preempted"' | \
+  grep -o '"message":"[^"]*"' | head -n 1 | sed 's/"message":"/     /; s/"$//'
+b8() { [ "$(present team-b)" -eq 8 ]; }
+wait_for "team B's evicted pods to be gone" b8
+sleep 1.2
+
+bold "Final allocation per queue"
+table
+
+# ---- why is my job pending? -------------------------------------------------
+bold "Data scientist: why is my job pending?"
+submit team-b not-allowed team-a-train 1 600
+sleep 1.5
+msg=$(kube GET /api/v1/namespaces/team-b/pods/not-allowed | grep -o '"message":"[^"]*"' | head -n 1 | \
+  sed 's/"message":"//; s/"$//')
+say "pod team-b/not-allowed (queue team-a-train) -> PodScheduled=False: $msg"
+
+# ---- finance ----------------------------------------------------------------
+sleep 2.5 # one more ledger sample
+bold "Finance: GPU-hours from the ledger (fairsharectl report)"
+today=$(date -u +%Y-%m-%d)
+tomorrow=$(date -u -d tomorrow +%Y-%m-%d 2>/dev/null || date -u -v+1d +%Y-%m-%d)
+"$build/fairsharectl" report --db "$work/ledger.db" --from "$today" --to "$tomorrow" --by team \
+  --price-per-gpu-hour 2.50 | sed 's/^/   /'
+
+bold "Done"
+say "the controller's log: fairshare_preemptions_total=$(metrics | awk '/^fairshare_preemptions_total\{reason="reclaim"\}/ {print $2}'), binds=$(metrics | awk '/^fairshare_binds_total/ {print $2}')"
+say "cleaning up (fakekube, controller, $work)"

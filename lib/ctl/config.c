@@ -1,0 +1,456 @@
+/* The controller's configuration table and its YAML loader (see config.h).
+ * Defaults are written as text and parsed by the same code as the file, so
+ * the table is the single place where a key is described. */
+#include "ctl/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/duration.h"
+#include "base/log.h"
+#include "base/yaml.h"
+
+#define OFF(field) offsetof(struct fair_ctl_config, field)
+#define DAY_MS (24LL * 3600 * 1000)
+
+static const struct fair_ctl_config_entry table[] = {
+    {"schedulerName", FAIR_CFG_NAME, OFF(scheduler_name), "fairshare", 1, 253,
+     "pods with this spec.schedulerName are scheduled by Fairshare"},
+    {"leaderElection.enabled", FAIR_CFG_BOOL, OFF(leader_elect), "true", 0, 1,
+     "run leader election on a Lease so that only one replica schedules"},
+    {"leaderElection.leaseName", FAIR_CFG_NAME, OFF(lease_name), "fairshare-controller", 1, 253,
+     "name of the coordination.k8s.io Lease"},
+    {"leaderElection.leaseNamespace", FAIR_CFG_NAME, OFF(lease_namespace), "fairshare-system", 1,
+     63, "namespace of the Lease"},
+    {"leaderElection.leaseDuration", FAIR_CFG_DURATION, OFF(lease_duration_ms), "15s", 1000,
+     3600 * 1000, "how long followers wait before taking over a lease that is not renewed"},
+    {"leaderElection.renewDeadline", FAIR_CFG_DURATION, OFF(renew_deadline_ms), "10s", 500,
+     3600 * 1000, "the leader steps down when it cannot renew for this long"},
+    {"leaderElection.retryPeriod", FAIR_CFG_DURATION, OFF(retry_period_ms), "2s", 100,
+     600 * 1000, "time between attempts to acquire or renew the lease"},
+    {"metricsAddress", FAIR_CFG_ADDRESS, OFF(metrics_address), "127.0.0.1:8080", 0, 0,
+     "host:port for /healthz, /readyz, /metrics, the dashboard and reports; \"0\" turns it off"},
+    {"ledger.path", FAIR_CFG_STRING, OFF(ledger_path), "fairshare-ledger.db", 0, 4096,
+     "SQLite file of the GPU-hour ledger; \"\" turns the ledger off"},
+    {"ledger.samplePeriod", FAIR_CFG_DURATION, OFF(ledger_sample_ms), "60s", 1000, DAY_MS,
+     "how often per-queue samples (allocated, pending, fair share) are recorded"},
+    {"ledger.retention", FAIR_CFG_DURATION, OFF(ledger_retention_ms), "400d", 3600 * 1000,
+     3650 * DAY_MS, "samples older than this are deleted (intervals are kept)"},
+    {"ledger.flushInterval", FAIR_CFG_DURATION, OFF(ledger_flush_ms), "1s", 100, 600 * 1000,
+     "how often buffered ledger writes are committed"},
+    {"cycleInterval", FAIR_CFG_DURATION, OFF(cycle_interval_ms), "1s", 10, 600 * 1000,
+     "a scheduling cycle runs at least this often"},
+    {"cycleMinInterval", FAIR_CFG_DURATION, OFF(cycle_min_interval_ms), "20ms", 0, 60 * 1000,
+     "changes arriving within this time are coalesced into one cycle"},
+    {"kubeAPI.qps", FAIR_CFG_INT, OFF(api_qps), "200", 1, 100000,
+     "sustained requests per second to the API server (token bucket)"},
+    {"kubeAPI.burst", FAIR_CFG_INT, OFF(api_burst), "400", 1, 1000000,
+     "requests allowed in a burst above qps"},
+    {"kubeAPI.timeout", FAIR_CFG_DURATION, OFF(api_timeout_ms), "30s", 100, 600 * 1000,
+     "timeout of one API request (watches excepted)"},
+    {"logLevel", FAIR_CFG_LOGLEVEL, OFF(log_level), "info", 0, 0, "debug, info, warn or error"},
+    {"events.perPodInterval", FAIR_CFG_DURATION, OFF(event_interval_ms), "30s", 0, DAY_MS,
+     "at most one FailedScheduling Event per pod and reason in this time"},
+    {"statusUpdateInterval", FAIR_CFG_DURATION, OFF(status_interval_ms), "1s", 0, 600 * 1000,
+     "Queue and Project status is written at most this often per object"},
+    {"eviction.pdbBackoff", FAIR_CFG_DURATION, OFF(evict_backoff_ms), "30s", 0, 3600 * 1000,
+     "a pod whose eviction a PodDisruptionBudget refused is not chosen again for this long"},
+    {"inFlightTimeout", FAIR_CFG_DURATION, OFF(op_timeout_ms), "30s", 1000, 3600 * 1000,
+     "a bind or eviction not yet seen in the informer is forgotten after this long"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct fair_ctl_config_entry *fair_ctl_config_table(void)
+{
+    return table;
+}
+
+static const char *type_name(enum fair_ctl_config_type t)
+{
+    switch (t) {
+    case FAIR_CFG_BOOL: return "boolean";
+    case FAIR_CFG_STRING: return "string";
+    case FAIR_CFG_NAME: return "name";
+    case FAIR_CFG_DURATION: return "duration";
+    case FAIR_CFG_INT: return "integer";
+    case FAIR_CFG_LOGLEVEL: return "log level";
+    case FAIR_CFG_ADDRESS: return "address";
+    }
+    return "?";
+}
+
+static const struct fair_ctl_config_entry *find_entry(const char *name)
+{
+    for (const struct fair_ctl_config_entry *e = table; e->name; e++)
+        if (strcmp(e->name, name) == 0)
+            return e;
+    return NULL;
+}
+
+/* Kubernetes DNS-1123 subdomain: lower-case alphanumerics, '-' and '.',
+ * starting and ending with an alphanumeric. */
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '-' && c != '.')
+            return false;
+        if ((i == 0 || i == n - 1) && !alnum)
+            return false;
+    }
+    return true;
+}
+
+int fair_ctl_parse_address(const char *addr, char *host, size_t hostlen, int *port,
+                           struct fair_error *err)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon)
+        return fair_error_set(err, FAIR_EINVAL, "\"%s\" is not host:port", addr);
+    size_t hl = (size_t)(colon - addr);
+    const char *h = addr;
+    if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') { /* [::1]:8080 */
+        h = addr + 1;
+        hl -= 2;
+    }
+    if (hl >= hostlen)
+        return fair_error_set(err, FAIR_EINVAL, "host in \"%s\" is too long", addr);
+    if (hl == 0) {
+        snprintf(host, hostlen, "0.0.0.0");
+    } else {
+        memcpy(host, h, hl);
+        host[hl] = '\0';
+    }
+    const char *p = colon + 1;
+    if (*p == '\0')
+        return fair_error_set(err, FAIR_EINVAL, "\"%s\" has no port", addr);
+    long v = 0;
+    for (; *p; p++) {
+        if (!isdigit((unsigned char)*p))
+            return fair_error_set(err, FAIR_EINVAL, "port in \"%s\" is not a number", addr);
+        v = v * 10 + (*p - '0');
+        if (v > 65535)
+            return fair_error_set(err, FAIR_EINVAL, "port in \"%s\" is over 65535", addr);
+    }
+    *port = (int)v;
+    return 0;
+}
+
+/* Go durations plus a whole number of days ("400d"), which retention wants. */
+static int parse_duration(const char *s, int64_t *out, struct fair_error *err)
+{
+    size_t n = strlen(s);
+    if (n >= 2 && n < 12 && s[n - 1] == 'd') {
+        int64_t days = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            if (!isdigit((unsigned char)s[i]))
+                goto go;
+            days = days * 10 + (s[i] - '0');
+        }
+        *out = days * DAY_MS;
+        return 0;
+    }
+go:
+    return fair_duration_parse_ms(s, out, err);
+}
+
+static int parse_int_text(const char *s, int64_t *out)
+{
+    if (!*s || strlen(s) > 19)
+        return FAIR_EINVAL;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end)
+        return FAIR_EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Stores one value given as text into cfg. `where` prefixes messages. */
+static int set_text(struct fair_ctl_config *cfg, const struct fair_ctl_config_entry *e,
+                    const char *text, const char *where, struct fair_error *err)
+{
+    char *base = (char *)cfg;
+    struct fair_error sub = {0};
+    switch (e->type) {
+    case FAIR_CFG_BOOL: {
+        bool v;
+        if (strcmp(text, "true") == 0)
+            v = true;
+        else if (strcmp(text, "false") == 0)
+            v = false;
+        else
+            return fair_error_set(err, FAIR_EINVAL, "%skey %s: expected true or false, got \"%s\"",
+                                  where, e->name, text);
+        *(bool *)(base + e->offset) = v;
+        return 0;
+    }
+    case FAIR_CFG_STRING:
+    case FAIR_CFG_NAME:
+    case FAIR_CFG_ADDRESS: {
+        size_t len = strlen(text);
+        if (e->type != FAIR_CFG_ADDRESS && len > (size_t)e->max)
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "%skey %s: value is %zu characters long, at most %lld allowed",
+                                  where, e->name, len, (long long)e->max);
+        if (len < (size_t)e->min)
+            return fair_error_set(err, FAIR_EINVAL, "%skey %s: must not be empty", where, e->name);
+        if (e->type == FAIR_CFG_NAME && !valid_name(text))
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "%skey %s: \"%s\" is not a valid Kubernetes name (lower-case "
+                                  "letters, digits, '-' and '.')",
+                                  where, e->name, text);
+        if (e->type == FAIR_CFG_ADDRESS && strcmp(text, "0") != 0) {
+            char host[256];
+            int port = 0;
+            if (len > 300 || fair_ctl_parse_address(text, host, sizeof host, &port, &sub))
+                return fair_error_set(err, FAIR_EINVAL, "%skey %s: %s (write host:port or \"0\")",
+                                      where, e->name, len > 300 ? "value too long" : sub.msg);
+        }
+        char *copy = fair_strdup(text);
+        if (!copy)
+            return fair_error_set(err, FAIR_ENOMEM, "out of memory");
+        char **slot = (char **)(base + e->offset);
+        fair_free(*slot);
+        *slot = copy;
+        return 0;
+    }
+    case FAIR_CFG_DURATION: {
+        int64_t ms = 0;
+        if (parse_duration(text, &ms, &sub))
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "%skey %s: \"%s\" is not a duration (write e.g. \"500ms\", "
+                                  "\"1s\", \"5m\")",
+                                  where, e->name, text);
+        if (ms < e->min || ms > e->max) {
+            char lo[32], hi[32];
+            fair_duration_format_ms(e->min, lo, sizeof lo);
+            fair_duration_format_ms(e->max, hi, sizeof hi);
+            return fair_error_set(err, FAIR_ERANGE, "%skey %s: %s is out of range [%s, %s]",
+                                  where, e->name, text, lo, hi);
+        }
+        *(int64_t *)(base + e->offset) = ms;
+        return 0;
+    }
+    case FAIR_CFG_INT: {
+        int64_t v = 0;
+        if (parse_int_text(text, &v))
+            return fair_error_set(err, FAIR_EINVAL, "%skey %s: \"%s\" is not an integer", where,
+                                  e->name, text);
+        if (v < e->min || v > e->max)
+            return fair_error_set(err, FAIR_ERANGE, "%skey %s: %lld is out of range [%lld, %lld]",
+                                  where, e->name, (long long)v, (long long)e->min,
+                                  (long long)e->max);
+        *(int64_t *)(base + e->offset) = v;
+        return 0;
+    }
+    case FAIR_CFG_LOGLEVEL: {
+        int lvl = fair_log_level_parse(text);
+        if (lvl < 0)
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "%skey %s: \"%s\" is not one of debug, info, warn, error, off",
+                                  where, e->name, text);
+        *(int *)(base + e->offset) = lvl;
+        return 0;
+    }
+    }
+    return fair_error_set(err, FAIR_EINVAL, "%skey %s: unsupported type", where, e->name);
+}
+
+int fair_ctl_config_init(struct fair_ctl_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    struct fair_error err = {0};
+    for (const struct fair_ctl_config_entry *e = table; e->name; e++) {
+        int rc = set_text(cfg, e, e->default_value, "default ", &err);
+        if (rc)
+            return rc; /* FAIR_ENOMEM; the defaults themselves are valid */
+    }
+    return 0;
+}
+
+void fair_ctl_config_release(struct fair_ctl_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (const struct fair_ctl_config_entry *e = table; e->name; e++) {
+        if (e->type == FAIR_CFG_STRING || e->type == FAIR_CFG_NAME ||
+            e->type == FAIR_CFG_ADDRESS) {
+            char **slot = (char **)((char *)cfg + e->offset);
+            fair_free(*slot);
+            *slot = NULL;
+        }
+    }
+}
+
+int fair_ctl_config_set(struct fair_ctl_config *cfg, const char *key, const char *value,
+                        struct fair_error *err)
+{
+    const struct fair_ctl_config_entry *e = find_entry(key);
+    if (!e)
+        return fair_error_set(err, FAIR_EINVAL, "unknown configuration key \"%s\"", key);
+    return set_text(cfg, e, value, "", err);
+}
+
+int fair_ctl_config_check(const struct fair_ctl_config *cfg, struct fair_error *err)
+{
+    if (cfg->renew_deadline_ms >= cfg->lease_duration_ms)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "key leaderElection.renewDeadline: must be shorter than "
+                              "leaderElection.leaseDuration");
+    if (cfg->retry_period_ms >= cfg->renew_deadline_ms)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "key leaderElection.retryPeriod: must be shorter than "
+                              "leaderElection.renewDeadline");
+    if (cfg->api_burst < cfg->api_qps)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "key kubeAPI.burst: must be at least kubeAPI.qps (%lld)",
+                              (long long)cfg->api_qps);
+    if (cfg->cycle_min_interval_ms > cfg->cycle_interval_ms)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "key cycleMinInterval: must not be longer than cycleInterval");
+    return 0;
+}
+
+/* Walks a mapping, checking each key against the table. prefix is the
+ * dotted path so far ("" at the top). */
+static int load_map(struct fair_ctl_config *cfg, json_t *obj, const char *prefix, int depth,
+                    const char *where, struct fair_error *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach(obj, key, val)
+    {
+        char path[128];
+        int n = snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+        if (n < 0 || (size_t)n >= sizeof path)
+            return fair_error_set(err, FAIR_EINVAL, "%skey under \"%s\": name too long", where,
+                                  prefix);
+        if (depth == 0 && (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0))
+            continue;
+        const struct fair_ctl_config_entry *e = find_entry(path);
+        if (!e) {
+            if (json_is_object(val) && depth < 3) {
+                /* A section: accept it only if some key starts with it. */
+                size_t pl = strlen(path);
+                bool section = false;
+                for (const struct fair_ctl_config_entry *t = table; t->name; t++)
+                    if (strncmp(t->name, path, pl) == 0 && t->name[pl] == '.')
+                        section = true;
+                if (section) {
+                    int rc = load_map(cfg, val, path, depth + 1, where, err);
+                    if (rc)
+                        return rc;
+                    continue;
+                }
+            }
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "%sunknown key %s (see fairshare-controller --help for the "
+                                  "list of keys)",
+                                  where, path);
+        }
+        char text[64];
+        const char *s = NULL;
+        if (json_is_string(val)) {
+            s = json_string_value(val);
+        } else if (json_is_integer(val)) {
+            snprintf(text, sizeof text, "%lld", (long long)json_integer_value(val));
+            s = text;
+        } else if (json_is_boolean(val)) {
+            s = json_is_true(val) ? "true" : "false";
+        } else if (json_is_null(val)) {
+            continue; /* "key:" with no value keeps the default */
+        } else {
+            return fair_error_set(err, FAIR_EINVAL, "%skey %s: expected a %s, got a %s", where,
+                                  path, type_name(e->type),
+                                  json_is_object(val) ? "mapping" : "list");
+        }
+        /* A quoted or plain number for a duration key is a common slip. */
+        if (e->type == FAIR_CFG_DURATION && json_is_integer(val))
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "%skey %s: %s has no unit (write e.g. \"%ss\")", where, path, s,
+                                  s);
+        int rc = set_text(cfg, e, s, where, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int fair_ctl_config_load_text(struct fair_ctl_config *cfg, const char *name, const char *text,
+                              size_t len, struct fair_error *err)
+{
+    json_t *docs = NULL;
+    int rc = 0;
+    char where[300];
+    snprintf(where, sizeof where, "%s: ", name);
+    struct fair_yaml_limits lim = {.max_bytes = FAIR_CTL_CONFIG_MAX_BYTES, .max_depth = 8,
+                                   .max_nodes = 1000, .max_docs = 2};
+    rc = fair_yaml_parse(name, text, len, &lim, &docs, err);
+    if (rc)
+        goto out;
+    if (json_array_size(docs) != 1) {
+        rc = fair_error_set(err, FAIR_EINVAL, "%sexpected one YAML document, found %zu", where,
+                            json_array_size(docs));
+        goto out;
+    }
+    json_t *doc = json_array_get(docs, 0);
+    if (!json_is_object(doc)) {
+        rc = fair_error_set(err, FAIR_EINVAL, "%sthe document must be a mapping", where);
+        goto out;
+    }
+    const char *api = json_string_value(json_object_get(doc, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if (!api || strcmp(api, FAIR_CTL_CONFIG_API_VERSION) != 0) {
+        rc = fair_error_set(err, FAIR_EINVAL, "%skey apiVersion: expected \"%s\", got \"%s\"",
+                            where, FAIR_CTL_CONFIG_API_VERSION, api ? api : "(missing)");
+        goto out;
+    }
+    if (!kind || strcmp(kind, FAIR_CTL_CONFIG_KIND) != 0) {
+        rc = fair_error_set(err, FAIR_EINVAL, "%skey kind: expected \"%s\", got \"%s\"", where,
+                            FAIR_CTL_CONFIG_KIND, kind ? kind : "(missing)");
+        goto out;
+    }
+    rc = load_map(cfg, doc, "", 0, where, err);
+    if (rc)
+        goto out;
+    rc = fair_ctl_config_check(cfg, err);
+    if (rc)
+        fair_error_prefix(err, "%s", where);
+out:
+    json_decref(docs);
+    return rc;
+}
+
+int fair_ctl_config_load_file(struct fair_ctl_config *cfg, const char *path,
+                              struct fair_error *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc = fair_read_file(path, FAIR_CTL_CONFIG_MAX_BYTES, &data, &len, err);
+    if (rc)
+        goto out;
+    rc = fair_ctl_config_load_text(cfg, path, data, len, err);
+out:
+    fair_free(data);
+    return rc;
+}
+
+void fair_ctl_config_print_help(FILE *f)
+{
+    fprintf(f, "Configuration file keys (apiVersion: %s, kind: %s):\n",
+            FAIR_CTL_CONFIG_API_VERSION, FAIR_CTL_CONFIG_KIND);
+    for (const struct fair_ctl_config_entry *e = table; e->name; e++)
+        fprintf(f, "  %-30s %-9s default %-22s %s\n", e->name, type_name(e->type),
+                *e->default_value ? e->default_value : "\"\"", e->help);
+}

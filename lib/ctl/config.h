@@ -1,0 +1,103 @@
+/* The controller's configuration: a YAML file with apiVersion
+ * config.fairshare.dev/v1alpha1 and kind ControllerConfig, described by a
+ * table (name, type, default, bounds, help text) in the manner of Redis's
+ * standardConfig. Every key of the file is checked against the table before
+ * the controller starts: an unknown key, a value of the wrong type or one
+ * out of bounds fails with a message that names the key.
+ *
+ * Ownership: struct fair_ctl_config is caller-owned storage; its strings are
+ * owned by it and freed by fair_ctl_config_release(). */
+#ifndef FAIR_CTL_CONFIG_H
+#define FAIR_CTL_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/error.h"
+
+#define FAIR_CTL_CONFIG_API_VERSION "config.fairshare.dev/v1alpha1"
+#define FAIR_CTL_CONFIG_KIND "ControllerConfig"
+/* Config files larger than this are refused. */
+#define FAIR_CTL_CONFIG_MAX_BYTES (256 * 1024)
+
+struct fair_ctl_config {
+    char *scheduler_name;          /* schedulerName */
+    bool leader_elect;             /* leaderElection.enabled */
+    char *lease_name;              /* leaderElection.leaseName */
+    char *lease_namespace;         /* leaderElection.leaseNamespace */
+    int64_t lease_duration_ms;     /* leaderElection.leaseDuration */
+    int64_t renew_deadline_ms;     /* leaderElection.renewDeadline */
+    int64_t retry_period_ms;       /* leaderElection.retryPeriod */
+    char *metrics_address;         /* metricsAddress: host:port, "0" disables */
+    char *ledger_path;             /* ledger.path: "" disables the ledger */
+    int64_t ledger_sample_ms;      /* ledger.samplePeriod */
+    int64_t ledger_retention_ms;   /* ledger.retention */
+    int64_t ledger_flush_ms;       /* ledger.flushInterval */
+    int64_t cycle_interval_ms;     /* cycleInterval: longest time between cycles */
+    int64_t cycle_min_interval_ms; /* cycleMinInterval: changes are coalesced */
+    int64_t api_qps;               /* kubeAPI.qps */
+    int64_t api_burst;             /* kubeAPI.burst */
+    int64_t api_timeout_ms;        /* kubeAPI.timeout */
+    int log_level;                 /* logLevel: enum fair_log_level */
+    int64_t event_interval_ms;     /* events.perPodInterval */
+    int64_t status_interval_ms;    /* statusUpdateInterval */
+    int64_t evict_backoff_ms;      /* eviction.pdbBackoff */
+    int64_t op_timeout_ms;         /* inFlightTimeout */
+};
+
+enum fair_ctl_config_type {
+    FAIR_CFG_BOOL,
+    FAIR_CFG_STRING,   /* any string up to bound max characters */
+    FAIR_CFG_NAME,     /* a Kubernetes name (DNS-1123 subdomain) */
+    FAIR_CFG_DURATION, /* Go duration ("1s", "5m"); "d" days allowed too */
+    FAIR_CFG_INT,
+    FAIR_CFG_LOGLEVEL, /* debug, info, warn, error */
+    FAIR_CFG_ADDRESS,  /* host:port, :port, or "0" for off */
+};
+
+/* One row of the table. For DURATION the bounds are in ms; for STRING and
+ * NAME, max is the longest length. */
+struct fair_ctl_config_entry {
+    const char *name; /* dotted path in the YAML file: "ledger.path" */
+    enum fair_ctl_config_type type;
+    size_t offset; /* into struct fair_ctl_config */
+    const char *default_value;
+    int64_t min, max;
+    const char *help;
+};
+
+/* The table, terminated by an entry with a NULL name. Borrowed, static. */
+const struct fair_ctl_config_entry *fair_ctl_config_table(void);
+
+/* Fills cfg with the defaults. Returns 0 or FAIR_ENOMEM. */
+int fair_ctl_config_init(struct fair_ctl_config *cfg);
+void fair_ctl_config_release(struct fair_ctl_config *cfg);
+
+/* Reads and validates a config file on top of the current values (call
+ * _init first). On failure, err names the file and the key; cfg may be
+ * partly updated and must still be released. */
+int fair_ctl_config_load_file(struct fair_ctl_config *cfg, const char *path,
+                              struct fair_error *err);
+/* The same from a YAML text in memory; name is used in messages. */
+int fair_ctl_config_load_text(struct fair_ctl_config *cfg, const char *name, const char *text,
+                              size_t len, struct fair_error *err);
+
+/* Sets one key from text ("cycleInterval", "2s"), as the command line does;
+ * same checks as the file. */
+int fair_ctl_config_set(struct fair_ctl_config *cfg, const char *key, const char *value,
+                        struct fair_error *err);
+
+/* Checks rules that involve several keys (renewDeadline < leaseDuration,
+ * ...). The loaders call it; call it again after _set. */
+int fair_ctl_config_check(const struct fair_ctl_config *cfg, struct fair_error *err);
+
+/* Prints every key with its type, default and help (for --help). */
+void fair_ctl_config_print_help(FILE *f);
+
+/* Splits "host:port" (":port" means every interface, 0.0.0.0, as in Go). Returns FAIR_EINVAL when
+ * malformed. host must hold at least 256 bytes. */
+int fair_ctl_parse_address(const char *addr, char *host, size_t hostlen, int *port,
+                           struct fair_error *err);
+
+#endif

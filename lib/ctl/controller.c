@@ -1,0 +1,1268 @@
+/* The controller's loop (see controller.h): informer handlers mark the work
+ * queue, a timer runs scheduling cycles, and the API requests of a cycle
+ * complete later on the same loop. No call here blocks, except the ledger's
+ * flush, which is one short SQLite transaction from its own timer. */
+#include "ctl/controller.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/quantity.h"
+#include "cache/informer.h"
+#include "cache/leader.h"
+#include "cache/workqueue.h"
+#include "ctl/metrics.h"
+#include "ctl/podmem.h"
+#include "ctl/reasons.h"
+#include "ctl/snapshot.h"
+#include "ctl/status.h"
+#include "engine/engine.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/decode.h"
+#include "ledger/ledger.h"
+
+#define COMP "controller"
+#define CYCLE_KEY "cycle"
+/* Writes about pending pods (conditions + Events) per cycle: binds and
+ * evictions always go first; the rest waits for the next cycle. */
+#define MAX_TELLS_PER_CYCLE 200
+/* Status writes per cycle. */
+#define MAX_STATUS_PER_CYCLE 100
+/* How often old ledger rows are pruned. */
+#define PRUNE_INTERVAL_MS (6LL * 3600 * 1000)
+
+enum { INF_PROJECTS, INF_QUEUES, INF_NODES, INF_PODS, INF_COUNT };
+
+/* Context of one API request; listed so that shutdown frees those whose
+ * callbacks will never run. */
+struct req {
+    struct fair_ctl *c;
+    struct req *prev, *next;
+    int kind;
+    char *uid, *ns, *name, *node, *devices;
+    char *queue, *project, *team, *cost_center, *gpu_model;
+    char *for_queue, *for_pod;
+    char *obj_kind; /* status writes: "Queue" / "Project" */
+    int64_t gpu_milli, inquota_milli;
+    int evict_reason;
+};
+
+enum { REQ_ANNOTATE, REQ_BIND, REQ_EVICT_MARK, REQ_EVICT, REQ_EVENT, REQ_POD_STATUS, REQ_OBJ_STATUS,
+       REQ_UNMARK };
+
+struct fair_ctl {
+    struct event_base *base;
+    const struct fair_ctl_config *cfg;
+    const struct fair_clock *clock;
+    char *kubeconfig;
+    char *identity;
+    struct fair_kconfig kcfg;
+    struct fair_kclient *kc;
+    struct fair_informer *inf[INF_COUNT];
+    bool synced[INF_COUNT];
+    struct fair_leader *leader;
+    struct fair_ledger *ledger;
+    struct fair_workqueue *wq;
+    struct event *cycle_ev;
+    int64_t cycle_due; /* monotonic ms the timer is armed for; -1: not armed */
+    int64_t last_cycle_ms;      /* monotonic end of the last cycle */
+    int64_t last_cycle_cost_ms; /* how long it took */
+    struct event *flush_ev;
+    bool leader_now;
+    bool started;
+    bool stopping;
+    int exit_code;
+    bool need_reconcile;
+    int64_t last_sample_ms; /* wall */
+    int64_t last_prune_ms;  /* monotonic */
+    struct fair_ctl_podmem pods;
+    struct fair_ctl_status_table status;
+    struct fair_ctl_metrics metrics;
+    struct req *reqs; /* outstanding */
+    /* Scratch arrays for the snapshot input, reused between cycles. */
+    const void **arr[INF_COUNT];
+    size_t arr_cap[INF_COUNT];
+    void (*shutdown_done)(void *ctx);
+    void *shutdown_ctx;
+};
+
+/* ---- small helpers ---- */
+
+static int64_t mono(const struct fair_ctl *c)
+{
+    return fair_mono_ms(c->clock);
+}
+
+static int64_t wall(const struct fair_ctl *c)
+{
+    return fair_now_ms(c->clock);
+}
+
+static struct req *req_new(struct fair_ctl *c, int kind)
+{
+    struct req *r = fair_calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->c = c;
+    r->kind = kind;
+    r->next = c->reqs;
+    if (c->reqs)
+        c->reqs->prev = r;
+    c->reqs = r;
+    return r;
+}
+
+static void req_free(struct req *r)
+{
+    if (!r)
+        return;
+    struct fair_ctl *c = r->c;
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (c->reqs == r)
+        c->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    fair_free(r->uid);
+    fair_free(r->ns);
+    fair_free(r->name);
+    fair_free(r->node);
+    fair_free(r->devices);
+    fair_free(r->queue);
+    fair_free(r->project);
+    fair_free(r->team);
+    fair_free(r->cost_center);
+    fair_free(r->gpu_model);
+    fair_free(r->for_queue);
+    fair_free(r->for_pod);
+    fair_free(r->obj_kind);
+    fair_free(r);
+}
+
+/* strdup that accepts NULL (gives ""), for request contexts. */
+static char *dup0(const char *s)
+{
+    return fair_strdup(s ? s : "");
+}
+
+static void note_api_error(struct fair_ctl *c, const struct fair_kresponse *resp)
+{
+    fair_ctl_metrics_api_error(&c->metrics, resp->status);
+}
+
+/* ---- cycle scheduling ---- */
+
+static void arm_cycle(struct fair_ctl *c, int64_t delay_ms)
+{
+    if (c->stopping || !c->cycle_ev)
+        return;
+    int64_t now = mono(c);
+    int64_t due = now + (delay_ms > 0 ? delay_ms : 0);
+    if (c->cycle_due >= 0 && c->cycle_due <= due)
+        return;
+    struct timeval tv = {.tv_sec = (time_t)((due - now) / 1000),
+                         .tv_usec = (suseconds_t)(((due - now) % 1000) * 1000)};
+    evtimer_add(c->cycle_ev, &tv);
+    c->cycle_due = due;
+}
+
+/* Something changed: a cycle soon, but not sooner than cycleMinInterval
+ * after the last one, so that a burst of events makes one cycle. */
+static void mark_dirty(struct fair_ctl *c)
+{
+    if (fair_workqueue_add(c->wq, CYCLE_KEY))
+        FAIR_WARN(COMP, "msg=\"work queue full\"");
+    /* At least as long as the last cycle took passes between cycles, so
+     * that with a large cluster the loop still spends half its time on
+     * I/O (answers to binds, watch events) rather than on cycles. */
+    int64_t gap = c->cfg->cycle_min_interval_ms;
+    if (c->last_cycle_cost_ms > gap)
+        gap = c->last_cycle_cost_ms;
+    int64_t wait = gap - (mono(c) - c->last_cycle_ms);
+    arm_cycle(c, wait > 0 ? wait : 0);
+}
+
+/* ---- ledger ---- */
+
+static void ledger_close(struct fair_ctl *c, const struct fair_kpod *p, enum fair_ledger_end why)
+{
+    if (!c->ledger || !c->leader_now || !p->meta.uid)
+        return;
+    struct fair_error err = {0};
+    if (fair_ledger_interval_close(c->ledger, p->meta.uid, wall(c), why, &err))
+        FAIR_WARN(COMP, "msg=\"ledger close failed\" pod=%s/%s err=\"%s\"", p->meta.namespace_,
+                  p->meta.name, err.msg);
+}
+
+/* ---- informer handlers ---- */
+
+static bool is_ours(const struct fair_ctl *c, const struct fair_kpod *p)
+{
+    return p->scheduler_name && strcmp(p->scheduler_name, c->cfg->scheduler_name) == 0;
+}
+
+static void on_add(void *obj, void *ctx)
+{
+    (void)obj;
+    mark_dirty(ctx);
+}
+
+static void on_update(void *old, void *new_, void *ctx)
+{
+    (void)old;
+    (void)new_;
+    mark_dirty(ctx);
+}
+
+static void on_delete(void *obj, void *ctx)
+{
+    (void)obj;
+    mark_dirty(ctx);
+}
+
+static void on_pod_update(void *old_, void *new_, void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    const struct fair_kpod *o = old_, *n = new_;
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, n->meta.uid);
+    if (e && e->op == FAIR_CTL_OP_BINDING && n->node_name && *n->node_name)
+        fair_ctl_podmem_end(&c->pods, n->meta.uid); /* the bind is visible now */
+    bool was_done = o->phase == FAIR_KPOD_SUCCEEDED || o->phase == FAIR_KPOD_FAILED;
+    if (!was_done && is_ours(c, n)) {
+        if (n->phase == FAIR_KPOD_SUCCEEDED)
+            ledger_close(c, n, FAIR_LEDGER_COMPLETED);
+        else if (n->phase == FAIR_KPOD_FAILED)
+            ledger_close(c, n, e && e->op == FAIR_CTL_OP_EVICTING ? FAIR_LEDGER_PREEMPTED
+                                                                  : FAIR_LEDGER_FAILED);
+    }
+    mark_dirty(c);
+}
+
+static void on_pod_delete(void *obj, void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    const struct fair_kpod *p = obj;
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->meta.uid);
+    bool done = p->phase == FAIR_KPOD_SUCCEEDED || p->phase == FAIR_KPOD_FAILED;
+    if (!done && is_ours(c, p) && p->node_name)
+        ledger_close(c, p,
+                     (e && e->op == FAIR_CTL_OP_EVICTING) || p->disruption_target
+                         ? FAIR_LEDGER_PREEMPTED
+                         : FAIR_LEDGER_DELETED);
+    fair_ctl_podmem_remove(&c->pods, p->meta.uid);
+    mark_dirty(c);
+}
+
+static void on_synced(void *ctx);
+
+/* ---- telling people: Events and conditions ---- */
+
+static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct req *r = ctx;
+    struct fair_ctl *c = r->c;
+    if (resp->rc && resp->rc != FAIR_ENOTFOUND) {
+        note_api_error(c, resp);
+        FAIR_DEBUG(COMP, "msg=\"request failed\" kind=%d obj=%s/%s status=%ld err=\"%s\"",
+                   r->kind, r->ns ? r->ns : "", r->name ? r->name : "", resp->status,
+                   resp->err.msg);
+    }
+    if (r->kind == REQ_OBJ_STATUS) {
+        if (resp->rc)
+            fair_ctl_status_failed(&c->status, r->obj_kind, r->name);
+        else
+            c->metrics.status_writes++;
+    } else if (r->kind == REQ_POD_STATUS && resp->rc) {
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
+        if (e)
+            e->last_cond_why = -1; /* write it again next time */
+    } else if (r->kind == REQ_EVENT && !resp->rc) {
+        c->metrics.events_sent++;
+    }
+    req_free(r);
+}
+
+static void send_event(struct fair_ctl *c, const struct fair_kpod *p, const char *type,
+                       const char *reason, const char *message)
+{
+    struct fair_error err = {0};
+    struct req *r = req_new(c, REQ_EVENT);
+    if (!r)
+        return;
+    r->ns = dup0(p->meta.namespace_);
+    r->name = dup0(p->meta.name);
+    struct fair_kevent_ref ref = {.api_version = "v1", .kind = "Pod",
+                                  .namespace_ = p->meta.namespace_, .name = p->meta.name,
+                                  .uid = p->meta.uid};
+    if (fair_kclient_event(c->kc, &ref, type, reason, message, c->cfg->scheduler_name,
+                           on_simple_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"event not sent\" pod=%s/%s err=\"%s\"", p->meta.namespace_,
+                  p->meta.name, err.msg);
+        req_free(r);
+    }
+}
+
+/* Patches one pod condition with a strategic merge patch on pods/status,
+ * which merges conditions by type (a JSON merge patch would replace the
+ * whole list, dropping the kubelet's). */
+static void patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int kind,
+                            const char *type, const char *status, const char *reason,
+                            const char *message)
+{
+    struct fair_error err = {0};
+    struct fair_buf path;
+    char ts[40];
+    char *body = NULL;
+    json_t *doc = NULL;
+    fair_buf_init(&path, 4096);
+    struct req *r = req_new(c, kind);
+    if (!r)
+        goto out;
+    r->uid = dup0(p->meta.uid);
+    r->ns = dup0(p->meta.namespace_);
+    r->name = dup0(p->meta.name);
+    fair_time_format_rfc3339(wall(c), ts, sizeof ts);
+    doc = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type", type,
+                    "status", status, "reason", reason, "message", message,
+                    "lastTransitionTime", ts);
+    body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    if (!body || fair_kpath(&path, &fair_kres_pods, p->meta.namespace_, p->meta.name, "status",
+                            &err)) {
+        req_free(r);
+        goto out;
+    }
+    if (fair_kclient_request(c->kc, "PATCH", fair_buf_str(&path),
+                             "application/strategic-merge-patch+json", body, strlen(body), 0,
+                             on_simple_done, r, NULL, &err)) {
+        FAIR_WARN(COMP, "msg=\"status patch not sent\" pod=%s/%s err=\"%s\"", p->meta.namespace_,
+                  p->meta.name, err.msg);
+        req_free(r);
+    }
+out:
+    free(body);
+    json_decref(doc);
+    fair_buf_release(&path);
+}
+
+/* Tells the owner of a pending pod why it waits: the PodScheduled=False
+ * condition (only when its reason changes) and a FailedScheduling Event
+ * (when the reason changes, or at most once per events.perPodInterval). */
+static int tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why,
+                        const char *message)
+{
+    int sent = 0;
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_ensure(&c->pods, p->meta.uid);
+    if (!e)
+        return 0;
+    const char *reason = fair_ctl_why_reason(why);
+    int64_t now = mono(c);
+    bool cond_same = p->scheduled_condition_false && p->scheduled_reason &&
+                     strcmp(p->scheduled_reason, reason) == 0;
+    if (!cond_same && e->last_cond_why != why) {
+        patch_condition(c, p, REQ_POD_STATUS, "PodScheduled", "False", reason, message);
+        e->last_cond_why = why;
+        e->last_cond_ms = now;
+        sent++;
+    }
+    if (e->last_event_why != why || now - e->last_event_ms >= c->cfg->event_interval_ms) {
+        send_event(c, p, "Warning", "FailedScheduling", message);
+        e->last_event_why = why;
+        e->last_event_ms = now;
+        sent++;
+    }
+    return sent;
+}
+
+/* ---- binds ---- */
+
+static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct req *r = ctx;
+    struct fair_ctl *c = r->c;
+    if (resp->rc) {
+        note_api_error(c, resp);
+        c->metrics.bind_errors++;
+        FAIR_WARN(COMP, "msg=\"bind failed\" pod=%s/%s node=%s status=%ld err=\"%s\"", r->ns,
+                  r->name, r->node, resp->status, resp->err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        mark_dirty(c);
+        req_free(r);
+        return;
+    }
+    c->metrics.binds++;
+    FAIR_INFO(COMP, "msg=\"bound\" pod=%s/%s node=%s gpus=\"%s\" queue=%s", r->ns, r->name,
+              r->node, r->devices, r->queue);
+    char msg[512];
+    if (*r->devices)
+        snprintf(msg, sizeof msg, "Bound %s/%s to node %s, GPUs %s (queue %s)", r->ns, r->name,
+                 r->node, r->devices, r->queue);
+    else
+        snprintf(msg, sizeof msg, "Bound %s/%s to node %s (queue %s)", r->ns, r->name, r->node,
+                 r->queue);
+    struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
+    send_event(c, &tmp, "Normal", "Scheduled", msg);
+    if (c->ledger && r->gpu_milli > 0 && c->leader_now) {
+        struct fair_error err = {0};
+        struct fair_ledger_interval_info info = {
+            .uid = r->uid, .namespace_ = r->ns, .pod = r->name, .queue = r->queue,
+            .project = r->project, .team = r->team, .cost_center = r->cost_center,
+            .node = r->node, .gpu_model = r->gpu_model, .gpu_milli = r->gpu_milli,
+            .inquota_milli = r->inquota_milli, .start_ms = wall(c)};
+        if (fair_ledger_interval_open(c->ledger, &info, &err))
+            FAIR_WARN(COMP, "msg=\"ledger open failed\" pod=%s/%s err=\"%s\"", r->ns, r->name,
+                      err.msg);
+    }
+    req_free(r);
+}
+
+static void send_bind(struct fair_ctl *c, struct req *r)
+{
+    struct fair_error err = {0};
+    r->kind = REQ_BIND;
+    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, NULL, 0, on_bind_done, r,
+                          &err)) {
+        FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        req_free(r);
+    }
+}
+
+static void on_annotate_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct req *r = ctx;
+    struct fair_ctl *c = r->c;
+    if (resp->rc) {
+        note_api_error(c, resp);
+        FAIR_WARN(COMP, "msg=\"gpu-devices annotation failed; not binding\" pod=%s/%s status=%ld "
+                        "err=\"%s\"",
+                  r->ns, r->name, resp->status, resp->err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        mark_dirty(c);
+        req_free(r);
+        return;
+    }
+    send_bind(c, r);
+}
+
+static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s, const struct fair_action *a,
+                    int64_t *queue_alloc)
+{
+    const struct fair_pod *p = &s->snap.pods[a->pod];
+    const struct fair_node *node = &s->snap.nodes[a->node];
+    struct fair_error err = {0};
+    char devices[200] = "";
+    int64_t gpu = p->request.v[FAIR_RES_GPU];
+    if (gpu > 0)
+        fair_ctl_format_devices(a->gpu_devices, devices, sizeof devices);
+    if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_BINDING, node->name, a->gpu_devices,
+                              mono(c)))
+        return; /* already in flight */
+    struct req *r = req_new(c, REQ_BIND);
+    if (!r)
+        goto fail;
+    const struct fair_queue *q = p->queue >= 0 ? &s->snap.queues[p->queue] : NULL;
+    const struct fair_kproject *kproj =
+        q && q->project >= 0 ? s->kprojects[q->project] : NULL;
+    int64_t inq = 0;
+    if (q) {
+        int64_t room = q->q.guaranteed.v[FAIR_RES_GPU] - queue_alloc[p->queue];
+        inq = room <= 0 ? 0 : room < gpu ? room : gpu;
+        queue_alloc[p->queue] += gpu;
+    }
+    r->uid = dup0(p->uid);
+    r->ns = dup0(p->namespace_);
+    r->name = dup0(p->name);
+    r->node = dup0(node->name);
+    r->devices = dup0(devices);
+    r->queue = dup0(q ? q->q.name : "");
+    r->project = dup0(q ? q->project_name : "");
+    r->team = dup0(kproj && kproj->team ? kproj->team : r->project);
+    r->cost_center = dup0(kproj ? kproj->cost_center : "");
+    r->gpu_model = dup0(node->gpu_model);
+    r->gpu_milli = gpu;
+    r->inquota_milli = inq;
+    if (!r->uid || !r->ns || !r->name || !r->node || !r->devices || !r->queue || !r->project ||
+        !r->team || !r->cost_center || !r->gpu_model)
+        goto fail;
+    if (!*devices) {
+        send_bind(c, r);
+        return;
+    }
+    /* The devices go on the pod first (a merge patch of the annotation),
+     * so that whatever starts the pod on the node finds them; the bind
+     * follows when the patch succeeded. */
+    char patch[400];
+    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"%s\":\"%s\"}}}",
+             FAIR_ANN_GPU_DEVICES, devices);
+    r->kind = REQ_ANNOTATE;
+    if (fair_kclient_merge_patch(c->kc, &fair_kres_pods, p->namespace_, p->name, NULL, patch,
+                                 on_annotate_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"annotation not sent\" pod=%s/%s err=\"%s\"", p->namespace_,
+                  p->name, err.msg);
+        goto fail;
+    }
+    return;
+fail:
+    req_free(r);
+    fair_ctl_podmem_end(&c->pods, p->uid);
+}
+
+/* ---- evictions ---- */
+
+static void on_evict_done(const struct fair_kresponse *resp, void *ctx);
+
+static void send_eviction(struct fair_ctl *c, struct req *r)
+{
+    struct fair_error err = {0};
+    r->kind = REQ_EVICT;
+    if (fair_kclient_evict(c->kc, r->ns, r->name, on_evict_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"eviction not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name,
+                  err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        req_free(r);
+    }
+}
+
+/* The DisruptionTarget condition is written first, so that the pod's
+ * owner (a Job with a podFailurePolicy) knows why it goes; then the
+ * eviction, whatever the patch's outcome. */
+static void on_evict_mark_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct req *r = ctx;
+    if (resp->rc) {
+        note_api_error(r->c, resp);
+        if (resp->rc == FAIR_ENOTFOUND) {
+            fair_ctl_podmem_end(&r->c->pods, r->uid);
+            req_free(r);
+            return;
+        }
+    }
+    send_eviction(r->c, r);
+}
+
+static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct req *r = ctx;
+    struct fair_ctl *c = r->c;
+    if (resp->rc == FAIR_ETOOMANY) {
+        /* A PodDisruptionBudget refuses: protect this pod for a while so
+         * that the next cycle picks another victim. */
+        note_api_error(c, resp);
+        c->metrics.evictions_blocked++;
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        if (e)
+            e->protect_until_ms = mono(c) + c->cfg->evict_backoff_ms;
+        FAIR_INFO(COMP, "msg=\"eviction refused by a PodDisruptionBudget; choosing another "
+                        "victim\" pod=%s/%s",
+                  r->ns, r->name);
+        struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
+        patch_condition(c, &tmp, REQ_UNMARK, "DisruptionTarget", "False", "EvictionBlocked",
+                        "a PodDisruptionBudget refused the eviction; fairshare chose another pod");
+        mark_dirty(c);
+        req_free(r);
+        return;
+    }
+    if (resp->rc) {
+        if (resp->rc != FAIR_ENOTFOUND)
+            note_api_error(c, resp);
+        FAIR_WARN(COMP, "msg=\"eviction failed\" pod=%s/%s status=%ld err=\"%s\"", r->ns,
+                  r->name, resp->status, resp->err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        mark_dirty(c);
+        req_free(r);
+        return;
+    }
+    if (r->evict_reason == FAIR_EVICT_PREEMPT)
+        c->metrics.preemptions_preempt++;
+    else
+        c->metrics.preemptions_reclaim++;
+    FAIR_INFO(COMP, "msg=\"evicted\" pod=%s/%s for_queue=%s for_pod=%s", r->ns, r->name,
+              r->for_queue, r->for_pod);
+    char msg[600];
+    if (r->evict_reason == FAIR_EVICT_PREEMPT)
+        snprintf(msg, sizeof msg,
+                 "Preempted by fairshare: pod %s of the same queue %s has a higher priority",
+                 r->for_pod, r->for_queue);
+    else
+        snprintf(msg, sizeof msg,
+                 "Preempted by fairshare: queue %s reclaimed the GPUs it lent (for pod %s)",
+                 r->for_queue, r->for_pod);
+    struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
+    send_event(c, &tmp, "Normal", "Preempted", msg);
+    req_free(r); /* the pod stays EVICTING until it is gone */
+}
+
+static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                     const struct fair_action *a)
+{
+    const struct fair_pod *p = &s->snap.pods[a->pod];
+    if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_EVICTING, NULL, 0, mono(c)))
+        return;
+    struct req *r = req_new(c, REQ_EVICT_MARK);
+    if (!r) {
+        fair_ctl_podmem_end(&c->pods, p->uid);
+        return;
+    }
+    const char *fq = a->for_queue >= 0 && (size_t)a->for_queue < s->snap.nqueues
+                         ? s->snap.queues[a->for_queue].q.name
+                         : "?";
+    char forpod[600] = "?";
+    if (a->for_pod >= 0 && (size_t)a->for_pod < s->snap.npods)
+        snprintf(forpod, sizeof forpod, "%s/%s", s->snap.pods[a->for_pod].namespace_,
+                 s->snap.pods[a->for_pod].name);
+    r->uid = dup0(p->uid);
+    r->ns = dup0(p->namespace_);
+    r->name = dup0(p->name);
+    r->for_queue = dup0(fq);
+    r->for_pod = dup0(forpod);
+    r->evict_reason = a->reason;
+    if (!r->uid || !r->ns || !r->name || !r->for_queue || !r->for_pod) {
+        fair_ctl_podmem_end(&c->pods, p->uid);
+        req_free(r);
+        return;
+    }
+    char msg[700];
+    snprintf(msg, sizeof msg, "Fairshare reclaim: queue %s needs these GPUs (for pod %s)", fq,
+             forpod);
+    /* Reuse patch_condition's body building, with this request as the
+     * continuation: send by hand so the callback chains to the eviction. */
+    struct fair_error err = {0};
+    struct fair_buf path;
+    char ts[40];
+    fair_buf_init(&path, 4096);
+    fair_time_format_rfc3339(wall(c), ts, sizeof ts);
+    json_t *doc = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
+                            "DisruptionTarget", "status", "True", "reason",
+                            "PreemptionByScheduler", "message", msg, "lastTransitionTime", ts);
+    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    if (!body || fair_kpath(&path, &fair_kres_pods, p->namespace_, p->name, "status", &err) ||
+        fair_kclient_request(c->kc, "PATCH", fair_buf_str(&path),
+                             "application/strategic-merge-patch+json", body, strlen(body), 0,
+                             on_evict_mark_done, r, NULL, &err))
+        send_eviction(c, r); /* could not mark: evict anyway */
+    free(body);
+    json_decref(doc);
+    fair_buf_release(&path);
+}
+
+/* ---- Queue and Project status ---- */
+
+static const struct fair_problem *find_problem(const struct fair_result *res,
+                                               enum fair_problem_kind kind,
+                                               enum fair_object_kind obj, int32_t index)
+{
+    for (size_t i = 0; i < res->nproblems; i++)
+        if (res->problems[i].kind == kind && res->problems[i].object == obj &&
+            res->problems[i].index == index)
+            return &res->problems[i];
+    return NULL;
+}
+
+static void write_status(struct fair_ctl *c, const char *kind, const char *name, int64_t gen,
+                         const struct fair_share_status *fig, const struct fair_kquota *spec,
+                         const char *invalid, const char *overcommit, int *budget)
+{
+    struct fair_ctl_status_input in = {
+        .kind = kind, .name = name, .generation = gen, .figures = fig,
+        .spec_guaranteed = spec->guaranteed, .now_ms = wall(c), .mono_ms = mono(c),
+        .min_interval_ms = c->cfg->status_interval_ms};
+    in.conds[FAIR_CTL_COND_READY] = (struct fair_ctl_cond){
+        !invalid, invalid ? "Invalid" : "Active",
+        invalid ? "the spec cannot be used; see the Invalid condition" : "scheduling"};
+    in.conds[FAIR_CTL_COND_INVALID] = (struct fair_ctl_cond){
+        invalid != NULL, invalid ? "InvalidSpec" : "Valid", invalid ? invalid : ""};
+    in.conds[FAIR_CTL_COND_OVERCOMMITTED] = (struct fair_ctl_cond){
+        overcommit != NULL, overcommit ? "Overcommitted" : "WithinParent",
+        overcommit ? overcommit : ""};
+    char *patch = NULL;
+    if (*budget <= 0)
+        return;
+    if (fair_ctl_status_update(&c->status, &in, &patch) || !patch)
+        return;
+    struct fair_error err = {0};
+    struct req *r = req_new(c, REQ_OBJ_STATUS);
+    if (!r || !(r->name = dup0(name)) || !(r->obj_kind = dup0(kind))) {
+        req_free(r);
+        fair_ctl_status_failed(&c->status, kind, name);
+        fair_free(patch);
+        return;
+    }
+    const struct fair_kres *res = strcmp(kind, "Queue") == 0 ? &fair_kres_queues
+                                                              : &fair_kres_projects;
+    if (fair_kclient_merge_patch(c->kc, res, NULL, name, "status", patch, on_simple_done, r,
+                                 &err)) {
+        fair_ctl_status_failed(&c->status, kind, name);
+        req_free(r);
+    }
+    (*budget)--;
+    fair_free(patch);
+}
+
+static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                           const struct fair_result *res)
+{
+    int budget = MAX_STATUS_PER_CYCLE;
+    const struct fair_kproject *const *kp = (const struct fair_kproject *const *)c->arr[INF_PROJECTS];
+    const struct fair_kqueue *const *kq = (const struct fair_kqueue *const *)c->arr[INF_QUEUES];
+    for (size_t i = 0; i < s->ninput_projects; i++) {
+        int32_t ix = s->project_index[i];
+        const char *invalid = ix < 0 ? s->project_problem[i] : NULL;
+        const struct fair_problem *pi =
+            ix >= 0 ? find_problem(res, FAIR_PROBLEM_INVALID, FAIR_OBJ_PROJECT, ix) : NULL;
+        const struct fair_problem *po =
+            ix >= 0 ? find_problem(res, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_PROJECT, ix) : NULL;
+        if (pi)
+            invalid = pi->message;
+        write_status(c, "Project", kp[i]->meta.name, kp[i]->meta.generation,
+                     ix >= 0 ? &res->projects[ix] : NULL, &kp[i]->quota, invalid,
+                     po ? po->message : NULL, &budget);
+    }
+    for (size_t i = 0; i < s->ninput_queues; i++) {
+        int32_t ix = s->queue_index[i];
+        const char *invalid = ix < 0 ? s->queue_problem[i] : NULL;
+        const struct fair_problem *pi =
+            ix >= 0 ? find_problem(res, FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, ix) : NULL;
+        const struct fair_problem *po =
+            ix >= 0 ? find_problem(res, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_QUEUE, ix) : NULL;
+        if (pi)
+            invalid = pi->message;
+        write_status(c, "Queue", kq[i]->meta.name, kq[i]->meta.generation,
+                     ix >= 0 ? &res->queues[ix] : NULL, &kq[i]->quota, invalid,
+                     po ? po->message : NULL, &budget);
+    }
+}
+
+/* ---- ledger samples and reconcile ---- */
+
+static const char *project_team(const struct fair_ctl_snapshot *s, int32_t project)
+{
+    if (project < 0)
+        return "";
+    const struct fair_kproject *kp = s->kprojects[project];
+    return kp->team ? kp->team : kp->meta.name;
+}
+
+static void ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
+{
+    struct fair_error err = {0};
+    struct fair_ledger_interval_info *live = fair_calloc(s->snap.npods + 1, sizeof *live);
+    if (!live)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < s->snap.npods; i++) {
+        const struct fair_pod *p = &s->snap.pods[i];
+        if (p->state != FAIR_POD_BOUND || p->queue < 0 || p->request.v[FAIR_RES_GPU] <= 0)
+            continue;
+        const struct fair_queue *q = &s->snap.queues[p->queue];
+        const struct fair_kproject *kproj = q->project >= 0 ? s->kprojects[q->project] : NULL;
+        const struct fair_node *node = &s->snap.nodes[p->node];
+        live[n++] = (struct fair_ledger_interval_info){
+            .uid = p->uid, .namespace_ = p->namespace_, .pod = p->name, .queue = q->q.name,
+            .project = q->project_name, .team = project_team(s, q->project),
+            .cost_center = kproj && kproj->cost_center ? kproj->cost_center : "",
+            .node = node->name, .gpu_model = node->gpu_model ? node->gpu_model : "",
+            .gpu_milli = p->request.v[FAIR_RES_GPU], .inquota_milli = 0,
+            .start_ms = p->started_ms ? p->started_ms : wall(c)};
+    }
+    size_t closed = 0, opened = 0;
+    if (fair_ledger_reconcile(c->ledger, wall(c), live, n, &closed, &opened, &err))
+        FAIR_WARN(COMP, "msg=\"ledger reconcile failed\" err=\"%s\"", err.msg);
+    else
+        FAIR_INFO(COMP, "msg=\"ledger reconciled\" live=%zu closed=%zu opened=%zu", n, closed,
+                  opened);
+    fair_free(live);
+}
+
+static void ledger_sample(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                          const struct fair_result *res)
+{
+    struct fair_error err = {0};
+    int64_t now = wall(c);
+    if (c->last_sample_ms && now - c->last_sample_ms < c->cfg->ledger_sample_ms)
+        return;
+    struct fair_ledger_sample_row *rows = fair_calloc(s->snap.nqueues + 1, sizeof *rows);
+    if (!rows)
+        return;
+    for (size_t i = 0; i < s->snap.nqueues; i++) {
+        const struct fair_queue *q = &s->snap.queues[i];
+        const struct fair_share_status *f = &res->queues[i];
+        int64_t pend = f->demand.v[FAIR_RES_GPU] - f->allocated.v[FAIR_RES_GPU];
+        rows[i] = (struct fair_ledger_sample_row){
+            .queue = q->q.name, .project = q->project_name, .team = project_team(s, q->project),
+            .allocated = f->allocated.v[FAIR_RES_GPU], .guaranteed = f->guaranteed.v[FAIR_RES_GPU],
+            .fair_share = f->fair_share.v[FAIR_RES_GPU], .pending = pend > 0 ? pend : 0,
+            .lent = -1};
+    }
+    if (fair_ledger_sample(c->ledger, now, rows, s->snap.nqueues, &err))
+        FAIR_WARN(COMP, "msg=\"ledger sample failed\" err=\"%s\"", err.msg);
+    c->last_sample_ms = now;
+    fair_free(rows);
+}
+
+/* ---- the cycle ---- */
+
+static void overlay(void *ctx, const char *uid, struct fair_ctl_overlay *out)
+{
+    struct fair_ctl *c = ctx;
+    memset(out, 0, sizeof *out);
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, uid);
+    if (!e)
+        return;
+    if (e->op == FAIR_CTL_OP_BINDING) {
+        out->kind = FAIR_CTL_OVERLAY_BINDING;
+        out->node = e->op_node;
+        out->gpu_devices = e->op_devices;
+    } else if (e->op == FAIR_CTL_OP_EVICTING) {
+        out->kind = FAIR_CTL_OVERLAY_EVICTING;
+    } else if (e->protect_until_ms && e->protect_until_ms > mono(c)) {
+        out->kind = FAIR_CTL_OVERLAY_PROTECTED;
+    }
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const struct fair_kmeta *ma = *(const struct fair_kmeta *const *)a;
+    const struct fair_kmeta *mb = *(const struct fair_kmeta *const *)b;
+    if (ma->creation_ms != mb->creation_ms)
+        return ma->creation_ms < mb->creation_ms ? -1 : 1;
+    return strcmp(ma->name ? ma->name : "", mb->name ? mb->name : "");
+}
+
+/* Copies a store's object pointers into the scratch array i. */
+static int collect(struct fair_ctl *c, int i, size_t *n_out)
+{
+    struct fair_store *st = fair_informer_store(c->inf[i]);
+    size_t n = fair_store_len(st);
+    if (fair_grow((void **)&c->arr[i], &c->arr_cap[i], n + 1, sizeof *c->arr[i]))
+        return FAIR_ENOMEM;
+    size_t pos = 0, k = 0;
+    void *obj;
+    while ((obj = fair_store_next(st, &pos)) && k < n)
+        c->arr[i][k++] = obj;
+    if (i == INF_PROJECTS || i == INF_QUEUES)
+        qsort(c->arr[i], k, sizeof *c->arr[i], by_name); /* oldest first, then name */
+    *n_out = k;
+    return 0;
+}
+
+static bool all_synced(const struct fair_ctl *c)
+{
+    for (int i = 0; i < INF_COUNT; i++)
+        if (!c->synced[i])
+            return false;
+    return true;
+}
+
+static void run_cycle(struct fair_ctl *c)
+{
+    struct fair_ctl_snapshot s;
+    struct fair_result res;
+    struct fair_error err = {0};
+    int64_t *queue_alloc = NULL;
+    bool have_snap = false, have_res = false;
+    int64_t t0 = mono(c);
+    struct timespec ts0, ts1;
+    clock_gettime(CLOCK_MONOTONIC, &ts0); /* the histogram wants sub-ms precision */
+    memset(&res, 0, sizeof res);
+    size_t n[INF_COUNT] = {0};
+    for (int i = 0; i < INF_COUNT; i++)
+        if (collect(c, i, &n[i]))
+            goto out;
+    fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms);
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = c->cfg->scheduler_name, .now_ms = wall(c),
+        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES], .nnodes = n[INF_NODES],
+        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
+        .nprojects = n[INF_PROJECTS],
+        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES], .nqueues = n[INF_QUEUES],
+        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS], .npods = n[INF_PODS],
+        .overlay = overlay, .overlay_ctx = c};
+    if (fair_ctl_snapshot_build(&in, &s, &err)) {
+        FAIR_ERROR(COMP, "msg=\"snapshot failed\" err=\"%s\"", err.msg);
+        goto out;
+    }
+    have_snap = true;
+    struct timespec ts_snap, ts_eng;
+    clock_gettime(CLOCK_MONOTONIC, &ts_snap);
+    if (fair_engine_run(&s.snap, &res, &err)) {
+        FAIR_ERROR(COMP, "msg=\"engine failed\" err=\"%s\"", err.msg);
+        goto out;
+    }
+    have_res = true;
+    clock_gettime(CLOCK_MONOTONIC, &ts_eng);
+    if (c->need_reconcile && c->ledger) {
+        ledger_reconcile(c, &s);
+        c->need_reconcile = false;
+    }
+
+    /* Binds and evictions first. */
+    queue_alloc = fair_calloc(s.snap.nqueues + 1, sizeof *queue_alloc);
+    if (!queue_alloc)
+        goto out;
+    for (size_t i = 0; i < s.snap.nqueues; i++)
+        queue_alloc[i] = res.queues[i].allocated.v[FAIR_RES_GPU];
+    size_t binds = 0, evicts = 0;
+    for (size_t i = 0; i < res.nactions; i++) {
+        const struct fair_action *a = &res.actions[i];
+        if (a->pod < 0 || (size_t)a->pod >= s.snap.npods)
+            continue;
+        if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes) {
+            do_bind(c, &s, a, queue_alloc);
+            binds++;
+        } else if (a->kind == FAIR_ACTION_EVICT) {
+            do_evict(c, &s, a);
+            evicts++;
+        }
+    }
+
+    /* Then tell the owners of pending pods why they wait. */
+    int told = 0;
+    size_t pending = 0;
+    char msg[512];
+    for (size_t i = 0; i < s.snap.npods && i < res.npods; i++) {
+        if (s.snap.pods[i].state != FAIR_POD_PENDING || res.pending_reasons[i] == FAIR_PENDING_NONE)
+            continue;
+        int why = fair_ctl_effective_why(&s, &res, i);
+        pending++;
+        if (told >= MAX_TELLS_PER_CYCLE)
+            continue;
+        fair_ctl_pending_message(&s, &res, i, msg, sizeof msg);
+        told += tell_pending(c, s.kpods[i], why, msg);
+    }
+    for (size_t i = 0; i < s.nrejected; i++) {
+        pending++;
+        if (told >= MAX_TELLS_PER_CYCLE)
+            continue;
+        fair_ctl_rejected_message(&s.rejected[i], msg, sizeof msg);
+        told += tell_pending(c, s.rejected[i].pod, FAIR_CTL_WHY_CTL + (int)s.rejected[i].reason,
+                             msg);
+    }
+    if (told >= MAX_TELLS_PER_CYCLE)
+        arm_cycle(c, c->cfg->cycle_min_interval_ms); /* the rest next time */
+
+    write_statuses(c, &s, &res);
+    if (c->ledger)
+        ledger_sample(c, &s, &res);
+
+    /* Metrics. */
+    {
+        const char **qn = fair_calloc(s.snap.nqueues + 1, sizeof *qn);
+        const char **pn = fair_calloc(s.snap.nqueues + 1, sizeof *pn);
+        if (qn && pn) {
+            for (size_t i = 0; i < s.snap.nqueues; i++) {
+                qn[i] = s.snap.queues[i].q.name;
+                pn[i] = s.snap.queues[i].project_name;
+            }
+            fair_ctl_metrics_set_queues(&c->metrics, qn, pn, res.queues, s.snap.nqueues);
+        }
+        fair_free(qn);
+        fair_free(pn);
+    }
+    c->metrics.pods_pending = pending;
+    c->metrics.inflight = c->pods.inflight;
+    if (fair_log_get_level() <= FAIR_LOG_DEBUG) {
+        struct timespec ts_end;
+        clock_gettime(CLOCK_MONOTONIC, &ts_end);
+#define MS(a, b) ((double)((b).tv_sec - (a).tv_sec) * 1e3 + (double)((b).tv_nsec - (a).tv_nsec) / 1e6)
+        FAIR_DEBUG(COMP,
+                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu evictions=%zu snapshot_ms=%.2f "
+                   "engine_ms=%.2f rest_ms=%.2f",
+                   s.snap.npods, pending, binds, evicts, MS(ts0, ts_snap), MS(ts_snap, ts_eng),
+                   MS(ts_eng, ts_end));
+#undef MS
+    }
+out:
+    fair_free(queue_alloc);
+    if (have_res)
+        fair_result_release(&res);
+    if (have_snap)
+        fair_ctl_snapshot_release(&s);
+    clock_gettime(CLOCK_MONOTONIC, &ts1);
+    fair_ctl_metrics_observe_cycle(&c->metrics, (double)(ts1.tv_sec - ts0.tv_sec) +
+                                                    (double)(ts1.tv_nsec - ts0.tv_nsec) / 1e9);
+}
+
+static void on_cycle_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fair_ctl *c = arg;
+    c->cycle_due = -1;
+    if (c->stopping)
+        return;
+    /* Drain the work queue: every change so far is covered by this cycle. */
+    char *key = NULL;
+    while (fair_workqueue_get(c->wq, &key) == 0) {
+        fair_workqueue_done(c->wq, key);
+        fair_free(key);
+        key = NULL;
+    }
+    int64_t t0 = mono(c);
+    if (c->leader_now && all_synced(c))
+        run_cycle(c);
+    c->last_cycle_ms = mono(c);
+    c->last_cycle_cost_ms = c->last_cycle_ms - t0;
+    arm_cycle(c, c->cfg->cycle_interval_ms);
+}
+
+static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fair_ctl *c = arg;
+    struct fair_error err = {0};
+    if (c->ledger) {
+        if (fair_ledger_flush(c->ledger, &err))
+            FAIR_WARN(COMP, "msg=\"ledger flush failed; kept for the next try\" err=\"%s\"",
+                      err.msg);
+        if (c->leader_now && mono(c) - c->last_prune_ms >= PRUNE_INTERVAL_MS) {
+            int64_t deleted = 0;
+            c->last_prune_ms = mono(c);
+            if (fair_ledger_prune(c->ledger, wall(c), &deleted, &err))
+                FAIR_WARN(COMP, "msg=\"ledger prune failed\" err=\"%s\"", err.msg);
+        }
+    }
+}
+
+/* ---- informers' sync, leadership ---- */
+
+static void on_synced(void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    for (int i = 0; i < INF_COUNT; i++)
+        c->synced[i] = c->inf[i] && fair_informer_has_synced(c->inf[i]);
+    c->metrics.synced = all_synced(c);
+    if (c->metrics.synced) {
+        FAIR_INFO(COMP, "msg=\"informers synced\"");
+        arm_cycle(c, 0);
+    }
+}
+
+static void on_started_leading(void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    FAIR_INFO(COMP, "msg=\"became the leader\" identity=%s", c->identity ? c->identity : "");
+    c->leader_now = true;
+    c->metrics.leader = true;
+    c->need_reconcile = true;
+    c->last_sample_ms = 0;
+    arm_cycle(c, 0);
+}
+
+static void on_stopped_leading(void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    c->leader_now = false;
+    c->metrics.leader = false;
+    fair_ctl_podmem_clear_ops(&c->pods);
+    if (c->stopping)
+        return;
+    FAIR_ERROR(COMP, "msg=\"lost the leader lease; exiting so that a fresh replica takes over\"");
+    c->exit_code = 1;
+    event_base_loopbreak(c->base);
+}
+
+/* ---- lifecycle ---- */
+
+int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, struct fair_ctl **out,
+                 struct fair_error *err)
+{
+    int rc = 0;
+    struct fair_ctl *c = fair_calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c)
+        return fair_error_set(err, FAIR_ENOMEM, "out of memory");
+    c->base = base;
+    c->cfg = o->cfg;
+    c->clock = o->clock ? o->clock : fair_clock_system();
+    c->cycle_due = -1;
+    fair_kconfig_init(&c->kcfg);
+    fair_ctl_podmem_init(&c->pods);
+    fair_ctl_status_table_init(&c->status);
+    fair_ctl_metrics_init(&c->metrics);
+    if ((o->kubeconfig && !(c->kubeconfig = fair_strdup(o->kubeconfig))) ||
+        (o->identity && !(c->identity = fair_strdup(o->identity)))) {
+        rc = fair_error_set(err, FAIR_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = fair_kconfig_load(c->kubeconfig, &c->kcfg, err)))
+        goto out;
+    struct fair_kclient_options kopt = {0};
+    fair_kclient_options_default(&kopt);
+    kopt.qps = (double)c->cfg->api_qps;
+    kopt.burst = (int)(c->cfg->api_burst > 1000000 ? 1000000 : c->cfg->api_burst);
+    kopt.request_timeout_ms = (long)c->cfg->api_timeout_ms;
+    kopt.user_agent = "fairshare-controller/0.1";
+    kopt.clock = c->clock;
+    if ((rc = fair_kclient_new(base, &c->kcfg, &kopt, &c->kc, err)))
+        goto out;
+    struct fair_workqueue_options wopt = {.clock = c->clock};
+    if ((rc = fair_workqueue_new(&wopt, &c->wq))) {
+        fair_error_set(err, rc, "work queue: %s", fair_strerror(rc));
+        goto out;
+    }
+    c->cycle_ev = evtimer_new(base, on_cycle_timer, c);
+    c->flush_ev = event_new(base, -1, EV_PERSIST, on_flush_timer, c);
+    if (!c->cycle_ev || !c->flush_ev) {
+        rc = fair_error_set(err, FAIR_ENOMEM, "out of memory (timers)");
+        goto out;
+    }
+    static const struct {
+        const struct fair_kres *res;
+        const struct fair_ktype *type;
+    } kinds[INF_COUNT] = {
+        [INF_PROJECTS] = {&fair_kres_projects, &fair_ktype_project},
+        [INF_QUEUES] = {&fair_kres_queues, &fair_ktype_queue},
+        [INF_NODES] = {&fair_kres_nodes, &fair_ktype_node},
+        [INF_PODS] = {&fair_kres_pods, &fair_ktype_pod},
+    };
+    for (int i = 0; i < INF_COUNT; i++) {
+        struct fair_informer_options io = {.res = kinds[i].res, .type = kinds[i].type};
+        struct fair_informer_handlers h = {.on_add = on_add, .on_update = on_update,
+                                           .on_delete = on_delete, .on_synced = on_synced,
+                                           .ctx = c};
+        if (i == INF_PODS) {
+            h.on_update = on_pod_update;
+            h.on_delete = on_pod_delete;
+        }
+        if ((rc = fair_informer_new(c->kc, &io, &h, &c->inf[i], err)))
+            goto out;
+    }
+    if (c->cfg->leader_elect) {
+        struct fair_leader_options lo = {.ns = c->cfg->lease_namespace,
+                                         .name = c->cfg->lease_name,
+                                         .identity = c->identity,
+                                         .lease_ms = c->cfg->lease_duration_ms,
+                                         .renew_deadline_ms = c->cfg->renew_deadline_ms,
+                                         .retry_ms = c->cfg->retry_period_ms};
+        struct fair_leader_callbacks cb = {.on_started_leading = on_started_leading,
+                                           .on_stopped_leading = on_stopped_leading, .ctx = c};
+        if ((rc = fair_leader_new(c->kc, &lo, &cb, &c->leader, err)))
+            goto out;
+    }
+    *out = c;
+    c = NULL;
+out:
+    fair_ctl_free(c);
+    return rc;
+}
+
+int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
+{
+    int rc = 0;
+    if (c->cfg->ledger_path && *c->cfg->ledger_path) {
+        struct fair_ledger_options lo;
+        fair_ledger_options_init(&lo);
+        lo.path = c->cfg->ledger_path;
+        lo.sample_period_ms = c->cfg->ledger_sample_ms;
+        lo.retention_ms = c->cfg->ledger_retention_ms;
+        if ((rc = fair_ledger_open(&lo, &c->ledger, err)))
+            return rc;
+        int64_t ms = c->cfg->ledger_flush_ms;
+        struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+        event_add(c->flush_ev, &tv);
+    }
+    for (int i = 0; i < INF_COUNT; i++)
+        if ((rc = fair_informer_start(c->inf[i], err)))
+            return rc;
+    if (c->leader) {
+        if ((rc = fair_leader_start(c->leader, err)))
+            return rc;
+    } else {
+        on_started_leading(c);
+    }
+    c->started = true;
+    arm_cycle(c, c->cfg->cycle_interval_ms);
+    return 0;
+}
+
+static void finish_shutdown(void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    struct fair_error err = {0};
+    if (c->ledger) {
+        if (fair_ledger_flush(c->ledger, &err))
+            FAIR_WARN(COMP, "msg=\"final ledger flush failed\" err=\"%s\"", err.msg);
+        else
+            FAIR_INFO(COMP, "msg=\"ledger flushed\"");
+    }
+    if (c->shutdown_done)
+        c->shutdown_done(c->shutdown_ctx);
+}
+
+void fair_ctl_shutdown(struct fair_ctl *c, void (*done)(void *ctx), void *ctx)
+{
+    c->stopping = true;
+    c->shutdown_done = done;
+    c->shutdown_ctx = ctx;
+    if (c->cycle_ev)
+        evtimer_del(c->cycle_ev);
+    c->cycle_due = -1;
+    if (c->leader && c->started) {
+        fair_leader_stop(c->leader, finish_shutdown, c);
+        return;
+    }
+    c->leader_now = false;
+    finish_shutdown(c);
+}
+
+void fair_ctl_free(struct fair_ctl *c)
+{
+    if (!c)
+        return;
+    fair_leader_free(c->leader);
+    for (int i = 0; i < INF_COUNT; i++)
+        fair_informer_free(c->inf[i]);
+    fair_kclient_free(c->kc);
+    while (c->reqs)
+        req_free(c->reqs); /* their callbacks will not run */
+    fair_ledger_free(c->ledger);
+    if (c->cycle_ev)
+        event_free(c->cycle_ev);
+    if (c->flush_ev)
+        event_free(c->flush_ev);
+    fair_workqueue_free(c->wq);
+    for (int i = 0; i < INF_COUNT; i++)
+        fair_free(c->arr[i]);
+    fair_ctl_podmem_release(&c->pods);
+    fair_ctl_status_table_release(&c->status);
+    fair_ctl_metrics_release(&c->metrics);
+    fair_kconfig_release(&c->kcfg);
+    fair_free(c->kubeconfig);
+    fair_free(c->identity);
+    fair_free(c);
+}
+
+bool fair_ctl_ready(const struct fair_ctl *c)
+{
+    return all_synced(c);
+}
+
+bool fair_ctl_is_leader(const struct fair_ctl *c)
+{
+    return c->leader_now;
+}
+
+int fair_ctl_exit_code(const struct fair_ctl *c)
+{
+    return c->exit_code;
+}
+
+int fair_ctl_metrics_text(struct fair_ctl *c, struct fair_buf *out)
+{
+    c->metrics.inflight = c->pods.inflight;
+    return fair_ctl_metrics_render(&c->metrics, out);
+}
+
+struct fair_ledger *fair_ctl_ledger(struct fair_ctl *c)
+{
+    return c->ledger;
+}

@@ -1,0 +1,138 @@
+/* Per-pod memory of the controller (see podmem.h): a pointer array with a
+ * UID index; removal moves the last entry into the hole. */
+#include "ctl/podmem.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+
+void fair_ctl_podmem_init(struct fair_ctl_podmem *m)
+{
+    memset(m, 0, sizeof *m);
+    fair_ctl_index_init(&m->by_uid);
+}
+
+static void entry_free(struct fair_ctl_podmem_entry *e)
+{
+    if (!e)
+        return;
+    fair_free(e->uid);
+    fair_free(e->op_node);
+    fair_free(e);
+}
+
+void fair_ctl_podmem_release(struct fair_ctl_podmem *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        entry_free(m->v[i]);
+    fair_free(m->v);
+    fair_ctl_index_release(&m->by_uid);
+    memset(m, 0, sizeof *m);
+}
+
+struct fair_ctl_podmem_entry *fair_ctl_podmem_get(const struct fair_ctl_podmem *m,
+                                                  const char *uid)
+{
+    int32_t i = fair_ctl_index_get(&m->by_uid, uid);
+    return i < 0 ? NULL : m->v[i];
+}
+
+struct fair_ctl_podmem_entry *fair_ctl_podmem_ensure(struct fair_ctl_podmem *m, const char *uid)
+{
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(m, uid);
+    if (e)
+        return e;
+    if (m->n >= FAIR_CTL_PODMEM_MAX)
+        return NULL;
+    if (fair_grow((void **)&m->v, &m->cap, m->n + 1, sizeof *m->v))
+        return NULL;
+    e = fair_calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->uid = fair_strdup(uid);
+    e->last_event_why = -1;
+    e->last_cond_why = -1;
+    if (!e->uid || fair_ctl_index_put(&m->by_uid, e->uid, (int32_t)m->n)) {
+        entry_free(e);
+        return NULL;
+    }
+    m->v[m->n++] = e;
+    return e;
+}
+
+int fair_ctl_podmem_begin(struct fair_ctl_podmem *m, const char *uid, enum fair_ctl_op op,
+                          const char *node, uint64_t devices, int64_t now_ms)
+{
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_ensure(m, uid);
+    if (!e)
+        return FAIR_ENOMEM;
+    if (e->op != FAIR_CTL_OP_NONE)
+        return FAIR_EBUSY;
+    char *copy = NULL;
+    if (node && !(copy = fair_strdup(node)))
+        return FAIR_ENOMEM;
+    fair_free(e->op_node);
+    e->op_node = copy;
+    e->op = op;
+    e->op_devices = devices;
+    e->op_start_ms = now_ms;
+    m->inflight++;
+    return 0;
+}
+
+static void end_entry(struct fair_ctl_podmem *m, struct fair_ctl_podmem_entry *e)
+{
+    if (e->op == FAIR_CTL_OP_NONE)
+        return;
+    e->op = FAIR_CTL_OP_NONE;
+    fair_free(e->op_node);
+    e->op_node = NULL;
+    e->op_devices = 0;
+    m->inflight--;
+}
+
+void fair_ctl_podmem_end(struct fair_ctl_podmem *m, const char *uid)
+{
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(m, uid);
+    if (e)
+        end_entry(m, e);
+}
+
+size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t timeout_ms)
+{
+    size_t n = 0;
+    if (!m->inflight)
+        return 0;
+    for (size_t i = 0; i < m->n; i++) {
+        struct fair_ctl_podmem_entry *e = m->v[i];
+        if (e->op != FAIR_CTL_OP_NONE && now_ms - e->op_start_ms >= timeout_ms) {
+            end_entry(m, e);
+            n++;
+        }
+    }
+    return n;
+}
+
+void fair_ctl_podmem_remove(struct fair_ctl_podmem *m, const char *uid)
+{
+    int32_t i = fair_ctl_index_get(&m->by_uid, uid);
+    if (i < 0)
+        return;
+    struct fair_ctl_podmem_entry *e = m->v[i];
+    end_entry(m, e);
+    fair_ctl_index_del(&m->by_uid, e->uid);
+    size_t last = m->n - 1;
+    if ((size_t)i != last) {
+        m->v[i] = m->v[last];
+        fair_ctl_index_put(&m->by_uid, m->v[i]->uid, i); /* replaces: no allocation */
+    }
+    m->n--;
+    entry_free(e);
+}
+
+void fair_ctl_podmem_clear_ops(struct fair_ctl_podmem *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        end_entry(m, m->v[i]);
+}

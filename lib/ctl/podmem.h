@@ -1,0 +1,73 @@
+/* What the controller remembers about individual pods between cycles, keyed
+ * by UID: the operation it has in flight (a bind or an eviction, so that it
+ * is never issued twice), a protection after a PodDisruptionBudget refused
+ * an eviction, and what it last told the user (reason of the PodScheduled
+ * condition and of the last Event, for rate limiting).
+ *
+ * Operation states of one pod (all transitions on the event loop):
+ *   NONE --bind issued (fair_ctl_podmem_begin)--> BINDING
+ *   BINDING --informer shows spec.nodeName, or the bind failed, or
+ *             op_timeout passed (fair_ctl_podmem_end / _expire)--> NONE
+ *   NONE --eviction issued--> EVICTING
+ *   EVICTING --the pod is gone (fair_ctl_podmem_remove), the eviction
+ *             failed, or op_timeout passed--> NONE
+ * Invariant: a pod in BINDING or EVICTING gets no new bind or eviction.
+ *
+ * Ownership: entries and their strings are owned by the table; pointers
+ * returned are borrowed until the entry is removed. */
+#ifndef FAIR_CTL_PODMEM_H
+#define FAIR_CTL_PODMEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl/index.h"
+
+#define FAIR_CTL_PODMEM_MAX ((size_t)4 << 20)
+
+enum fair_ctl_op { FAIR_CTL_OP_NONE = 0, FAIR_CTL_OP_BINDING, FAIR_CTL_OP_EVICTING };
+
+struct fair_ctl_podmem_entry {
+    char *uid;
+    enum fair_ctl_op op;
+    char *op_node;          /* BINDING: the target node */
+    uint64_t op_devices;    /* BINDING: the devices given */
+    int64_t op_start_ms;    /* monotonic */
+    int64_t protect_until_ms; /* monotonic; 0: not protected */
+    int last_event_why;     /* FAIR_CTL_WHY_* of the last Event; -1: none */
+    int64_t last_event_ms;  /* monotonic */
+    int last_cond_why;      /* FAIR_CTL_WHY_* of the last condition written; -1 */
+    int64_t last_cond_ms;
+    bool ledger_open;       /* an interval is open in the ledger */
+};
+
+struct fair_ctl_podmem {
+    struct fair_ctl_podmem_entry **v;
+    size_t n, cap;
+    struct fair_ctl_index by_uid; /* uid -> position in v */
+    size_t inflight;              /* entries with op != NONE */
+};
+
+void fair_ctl_podmem_init(struct fair_ctl_podmem *m);
+void fair_ctl_podmem_release(struct fair_ctl_podmem *m);
+
+/* The entry of uid, or NULL. Borrowed. */
+struct fair_ctl_podmem_entry *fair_ctl_podmem_get(const struct fair_ctl_podmem *m,
+                                                  const char *uid);
+/* The entry of uid, created when absent. NULL on FAIR_ENOMEM/ERANGE. */
+struct fair_ctl_podmem_entry *fair_ctl_podmem_ensure(struct fair_ctl_podmem *m, const char *uid);
+/* Starts an operation (node copied; may be NULL). Returns FAIR_EBUSY when
+ * one is already in flight, FAIR_ENOMEM. */
+int fair_ctl_podmem_begin(struct fair_ctl_podmem *m, const char *uid, enum fair_ctl_op op,
+                          const char *node, uint64_t devices, int64_t now_ms);
+/* Ends the operation of uid, if any. */
+void fair_ctl_podmem_end(struct fair_ctl_podmem *m, const char *uid);
+/* Ends operations older than timeout_ms; returns how many. */
+size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t timeout_ms);
+/* Forgets uid entirely (the pod is gone). */
+void fair_ctl_podmem_remove(struct fair_ctl_podmem *m, const char *uid);
+/* Ends every operation (leadership lost: another replica decides now). */
+void fair_ctl_podmem_clear_ops(struct fair_ctl_podmem *m);
+
+#endif

@@ -1,0 +1,206 @@
+/* Pending reasons in words (see reasons.h). Messages start with the short
+ * human reason ("over the limit: ...") and then give the figures. */
+#include "ctl/reasons.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/quantity.h"
+
+const char *fair_ctl_why_reason(int why)
+{
+    if (why >= FAIR_CTL_WHY_CTL) {
+        switch ((enum fair_ctl_reason)(why - FAIR_CTL_WHY_CTL)) {
+        case FAIR_CTL_REASON_UNKNOWN_QUEUE: return "UnknownQueue";
+        case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED: return "NamespaceNotAllowed";
+        case FAIR_CTL_REASON_INVALID_QUEUE: return "InvalidQueue";
+        case FAIR_CTL_REASON_BAD_POD: return "InvalidPod";
+        case FAIR_CTL_REASON_NONE: break;
+        }
+        return "Unschedulable";
+    }
+    switch ((enum fair_pending_reason)why) {
+    case FAIR_PENDING_NONE: return "Scheduled";
+    case FAIR_PENDING_UNKNOWN_QUEUE: return "UnknownQueue";
+    case FAIR_PENDING_INVALID_QUEUE: return "InvalidQueue";
+    case FAIR_PENDING_OVER_LIMIT: return "OverLimit";
+    case FAIR_PENDING_OVER_GUARANTEE: return "OverGuarantee";
+    case FAIR_PENDING_WAITING_RECLAIM: return "WaitingForReclaim";
+    case FAIR_PENDING_NO_NODE_FITS: return "NoNodeFits";
+    case FAIR_PENDING_GANG_INCOMPLETE: return "GangIncomplete";
+    case FAIR_PENDING_GANG_NO_FIT: return "GangDoesNotFit";
+    case FAIR_PENDING_FAIR_SHARE: return "FairShare";
+    case FAIR_PENDING_INVALID_POD: return "InvalidPod";
+    }
+    return "Unschedulable";
+}
+
+static void gpus(int64_t milli, char *out, size_t n)
+{
+    if (milli == FAIR_UNLIMITED)
+        snprintf(out, n, "unlimited");
+    else
+        fair_milli_format(milli, out, n);
+}
+
+/* The problem the engine reported for queue q or its project, if any. */
+static const char *queue_problem(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                                 int32_t q)
+{
+    int32_t p = q >= 0 ? s->snap.queues[q].project : -1;
+    for (size_t i = 0; i < r->nproblems; i++) {
+        const struct fair_problem *pr = &r->problems[i];
+        if (pr->kind != FAIR_PROBLEM_INVALID)
+            continue;
+        if ((pr->object == FAIR_OBJ_QUEUE && pr->index == q) ||
+            (pr->object == FAIR_OBJ_PROJECT && pr->index == p))
+            return pr->message;
+    }
+    return "see the queue's status";
+}
+
+int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                           size_t pod)
+{
+    int why = pod < r->npods ? r->pending_reasons[pod] : 0;
+    const struct fair_pod *p = &s->snap.pods[pod];
+    if (why != FAIR_PENDING_NO_NODE_FITS || p->queue < 0 || (size_t)p->queue >= r->nqueues)
+        return why;
+    const struct fair_share_status *qs = &r->queues[p->queue];
+    int64_t g = p->request.v[FAIR_RES_GPU];
+    if (g <= 0 || qs->allocated_after.v[FAIR_RES_GPU] + g > qs->guaranteed.v[FAIR_RES_GPU])
+        return why;
+    return s->nterminating > 0 ? FAIR_PENDING_WAITING_RECLAIM : why;
+}
+
+void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                              size_t pod, char *out, size_t n)
+{
+    const struct fair_pod *p = &s->snap.pods[pod];
+    int why = fair_ctl_effective_why(s, r, pod);
+    int32_t qi = p->queue;
+    const struct fair_queue *q = qi >= 0 ? &s->snap.queues[qi] : NULL;
+    const struct fair_share_status *qs = qi >= 0 && (size_t)qi < r->nqueues ? &r->queues[qi] : NULL;
+    const char *qname = q ? q->q.name : "?";
+    char req[32], a[32], b[32];
+    gpus(p->request.v[FAIR_RES_GPU], req, sizeof req);
+    switch ((enum fair_pending_reason)why) {
+    case FAIR_PENDING_NONE:
+        snprintf(out, n, "scheduled");
+        return;
+    case FAIR_PENDING_UNKNOWN_QUEUE:
+        snprintf(out, n, "unknown queue: the pod's queue does not exist");
+        return;
+    case FAIR_PENDING_INVALID_QUEUE:
+        snprintf(out, n, "invalid queue: queue %s cannot be used: %s", qname,
+                 queue_problem(s, r, qi));
+        return;
+    case FAIR_PENDING_OVER_LIMIT: {
+        /* The queue's limit, else its project's. */
+        const struct fair_quota *lim = q ? &q->q : NULL;
+        const struct fair_share_status *ls = qs;
+        const char *what = "queue";
+        if (q && q->q.limit.v[FAIR_RES_GPU] == FAIR_UNLIMITED && q->project >= 0) {
+            lim = &s->snap.projects[q->project].q;
+            ls = (size_t)q->project < r->nprojects ? &r->projects[q->project] : NULL;
+            what = "project";
+        }
+        if (lim && ls && lim->limit.v[FAIR_RES_GPU] != FAIR_UNLIMITED) {
+            gpus(lim->limit.v[FAIR_RES_GPU], a, sizeof a);
+            gpus(ls->allocated_after.v[FAIR_RES_GPU], b, sizeof b);
+            snprintf(out, n,
+                     "over the limit: %s %s may use at most %s GPUs and has %s; this pod asks "
+                     "for %s",
+                     what, lim->name, a, b, req);
+        } else {
+            snprintf(out, n,
+                     "over the limit: queue %s or its project has reached a CPU, memory or GPU "
+                     "limit; this pod asks for %s GPUs",
+                     qname, req);
+        }
+        return;
+    }
+    case FAIR_PENDING_OVER_GUARANTEE:
+        gpus(q ? q->q.guaranteed.v[FAIR_RES_GPU] : 0, a, sizeof a);
+        gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, b, sizeof b);
+        snprintf(out, n,
+                 "over the guarantee: non-preemptible pods run only within guaranteed GPUs; "
+                 "queue %s guarantees %s and has %s in use; this pod asks for %s",
+                 qname, a, b, req);
+        return;
+    case FAIR_PENDING_WAITING_RECLAIM: {
+        size_t evicting = 0;
+        for (size_t i = 0; i < r->nactions; i++)
+            if (r->actions[i].kind == FAIR_ACTION_EVICT && r->actions[i].for_pod == (int32_t)pod)
+                evicting++;
+        gpus(qs ? qs->fair_share.v[FAIR_RES_GPU] : 0, a, sizeof a);
+        if (evicting)
+            snprintf(out, n,
+                     "waiting for reclaim: evicting %zu pod(s) of queues that borrowed GPUs, to "
+                     "give queue %s its share of %s GPUs",
+                     evicting, qname, a);
+        else
+            snprintf(out, n,
+                     "waiting for reclaim: pods of queues that borrowed GPUs are terminating, to "
+                     "give queue %s its share of %s GPUs",
+                     qname, a);
+        return;
+    }
+    case FAIR_PENDING_NO_NODE_FITS:
+        if (p->request.v[FAIR_RES_GPU] > 0 && p->request.v[FAIR_RES_GPU] < FAIR_GPU_DEVICE_MILLI)
+            snprintf(out, n,
+                     "no node fits: no GPU device has %s free on a node that matches the pod's "
+                     "node selector, tolerations and CPU/memory request",
+                     req);
+        else
+            snprintf(out, n,
+                     "no node fits: no node has %s free GPUs together with the pod's CPU and "
+                     "memory request, node selector and tolerations",
+                     req);
+        return;
+    case FAIR_PENDING_GANG_INCOMPLETE: {
+        int32_t have = 0;
+        for (size_t i = 0; i < s->snap.npods; i++)
+            if (s->snap.pods[i].gang && p->gang && s->snap.pods[i].queue == p->queue &&
+                strcmp(s->snap.pods[i].gang, p->gang) == 0)
+                have++;
+        snprintf(out, n, "gang incomplete: gang %s has %d of its %d pods", p->gang ? p->gang : "?",
+                 have, p->gang_size);
+        return;
+    }
+    case FAIR_PENDING_GANG_NO_FIT:
+        snprintf(out, n, "gang does not fit: the %d pods of gang %s cannot all be placed at once",
+                 p->gang_size, p->gang ? p->gang : "?");
+        return;
+    case FAIR_PENDING_FAIR_SHARE:
+        gpus(qs ? qs->fair_share.v[FAIR_RES_GPU] : 0, a, sizeof a);
+        gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, b, sizeof b);
+        snprintf(out, n,
+                 "at fair share: queue %s has %s GPUs in use and its fair share is %s; it gets "
+                 "more when GPUs free up",
+                 qname, b, a);
+        return;
+    case FAIR_PENDING_INVALID_POD: {
+        const char *m = "see the pod's annotations and requests";
+        for (size_t i = 0; i < r->nproblems; i++)
+            if (r->problems[i].object == FAIR_OBJ_POD && r->problems[i].index == (int32_t)pod)
+                m = r->problems[i].message;
+        snprintf(out, n, "invalid pod: %s", m);
+        return;
+    }
+    }
+    snprintf(out, n, "pending");
+}
+
+void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, size_t n)
+{
+    const char *head = "cannot be scheduled";
+    switch (rj->reason) {
+    case FAIR_CTL_REASON_UNKNOWN_QUEUE: head = "unknown queue"; break;
+    case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED: head = "namespace not allowed"; break;
+    case FAIR_CTL_REASON_INVALID_QUEUE: head = "invalid queue"; break;
+    case FAIR_CTL_REASON_BAD_POD: head = "invalid pod"; break;
+    case FAIR_CTL_REASON_NONE: break;
+    }
+    snprintf(out, n, "%s: %s", head, rj->message);
+}

@@ -1,0 +1,38 @@
+/* Why a pod is pending, in words for people: the short reason used for the
+ * PodScheduled=False condition and the FailedScheduling Event, and a
+ * message with the numbers behind it, so that `kubectl describe pod`
+ * answers "why is my job pending?".
+ *
+ * A "why" code is either an engine reason (enum fair_pending_reason, 0..15)
+ * or FAIR_CTL_WHY_CTL + a controller reason (enum fair_ctl_reason). */
+#ifndef FAIR_CTL_REASONS_H
+#define FAIR_CTL_REASONS_H
+
+#include <stddef.h>
+
+#include "ctl/snapshot.h"
+#include "engine/engine.h"
+
+#define FAIR_CTL_WHY_CTL 16
+
+/* CamelCase reason for the condition ("OverLimit", "WaitingForReclaim",
+ * "NoNodeFits", "NamespaceNotAllowed", ...). Static. */
+const char *fair_ctl_why_reason(int why);
+
+/* The message for pending pod `pod` (snapshot index) of snapshot s after
+ * engine result r; `why` is r->pending_reasons[pod]. Writes at most n
+ * bytes into out. */
+void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                              size_t pod, char *out, size_t n);
+
+/* The reason to show for pending pod `pod`: the engine's, except that a
+ * pod whose queue is still owed guaranteed GPUs while victims terminate is
+ * "waiting for reclaim" rather than "no node fits" (the engine holds back
+ * new victims until the room of terminating ones is free). */
+int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                           size_t pod);
+
+/* Message for a pod the snapshot rejected. */
+void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, size_t n);
+
+#endif

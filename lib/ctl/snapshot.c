@@ -1,0 +1,545 @@
+/* Store contents to engine snapshot (see snapshot.h). Three passes:
+ * objects (nodes, projects, queues) with their name indexes; pods,
+ * classified as left out, bound, pending or rejected; then devices for bound
+ * pods that carry no gpu-devices annotation. */
+#include "ctl/snapshot.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+
+const char *fair_ctl_reason_str(enum fair_ctl_reason r)
+{
+    switch (r) {
+    case FAIR_CTL_REASON_NONE: return "None";
+    case FAIR_CTL_REASON_UNKNOWN_QUEUE: return "UnknownQueue";
+    case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED: return "NamespaceNotAllowed";
+    case FAIR_CTL_REASON_INVALID_QUEUE: return "InvalidQueue";
+    case FAIR_CTL_REASON_BAD_POD: return "InvalidPod";
+    }
+    return "?";
+}
+
+int fair_ctl_parse_devices(const char *s, uint64_t *mask)
+{
+    uint64_t m = 0;
+    if (!s || !*s || strlen(s) > 256)
+        return FAIR_EINVAL;
+    const char *p = s;
+    while (*p) {
+        if (*p < '0' || *p > '9')
+            return FAIR_EINVAL;
+        int v = 0;
+        int digits = 0;
+        while (*p >= '0' && *p <= '9') {
+            v = v * 10 + (*p - '0');
+            if (++digits > 2)
+                return FAIR_EINVAL;
+            p++;
+        }
+        if (v >= FAIR_MAX_GPUS_PER_NODE)
+            return FAIR_EINVAL;
+        m |= (uint64_t)1 << v;
+        if (*p == ',') {
+            p++;
+            if (!*p)
+                return FAIR_EINVAL;
+        } else if (*p) {
+            return FAIR_EINVAL;
+        }
+    }
+    *mask = m;
+    return 0;
+}
+
+void fair_ctl_format_devices(uint64_t mask, char *out, size_t n)
+{
+    size_t len = 0;
+    if (n == 0)
+        return;
+    out[0] = '\0';
+    for (int i = 0; i < FAIR_MAX_GPUS_PER_NODE; i++) {
+        if (!(mask & ((uint64_t)1 << i)))
+            continue;
+        int w = snprintf(out + len, n - len, "%s%d", len ? "," : "", i);
+        if (w < 0 || (size_t)w >= n - len) {
+            out[len] = '\0';
+            return;
+        }
+        len += (size_t)w;
+    }
+}
+
+void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s)
+{
+    if (!s)
+        return;
+    fair_free(s->knodes);
+    fair_free(s->kprojects);
+    fair_free(s->kqueues);
+    fair_free(s->kpods);
+    fair_free(s->project_index);
+    fair_free(s->project_problem);
+    fair_free(s->queue_index);
+    fair_free(s->queue_problem);
+    fair_free(s->rejected);
+    fair_ctl_index_release(&s->node_by_name);
+    fair_ctl_index_release(&s->queue_by_name);
+    fair_free(s->nodes);
+    fair_free(s->projects);
+    fair_free(s->queues);
+    fair_free(s->pods);
+    fair_free(s->strpool);
+    memset(s, 0, sizeof *s);
+}
+
+static void quota_from(struct fair_quota *q, const char *name, const struct fair_kquota *k)
+{
+    q->name = name;
+    q->guaranteed = k->guaranteed;
+    q->limit = k->limit;
+    q->over_quota_weight = k->over_quota_weight > 0 ? k->over_quota_weight : 1;
+    q->over_quota_priority = k->over_quota_priority;
+}
+
+static bool project_has_namespace(const struct fair_kproject *p, const char *ns)
+{
+    for (size_t i = 0; i < p->nnamespaces; i++)
+        if (ns && strcmp(p->namespaces[i], ns) == 0)
+            return true;
+    return false;
+}
+
+/* Working state of one build. */
+struct build {
+    const struct fair_ctl_snapshot_input *in;
+    struct fair_ctl_snapshot *out;
+    struct fair_ctl_index project_by_name; /* input index */
+    struct fair_ctl_index kqueue_by_name;  /* input index */
+    struct fair_ctl_index project_by_ns;   /* input index of the project */
+};
+
+/* Finds the queue of one of our pods. Returns its snapshot index, or -1
+ * with *reason and msg set. */
+static int32_t resolve_queue(struct build *b, const struct fair_kpod *p,
+                             enum fair_ctl_reason *reason, char *msg, size_t msglen)
+{
+    const struct fair_ctl_snapshot_input *in = b->in;
+    const char *ns = p->meta.namespace_ ? p->meta.namespace_ : "";
+    int32_t ns_project = fair_ctl_index_get(&b->project_by_ns, ns);
+    const char *qname = p->queue;
+    if (!qname || !*qname) {
+        if (ns_project < 0) {
+            *reason = FAIR_CTL_REASON_UNKNOWN_QUEUE;
+            snprintf(msg, msglen,
+                     "no fairshare.dev/queue label, and namespace %s belongs to no Project", ns);
+            return -1;
+        }
+        const struct fair_kproject *kp = in->projects[ns_project];
+        if (!kp->default_queue || !*kp->default_queue) {
+            *reason = FAIR_CTL_REASON_UNKNOWN_QUEUE;
+            snprintf(msg, msglen,
+                     "no fairshare.dev/queue label, and project %s has no defaultQueue",
+                     kp->meta.name);
+            return -1;
+        }
+        qname = kp->default_queue;
+    }
+    int32_t kq = fair_ctl_index_get(&b->kqueue_by_name, qname);
+    if (kq < 0) {
+        *reason = FAIR_CTL_REASON_UNKNOWN_QUEUE;
+        snprintf(msg, msglen, "queue %s does not exist", qname);
+        return -1;
+    }
+    const struct fair_kqueue *q = in->queues[kq];
+    int32_t kp_i = q->project ? fair_ctl_index_get(&b->project_by_name, q->project) : -1;
+    if (kp_i >= 0 && !project_has_namespace(in->projects[kp_i], ns)) {
+        *reason = FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED;
+        snprintf(msg, msglen,
+                 "namespace %s is not in project %s's namespaces, so it cannot use queue %s", ns,
+                 q->project, qname);
+        return -1;
+    }
+    int32_t idx = b->out->queue_index[kq];
+    if (idx < 0) {
+        *reason = FAIR_CTL_REASON_INVALID_QUEUE;
+        snprintf(msg, msglen, "queue %s cannot be used: %s", qname, b->out->queue_problem[kq]);
+        return -1;
+    }
+    return idx;
+}
+
+/* The GPU request of one of our pods, or a problem. */
+static int pod_gpu(const struct fair_kpod *p, int64_t *gpu, char *msg, size_t msglen)
+{
+    if (p->problem) {
+        snprintf(msg, msglen, "%s", p->problem);
+        return -1;
+    }
+    int64_t whole = p->request.v[FAIR_RES_GPU];
+    if (p->gpu_fraction_milli > 0) {
+        /* kube/decode.c already puts the fraction in request.v[GPU]. */
+        if (whole > 0 && whole != p->gpu_fraction_milli) {
+            snprintf(msg, msglen,
+                     "pod asks for nvidia.com/gpu and fairshare.dev/gpu-fraction at once; use "
+                     "one of them");
+            return -1;
+        }
+        if (p->gpu_fraction_milli >= FAIR_GPU_DEVICE_MILLI) {
+            snprintf(msg, msglen,
+                     "fairshare.dev/gpu-fraction must be below 1; ask for whole GPUs with "
+                     "nvidia.com/gpu");
+            return -1;
+        }
+        *gpu = p->gpu_fraction_milli;
+        return 0;
+    }
+    if (whole < 0 || whole % FAIR_GPU_DEVICE_MILLI) {
+        snprintf(msg, msglen,
+                 "nvidia.com/gpu must be a whole number; use fairshare.dev/gpu-fraction for a "
+                 "part of a GPU");
+        return -1;
+    }
+    *gpu = whole;
+    return 0;
+}
+
+static int add_rejected(struct fair_ctl_snapshot *s, size_t *cap, const struct fair_kpod *p,
+                        enum fair_ctl_reason reason, const char *msg)
+{
+    if (fair_grow((void **)&s->rejected, cap, s->nrejected + 1, sizeof *s->rejected))
+        return FAIR_ENOMEM;
+    struct fair_ctl_rejected *r = &s->rejected[s->nrejected++];
+    r->pod = p;
+    r->reason = reason;
+    snprintf(r->message, sizeof r->message, "%s", msg);
+    return 0;
+}
+
+static const char *pool_add_gang(struct fair_ctl_snapshot *s, const char *ns, const char *gang)
+{
+    size_t need = strlen(ns) + 1 + strlen(gang) + 1;
+    if (s->strpool_len + need > s->strpool_cap)
+        return NULL; /* sized in advance; cannot happen */
+    char *dst = s->strpool + s->strpool_len;
+    snprintf(dst, need, "%s/%s", ns, gang);
+    s->strpool_len += need;
+    return dst;
+}
+
+/* Gives devices to bound pods without a known device set: whole-GPU pods
+ * get the lowest free devices; fractions the device with most room. */
+static int assign_devices(struct fair_ctl_snapshot *s, const bool *unknown)
+{
+    size_t nn = s->snap.nnodes;
+    int32_t *used = fair_calloc(nn * FAIR_MAX_GPUS_PER_NODE, sizeof *used);
+    if (!used)
+        return FAIR_ENOMEM;
+    for (size_t i = 0; i < s->snap.npods; i++) {
+        const struct fair_pod *p = &s->pods[i];
+        if (p->state != FAIR_POD_BOUND || unknown[i] || p->node < 0)
+            continue;
+        int64_t per = p->request.v[FAIR_RES_GPU] < FAIR_GPU_DEVICE_MILLI
+                          ? p->request.v[FAIR_RES_GPU]
+                          : FAIR_GPU_DEVICE_MILLI;
+        for (int d = 0; d < FAIR_MAX_GPUS_PER_NODE; d++)
+            if (p->gpu_devices & ((uint64_t)1 << d))
+                used[(size_t)p->node * FAIR_MAX_GPUS_PER_NODE + d] += (int32_t)per;
+    }
+    for (size_t i = 0; i < s->snap.npods; i++) {
+        struct fair_pod *p = &s->pods[i];
+        if (!unknown[i] || p->node < 0)
+            continue;
+        int32_t *u = &used[(size_t)p->node * FAIR_MAX_GPUS_PER_NODE];
+        int ndev = s->nodes[p->node].gpu_count;
+        int64_t gpu = p->request.v[FAIR_RES_GPU];
+        uint64_t mask = 0;
+        if (gpu >= FAIR_GPU_DEVICE_MILLI) {
+            int64_t want = gpu / FAIR_GPU_DEVICE_MILLI;
+            for (int d = 0; d < ndev && want > 0; d++)
+                if (u[d] == 0) {
+                    mask |= (uint64_t)1 << d;
+                    u[d] = FAIR_GPU_DEVICE_MILLI;
+                    want--;
+                }
+            /* Overcommitted node (should not happen): take busy ones. */
+            for (int d = 0; d < ndev && want > 0; d++)
+                if (!(mask & ((uint64_t)1 << d))) {
+                    mask |= (uint64_t)1 << d;
+                    u[d] = FAIR_GPU_DEVICE_MILLI;
+                    want--;
+                }
+        } else if (gpu > 0 && ndev > 0) {
+            int best = 0;
+            for (int d = 1; d < ndev; d++)
+                if (u[d] < u[best])
+                    best = d;
+            mask = (uint64_t)1 << best;
+            u[best] += (int32_t)gpu;
+        }
+        p->gpu_devices = mask;
+    }
+    fair_free(used);
+    return 0;
+}
+
+int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
+                            struct fair_ctl_snapshot *out, struct fair_error *err)
+{
+    struct build b = {.in = in, .out = out};
+    bool *unknown = NULL;
+    size_t rejected_cap = 0;
+    int rc = 0;
+    memset(out, 0, sizeof *out);
+    fair_ctl_index_init(&b.project_by_name);
+    fair_ctl_index_init(&b.kqueue_by_name);
+    fair_ctl_index_init(&b.project_by_ns);
+    fair_ctl_index_init(&out->node_by_name);
+    fair_ctl_index_init(&out->queue_by_name);
+
+    size_t nn = in->nnodes, np = in->nprojects, nq = in->nqueues, npod = in->npods;
+    out->nodes = fair_calloc(nn ? nn : 1, sizeof *out->nodes);
+    out->knodes = fair_calloc(nn ? nn : 1, sizeof *out->knodes);
+    out->projects = fair_calloc(np ? np : 1, sizeof *out->projects);
+    out->kprojects = fair_calloc(np ? np : 1, sizeof *out->kprojects);
+    out->project_index = fair_calloc(np ? np : 1, sizeof *out->project_index);
+    out->project_problem = fair_calloc(np ? np : 1, sizeof *out->project_problem);
+    out->queues = fair_calloc(nq ? nq : 1, sizeof *out->queues);
+    out->kqueues = fair_calloc(nq ? nq : 1, sizeof *out->kqueues);
+    out->queue_index = fair_calloc(nq ? nq : 1, sizeof *out->queue_index);
+    out->queue_problem = fair_calloc(nq ? nq : 1, sizeof *out->queue_problem);
+    out->pods = fair_calloc(npod ? npod : 1, sizeof *out->pods);
+    out->kpods = fair_calloc(npod ? npod : 1, sizeof *out->kpods);
+    unknown = fair_calloc(npod ? npod : 1, sizeof *unknown);
+    if (!out->nodes || !out->knodes || !out->projects || !out->kprojects ||
+        !out->project_index || !out->project_problem || !out->queues || !out->kqueues ||
+        !out->queue_index || !out->queue_problem || !out->pods || !out->kpods || !unknown) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    out->ninput_projects = np;
+    out->ninput_queues = nq;
+
+    /* Nodes. */
+    size_t n_out = 0;
+    for (size_t i = 0; i < nn; i++) {
+        const struct fair_knode *k = in->nodes[i];
+        if (!k->meta.name || fair_ctl_index_get(&out->node_by_name, k->meta.name) >= 0)
+            continue;
+        struct fair_node *n = &out->nodes[n_out];
+        n->name = k->meta.name;
+        n->gpu_model = k->gpu_model;
+        n->gpu_count = k->gpu_count < 0 ? 0
+                       : k->gpu_count > FAIR_MAX_GPUS_PER_NODE ? FAIR_MAX_GPUS_PER_NODE
+                                                               : k->gpu_count;
+        n->allocatable = k->allocatable;
+        n->allocatable.v[FAIR_RES_GPU] = (int64_t)n->gpu_count * FAIR_GPU_DEVICE_MILLI;
+        n->max_pods = k->max_pods;
+        n->unschedulable = k->unschedulable || !k->ready;
+        n->labels = k->labels;
+        n->nlabels = k->nlabels;
+        n->taints = k->taints;
+        n->ntaints = k->ntaints;
+        out->knodes[n_out] = k;
+        if ((rc = fair_ctl_index_put(&out->node_by_name, n->name, (int32_t)n_out)))
+            goto out;
+        n_out++;
+    }
+    out->snap.nodes = out->nodes;
+    out->snap.nnodes = n_out;
+
+    /* Projects: invalid ones are left out; their queues too. */
+    size_t p_out = 0;
+    for (size_t i = 0; i < np; i++) {
+        const struct fair_kproject *k = in->projects[i];
+        out->project_index[i] = -1;
+        if (!k->meta.name)
+            continue;
+        if (fair_ctl_index_get(&b.project_by_name, k->meta.name) >= 0) {
+            snprintf(out->project_problem[i], sizeof out->project_problem[i],
+                     "another Project is named %s", k->meta.name);
+            continue;
+        }
+        if ((rc = fair_ctl_index_put(&b.project_by_name, k->meta.name, (int32_t)i)))
+            goto out;
+        /* A namespace claimed by two projects makes the later one invalid:
+         * pods there would otherwise have two owners. */
+        bool clash = false;
+        for (size_t j = 0; j < k->nnamespaces; j++) {
+            int32_t other = fair_ctl_index_get(&b.project_by_ns, k->namespaces[j]);
+            if (other >= 0) {
+                snprintf(out->project_problem[i], sizeof out->project_problem[i],
+                         "namespace %s already belongs to project %s", k->namespaces[j],
+                         in->projects[other]->meta.name);
+                clash = true;
+                continue;
+            }
+            if ((rc = fair_ctl_index_put(&b.project_by_ns, k->namespaces[j], (int32_t)i)))
+                goto out;
+        }
+        if (k->problem)
+            snprintf(out->project_problem[i], sizeof out->project_problem[i], "%s", k->problem);
+        if (k->problem || clash)
+            continue;
+        quota_from(&out->projects[p_out].q, k->meta.name, &k->quota);
+        out->kprojects[p_out] = k;
+        out->project_index[i] = (int32_t)p_out++;
+    }
+    out->snap.projects = out->projects;
+    out->snap.nprojects = p_out;
+
+    /* Queues. */
+    size_t q_out = 0;
+    for (size_t i = 0; i < nq; i++) {
+        const struct fair_kqueue *k = in->queues[i];
+        out->queue_index[i] = -1;
+        if (!k->meta.name || fair_ctl_index_get(&b.kqueue_by_name, k->meta.name) >= 0)
+            continue;
+        if ((rc = fair_ctl_index_put(&b.kqueue_by_name, k->meta.name, (int32_t)i)))
+            goto out;
+        if (k->problem) {
+            snprintf(out->queue_problem[i], sizeof out->queue_problem[i], "%s", k->problem);
+            continue;
+        }
+        int32_t kp = k->project ? fair_ctl_index_get(&b.project_by_name, k->project) : -1;
+        if (kp < 0) {
+            snprintf(out->queue_problem[i], sizeof out->queue_problem[i],
+                     "project %s does not exist", k->project ? k->project : "(none)");
+            continue;
+        }
+        if (out->project_index[kp] < 0) {
+            snprintf(out->queue_problem[i], sizeof out->queue_problem[i],
+                     "project %s is invalid: %s", k->project, out->project_problem[kp]);
+            continue;
+        }
+        struct fair_queue *q = &out->queues[q_out];
+        quota_from(&q->q, k->meta.name, &k->quota);
+        q->project_name = k->project;
+        q->project = out->project_index[kp];
+        q->reclaim_min_runtime_ms = k->reclaim_min_runtime_ms;
+        out->kqueues[q_out] = k;
+        if ((rc = fair_ctl_index_put(&out->queue_by_name, k->meta.name, (int32_t)q_out)))
+            goto out;
+        out->queue_index[i] = (int32_t)q_out++;
+    }
+    out->snap.queues = out->queues;
+    out->snap.nqueues = q_out;
+
+    /* Room for the gang keys. */
+    size_t pool = 0;
+    for (size_t i = 0; i < npod; i++) {
+        const struct fair_kpod *k = in->pods[i];
+        if (k->gang && *k->gang)
+            pool += strlen(k->meta.namespace_ ? k->meta.namespace_ : "") + strlen(k->gang) + 2;
+    }
+    if (pool) {
+        out->strpool = fair_malloc(pool);
+        if (!out->strpool) {
+            rc = FAIR_ENOMEM;
+            goto out;
+        }
+        out->strpool_cap = pool;
+    }
+
+    /* Pods. */
+    size_t pod_out = 0;
+    bool any_unknown = false;
+    for (size_t i = 0; i < npod; i++) {
+        const struct fair_kpod *k = in->pods[i];
+        if (!k->meta.uid || k->phase == FAIR_KPOD_SUCCEEDED || k->phase == FAIR_KPOD_FAILED)
+            continue;
+        struct fair_ctl_overlay ov = {0};
+        if (in->overlay)
+            in->overlay(in->overlay_ctx, k->meta.uid, &ov);
+        bool ours = k->scheduler_name && in->scheduler_name &&
+                    strcmp(k->scheduler_name, in->scheduler_name) == 0;
+        const char *node = k->node_name && *k->node_name ? k->node_name : NULL;
+        if (!node && ov.kind == FAIR_CTL_OVERLAY_BINDING)
+            node = ov.node;
+        char msg[240] = "";
+        enum fair_ctl_reason reason = FAIR_CTL_REASON_NONE;
+        int64_t gpu = k->request.v[FAIR_RES_GPU];
+        int32_t queue = -1;
+        if (!node) {
+            if (!ours || k->meta.deletion_ms)
+                continue;
+            if (pod_gpu(k, &gpu, msg, sizeof msg)) {
+                reason = FAIR_CTL_REASON_BAD_POD;
+            } else {
+                queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
+            }
+            if (reason != FAIR_CTL_REASON_NONE) {
+                if ((rc = add_rejected(out, &rejected_cap, k, reason, msg)))
+                    goto out;
+                continue;
+            }
+        } else if (ours) {
+            if (pod_gpu(k, &gpu, msg, sizeof msg))
+                gpu = k->request.v[FAIR_RES_GPU] > 0 ? k->request.v[FAIR_RES_GPU]
+                                                      : k->gpu_fraction_milli;
+            queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
+        }
+        int32_t node_idx = -1;
+        if (node) {
+            node_idx = fair_ctl_index_get(&out->node_by_name, node);
+            if (node_idx < 0)
+                continue; /* on a node we do not know: uses nothing we schedule */
+        }
+        struct fair_pod *p = &out->pods[pod_out];
+        p->uid = k->meta.uid;
+        p->namespace_ = k->meta.namespace_ ? k->meta.namespace_ : "";
+        p->name = k->meta.name ? k->meta.name : "";
+        p->queue = queue;
+        p->state = node ? FAIR_POD_BOUND : FAIR_POD_PENDING;
+        p->priority = k->priority;
+        p->created_ms = k->meta.creation_ms;
+        p->started_ms = k->start_ms ? k->start_ms : k->meta.creation_ms;
+        p->preemptible = k->preemptible && ov.kind != FAIR_CTL_OVERLAY_PROTECTED;
+        p->request = k->request;
+        p->request.v[FAIR_RES_GPU] = gpu;
+        p->node = node_idx;
+        p->terminating = node && (k->meta.deletion_ms != 0 || ov.kind == FAIR_CTL_OVERLAY_EVICTING);
+        p->node_selector = k->node_selector;
+        p->nnode_selector = k->nnode_selector;
+        p->tolerations = k->tolerations;
+        p->ntolerations = k->ntolerations;
+        p->gpu_model = k->gpu_model;
+        if (ours && k->gang && *k->gang) {
+            p->gang = pool_add_gang(out, p->namespace_, k->gang);
+            p->gang_size = k->gang_size > 0 ? k->gang_size : 1;
+        }
+        if (node) {
+            uint64_t mask = 0;
+            if (ov.kind == FAIR_CTL_OVERLAY_BINDING && !(k->node_name && *k->node_name)) {
+                mask = ov.gpu_devices;
+            } else if (gpu > 0 && k->gpu_devices && fair_ctl_parse_devices(k->gpu_devices, &mask) == 0) {
+                /* annotated by us */
+            } else if (gpu > 0) {
+                unknown[pod_out] = true;
+                any_unknown = true;
+            }
+            p->gpu_devices = mask;
+        }
+        if (p->terminating && p->queue >= 0)
+            out->nterminating++;
+        out->kpods[pod_out] = k;
+        pod_out++;
+    }
+    out->snap.pods = out->pods;
+    out->snap.npods = pod_out;
+    out->snap.now_ms = in->now_ms;
+    if (any_unknown && (rc = assign_devices(out, unknown)))
+        goto out;
+
+out:
+    fair_free(unknown);
+    fair_ctl_index_release(&b.project_by_name);
+    fair_ctl_index_release(&b.kqueue_by_name);
+    fair_ctl_index_release(&b.project_by_ns);
+    if (rc) {
+        fair_ctl_snapshot_release(out);
+        fair_error_set(err, rc, "building the scheduling snapshot: %s", fair_strerror(rc));
+    }
+    return rc;
+}

@@ -1,0 +1,134 @@
+/* Building the engine's snapshot from the informer stores: a pure function
+ * from the cached Kubernetes objects (plain structs of kube/objects.h), the
+ * controller's in-flight operations and "now" to a struct fair_snapshot.
+ * No I/O and no clock, so it is unit-tested with tables of objects.
+ *
+ * What it decides:
+ *  - which pods take part: ours (spec.schedulerName == the configured name)
+ *    pending or bound; others only when bound to a node and not finished
+ *    (queue -1: they use capacity, nothing else);
+ *  - each of our pods' queue: label fairshare.dev/queue, else the
+ *    defaultQueue of the Project whose spec.namespaces holds the pod's
+ *    namespace; the pod may use the queue only if its namespace is in the
+ *    queue's project's namespaces (isolation);
+ *  - the GPU request: whole GPUs from nvidia.com/gpu, or the fraction of
+ *    annotation fairshare.dev/gpu-fraction;
+ *  - the devices of bound pods: annotation fairshare.dev/gpu-devices, else
+ *    the lowest devices no other pod holds (pods placed by another
+ *    scheduler carry no annotation);
+ *  - overlays from the controller: a bind in flight makes the pod BOUND on
+ *    its target; an eviction in flight makes it terminating; a pod whose
+ *    eviction a PDB refused is protected (not a victim) for a while.
+ * Our pending pods that cannot take part (unknown queue, namespace not
+ * allowed, bad annotations, invalid queue) are listed in `rejected` with a
+ * reason and a message, for the Event and the PodScheduled condition.
+ *
+ * Ownership: every input is borrowed. The result borrows strings from the
+ * input objects, so it is valid only while they are; it is released with
+ * fair_ctl_snapshot_release(). */
+#ifndef FAIR_CTL_SNAPSHOT_H
+#define FAIR_CTL_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "ctl/index.h"
+#include "engine/engine.h"
+#include "kube/objects.h"
+
+/* Reasons the controller finds before the engine runs. */
+enum fair_ctl_reason {
+    FAIR_CTL_REASON_NONE = 0,
+    FAIR_CTL_REASON_UNKNOWN_QUEUE,       /* no such queue, or none named */
+    FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED, /* isolation */
+    FAIR_CTL_REASON_INVALID_QUEUE,       /* the queue or its project is invalid */
+    FAIR_CTL_REASON_BAD_POD,             /* bad annotation or request */
+};
+
+/* Overlay of one pod, found by UID through the lookup callback. */
+enum fair_ctl_overlay_kind {
+    FAIR_CTL_OVERLAY_NONE = 0,
+    FAIR_CTL_OVERLAY_BINDING,   /* bind in flight: node + devices */
+    FAIR_CTL_OVERLAY_EVICTING,  /* eviction in flight or accepted */
+    FAIR_CTL_OVERLAY_PROTECTED, /* not a victim (a PDB refused it) */
+};
+
+struct fair_ctl_overlay {
+    enum fair_ctl_overlay_kind kind;
+    const char *node;     /* BINDING */
+    uint64_t gpu_devices; /* BINDING */
+};
+
+/* Returns the overlay of the pod with this UID (kind NONE when none). */
+typedef void (*fair_ctl_overlay_fn)(void *ctx, const char *uid, struct fair_ctl_overlay *out);
+
+struct fair_ctl_snapshot_input {
+    const char *scheduler_name;
+    int64_t now_ms;
+    const struct fair_knode *const *nodes;
+    size_t nnodes;
+    const struct fair_kproject *const *projects;
+    size_t nprojects;
+    const struct fair_kqueue *const *queues;
+    size_t nqueues;
+    const struct fair_kpod *const *pods;
+    size_t npods;
+    fair_ctl_overlay_fn overlay; /* may be NULL */
+    void *overlay_ctx;
+};
+
+struct fair_ctl_rejected {
+    const struct fair_kpod *pod;
+    enum fair_ctl_reason reason;
+    char message[240];
+};
+
+struct fair_ctl_snapshot {
+    struct fair_snapshot snap; /* what the engine gets */
+    /* Snapshot index -> source object. */
+    const struct fair_knode **knodes;
+    const struct fair_kproject **kprojects;
+    const struct fair_kqueue **kqueues;
+    const struct fair_kpod **kpods;
+    /* Per input project/queue (input order): its index in the snapshot,
+     * or -1 when left out, with the reason in *_problem ("" when none). */
+    int32_t *project_index;
+    char (*project_problem)[200];
+    int32_t *queue_index;
+    char (*queue_problem)[200];
+    size_t ninput_projects, ninput_queues;
+    /* Bound pods of a queue that are terminating (evicted or deleted). */
+    size_t nterminating;
+    /* Our pending pods that cannot take part. */
+    struct fair_ctl_rejected *rejected;
+    size_t nrejected;
+    /* Name -> snapshot index, for the caller's convenience. */
+    struct fair_ctl_index node_by_name;
+    struct fair_ctl_index queue_by_name;
+    /* Owned backing storage. */
+    struct fair_node *nodes;
+    struct fair_project *projects;
+    struct fair_queue *queues;
+    struct fair_pod *pods;
+    char *strpool; /* gang keys "namespace/gang" */
+    size_t strpool_len, strpool_cap;
+};
+
+/* Builds *out (caller storage; zeroed first). Returns 0 or FAIR_ENOMEM /
+ * FAIR_ERANGE; on failure *out is released. */
+int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
+                            struct fair_ctl_snapshot *out, struct fair_error *err);
+
+void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s);
+
+/* Parses "0,3" into a device mask (devices < FAIR_MAX_GPUS_PER_NODE).
+ * Returns FAIR_EINVAL when malformed. */
+int fair_ctl_parse_devices(const char *s, uint64_t *mask);
+/* Formats a mask as "0,3" into out (at most n bytes). */
+void fair_ctl_format_devices(uint64_t mask, char *out, size_t n);
+
+const char *fair_ctl_reason_str(enum fair_ctl_reason r);
+
+#endif

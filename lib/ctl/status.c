@@ -1,0 +1,198 @@
+/* Queue and Project status documents and their write memory (status.h).
+ * The status is rendered with sorted keys, so that an unchanged status has
+ * an identical text and comparing texts detects change. */
+#include "ctl/status.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/quantity.h"
+
+static const char *cond_names[FAIR_CTL_COND_COUNT] = {"Ready", "Invalid", "Overcommitted"};
+
+void fair_ctl_status_table_init(struct fair_ctl_status_table *t)
+{
+    memset(t, 0, sizeof *t);
+    fair_ctl_index_init(&t->by_key);
+}
+
+static void entry_free(struct fair_ctl_status_entry *e)
+{
+    if (!e)
+        return;
+    fair_free(e->key);
+    fair_free(e->last_text);
+    fair_free(e);
+}
+
+void fair_ctl_status_table_release(struct fair_ctl_status_table *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        entry_free(t->v[i]);
+    fair_free(t->v);
+    fair_ctl_index_release(&t->by_key);
+    memset(t, 0, sizeof *t);
+}
+
+static struct fair_ctl_status_entry *lookup(struct fair_ctl_status_table *t, const char *kind,
+                                            const char *name, bool create)
+{
+    char key[300];
+    snprintf(key, sizeof key, "%s/%s", kind, name);
+    int32_t i = fair_ctl_index_get(&t->by_key, key);
+    if (i >= 0)
+        return t->v[i];
+    if (!create)
+        return NULL;
+    if (fair_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v))
+        return NULL;
+    struct fair_ctl_status_entry *e = fair_calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->key = fair_strdup(key);
+    if (!e->key || fair_ctl_index_put(&t->by_key, e->key, (int32_t)t->n)) {
+        entry_free(e);
+        return NULL;
+    }
+    t->v[t->n++] = e;
+    return e;
+}
+
+static json_t *resources_json(const struct fair_resources *r)
+{
+    char g[40], c[40], m[40];
+    fair_milli_format(r->v[FAIR_RES_GPU] == FAIR_UNLIMITED ? 0 : r->v[FAIR_RES_GPU], g, sizeof g);
+    fair_milli_format(r->v[FAIR_RES_CPU] == FAIR_UNLIMITED ? 0 : r->v[FAIR_RES_CPU], c, sizeof c);
+    fair_bytes_format(r->v[FAIR_RES_MEM] == FAIR_UNLIMITED ? 0 : r->v[FAIR_RES_MEM], m, sizeof m);
+    return json_pack("{s:s, s:s, s:s}", "gpu", g, "cpu", c, "memory", m);
+}
+
+int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ctl_status_input *in,
+                           char **patch_out)
+{
+    int rc = 0;
+    json_t *status = NULL, *conds = NULL, *patch = NULL;
+    char *text = NULL;
+    *patch_out = NULL;
+    struct fair_ctl_status_entry *e = lookup(t, in->kind, in->name, true);
+    if (!e)
+        return FAIR_ENOMEM;
+
+    struct fair_share_status zero = {0};
+    const struct fair_share_status *f = in->figures ? in->figures : &zero;
+    struct fair_resources pend;
+    for (int r = 0; r < FAIR_RES_COUNT; r++) {
+        int64_t d = f->demand.v[r] - f->allocated.v[r];
+        pend.v[r] = d > 0 ? d : 0;
+    }
+    status = json_object();
+    conds = json_array();
+    if (!status || !conds) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    if (json_object_set_new(status, "guaranteed",
+                            resources_json(in->figures ? &f->guaranteed : &in->spec_guaranteed)) ||
+        json_object_set_new(status, "fairShare", resources_json(&f->fair_share)) ||
+        json_object_set_new(status, "allocated", resources_json(&f->allocated)) ||
+        json_object_set_new(status, "borrowed", resources_json(&f->borrowed)) ||
+        json_object_set_new(status, "lent", resources_json(&f->lent)) ||
+        json_object_set_new(status, "pending",
+                            json_pack("{s:I, s:o}", "pods", (json_int_t)f->pending_pods,
+                                      "resources", resources_json(&pend))) ||
+        json_object_set_new(status, "observedGeneration", json_integer(in->generation))) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    for (int c = 0; c < FAIR_CTL_COND_COUNT; c++) {
+        const struct fair_ctl_cond *cd = &in->conds[c];
+        bool st = cd->status;
+        /* A condition keeps its transition time while its status holds. */
+        int64_t since = e->cond_known[c] && e->cond_status[c] == st ? e->cond_since_ms[c]
+                                                                    : in->now_ms;
+        char ts[40];
+        fair_time_format_rfc3339(since, ts, sizeof ts);
+        json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s}", "type", cond_names[c], "status",
+                              st ? "True" : "False", "observedGeneration",
+                              (json_int_t)in->generation, "lastTransitionTime", ts, "reason",
+                              cd->reason ? cd->reason : "Unknown", "message",
+                              cd->message ? cd->message : "");
+        if (!o || json_array_append_new(conds, o)) {
+            rc = FAIR_ENOMEM;
+            goto out;
+        }
+    }
+    if (json_object_set(status, "conditions", conds)) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    patch = json_pack("{s:O}", "status", status);
+    if (!patch) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    text = json_dumps(patch, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!text) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    if (e->last_text && strcmp(e->last_text, text) == 0)
+        goto out; /* unchanged */
+    if (e->last_text && in->mono_ms - e->last_write_ms < in->min_interval_ms)
+        goto out; /* changed, but written too recently: next cycle */
+    char *copy = fair_strdup(text);
+    if (!copy) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
+    fair_free(e->last_text);
+    e->last_text = copy;
+    e->last_write_ms = in->mono_ms;
+    for (int c = 0; c < FAIR_CTL_COND_COUNT; c++) {
+        if (!e->cond_known[c] || e->cond_status[c] != in->conds[c].status)
+            e->cond_since_ms[c] = in->now_ms;
+        e->cond_known[c] = true;
+        e->cond_status[c] = in->conds[c].status;
+    }
+    *patch_out = fair_strdup(text);
+    if (!*patch_out)
+        rc = FAIR_ENOMEM;
+out:
+    free(text); /* jansson's allocator */
+    json_decref(patch);
+    json_decref(conds);
+    json_decref(status);
+    return rc;
+}
+
+void fair_ctl_status_failed(struct fair_ctl_status_table *t, const char *kind, const char *name)
+{
+    struct fair_ctl_status_entry *e = lookup(t, kind, name, false);
+    if (e) {
+        fair_free(e->last_text);
+        e->last_text = NULL;
+    }
+}
+
+void fair_ctl_status_forget(struct fair_ctl_status_table *t, const char *kind, const char *name)
+{
+    char key[300];
+    snprintf(key, sizeof key, "%s/%s", kind, name);
+    int32_t i = fair_ctl_index_get(&t->by_key, key);
+    if (i < 0)
+        return;
+    struct fair_ctl_status_entry *e = t->v[i];
+    fair_ctl_index_del(&t->by_key, e->key);
+    size_t last = t->n - 1;
+    if ((size_t)i != last) {
+        t->v[i] = t->v[last];
+        fair_ctl_index_put(&t->by_key, t->v[i]->key, i);
+    }
+    t->n--;
+    entry_free(e);
+}

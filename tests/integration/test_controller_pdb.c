@@ -1,0 +1,94 @@
+/* A PodDisruptionBudget that refuses an eviction (HTTP 429 from the
+ * Eviction API) makes the controller choose another victim: the protected
+ * pods keep running, an unprotected one goes, and the reclaiming queue gets
+ * its GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_controller_common.h"
+
+static int count_running(struct fair_fake *f, const char *ns)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    json_t *l = list(f, path);
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        const char *ph = jpath(p, "status.phase");
+        if (ph && strcmp(ph, "Running") == 0 && pod_live_bound(p))
+            n++;
+    }
+    json_decref(l);
+    return n;
+}
+
+static void test_pdb_picks_another_victim(void **state)
+{
+    (void)state;
+    struct fair_fake fake = {0};
+    struct ctl c = {0};
+    start_all(&fake, &c, 1, 4, "pdb");
+    const char *ns[] = {"team-a", "team-b", NULL};
+    mk_namespaces(&fake, ns);
+    mk_project(&fake, "a", "2", "[\"team-a\"]", NULL);
+    mk_project(&fake, "b", "2", "[\"team-b\"]", NULL);
+    mk_queue(&fake, "qa", "a", "2", 1);
+    mk_queue(&fake, "qb", "b", "2", 1);
+    must_create(&fake, "/apis/policy/v1/namespaces/team-b/poddisruptionbudgets",
+                "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\","
+                "\"metadata\":{\"name\":\"protect\",\"namespace\":\"team-b\"},"
+                "\"spec\":{\"maxUnavailable\":0,"
+                "\"selector\":{\"matchLabels\":{\"tier\":\"protected\"}}}}");
+    /* B uses all 4 GPUs (2 borrowed). The protected pods have the lowest
+     * priority, so they are the engine's first choice as victims. */
+    const char *prot = ",\"tier\":\"protected\"";
+    mk_pod_spec(&fake, "team-b", "prot-0", "qb", "1", NULL, prot, NULL, ",\"priority\":0", 0);
+    mk_pod_spec(&fake, "team-b", "prot-1", "qb", "1", NULL, prot, NULL, ",\"priority\":0", 0);
+    mk_pod_spec(&fake, "team-b", "prot-2", "qb", "1", NULL, prot, NULL, ",\"priority\":0", 0);
+    mk_pod_spec(&fake, "team-b", "free-0", "qb", "1", NULL, NULL, NULL, ",\"priority\":100", 0);
+    if (!WAIT_UNTIL(count_running(&fake, "team-b") == 4, WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("B's pods not running");
+    }
+    mk_pod(&fake, "team-a", "a-0", "qa", "1");
+    if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 1, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("A's pod not bound");
+    }
+    /* At least one eviction was refused, and only free-0 went. */
+    assert_true(ctl_metric(&c, "fairshare_evictions_blocked_total") >= 1);
+    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 3, WAIT_MS));
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "prot-%d", i);
+        json_t *p = get_pod(&fake, "team-b", name);
+        assert_non_null(p);
+        assert_true(pod_live_bound(p));
+        json_decref(p);
+    }
+    json_t *gone = get_pod(&fake, "team-b", "free-0");
+    assert_null(gone);
+    assert_true(WAIT_UNTIL(count_events(&fake, "Preempted", "team-b", "free-0") == 1, WAIT_MS));
+    assert_int_equal(count_events(&fake, "Preempted", "team-b", "prot-0") +
+                         count_events(&fake, "Preempted", "team-b", "prot-1") +
+                         count_events(&fake, "Preempted", "team-b", "prot-2"),
+                     0);
+    stop_all(&fake, &c);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pdb_picks_another_victim),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}

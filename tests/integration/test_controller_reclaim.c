@@ -1,0 +1,157 @@
+/* The controller end to end over real HTTPS against the fake API server:
+ * team B borrows team A's idle GPUs and gives back exactly what A asks for
+ * (Eviction API, Events, DisruptionTarget), and three queues with weights
+ * 1:2:1 and no guarantee share 16 GPUs as 4/8/4. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_controller_common.h"
+
+static void test_lend_and_reclaim(void **state)
+{
+    (void)state;
+    struct fair_fake fake = {0};
+    struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
+    assert_int_equal(fair_fake_start(&fake, &o), 0);
+    const char *ns[] = {"team-a", "team-b", NULL};
+    mk_namespaces(&fake, ns);
+    mk_project(&fake, "a", "8", "[\"team-a\"]", NULL);
+    mk_project(&fake, "b", "8", "[\"team-b\"]", NULL);
+    mk_queue(&fake, "qa", "a", "8", 1);
+    mk_queue(&fake, "qb", "b", "8", 1);
+    struct ctl c = {0};
+    assert_int_equal(ctl_start(&c, &fake, "reclaim"), 0);
+    if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("controller not ready");
+    }
+
+    /* B fills the cluster: 8 of its own guarantee, 8 borrowed from A. */
+    char name[64];
+    for (int i = 0; i < 16; i++) {
+        snprintf(name, sizeof name, "b-%02d", i);
+        mk_pod(&fake, "team-b", name, "qb", "1");
+    }
+    if (!WAIT_UNTIL(count_pods(&fake, "team-b", 1) == 16, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("B's 16 pods were not all bound: %d", count_pods(&fake, "team-b", 1));
+    }
+    assert_true(WAIT_UNTIL(queue_gpu_is(&fake, "qb", "borrowed", "8"), WAIT_MS));
+    assert_true(WAIT_UNTIL(queue_gpu_is(&fake, "qa", "lent", "8"), WAIT_MS));
+    /* Each bound pod has its devices written and a Scheduled Event. */
+    json_t *p0 = get_pod(&fake, "team-b", "b-00");
+    assert_non_null(p0);
+    json_t *anns = json_object_get(json_object_get(p0, "metadata"), "annotations");
+    const char *devices = json_string_value(json_object_get(anns, "fairshare.dev/gpu-devices"));
+    assert_non_null(devices);
+    assert_int_equal(strlen(devices), 1); /* one GPU: one device number */
+    json_decref(p0);
+    assert_true(WAIT_UNTIL(count_events(&fake, "Scheduled", "team-b", NULL) == 16, WAIT_MS));
+
+    /* A comes back for its 8 guaranteed GPUs. */
+    long long t0 = now_ms();
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "a-%02d", i);
+        mk_pod(&fake, "team-a", name, "qa", "1");
+    }
+    long long t_evicted = -1;
+    bool all_bound = false;
+    long long deadline = now_ms() + WAIT_MS;
+    while (now_ms() < deadline) {
+        if (t_evicted < 0 && count_events(&fake, "Preempted", "team-b", NULL) >= 8)
+            t_evicted = now_ms();
+        if (count_pods(&fake, "team-a", 1) == 8) {
+            all_bound = true;
+            break;
+        }
+        nap(20);
+    }
+    long long t_bound = now_ms();
+    if (!all_bound) {
+        ctl_dump_log(&c, 80);
+        fail_msg("A's pods were not bound: %d", count_pods(&fake, "team-a", 1));
+    }
+    printf("reclaim: A's 8 pods created -> 8 evictions done in %lld ms, all 8 bound in %lld ms "
+           "(B's pods have a 0 s termination grace period)\n",
+           t_evicted < 0 ? -1 : t_evicted - t0, t_bound - t0);
+
+    /* Exactly 8 of B's pods were evicted, each once; the other 8 run. */
+    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 8, WAIT_MS));
+    assert_int_equal(count_pods(&fake, "team-b", 1), 8);
+    assert_true(WAIT_UNTIL(count_events(&fake, "Preempted", "team-b", NULL) == 8, WAIT_MS));
+    assert_true(WAIT_UNTIL(count_events(&fake, "Scheduled", "team-a", NULL) == 8, WAIT_MS));
+    assert_int_equal(count_events(&fake, "Preempted", "team-a", NULL), 0);
+    char *msg = event_message(&fake, "Scheduled", "team-a", "a-00");
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "Bound team-a/a-00 to node node-000"));
+    assert_non_null(strstr(msg, ", GPUs "));
+    free(msg);
+    assert_true(WAIT_UNTIL(queue_gpu_is(&fake, "qa", "allocated", "8"), WAIT_MS));
+    assert_true(WAIT_UNTIL(queue_gpu_is(&fake, "qb", "borrowed", "0"), WAIT_MS));
+    assert_true(WAIT_UNTIL(ctl_metric(&c, "fairshare_preemptions_total{reason=\"reclaim\"}") == 8,
+                           WAIT_MS));
+    assert_true(ctl_metric(&c, "fairshare_queue_allocated_gpus{queue=\"qa\",project=\"a\"}") == 8);
+    assert_true(ctl_metric(&c, "fairshare_bind_errors_total") == 0);
+
+    assert_int_equal(ctl_stop(&c), 0); /* clean exit (under ASan: no leaks) */
+    assert_int_equal(fair_fake_stop(&fake), 0);
+    fair_fake_release(&fake);
+}
+
+static void test_weights_1_2_1(void **state)
+{
+    (void)state;
+    struct fair_fake fake = {0};
+    struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
+    assert_int_equal(fair_fake_start(&fake, &o), 0);
+    const char *ns[] = {"ml", NULL};
+    mk_namespaces(&fake, ns);
+    mk_project(&fake, "research", "0", "[\"ml\"]", NULL);
+    mk_queue(&fake, "w1", "research", "0", 1);
+    mk_queue(&fake, "w2", "research", "0", 2);
+    mk_queue(&fake, "w3", "research", "0", 1);
+    /* Everyone wants 12 GPUs, more than a fair share, before the
+     * controller starts: the first cycle sees all the demand. */
+    char name[64];
+    const char *queues[] = {"w1", "w2", "w3"};
+    for (int q = 0; q < 3; q++)
+        for (int i = 0; i < 12; i++) {
+            snprintf(name, sizeof name, "%s-%02d", queues[q], i);
+            mk_pod(&fake, "ml", name, queues[q], "1");
+        }
+    struct ctl c = {0};
+    assert_int_equal(ctl_start(&c, &fake, "weights"), 0);
+    if (!WAIT_UNTIL(count_pods(&fake, "ml", 1) == 16, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("not 16 bound: %d", count_pods(&fake, "ml", 1));
+    }
+    assert_true(WAIT_UNTIL(queue_gpu_is(&fake, "w1", "allocated", "4") &&
+                               queue_gpu_is(&fake, "w2", "allocated", "8") &&
+                               queue_gpu_is(&fake, "w3", "allocated", "4"),
+                           WAIT_MS));
+    assert_true(queue_gpu_is(&fake, "w2", "fairShare", "8"));
+    json_t *st = queue_status(&fake, "w1");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "pending"), "pods")),
+                     8);
+    json_decref(st);
+    /* The pending ones say why. */
+    assert_true(WAIT_UNTIL(count_events(&fake, "FailedScheduling", "ml", NULL) >= 20, WAIT_MS));
+    assert_int_equal(ctl_stop(&c), 0);
+    assert_int_equal(fair_fake_stop(&fake), 0);
+    fair_fake_release(&fake);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lend_and_reclaim),
+        cmocka_unit_test(test_weights_1_2_1),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}

@@ -1,0 +1,472 @@
+/* Snapshot building: from plain Kubernetes structs (as the informers cache
+ * them) to the engine's snapshot, without any server. Queue resolution and
+ * isolation, whole and fractional GPUs, device sets of pods placed by
+ * others, overlays of in-flight operations, gangs, and allocation failures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "ctl/snapshot.h"
+
+/* ---- object builders (test storage; strings are literals) ---- */
+
+static struct fair_knode knodes[4];
+static struct fair_kproject kprojects[4];
+static struct fair_kqueue kqueues[6];
+static struct fair_kpod kpods[32];
+static const struct fair_knode *node_ptrs[4];
+static const struct fair_kproject *project_ptrs[4];
+static const struct fair_kqueue *queue_ptrs[6];
+static const struct fair_kpod *pod_ptrs[32];
+static size_t nn, np, nq, npod;
+
+static char *ns_a[] = {"team-a", "team-a-dev"};
+static char *ns_b[] = {"team-b"};
+
+static void reset(void)
+{
+    memset(knodes, 0, sizeof knodes);
+    memset(kprojects, 0, sizeof kprojects);
+    memset(kqueues, 0, sizeof kqueues);
+    memset(kpods, 0, sizeof kpods);
+    nn = np = nq = npod = 0;
+}
+
+static void add_node(char *name, int gpus, bool ready)
+{
+    struct fair_knode *n = &knodes[nn];
+    n->meta.name = name;
+    n->meta.uid = name;
+    n->gpu_count = gpus;
+    n->allocatable.v[FAIR_RES_GPU] = gpus * 1000;
+    n->allocatable.v[FAIR_RES_CPU] = 64000;
+    n->allocatable.v[FAIR_RES_MEM] = 512LL << 30;
+    n->ready = ready;
+    node_ptrs[nn++] = n;
+}
+
+static struct fair_kproject *add_project(char *name, int64_t gpus, char **ns, size_t nns,
+                                         char *defq)
+{
+    struct fair_kproject *p = &kprojects[np];
+    p->meta.name = name;
+    p->meta.uid = name;
+    p->quota.guaranteed.v[FAIR_RES_GPU] = gpus * 1000;
+    for (int r = 0; r < FAIR_RES_COUNT; r++)
+        p->quota.limit.v[r] = FAIR_UNLIMITED;
+    p->quota.over_quota_weight = 1;
+    p->namespaces = ns;
+    p->nnamespaces = nns;
+    p->default_queue = defq;
+    project_ptrs[np++] = p;
+    return p;
+}
+
+static struct fair_kqueue *add_queue(char *name, char *project, int64_t gpus, int64_t weight)
+{
+    struct fair_kqueue *q = &kqueues[nq];
+    q->meta.name = name;
+    q->meta.uid = name;
+    q->project = project;
+    q->quota.guaranteed.v[FAIR_RES_GPU] = gpus * 1000;
+    for (int r = 0; r < FAIR_RES_COUNT; r++)
+        q->quota.limit.v[r] = FAIR_UNLIMITED;
+    q->quota.over_quota_weight = weight;
+    queue_ptrs[nq++] = q;
+    return q;
+}
+
+static struct fair_kpod *add_pod(char *uid, char *ns, char *sched, char *queue, int64_t gpus_milli,
+                                 char *node)
+{
+    struct fair_kpod *p = &kpods[npod];
+    p->meta.uid = uid;
+    p->meta.name = uid;
+    p->meta.namespace_ = ns;
+    p->meta.creation_ms = 1000 + (int64_t)npod;
+    p->scheduler_name = sched;
+    p->queue = queue;
+    p->request.v[FAIR_RES_GPU] = gpus_milli;
+    p->request.v[FAIR_RES_CPU] = 1000;
+    p->node_name = node;
+    p->phase = node ? FAIR_KPOD_RUNNING : FAIR_KPOD_PENDING;
+    p->preemptible = true;
+    pod_ptrs[npod++] = p;
+    return p;
+}
+
+/* Overlays for the tests: by UID. */
+static void test_overlay(void *ctx, const char *uid, struct fair_ctl_overlay *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof *out);
+    if (strcmp(uid, "inflight-bind") == 0) {
+        out->kind = FAIR_CTL_OVERLAY_BINDING;
+        out->node = "n1";
+        out->gpu_devices = 0xC0; /* devices 6,7 */
+    } else if (strcmp(uid, "inflight-evict") == 0) {
+        out->kind = FAIR_CTL_OVERLAY_EVICTING;
+    } else if (strcmp(uid, "pdb-blocked") == 0) {
+        out->kind = FAIR_CTL_OVERLAY_PROTECTED;
+    }
+}
+
+static void build(struct fair_ctl_snapshot *s)
+{
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = "fairshare", .now_ms = 123456,
+        .nodes = node_ptrs, .nnodes = nn,
+        .projects = project_ptrs, .nprojects = np,
+        .queues = queue_ptrs, .nqueues = nq,
+        .pods = pod_ptrs, .npods = npod,
+        .overlay = test_overlay,
+    };
+    struct fair_error err = {0};
+    int rc = fair_ctl_snapshot_build(&in, s, &err);
+    if (rc)
+        fail_msg("build: %s", err.msg);
+}
+
+static int32_t pod_index(const struct fair_ctl_snapshot *s, const char *uid)
+{
+    for (size_t i = 0; i < s->snap.npods; i++)
+        if (strcmp(s->snap.pods[i].uid, uid) == 0)
+            return (int32_t)i;
+    return -1;
+}
+
+static const struct fair_ctl_rejected *rejected(const struct fair_ctl_snapshot *s, const char *uid)
+{
+    for (size_t i = 0; i < s->nrejected; i++)
+        if (strcmp(s->rejected[i].pod->meta.uid, uid) == 0)
+            return &s->rejected[i];
+    return NULL;
+}
+
+static void standard_cluster(void)
+{
+    reset();
+    add_node("n1", 8, true);
+    add_node("n2", 8, true);
+    add_project("a", 8, ns_a, 2, "a-default");
+    add_project("b", 8, ns_b, 1, NULL);
+    add_queue("a-default", "a", 6, 1);
+    add_queue("a-train", "a", 2, 2);
+    add_queue("b-main", "b", 8, 1);
+}
+
+static void test_queue_resolution_and_isolation(void **state)
+{
+    (void)state;
+    standard_cluster();
+    add_queue("orphan", "nonexistent", 1, 1);
+    add_pod("labelled", "team-a", "fairshare", "a-train", 1000, NULL);
+    add_pod("defaulted", "team-a-dev", "fairshare", NULL, 2000, NULL);
+    add_pod("no-default", "team-b", "fairshare", NULL, 1000, NULL);
+    add_pod("no-project", "elsewhere", "fairshare", NULL, 1000, NULL);
+    add_pod("missing-queue", "team-a", "fairshare", "nope", 1000, NULL);
+    add_pod("wrong-ns", "team-b", "fairshare", "a-train", 1000, NULL);
+    add_pod("orphan-pod", "team-a", "fairshare", "orphan", 1000, NULL);
+    struct fair_ctl_snapshot s;
+    build(&s);
+
+    assert_int_equal(s.snap.nnodes, 2);
+    assert_int_equal(s.snap.nprojects, 2);
+    assert_int_equal(s.snap.nqueues, 3);
+    assert_int_equal(s.snap.now_ms, 123456);
+    assert_int_equal(s.queue_index[3], -1);
+    assert_string_equal(s.queue_problem[3], "project nonexistent does not exist");
+    assert_int_equal(s.snap.queues[1].project, 0);
+    assert_int_equal(s.snap.queues[2].project, 1);
+    assert_int_equal(s.snap.queues[1].q.over_quota_weight, 2);
+    assert_int_equal(s.snap.queues[0].q.guaranteed.v[FAIR_RES_GPU], 6000);
+
+    assert_int_equal(s.snap.npods, 2);
+    int32_t i = pod_index(&s, "labelled");
+    assert_true(i >= 0);
+    assert_int_equal(s.snap.pods[i].queue, 1);
+    assert_int_equal(s.snap.pods[i].state, FAIR_POD_PENDING);
+    assert_int_equal(s.snap.pods[i].node, -1);
+    assert_ptr_equal(s.kpods[i], &kpods[0]);
+    i = pod_index(&s, "defaulted");
+    assert_int_equal(s.snap.pods[i].queue, 0);
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 2000);
+
+    assert_int_equal(s.nrejected, 5);
+    const struct fair_ctl_rejected *r = rejected(&s, "no-default");
+    assert_int_equal(r->reason, FAIR_CTL_REASON_UNKNOWN_QUEUE);
+    assert_string_equal(r->message, "no fairshare.dev/queue label, and project b has no defaultQueue");
+    r = rejected(&s, "no-project");
+    assert_int_equal(r->reason, FAIR_CTL_REASON_UNKNOWN_QUEUE);
+    assert_string_equal(r->message,
+                        "no fairshare.dev/queue label, and namespace elsewhere belongs to no Project");
+    r = rejected(&s, "missing-queue");
+    assert_int_equal(r->reason, FAIR_CTL_REASON_UNKNOWN_QUEUE);
+    assert_string_equal(r->message, "queue nope does not exist");
+    r = rejected(&s, "wrong-ns");
+    assert_int_equal(r->reason, FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED);
+    assert_string_equal(r->message,
+                        "namespace team-b is not in project a's namespaces, so it cannot use queue a-train");
+    r = rejected(&s, "orphan-pod");
+    assert_int_equal(r->reason, FAIR_CTL_REASON_INVALID_QUEUE);
+    assert_string_equal(r->message, "queue orphan cannot be used: project nonexistent does not exist");
+    assert_int_equal(fair_ctl_index_get(&s.queue_by_name, "b-main"), 2);
+    assert_int_equal(fair_ctl_index_get(&s.node_by_name, "n2"), 1);
+    fair_ctl_snapshot_release(&s);
+}
+
+static void test_invalid_objects(void **state)
+{
+    (void)state;
+    reset();
+    add_node("n1", 8, true);
+    add_project("a", 4, ns_a, 2, NULL);
+    struct fair_kproject *bad = add_project("b", 4, ns_b, 1, NULL);
+    bad->problem = "spec.guaranteed.gpu: must not be negative";
+    add_project("c", 4, ns_a, 1, NULL); /* team-a already belongs to a */
+    add_queue("qa", "a", 4, 1);
+    add_queue("qb", "b", 4, 1);
+    struct fair_kqueue *badq = add_queue("qa2", "a", 1, 1);
+    badq->problem = "spec.reclaimMinRuntime: not a duration";
+    add_pod("p-qb", "team-b", "fairshare", "qb", 1000, NULL);
+    add_pod("p-qa2", "team-a", "fairshare", "qa2", 1000, NULL);
+    add_pod("running-qb", "team-b", "fairshare", "qb", 1000, "n1");
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.snap.nprojects, 1);
+    assert_int_equal(s.project_index[0], 0);
+    assert_int_equal(s.project_index[1], -1);
+    assert_string_equal(s.project_problem[1], "spec.guaranteed.gpu: must not be negative");
+    assert_int_equal(s.project_index[2], -1);
+    assert_string_equal(s.project_problem[2], "namespace team-a already belongs to project a");
+    assert_int_equal(s.snap.nqueues, 1);
+    assert_int_equal(s.queue_index[1], -1);
+    assert_string_equal(s.queue_problem[1],
+                        "project b is invalid: spec.guaranteed.gpu: must not be negative");
+    assert_string_equal(s.queue_problem[2], "spec.reclaimMinRuntime: not a duration");
+    assert_int_equal(s.nrejected, 2);
+    assert_int_equal(rejected(&s, "p-qb")->reason, FAIR_CTL_REASON_INVALID_QUEUE);
+    assert_string_equal(rejected(&s, "p-qa2")->message,
+                        "queue qa2 cannot be used: spec.reclaimMinRuntime: not a duration");
+    /* A running pod of an unusable queue still holds its GPU. */
+    int32_t i = pod_index(&s, "running-qb");
+    assert_true(i >= 0);
+    assert_int_equal(s.snap.pods[i].queue, -1);
+    assert_int_equal(s.snap.pods[i].state, FAIR_POD_BOUND);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0x1);
+    fair_ctl_snapshot_release(&s);
+}
+
+static void test_foreign_pods_and_devices(void **state)
+{
+    (void)state;
+    standard_cluster();
+    struct fair_kpod *mine = add_pod("mine", "team-a", "fairshare", "a-train", 2000, "n1");
+    mine->gpu_devices = "0,1";
+    add_pod("foreign-gpu", "ml", "default-scheduler", NULL, 3000, "n1");
+    add_pod("foreign-cpu", "kube-system", "default-scheduler", NULL, 0, "n1");
+    add_pod("foreign-pending", "ml", "default-scheduler", NULL, 1000, NULL);
+    struct fair_kpod *done = add_pod("finished", "ml", "default-scheduler", NULL, 1000, "n2");
+    done->phase = FAIR_KPOD_SUCCEEDED;
+    struct fair_kpod *failed = add_pod("failed", "team-a", "fairshare", "a-train", 1000, "n2");
+    failed->phase = FAIR_KPOD_FAILED;
+    add_pod("unknown-node", "ml", "default-scheduler", NULL, 1000, "gone");
+    struct fair_kpod *frac = add_pod("frac", "team-a", "fairshare", "a-train", 0, "n2");
+    frac->gpu_fraction_milli = 500;
+    frac->gpu_devices = "3";
+    struct fair_kpod *frac2 = add_pod("frac-unannotated", "team-a", "fairshare", "a-train", 0, "n2");
+    frac2->gpu_fraction_milli = 250;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.snap.npods, 5);
+    int32_t i = pod_index(&s, "mine");
+    assert_int_equal(s.snap.pods[i].state, FAIR_POD_BOUND);
+    assert_int_equal(s.snap.pods[i].node, 0);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0x3);
+    assert_int_equal(s.snap.pods[i].queue, 1);
+    i = pod_index(&s, "foreign-gpu");
+    assert_int_equal(s.snap.pods[i].queue, -1);
+    assert_int_equal(s.snap.pods[i].state, FAIR_POD_BOUND);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0x1C); /* 2,3,4: lowest free */
+    i = pod_index(&s, "foreign-cpu");
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0);
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_CPU], 1000);
+    assert_int_equal(pod_index(&s, "foreign-pending"), -1);
+    assert_int_equal(pod_index(&s, "finished"), -1);
+    assert_int_equal(pod_index(&s, "failed"), -1);
+    assert_int_equal(pod_index(&s, "unknown-node"), -1);
+    i = pod_index(&s, "frac");
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 500);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0x8);
+    i = pod_index(&s, "frac-unannotated");
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 250);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0x1); /* device 0: most room */
+    assert_int_equal(s.nrejected, 0);
+    fair_ctl_snapshot_release(&s);
+}
+
+static void test_bad_pods(void **state)
+{
+    (void)state;
+    standard_cluster();
+    struct fair_kpod *both = add_pod("both", "team-a", "fairshare", "a-train", 1000, NULL);
+    both->gpu_fraction_milli = 500;
+    struct fair_kpod *big = add_pod("big-frac", "team-a", "fairshare", "a-train", 0, NULL);
+    big->gpu_fraction_milli = 1500;
+    add_pod("half-whole", "team-a", "fairshare", "a-train", 1500, NULL);
+    struct fair_kpod *dec = add_pod("decode", "team-a", "fairshare", "a-train", 1000, NULL);
+    dec->problem = "annotation fairshare.dev/gang-size: not a number";
+    struct fair_kpod *del = add_pod("deleted", "team-a", "fairshare", "a-train", 1000, NULL);
+    del->meta.deletion_ms = 5;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.snap.npods, 0);
+    assert_int_equal(s.nrejected, 4);
+    for (size_t i = 0; i < s.nrejected; i++)
+        assert_int_equal(s.rejected[i].reason, FAIR_CTL_REASON_BAD_POD);
+    assert_non_null(strstr(rejected(&s, "both")->message, "at once"));
+    assert_non_null(strstr(rejected(&s, "big-frac")->message, "below 1"));
+    assert_non_null(strstr(rejected(&s, "half-whole")->message, "whole number"));
+    assert_string_equal(rejected(&s, "decode")->message,
+                        "annotation fairshare.dev/gang-size: not a number");
+    fair_ctl_snapshot_release(&s);
+}
+
+static void test_overlays_gangs_nodes(void **state)
+{
+    (void)state;
+    standard_cluster();
+    add_node("n3", 4, false);
+    knodes[0].unschedulable = false;
+    knodes[1].unschedulable = true;
+    add_pod("inflight-bind", "team-a", "fairshare", "a-train", 2000, NULL);
+    struct fair_kpod *ev = add_pod("inflight-evict", "team-b", "fairshare", "b-main", 1000, "n2");
+    ev->gpu_devices = "0";
+    struct fair_kpod *pb = add_pod("pdb-blocked", "team-b", "fairshare", "b-main", 1000, "n2");
+    pb->gpu_devices = "1";
+    struct fair_kpod *dying = add_pod("dying", "team-b", "fairshare", "b-main", 1000, "n2");
+    dying->gpu_devices = "2";
+    dying->meta.deletion_ms = 99;
+    struct fair_kpod *nonpre = add_pod("interactive", "team-b", "fairshare", "b-main", 1000, NULL);
+    nonpre->preemptible = false;
+    nonpre->priority = 7;
+    nonpre->start_ms = 0;
+    struct fair_kpod *g1 = add_pod("g1", "team-a", "fairshare", "a-train", 1000, NULL);
+    g1->gang = "job";
+    g1->gang_size = 2;
+    struct fair_kpod *g2 = add_pod("g2", "team-a-dev", "fairshare", "a-train", 1000, NULL);
+    g2->gang = "job";
+    g2->gang_size = 2;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.snap.nnodes, 3);
+    assert_false(s.snap.nodes[0].unschedulable);
+    assert_true(s.snap.nodes[1].unschedulable);
+    assert_true(s.snap.nodes[2].unschedulable); /* not Ready */
+    assert_int_equal(s.snap.nodes[2].allocatable.v[FAIR_RES_GPU], 4000);
+    int32_t i = pod_index(&s, "inflight-bind");
+    assert_int_equal(s.snap.pods[i].state, FAIR_POD_BOUND);
+    assert_int_equal(s.snap.pods[i].node, 0);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0xC0);
+    assert_false(s.snap.pods[i].terminating);
+    i = pod_index(&s, "inflight-evict");
+    assert_true(s.snap.pods[i].terminating);
+    assert_true(s.snap.pods[i].preemptible);
+    i = pod_index(&s, "pdb-blocked");
+    assert_false(s.snap.pods[i].terminating);
+    assert_false(s.snap.pods[i].preemptible);
+    i = pod_index(&s, "dying");
+    assert_true(s.snap.pods[i].terminating);
+    assert_int_equal(s.nterminating, 2); /* inflight-evict and dying */
+    i = pod_index(&s, "interactive");
+    assert_false(s.snap.pods[i].preemptible);
+    assert_int_equal(s.snap.pods[i].priority, 7);
+    assert_int_equal(s.snap.pods[i].started_ms, s.snap.pods[i].created_ms);
+    i = pod_index(&s, "g1");
+    assert_string_equal(s.snap.pods[i].gang, "team-a/job");
+    assert_int_equal(s.snap.pods[i].gang_size, 2);
+    i = pod_index(&s, "g2");
+    assert_string_equal(s.snap.pods[i].gang, "team-a-dev/job");
+    assert_null(s.snap.pods[pod_index(&s, "interactive")].gang);
+    fair_ctl_snapshot_release(&s);
+}
+
+static void test_devices_text(void **state)
+{
+    (void)state;
+    uint64_t m = 0;
+    assert_int_equal(fair_ctl_parse_devices("3", &m), 0);
+    assert_int_equal(m, 0x8);
+    assert_int_equal(fair_ctl_parse_devices("0,1,63", &m), 0);
+    assert_true(m == (0x3 | ((uint64_t)1 << 63)));
+    const char *bad[] = {"", ",", "1,", "a", "1;2", "64", "100", "-1", "1,,2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(fair_ctl_parse_devices(bad[i], &m), FAIR_EINVAL);
+    assert_int_equal(fair_ctl_parse_devices(NULL, &m), FAIR_EINVAL);
+    char out[200];
+    fair_ctl_format_devices(0x3, out, sizeof out);
+    assert_string_equal(out, "0,1");
+    fair_ctl_format_devices(0, out, sizeof out);
+    assert_string_equal(out, "");
+    fair_ctl_format_devices(~(uint64_t)0, out, 8);
+    assert_string_equal(out, "0,1,2,3");
+}
+
+static void test_empty_and_alloc_failures(void **state)
+{
+    (void)state;
+    reset();
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.snap.npods, 0);
+    assert_int_equal(s.snap.nnodes, 0);
+    fair_ctl_snapshot_release(&s);
+
+    standard_cluster();
+    add_pod("labelled", "team-a", "fairshare", "a-train", 1000, NULL);
+    add_pod("foreign-gpu", "ml", "default-scheduler", NULL, 3000, "n1");
+    add_pod("wrong-ns", "team-b", "fairshare", "a-train", 1000, NULL);
+    struct fair_kpod *g1 = add_pod("g1", "team-a", "fairshare", "a-train", 1000, NULL);
+    g1->gang = "job";
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = "fairshare", .nodes = node_ptrs, .nnodes = nn,
+        .projects = project_ptrs, .nprojects = np, .queues = queue_ptrs, .nqueues = nq,
+        .pods = pod_ptrs, .npods = npod,
+    };
+    for (long k = 0;; k++) {
+        struct fair_error err = {0};
+        fair_alloc_fail_after(k);
+        int rc = fair_ctl_snapshot_build(&in, &s, &err);
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            assert_int_equal(s.snap.npods, 3);
+            fair_ctl_snapshot_release(&s);
+            break;
+        }
+        assert_int_equal(rc, FAIR_ENOMEM);
+        assert_non_null(strstr(err.msg, "snapshot"));
+        assert_null(s.pods);
+        assert_true(k < 1000);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_queue_resolution_and_isolation),
+        cmocka_unit_test(test_invalid_objects),
+        cmocka_unit_test(test_foreign_pods_and_devices),
+        cmocka_unit_test(test_bad_pods),
+        cmocka_unit_test(test_overlays_gangs_nodes),
+        cmocka_unit_test(test_devices_text),
+        cmocka_unit_test(test_empty_and_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
