@@ -1070,6 +1070,25 @@ static void apply_update(struct fk_server *s, struct evhttp_request *req, const 
             json_object_set_new(meta, "generation", json_integer(g + 1));
         }
     }
+    if (json_object_get(ometa, "deletionTimestamp")) {
+        /* No new finalizers on an object being deleted. */
+        json_t *of = json_object_get(ometa, "finalizers");
+        size_t fi;
+        json_t *fv;
+        json_array_foreach(json_object_get(json_object_get(res, "metadata"), "finalizers"), fi, fv)
+        {
+            size_t oj;
+            json_t *ov;
+            int had = 0;
+            json_array_foreach(of, oj, ov) had |= json_equal(ov, fv);
+            if (!had) {
+                reply_invalid(s, req, t, r->name, "metadata.finalizers",
+                              "Forbidden: no new finalizers can be added if the object is being "
+                              "deleted");
+                goto out;
+            }
+        }
+    }
     json_object_set_new(meta_of(res), "resourceVersion", json_string(orv));
     if (json_equal(res, old)) {
         /* A no-op update neither bumps the rv nor makes an event. */
@@ -1543,7 +1562,7 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         fk_hist_compact(s);
         reply_json(s, req, 200, json_pack("{s:I}", "historyFloor", (json_int_t)s->hist_floor), 0);
     } else if (!strcmp(what, "persist")) {
-        int rc = fk_persist(s);
+        int rc = fk_persist(s, 0);
         reply_json(s, req, rc ? 500 : 200, json_pack("{s:b}", "persisted", rc == 0), 0);
     } else if (!strcmp(what, "reset")) {
         s->nfaults = 0;

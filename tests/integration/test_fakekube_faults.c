@@ -313,10 +313,15 @@ static void test_restart_keeps_state(void **state)
     json_t *p = fair_fake_request_json(&fake, "POST", "/fake/persist", NULL, &code);
     assert_int_equal(code, 200);
     json_decref(p);
+    json_t *before_kill = fair_fake_state(&fake, "pods");
+    unsigned long long rv_at_kill = strtoull(jstr(before_kill, "resourceVersion"), NULL, 10);
+    json_decref(before_kill);
     assert_int_equal(fair_fake_kill9(&fake), 0);
     assert_int_equal(fair_fake_restart(&fake), 0);
     json_t *dump = fair_fake_state(&fake, "pods");
     assert_non_null(dump);
+    /* Saved while running: resourceVersions skip ahead so none is reused. */
+    assert_true(strtoull(jstr(dump, "resourceVersion"), NULL, 10) >= rv_at_kill + 100000);
     assert_int_equal(json_array_size(json_object_get(json_object_get(dump, "objects"), "pods")), 2);
     json_decref(dump);
 }

@@ -88,6 +88,12 @@ static void test_finalizers_and_preconditions(void **state)
     /* Still there while the finalizer is. */
     assert_int_equal(get_code("/api/v1/namespaces/life/pods/fin"), 200);
     char *resp = NULL;
+    /* No new finalizers while it is being deleted. */
+    fair_fake_request_ct(
+        &fake, "PATCH", "/api/v1/namespaces/life/pods/fin", "application/merge-patch+json",
+        "{\"metadata\":{\"finalizers\":[\"fairshare.dev/ledger\",\"x/y\"]}}", &code, &resp);
+    assert_int_equal(code, 422);
+    free(resp);
     fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/life/pods/fin",
                          "application/merge-patch+json", "{\"metadata\":{\"finalizers\":null}}",
                          &code, &resp);
