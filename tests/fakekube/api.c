@@ -7,6 +7,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/quantity.h"
 
 #include <ctype.h>
 #include <event2/buffer.h>
@@ -812,6 +813,129 @@ static int check_kind(struct fk_server *s, struct evhttp_request *req, const str
     return 0;
 }
 
+/* A quantity given as a JSON number becomes the string the real server
+ * would write back ("1", "500m"). */
+static void normalize_quantities(json_t *list)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(list, tmp, k, v)
+    {
+        if (json_is_integer(v)) {
+            char b[32];
+            snprintf(b, sizeof(b), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            json_object_set_new(list, k, json_string(b));
+        } else if (json_is_real(v)) {
+            char b[48];
+            double milli = json_real_value(v) * 1000.0;
+            long long m = (long long)(milli + (milli >= 0 ? 0.5 : -0.5));
+            if (m % 1000 == 0)
+                snprintf(b, sizeof(b), "%lld", m / 1000);
+            else
+                snprintf(b, sizeof(b), "%lldm", m);
+            json_object_set_new(list, k, json_string(b));
+        }
+    }
+}
+
+/* Extended resources (such as nvidia.com/gpu) are whole numbers and cannot
+ * be overcommitted: the request must equal the limit. */
+static int is_extended(const char *k)
+{
+    return strchr(k, '/') && strncmp(k, "kubernetes.io/", 14) != 0 &&
+           strncmp(k, "requests.", 9) != 0;
+}
+
+/* Defaults and validates container resources as the pod strategy and
+ * validation do: requests default to limits; quantities must parse;
+ * extended resources are integers with request == limit. Also sets
+ * status.qosClass. Returns 0, or -1 after replying 422. */
+static int pod_resources(struct fk_server *s, struct evhttp_request *req, const struct fk_type *t,
+                         const char *name, json_t *pod)
+{
+    static const char *const lists[] = {"initContainers", "containers", NULL};
+    json_t *spec = json_object_get(pod, "spec");
+    int any = 0, guaranteed = 1;
+    char field[200], detail[300];
+    for (size_t li = 0; lists[li]; li++) {
+        size_t ci;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, lists[li]), ci, c)
+        {
+            json_t *res = json_object_get(c, "resources");
+            json_t *lim = json_object_get(res, "limits");
+            json_t *rq = json_object_get(res, "requests");
+            if (json_is_object(lim))
+                normalize_quantities(lim);
+            if (json_is_object(rq))
+                normalize_quantities(rq);
+            if (json_is_object(lim) && json_object_size(lim) > 0) {
+                if (!json_is_object(rq)) {
+                    rq = json_object();
+                    json_object_set_new(res, "requests", rq);
+                }
+                const char *k;
+                json_t *v;
+                json_object_foreach(lim, k, v)
+                {
+                    if (!json_object_get(rq, k))
+                        json_object_set(rq, k, v);
+                }
+            }
+            for (int pass = 0; pass < 2; pass++) {
+                json_t *m = pass ? lim : rq;
+                const char *k;
+                json_t *v;
+                json_object_foreach(m, k, v)
+                {
+                    int64_t q, ql;
+                    snprintf(field, sizeof(field), "spec.%s[%zu].resources.%s[%s]", lists[li], ci,
+                             pass ? "limits" : "requests", k);
+                    if (!json_is_string(v) ||
+                        fair_quantity_parse_milli(json_string_value(v), &q, NULL) != 0 || q < 0) {
+                        reply_invalid(s, req, t, name, field,
+                                      "Invalid value: quantities must match the regular "
+                                      "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+                        return -1;
+                    }
+                    if (!is_extended(k) || pass)
+                        continue;
+                    if (q % 1000 != 0) {
+                        snprintf(detail, sizeof(detail),
+                                 "Invalid value: \"%s\": must be an integer", json_string_value(v));
+                        reply_invalid(s, req, t, name, field, detail);
+                        return -1;
+                    }
+                    json_t *lv = json_object_get(lim, k);
+                    if (!lv || fair_quantity_parse_milli(json_string_value(lv), &ql, NULL) != 0 ||
+                        ql != q) {
+                        snprintf(detail, sizeof(detail),
+                                 "Invalid value: \"%s\": must be equal to %s limit of %s",
+                                 json_string_value(v), k, lv ? json_string_value(lv) : "0");
+                        reply_invalid(s, req, t, name, field, detail);
+                        return -1;
+                    }
+                }
+            }
+            static const char *const qos[] = {"cpu", "memory", NULL};
+            for (size_t qi = 0; qos[qi]; qi++) {
+                json_t *l = json_object_get(lim, qos[qi]);
+                json_t *r = json_object_get(rq, qos[qi]);
+                if (l || r)
+                    any = 1;
+                if (!l || !r || !json_equal(l, r))
+                    guaranteed = 0;
+            }
+        }
+    }
+    json_object_set_new(json_object_get(pod, "status"), "qosClass",
+                        json_string(!any         ? "BestEffort"
+                                    : guaranteed ? "Guaranteed"
+                                                 : "Burstable"));
+    return 0;
+}
+
 static void pod_defaults(struct fk_server *s, json_t *pod)
 {
     json_t *spec = json_object_get(pod, "spec");
@@ -920,6 +1044,8 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
     switch (r->type) {
     case FK_PODS:
         pod_defaults(s, obj);
+        if (pod_resources(s, req, t, name, obj) != 0)
+            goto out;
         break;
     case FK_NAMESPACES:
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));

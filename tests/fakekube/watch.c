@@ -160,7 +160,9 @@ static void bookmark_cb(evutil_socket_t fd, short what, void *arg)
     struct fk_server *s = w->srv;
     const struct fk_type *t = &s->types[w->type];
     char rv[32];
-    snprintf(rv, sizeof(rv), "%" PRIu64, s->rv);
+    /* Everything up to the current rv has been sent to this watcher (or
+     * did not match it); never below the rv the watch started from. */
+    snprintf(rv, sizeof(rv), "%" PRIu64, s->rv > w->from ? s->rv : w->from);
     json_t *obj = json_pack("{s:s,s:s,s:{s:s}}", "kind", t->kind, "apiVersion", t->api_version,
                             "metadata", "resourceVersion", rv);
     if (obj)

@@ -240,6 +240,57 @@ static void test_crd_and_discovery(void **state)
     fair_fake_release(&copy);
 }
 
+static json_t *post_pod(const char *resources, long *code)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"generateName\":\"res-\"},\"spec\":{\"containers\":[{\"name\":"
+             "\"c\",\"image\":\"i\",\"resources\":%s}]}}",
+             resources);
+    return fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/life/pods", body, code);
+}
+
+static void test_pod_resource_defaults(void **state)
+{
+    (void)state;
+    long code = 0;
+    /* Requests default to limits; numbers come back as strings. */
+    json_t *r =
+        post_pod("{\"limits\":{\"nvidia.com/gpu\":2,\"cpu\":\"4\",\"memory\":\"8Gi\"}}", &code);
+    assert_int_equal(code, 201);
+    json_t *res = json_object_get(
+        json_array_get(json_object_get(json_object_get(r, "spec"), "containers"), 0), "resources");
+    json_t *rq = json_object_get(res, "requests");
+    assert_string_equal(json_string_value(json_object_get(rq, "nvidia.com/gpu")), "2");
+    assert_string_equal(json_string_value(json_object_get(rq, "cpu")), "4");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "limits"), "nvidia.com/gpu")), "2");
+    assert_string_equal(jstr(r, "status.qosClass"), "Guaranteed");
+    json_decref(r);
+    r = post_pod("{\"requests\":{\"cpu\":\"500m\"}}", &code);
+    assert_int_equal(code, 201);
+    assert_string_equal(jstr(r, "status.qosClass"), "Burstable");
+    json_decref(r);
+    r = post_pod("{}", &code);
+    assert_string_equal(jstr(r, "status.qosClass"), "BestEffort");
+    json_decref(r);
+    /* Extended resources: whole numbers, request == limit. */
+    r = post_pod("{\"requests\":{\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"2\"}}",
+                 &code);
+    assert_int_equal(code, 422);
+    assert_string_equal(jstr(r, "reason"), "Invalid");
+    json_decref(r);
+    r = post_pod("{\"requests\":{\"nvidia.com/gpu\":\"1\"}}", &code);
+    assert_int_equal(code, 422);
+    json_decref(r);
+    r = post_pod("{\"limits\":{\"nvidia.com/gpu\":\"0.5\"}}", &code);
+    assert_int_equal(code, 422);
+    json_decref(r);
+    r = post_pod("{\"limits\":{\"cpu\":\"lots\"}}", &code);
+    assert_int_equal(code, 422);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_namespace_delete_cascades),
         cmocka_unit_test(test_watch_timeout_limit_and_rv),
         cmocka_unit_test(test_crd_and_discovery),
+        cmocka_unit_test(test_pod_resource_defaults),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
