@@ -1605,6 +1605,82 @@ out:
     json_decref(body);
 }
 
+/* DELETE on a collection (deletecollection): deletes every object that
+ * matches the selectors, each as a single DELETE would (graceful for bound
+ * pods), and answers with the list of what it deleted. */
+static void handle_delete_collection(struct fk_server *s, struct evhttp_request *req,
+                                     const struct route *r, struct evkeyvalq *q)
+{
+    const struct fk_type *t = &s->types[r->type];
+    struct fk_selector labels, fields;
+    char err[256];
+    char **doomed = NULL;
+    size_t cnt = 0;
+    json_t *items = NULL;
+    memset(&labels, 0, sizeof(labels));
+    memset(&fields, 0, sizeof(fields));
+    if (fk_selector_parse(evhttp_find_header(q, "labelSelector"), 0, &labels, err, sizeof(err)) ||
+        fk_selector_parse(evhttp_find_header(q, "fieldSelector"), 1, &fields, err, sizeof(err)) ||
+        fk_selector_check_fields(&fields, r->type, err, sizeof(err))) {
+        fk_reply(s, req, 400, fk_status(400, "BadRequest", "%s", err));
+        goto out;
+    }
+    int bad = 0;
+    long grace = query_long(q, "gracePeriodSeconds", -1, &bad);
+    if (bad) {
+        fk_reply(s, req, 400, fk_status(400, "BadRequest", "invalid gracePeriodSeconds"));
+        goto out;
+    }
+    size_t n;
+    char **keys = fk_sorted_keys(s, r->type, &n);
+    /* Copy the matching keys first: deleting invalidates the key array. */
+    doomed = fair_calloc(n ? n : 1, sizeof(char *));
+    items = json_array();
+    if (!doomed || !items)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        json_t *obj = fk_get(s, r->type, keys[i]);
+        if (r->ns && t->namespaced && strcmp(fk_meta_str(obj, "namespace"), r->ns) != 0)
+            continue;
+        if (!fk_selector_match(&labels, obj) || !fk_selector_match(&fields, obj))
+            continue;
+        if (!(doomed[cnt] = fair_strdup(keys[i])))
+            goto oom;
+        cnt++;
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *obj = fk_get(s, r->type, doomed[i]);
+        if (!obj)
+            continue;
+        long g = grace;
+        if (g < 0 && r->type == FK_PODS)
+            g = (long)json_integer_value(
+                json_object_get(json_object_get(obj, "spec"), "terminationGracePeriodSeconds"));
+        json_t *res = fk_delete_object(s, r->type, doomed[i], g < 0 ? 0 : g);
+        if (res) {
+            json_object_del(res, "kind");
+            json_object_del(res, "apiVersion");
+            json_array_append_new(items, res);
+        }
+    }
+    char rvbuf[32], lk[96];
+    snprintf(rvbuf, sizeof(rvbuf), "%" PRIu64, s->rv);
+    snprintf(lk, sizeof(lk), "%sList", t->kind);
+    fk_reply(s, req, 200,
+             json_pack("{s:s,s:s,s:{s:s},s:O}", "kind", lk, "apiVersion", t->api_version,
+                       "metadata", "resourceVersion", rvbuf, "items", items));
+    goto out;
+oom:
+    fk_reply(s, req, 500, fk_status(500, "InternalError", "out of memory"));
+out:
+    for (size_t i = 0; doomed && i < cnt; i++)
+        fair_free(doomed[i]);
+    fair_free(doomed);
+    json_decref(items);
+    fk_selector_release(&labels);
+    fk_selector_release(&fields);
+}
+
 /* ---- /fake/ endpoints ---- */
 
 static void handle_fake(struct fk_server *s, struct evhttp_request *req, const char *what,
@@ -1927,6 +2003,8 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
             handle_list(s, req, &r, &q);
         else if (method == EVHTTP_REQ_POST && (r.ns || !t->namespaced))
             handle_create(s, req, &r);
+        else if (method == EVHTTP_REQ_DELETE && r.type != FK_NAMESPACES)
+            handle_delete_collection(s, req, &r, &q);
         else
             fk_reply(s, req, 405,
                      fk_status(405, "MethodNotAllowed",

@@ -164,6 +164,31 @@ static void test_namespace_delete_cascades(void **state)
     assert_int_equal(get_code("/api/v1/namespaces/life"), 200);
 }
 
+static void test_delete_collection(void **state)
+{
+    (void)state;
+    long code = 0;
+    assert_int_equal(fair_fake_create_namespace(&fake, "coll"), 0);
+    const char *names[] = {"k1", "k2", "k3"};
+    for (int i = 0; i < 3; i++) {
+        char body[256];
+        snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"run\":\"%s\"}}}",
+                 names[i], i < 2 ? "a" : "b");
+        json_t *r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/coll/configmaps",
+                                           body, &code);
+        assert_int_equal(code, 201);
+        json_decref(r);
+    }
+    json_t *r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/coll/configmaps?labelSelector=run%3Da", NULL, &code);
+    assert_int_equal(code, 200);
+    assert_string_equal(jstr(r, "kind"), "ConfigMapList");
+    assert_int_equal(json_array_size(json_object_get(r, "items")), 2);
+    json_decref(r);
+    assert_int_equal(get_code("/api/v1/namespaces/coll/configmaps/k1"), 404);
+    assert_int_equal(get_code("/api/v1/namespaces/coll/configmaps/k3"), 200);
+}
+
 static void test_watch_timeout_limit_and_rv(void **state)
 {
     (void)state;
@@ -297,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_finalizers_and_preconditions),
         cmocka_unit_test(test_graceful_delete_survives_restart),
         cmocka_unit_test(test_namespace_delete_cascades),
+        cmocka_unit_test(test_delete_collection),
         cmocka_unit_test(test_watch_timeout_limit_and_rv),
         cmocka_unit_test(test_crd_and_discovery),
         cmocka_unit_test(test_pod_resource_defaults),
