@@ -331,7 +331,7 @@ static json_t *wait_for_phase(const char *name, const char *phase)
     char path[128];
     long code = 0;
     snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s", name);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 600; i++) {
         json_t *p = fair_fake_request_json(&fake, "GET", path, NULL, &code);
         const char *ph = jstr(p, "status.phase");
         if (ph && strcmp(ph, phase) == 0)

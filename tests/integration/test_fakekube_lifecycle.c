@@ -136,7 +136,7 @@ static void test_graceful_delete_survives_restart(void **state)
     json_decref(r);
     assert_int_equal(fair_fake_restart(&fake), 0);
     int gone = 0;
-    for (int i = 0; i < 150 && !gone; i++) {
+    for (int i = 0; i < 600 && !gone; i++) {
         gone = get_code("/api/v1/namespaces/life/pods/slow") == 404;
         if (!gone) {
             struct timespec ts = {0, 50 * 1000000L};
