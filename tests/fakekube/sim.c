@@ -169,8 +169,19 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         const char *phase = fk_path_str(obj, "status.phase");
         switch (t->kind) {
         case FK_TIMER_FINALIZE:
-            if (deleting && json_array_size(json_object_get(meta, "finalizers")) == 0)
+            if (deleting && json_array_size(json_object_get(meta, "finalizers")) == 0) {
                 json_decref(fk_remove(s, t->type, t->key));
+            } else if (deleting &&
+                       json_integer_value(json_object_get(meta, "deletionGracePeriodSeconds"))) {
+                /* The kubelet's final delete (grace 0): the pod now goes
+                 * as soon as an update removes its last finalizer. */
+                json_t *nw = json_deep_copy(obj);
+                if (nw) {
+                    json_object_set_new(json_object_get(nw, "metadata"),
+                                        "deletionGracePeriodSeconds", json_integer(0));
+                    fk_put(s, t->type, t->key, nw, FK_MODIFIED);
+                }
+            }
             break;
         case FK_TIMER_RUN:
             if (!deleting && !strcmp(phase, "Pending") && *fk_path_str(obj, "spec.nodeName"))
