@@ -54,12 +54,12 @@ struct fair_informer_options {
 };
 
 struct fair_informer_stats {
-    uint64_t lists;    /* completed lists (1 + relists) */
-    uint64_t watches;  /* watch streams started */
-    uint64_t events;   /* watch events applied (bookmarks excluded) */
+    uint64_t lists;   /* completed lists (1 + relists) */
+    uint64_t watches; /* watch streams started */
+    uint64_t events;  /* watch events applied (bookmarks excluded) */
     uint64_t bookmarks;
-    uint64_t gone;     /* 410s seen */
-    uint64_t errors;   /* failed requests / streams */
+    uint64_t gone;          /* 410s seen */
+    uint64_t errors;        /* failed requests / streams */
     uint64_t decode_errors; /* objects that could not be decoded (skipped) */
 };
 

@@ -42,8 +42,8 @@ static const json_t *get_arr(const json_t *parent, const char *key, const char *
         return NULL;
     }
     if (json_array_size(v) > FAIR_DECODE_MAX_ITEMS) {
-        *rc = fair_error_set(err, FAIR_ERANGE, "%s: more than %d items", path,
-                             FAIR_DECODE_MAX_ITEMS);
+        *rc =
+            fair_error_set(err, FAIR_ERANGE, "%s: more than %d items", path, FAIR_DECODE_MAX_ITEMS);
         return NULL;
     }
     return v;
@@ -115,8 +115,7 @@ static int get_int(const json_t *parent, const char *key, const char *path, int6
 
 /* Appends a message to *problem ("a; b"). Allocation failure only loses
  * the message. */
-__attribute__((format(printf, 2, 3))) static void add_problem(char **problem, const char *fmt,
-                                                             ...)
+__attribute__((format(printf, 2, 3))) static void add_problem(char **problem, const char *fmt, ...)
 {
     struct fair_buf b;
     fair_buf_init(&b, 2048);
@@ -198,8 +197,7 @@ static int kmeta_decode(const json_t *obj, struct fair_kmeta *m, bool borrow,
     }
     if ((rc = str(md, "uid", "metadata.uid", &m->uid, err)) ||
         (rc = str(md, "namespace", "metadata.namespace", &m->namespace_, err)) ||
-        (rc = str(md, "resourceVersion", "metadata.resourceVersion", &m->resource_version,
-                  err)) ||
+        (rc = str(md, "resourceVersion", "metadata.resourceVersion", &m->resource_version, err)) ||
         (rc = get_int(md, "generation", "metadata.generation", &m->generation, err)))
         goto out;
     if (m->namespace_ && !m->namespace_[0]) {
@@ -229,8 +227,8 @@ static int map_get(const json_t *map, const char *key, const char *path, const c
     return peek_str(map, key, path, out, err);
 }
 
-static int decode_labels(const json_t *map, const char *path, bool borrow,
-                         struct fair_label **out, size_t *n, struct fair_error *err)
+static int decode_labels(const json_t *map, const char *path, bool borrow, struct fair_label **out,
+                         size_t *n, struct fair_error *err)
 {
     *out = NULL;
     *n = 0;
@@ -249,7 +247,8 @@ static int decode_labels(const json_t *map, const char *path, bool borrow,
     json_t *v;
     size_t i = 0;
     int rc = 0;
-    json_object_foreach((json_t *)map, k, v) {
+    json_object_foreach((json_t *)map, k, v)
+    {
         if (!json_is_string(v)) {
             rc = fair_error_set(err, FAIR_EINVAL, "%s[\"%s\"]: want a string", path, k);
             break;
@@ -338,8 +337,10 @@ static int container_resources(const json_t *c, const char *list, size_t idx,
             continue;
         }
         if (i == FAIR_RES_GPU && x % 1000) {
-            add_problem(problem, "%s: %s must be a whole number of GPUs (use the %s annotation "
-                        "for fractions)", what, FAIR_RES_NAME_GPU, FAIR_ANN_GPU_FRACTION);
+            add_problem(problem,
+                        "%s: %s must be a whole number of GPUs (use the %s annotation "
+                        "for fractions)",
+                        what, FAIR_RES_NAME_GPU, FAIR_ANN_GPU_FRACTION);
             continue;
         }
         r->v[i] = x;
@@ -355,7 +356,8 @@ static int pod_requests(const json_t *spec, struct fair_kpod *p, struct fair_err
         return rc;
     size_t i;
     const json_t *c;
-    json_array_foreach(cs, i, c) {
+    json_array_foreach(cs, i, c)
+    {
         if (!json_is_object(c))
             return fair_error_set(err, FAIR_EINVAL, "spec.containers[%zu]: want an object", i);
         struct fair_resources r;
@@ -370,10 +372,10 @@ static int pod_requests(const json_t *spec, struct fair_kpod *p, struct fair_err
     const json_t *ics = get_arr(spec, "initContainers", "spec.initContainers", &rc, err);
     if (rc)
         return rc;
-    json_array_foreach(ics, i, c) {
+    json_array_foreach(ics, i, c)
+    {
         if (!json_is_object(c))
-            return fair_error_set(err, FAIR_EINVAL, "spec.initContainers[%zu]: want an object",
-                                  i);
+            return fair_error_set(err, FAIR_EINVAL, "spec.initContainers[%zu]: want an object", i);
         struct fair_resources r;
         if ((rc = container_resources(c, "initContainers", i, &r, &p->problem, err)))
             return rc;
@@ -395,7 +397,8 @@ static int pod_tolerations(const json_t *spec, struct fair_kpod *p, struct fair_
         return fair_error_set(err, FAIR_ENOMEM, "spec.tolerations: out of memory");
     size_t i;
     const json_t *t;
-    json_array_foreach(ts, i, t) {
+    json_array_foreach(ts, i, t)
+    {
         /* Formatted only for messages: this runs for every pod event. */
         const char *path = "spec.tolerations[]";
         if (!json_is_object(t))
@@ -412,13 +415,15 @@ static int pod_tolerations(const json_t *spec, struct fair_kpod *p, struct fair_
         } else if (!strcmp(op, "Exists")) {
             o->op = FAIR_TOLERATE_EXISTS;
         } else {
-            add_problem(&p->problem, "spec.tolerations[%zu].operator: unknown operator \"%s\"", i, op);
+            add_problem(&p->problem, "spec.tolerations[%zu].operator: unknown operator \"%s\"", i,
+                        op);
             continue;
         }
         if (!effect || !effect[0]) {
             o->any_effect = true;
         } else if (parse_effect(effect, &o->effect)) {
-            add_problem(&p->problem, "spec.tolerations[%zu].effect: unknown effect \"%s\"", i, effect);
+            add_problem(&p->problem, "spec.tolerations[%zu].effect: unknown effect \"%s\"", i,
+                        effect);
             continue;
         }
         o->key = key;
@@ -440,7 +445,8 @@ static int pod_conditions(const json_t *status, struct fair_kpod *p, struct fair
         return rc;
     size_t i;
     const json_t *c;
-    json_array_foreach(cs, i, c) {
+    json_array_foreach(cs, i, c)
+    {
         const char *type = json_string_value(json_object_get(c, "type"));
         const char *st = json_string_value(json_object_get(c, "status"));
         if (!type || !st)
@@ -465,8 +471,8 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
     if (rc || !ann)
         return rc;
     const char *s;
-    if ((rc = map_get(ann, FAIR_ANN_GPU_FRACTION, "metadata.annotations[\"" FAIR_ANN_GPU_FRACTION
-                      "\"]", &s, err)))
+    if ((rc = map_get(ann, FAIR_ANN_GPU_FRACTION,
+                      "metadata.annotations[\"" FAIR_ANN_GPU_FRACTION "\"]", &s, err)))
         return rc;
     if (s) {
         struct fair_error qe = {0};
@@ -760,7 +766,8 @@ int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_er
         }
         size_t i;
         const json_t *t;
-        json_array_foreach(ts, i, t) {
+        json_array_foreach(ts, i, t)
+        {
             const char *key, *value, *effect;
             if ((rc = peek_str(t, "key", "spec.taints[].key", &key, err)) ||
                 (rc = peek_str(t, "value", "spec.taints[].value", &value, err)) ||
@@ -785,7 +792,8 @@ int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_er
         goto out;
     size_t i;
     const json_t *c;
-    json_array_foreach(conds, i, c) {
+    json_array_foreach(conds, i, c)
+    {
         const char *type = json_string_value(json_object_get(c, "type"));
         const char *st = json_string_value(json_object_get(c, "status"));
         if (type && st && !strcmp(type, "Ready"))
@@ -819,7 +827,8 @@ static void decode_res_map(const json_t *spec, const char *key, struct fair_reso
     }
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)m, k, v) {
+    json_object_foreach((json_t *)m, k, v)
+    {
         int i;
         for (i = 0; i < FAIR_RES_COUNT; i++)
             if (!strcmp(k, fair_res_name((enum fair_res)i)) || !strcmp(k, res_keys[i]))
@@ -950,10 +959,13 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
             }
             size_t i;
             const json_t *v;
-            json_array_foreach(ns, i, v) {
+            json_array_foreach(ns, i, v)
+            {
                 if (!json_is_string(v) || !is_dns_label(json_string_value(v))) {
-                    add_problem(&p->problem, "spec.namespaces[%zu]: want a namespace name "
-                                "(a DNS label)", i);
+                    add_problem(&p->problem,
+                                "spec.namespaces[%zu]: want a namespace name "
+                                "(a DNS label)",
+                                i);
                     continue;
                 }
                 bool dup = false;
@@ -1056,36 +1068,46 @@ static void free_queue(void *o)
  * tests decode every case both ways and compare). */
 #define META_FIELDS                                                                                \
     {"name", NULL}, {"namespace", NULL}, {"uid", NULL}, {"resourceVersion", NULL},                 \
-        {"generation", NULL}, {"creationTimestamp", NULL}, {"deletionTimestamp", NULL}
-#define STATUS_FIELDS {"kind", NULL}, {"apiVersion", NULL}, {"code", NULL}, {"reason", NULL}, \
-        {"message", NULL}
+        {"generation", NULL}, {"creationTimestamp", NULL},                                         \
+    {                                                                                              \
+        "deletionTimestamp", NULL                                                                  \
+    }
+#define STATUS_FIELDS                                                                              \
+    {"kind", NULL}, {"apiVersion", NULL}, {"code", NULL}, {"reason", NULL},                        \
+    {                                                                                              \
+        "message", NULL                                                                            \
+    }
 
 static const struct fair_jfield pod_labels[] = {
     {FAIR_LABEL_QUEUE, NULL}, {FAIR_LABEL_PREEMPTIBLE, NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_ann_filter[] = {
-    {FAIR_ANN_GPU_FRACTION, NULL}, {FAIR_ANN_GPU_DEVICES, NULL}, {FAIR_ANN_GANG, NULL},
+    {FAIR_ANN_GPU_FRACTION, NULL}, {FAIR_ANN_GPU_DEVICES, NULL},  {FAIR_ANN_GANG, NULL},
     {FAIR_ANN_GANG_SIZE, NULL},    {FAIR_ANN_SIM_DURATION, NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_meta[] = {
     META_FIELDS, {"labels", pod_labels}, {"annotations", pod_ann_filter}, {NULL, NULL}};
 static const struct fair_jfield container[] = {{"resources", NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_spec[] = {
-    {"schedulerName", NULL}, {"nodeName", NULL},        {"priority", NULL},
-    {"nodeSelector", NULL},  {"tolerations", NULL},     {"containers", container},
+    {"schedulerName", NULL},       {"nodeName", NULL},    {"priority", NULL},
+    {"nodeSelector", NULL},        {"tolerations", NULL}, {"containers", container},
     {"initContainers", container}, {NULL, NULL}};
 static const struct fair_jfield pod_status[] = {
     {"phase", NULL}, {"startTime", NULL}, {"conditions", NULL}, {NULL, NULL}};
-static const struct fair_jfield pod_filter[] = {
-    STATUS_FIELDS, {"metadata", pod_meta}, {"spec", pod_spec}, {"status", pod_status},
-    {NULL, NULL}};
+static const struct fair_jfield pod_filter[] = {STATUS_FIELDS,
+                                                {"metadata", pod_meta},
+                                                {"spec", pod_spec},
+                                                {"status", pod_status},
+                                                {NULL, NULL}};
 
 static const struct fair_jfield node_meta[] = {META_FIELDS, {"labels", NULL}, {NULL, NULL}};
 static const struct fair_jfield node_spec[] = {
     {"unschedulable", NULL}, {"taints", NULL}, {NULL, NULL}};
 static const struct fair_jfield node_status[] = {
     {"allocatable", NULL}, {"conditions", NULL}, {NULL, NULL}};
-static const struct fair_jfield node_filter[] = {
-    STATUS_FIELDS, {"metadata", node_meta}, {"spec", node_spec}, {"status", node_status},
-    {NULL, NULL}};
+static const struct fair_jfield node_filter[] = {STATUS_FIELDS,
+                                                 {"metadata", node_meta},
+                                                 {"spec", node_spec},
+                                                 {"status", node_status},
+                                                 {NULL, NULL}};
 
 const struct fair_ktype fair_ktype_pod = {"Pod", dec_pod, free_pod, pod_filter};
 const struct fair_ktype fair_ktype_node = {"Node", dec_node, free_node, node_filter};
@@ -1113,10 +1135,15 @@ int fair_khttp_code(long s)
     if (s >= 200 && s < 300)
         return 0;
     switch (s) {
-    case 404: return FAIR_ENOTFOUND;
-    case 409: return FAIR_ECONFLICT;
-    case 410: return FAIR_EGONE;
-    case 429: return FAIR_ETOOMANY;
-    default: return FAIR_EHTTP;
+    case 404:
+        return FAIR_ENOTFOUND;
+    case 409:
+        return FAIR_ECONFLICT;
+    case 410:
+        return FAIR_EGONE;
+    case 429:
+        return FAIR_ETOOMANY;
+    default:
+        return FAIR_EHTTP;
     }
 }

@@ -107,9 +107,8 @@ static void fk_create(const char *name)
              name);
     long code = 0;
     char *resp = NULL;
-    assert_int_equal(fair_fake_request(&fake, "POST", "/api/v1/namespaces/team-a/pods", body,
-                                       &code, &resp),
-                     0);
+    assert_int_equal(
+        fair_fake_request(&fake, "POST", "/api/v1/namespaces/team-a/pods", body, &code, &resp), 0);
     if (code != 201)
         fail_msg("create %s: %ld %s", name, code, resp);
     free(resp);
@@ -158,7 +157,8 @@ static bool store_equals_server(char *why, size_t n)
                  fair_store_len(s));
     size_t i;
     json_t *p;
-    json_array_foreach(pods, i, p) {
+    json_array_foreach(pods, i, p)
+    {
         if (!ok)
             break;
         json_t *md = json_object_get(p, "metadata");
@@ -306,8 +306,7 @@ static void test_informer_under_faults(void **state)
 
     /* 500s on the watch: backoff, then resume without loss. */
     uint64_t errors_before = st.errors;
-    assert_int_equal(fair_fake_fail_next(&fake, 500, 3, "/api/v1/namespaces/team-a/pods", "GET",
-                                         0),
+    assert_int_equal(fair_fake_fail_next(&fake, 500, 3, "/api/v1/namespaces/team-a/pods", "GET", 0),
                      0);
     assert_true(fair_fake_drop_watches(&fake, 1) >= 1);
     fk_patch("pre-3", 4);
