@@ -5,6 +5,7 @@
 #include "fakekube.h"
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/log.h"
 
 #include <ctype.h>
@@ -45,8 +46,8 @@ json_t *fk_status(int code, const char *reason, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     json_t *st = json_pack("{s:s,s:s,s:{},s:s,s:s,s:s,s:i}", "kind", "Status", "apiVersion", "v1",
-                           "metadata", "status", code < 400 ? "Success" : "Failure", "message",
-                           msg, "reason", reason, "code", code);
+                           "metadata", "status", code < 400 ? "Success" : "Failure", "message", msg,
+                           "reason", reason, "code", code);
     if (st && code < 400) {
         json_object_del(st, "message");
         json_object_del(st, "reason");
@@ -72,22 +73,38 @@ static json_t *status_details(json_t *st, const char *name, const char *group, c
 static const char *reason_phrase(int code)
 {
     switch (code) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 413: return "Request Entity Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 504: return "Gateway Timeout";
-    default: return "Status";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 413:
+        return "Request Entity Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 500:
+        return "Internal Server Error";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return "Status";
     }
 }
 
@@ -143,17 +160,39 @@ void fk_deferred_release_all(struct fk_server *s)
     }
 }
 
-static void reply_raw(struct fk_server *s, struct evhttp_request *req, int code, const char *data,
-                      size_t len, int delay)
+/* jansson writes token by token: gather them in a flat buffer and hand
+ * them to the evbuffer in large pieces (evbuffer_add per token is slow). */
+struct dump_sink {
+    struct fair_buf flat;
+    struct evbuffer *out;
+    int failed;
+};
+
+static int dump_to_sink(const char *data, size_t len, void *arg)
+{
+    struct dump_sink *d = arg;
+    if (fair_buf_append(&d->flat, data, len) != 0) {
+        d->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static void sink_flush(struct dump_sink *d, size_t threshold)
+{
+    if (d->flat.len >= threshold && d->flat.len > 0) {
+        if (evbuffer_add(d->out, d->flat.data, d->flat.len) != 0)
+            d->failed = 1;
+        fair_buf_reset(&d->flat);
+    }
+}
+
+/* Sends buf (taken) with code, after the latency when delay is set. */
+static void reply_buf(struct fk_server *s, struct evhttp_request *req, int code,
+                      struct evbuffer *buf, int delay)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_add_header(out, "Content-Type", "application/json");
-    struct evbuffer *buf = evbuffer_new();
-    if (!buf) {
-        evhttp_send_error(req, 500, NULL);
-        return;
-    }
-    evbuffer_add(buf, data, len);
     if (delay && s->latency_ms > 0) {
         struct fk_deferred *d = fair_calloc(1, sizeof(*d));
         if (d) {
@@ -181,20 +220,41 @@ static void reply_raw(struct fk_server *s, struct evhttp_request *req, int code,
     evbuffer_free(buf);
 }
 
+static void reply_raw(struct fk_server *s, struct evhttp_request *req, int code, const char *data,
+                      size_t len, int delay)
+{
+    struct evbuffer *buf = evbuffer_new();
+    if (!buf) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    evbuffer_add(buf, data, len);
+    reply_buf(s, req, code, buf, delay);
+}
+
 static void reply_json(struct fk_server *s, struct evhttp_request *req, int code, json_t *body,
                        int delay)
 {
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (!text) {
+    struct evbuffer *buf = body ? evbuffer_new() : NULL;
+    struct dump_sink sink = {.out = buf};
+    fair_buf_init(&sink.flat, 0);
+    if (buf && json_dump_callback(body, dump_to_sink, &sink, JSON_COMPACT) == 0)
+        sink_flush(&sink, 0);
+    else
+        sink.failed = 1;
+    fair_buf_release(&sink.flat);
+    if (sink.failed) {
         static const char oom[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
                                   "\"status\":\"Failure\",\"message\":\"out of memory\","
                                   "\"reason\":\"InternalError\",\"code\":500}";
+        json_decref(body);
+        if (buf)
+            evbuffer_free(buf);
         reply_raw(s, req, 500, oom, sizeof(oom) - 1, 0);
         return;
     }
-    reply_raw(s, req, code, text, strlen(text), delay);
-    free(text);
+    json_decref(body);
+    reply_buf(s, req, code, buf, delay);
 }
 
 void fk_reply(struct fk_server *s, struct evhttp_request *req, int code, json_t *body)
@@ -217,12 +277,13 @@ static void reply_not_found(struct fk_server *s, struct evhttp_request *req,
                             const struct fk_type *t, const char *name)
 {
     char q[160];
-    json_t *st = fk_status(404, "NotFound", "%s \"%s\" not found", qualified(t, q, sizeof(q)), name);
+    json_t *st =
+        fk_status(404, "NotFound", "%s \"%s\" not found", qualified(t, q, sizeof(q)), name);
     fk_reply(s, req, 404, status_details(st, name, t->group, t->plural));
 }
 
-static void reply_conflict(struct fk_server *s, struct evhttp_request *req,
-                           const struct fk_type *t, const char *name)
+static void reply_conflict(struct fk_server *s, struct evhttp_request *req, const struct fk_type *t,
+                           const char *name)
 {
     char q[160];
     json_t *st = fk_status(409, "Conflict",
@@ -236,8 +297,8 @@ static void reply_conflict(struct fk_server *s, struct evhttp_request *req,
 static void reply_invalid(struct fk_server *s, struct evhttp_request *req, const struct fk_type *t,
                           const char *name, const char *field, const char *detail)
 {
-    json_t *st = fk_status(422, "Invalid", "%s \"%s\" is invalid: %s: %s", t->kind, name, field,
-                           detail);
+    json_t *st =
+        fk_status(422, "Invalid", "%s \"%s\" is invalid: %s: %s", t->kind, name, field, detail);
     status_details(st, name, t->group, t->kind);
     json_t *causes = json_pack("[{s:s,s:s,s:s}]", "reason", "FieldValueInvalid", "message", detail,
                                "field", field);
@@ -352,8 +413,8 @@ static long query_long(struct evkeyvalq *q, const char *k, long def, int *bad)
 static char *continue_encode(uint64_t rv, const char *key)
 {
     char *res = NULL;
-    json_t *t = json_pack("{s:s,s:I,s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start",
-                          key);
+    json_t *t =
+        json_pack("{s:s,s:I,s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", key);
     char *txt = t ? json_dumps(t, JSON_COMPACT) : NULL;
     json_decref(t);
     if (!txt)
@@ -530,9 +591,9 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
         if (v > s->rv) {
             json_t *st = fk_status(504, "Timeout",
                                    "Too large resource version: %llu, current: %" PRIu64, v, s->rv);
-            json_t *causes = json_pack("{s:[{s:s,s:s}],s:i}", "causes", "reason",
-                                       "ResourceVersionTooLarge", "message",
-                                       "Too large resource version", "retryAfterSeconds", 1);
+            json_t *causes =
+                json_pack("{s:[{s:s,s:s}],s:i}", "causes", "reason", "ResourceVersionTooLarge",
+                          "message", "Too large resource version", "retryAfterSeconds", 1);
             if (st && causes)
                 json_object_set_new(st, "details", causes);
             else
@@ -553,16 +614,26 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
     if (ctok && *ctok) {
         uint64_t crv;
         if (continue_decode(ctok, &crv, startkey, sizeof(startkey))) {
-            fk_reply(s, req, 400,
-                     fk_status(400, "BadRequest", "continue key is not valid: illegal base64 data"));
+            fk_reply(
+                s, req, 400,
+                fk_status(400, "BadRequest", "continue key is not valid: illegal base64 data"));
             goto out;
         }
         if (crv < s->continue_floor) {
-            fk_reply(s, req, 410,
-                     fk_status(410, "Expired",
-                               "The provided continue parameter is too old to display a "
-                               "consistent list result. You can start a new list without the "
-                               "continue parameter."));
+            /* Like the real server: 410 plus a token that continues the
+             * list inconsistently at the current rv. */
+            json_t *st = fk_status(
+                410, "Expired",
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter, or use the "
+                "continue token in this response to retrieve the remainder of the results. "
+                "Continuing with the provided token results in an inconsistent list - objects "
+                "that were created, modified, or deleted between the time the first chunk was "
+                "returned and now may show up in the list.");
+            cont = continue_encode(s->rv, startkey);
+            if (st && cont)
+                json_object_set_new(st, "metadata", json_pack("{s:s}", "continue", cont));
+            fk_reply(s, req, 410, st);
             goto out;
         }
         start = startkey;
@@ -600,46 +671,56 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
     const char *last = NULL;
     size_t i;
     for (i = lo; i < n; i++) {
-        if (r->ns && t->namespaced &&
-            (strncmp(keys[i], r->ns, nsl) != 0 || keys[i][nsl] != '/'))
+        if (r->ns && t->namespaced && (strncmp(keys[i], r->ns, nsl) != 0 || keys[i][nsl] != '/'))
             break;
         if (limit > 0 && (long)json_array_size(items) >= limit)
             break;
         json_t *obj = fk_get(s, r->type, keys[i]);
         if (!fk_selector_match(&labels, obj) || !fk_selector_match(&fields, obj))
             continue;
-        if (t->builtin) {
-            json_t *c = json_copy(obj);
-            if (!c)
-                goto oom;
-            json_object_del(c, "kind");
-            json_object_del(c, "apiVersion");
-            json_array_append_new(items, c);
-        } else {
-            json_array_append(items, obj);
-        }
+        json_array_append(items, obj); /* serialized below, without a copy */
         last = keys[i];
     }
     long remaining = -1;
     if (limit > 0 && i < n && last) {
-        /* Are there more matching items? */
         size_t more = 0;
-        for (size_t j = i; j < n; j++) {
-            if (r->ns && t->namespaced &&
-                (strncmp(keys[j], r->ns, nsl) != 0 || keys[j][nsl] != '/'))
-                break;
-            json_t *obj = fk_get(s, r->type, keys[j]);
-            if (fk_selector_match(&labels, obj) && fk_selector_match(&fields, obj))
-                more++;
-            if (more && (labels.nreqs || fields.nreqs))
-                break; /* with selectors the real server omits the count */
+        if (!labels.nreqs && !fields.nreqs) {
+            /* Count by key range: the namespace's keys end before "ns0"
+             * ('0' follows '/'). */
+            size_t end = n;
+            if (r->ns && t->namespaced) {
+                char upper[300];
+                snprintf(upper, sizeof(upper), "%s0", r->ns);
+                size_t a = i, b = n;
+                while (a < b) {
+                    size_t mid = (a + b) / 2;
+                    if (strcmp(keys[mid], upper) < 0)
+                        a = mid + 1;
+                    else
+                        b = mid;
+                }
+                end = a;
+            }
+            more = end - i;
+            remaining = (long)more;
+        } else {
+            /* With selectors the real server omits the count: just look
+             * for one more match. */
+            for (size_t j = i; j < n && !more; j++) {
+                if (r->ns && t->namespaced &&
+                    (strncmp(keys[j], r->ns, nsl) != 0 || keys[j][nsl] != '/'))
+                    break;
+                json_t *obj = fk_get(s, r->type, keys[j]);
+                if (fk_selector_match(&labels, obj) && fk_selector_match(&fields, obj))
+                    more++;
+            }
         }
         if (more) {
             cont = continue_encode(list_rv, last);
             if (!cont)
                 goto oom;
-            if (!labels.nreqs && !fields.nreqs)
-                remaining = (long)more;
+        } else {
+            remaining = -1;
         }
     }
     char rvbuf[32], lk[96];
@@ -650,10 +731,52 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
         json_object_set_new(meta, "continue", json_string(cont));
     if (meta && remaining >= 0)
         json_object_set_new(meta, "remainingItemCount", json_integer(remaining));
-    json_t *list = json_pack("{s:s,s:s,s:o,s:o}", "kind", lk, "apiVersion", t->api_version,
-                             "metadata", meta, "items", items);
-    items = NULL;
-    fk_reply(s, req, 200, list);
+    /* Streamed into one evbuffer item by item: no list copy and no
+     * single giant string (150,000 pods are ~200 MB of JSON). */
+    struct evbuffer *buf = evbuffer_new();
+    if (!buf || !meta) {
+        json_decref(meta);
+        if (buf)
+            evbuffer_free(buf);
+        goto oom;
+    }
+    struct dump_sink sink = {.out = buf};
+    fair_buf_init(&sink.flat, 0);
+    fair_buf_appendf(&sink.flat, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":", lk,
+                     t->api_version);
+    json_dump_callback(meta, dump_to_sink, &sink, JSON_COMPACT);
+    json_decref(meta);
+    fair_buf_appends(&sink.flat, ",\"items\":[");
+    size_t k;
+    json_t *it;
+    json_array_foreach(items, k, it)
+    {
+        if (k)
+            fair_buf_append(&sink.flat, ",", 1);
+        if (t->builtin) {
+            /* Typed lists omit kind and apiVersion on items. */
+            json_t *c = json_copy(it);
+            if (!c) {
+                sink.failed = 1;
+                break;
+            }
+            json_object_del(c, "kind");
+            json_object_del(c, "apiVersion");
+            json_dump_callback(c, dump_to_sink, &sink, JSON_COMPACT);
+            json_decref(c);
+        } else {
+            json_dump_callback(it, dump_to_sink, &sink, JSON_COMPACT);
+        }
+        sink_flush(&sink, 256 * 1024);
+    }
+    fair_buf_append(&sink.flat, "]}", 2);
+    sink_flush(&sink, 0);
+    fair_buf_release(&sink.flat);
+    if (sink.failed) {
+        evbuffer_free(buf);
+        goto oom;
+    }
+    reply_buf(s, req, 200, buf, 1);
     goto out;
 oom:
     fk_reply(s, req, 500, fk_status(500, "InternalError", "out of memory"));
@@ -697,11 +820,10 @@ static void pod_defaults(struct fk_server *s, json_t *pod)
     if (!json_object_get(spec, "restartPolicy"))
         json_object_set_new(spec, "restartPolicy", json_string("Always"));
     if (!json_object_get(spec, "terminationGracePeriodSeconds"))
-        json_object_set_new(spec, "terminationGracePeriodSeconds",
-                            json_integer(s->grace_seconds));
+        json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(s->grace_seconds));
     /* The pod strategy resets status on create. */
-    json_object_set_new(pod, "status", json_pack("{s:s,s:s}", "phase", "Pending", "qosClass",
-                                                 "BestEffort"));
+    json_object_set_new(pod, "status",
+                        json_pack("{s:s,s:s}", "phase", "Pending", "qosClass", "BestEffort"));
 }
 
 static void handle_create(struct fk_server *s, struct evhttp_request *req, const struct route *r)
@@ -754,7 +876,8 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
         name = json_string_value(json_object_get(meta, "name"));
     }
     if (!name || !*name) {
-        reply_invalid(s, req, t, "", "metadata.name", "Required value: name or generateName is required");
+        reply_invalid(s, req, t, "", "metadata.name",
+                      "Required value: name or generateName is required");
         goto out;
     }
     if (!valid_name(name, r->type == FK_NAMESPACES)) {
@@ -808,11 +931,11 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
     case FK_CRDS: {
         json_t *names = json_object_get(json_object_get(obj, "spec"), "names");
         json_object_set_new(obj, "status",
-                            json_pack("{s:O,s:[{s:s,s:s,s:s},{s:s,s:s,s:s}],s:[]}",
-                                      "acceptedNames", names ? names : json_null(), "conditions",
-                                      "type", "NamesAccepted", "status", "True", "reason",
-                                      "NoConflicts", "type", "Established", "status", "True",
-                                      "reason", "InitialNamesAccepted", "storedVersions"));
+                            json_pack("{s:O,s:[{s:s,s:s,s:s},{s:s,s:s,s:s}],s:[]}", "acceptedNames",
+                                      names ? names : json_null(), "conditions", "type",
+                                      "NamesAccepted", "status", "True", "reason", "NoConflicts",
+                                      "type", "Established", "status", "True", "reason",
+                                      "InitialNamesAccepted", "storedVersions"));
         break;
     }
     default:
@@ -947,6 +1070,25 @@ static void apply_update(struct fk_server *s, struct evhttp_request *req, const 
             json_object_set_new(meta, "generation", json_integer(g + 1));
         }
     }
+    if (json_object_get(ometa, "deletionTimestamp")) {
+        /* No new finalizers on an object being deleted. */
+        json_t *of = json_object_get(ometa, "finalizers");
+        size_t fi;
+        json_t *fv;
+        json_array_foreach(json_object_get(json_object_get(res, "metadata"), "finalizers"), fi, fv)
+        {
+            size_t oj;
+            json_t *ov;
+            int had = 0;
+            json_array_foreach(of, oj, ov) had |= json_equal(ov, fv);
+            if (!had) {
+                reply_invalid(s, req, t, r->name, "metadata.finalizers",
+                              "Forbidden: no new finalizers can be added if the object is being "
+                              "deleted");
+                goto out;
+            }
+        }
+    }
     json_object_set_new(meta_of(res), "resourceVersion", json_string(orv));
     if (json_equal(res, old)) {
         /* A no-op update neither bumps the rv nor makes an event. */
@@ -975,63 +1117,62 @@ out:
     json_decref(nw);
 }
 
-/* RFC 7386 JSON merge patch; takes target, returns the result. */
-static json_t *merge_patch(json_t *target, const json_t *patch)
-{
-    if (!json_is_object(patch)) {
-        json_decref(target);
-        return json_deep_copy(patch);
-    }
-    if (!json_is_object(target)) {
-        json_decref(target);
-        target = json_object();
-        if (!target)
-            return NULL;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)patch, k, v)
-    {
-        if (json_is_null(v)) {
-            json_object_del(target, k);
-            continue;
-        }
-        json_t *cur = json_object_get(target, k);
-        json_t *merged = merge_patch(cur ? json_incref(cur) : NULL, v);
-        if (!merged) {
-            json_decref(target);
-            return NULL;
-        }
-        json_object_set_new(target, k, merged);
-    }
-    return target;
-}
-
 static void handle_patch(struct fk_server *s, struct evhttp_request *req, const struct route *r,
                          const char *key, int mode)
 {
     const struct fk_type *t = &s->types[r->type];
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-    if (!ct || (strncmp(ct, "application/merge-patch+json", 28) != 0 &&
-                strncmp(ct, "application/strategic-merge-patch+json", 38) != 0)) {
+    enum { MERGE, STRATEGIC, JSONPATCH } kind;
+    if (ct && !strncmp(ct, "application/merge-patch+json", 28))
+        kind = MERGE;
+    else if (ct && !strncmp(ct, "application/json-patch+json", 27))
+        kind = JSONPATCH;
+    else if (ct && !strncmp(ct, "application/strategic-merge-patch+json", 38) && t->builtin)
+        kind = STRATEGIC; /* custom resources do not take it, as in the real server */
+    else {
         fk_reply(s, req, 415,
                  fk_status(415, "UnsupportedMediaType",
                            "the body of the request was in an unknown format - accepted media "
-                           "types include: application/merge-patch+json, "
-                           "application/strategic-merge-patch+json"));
+                           "types include: application/json-patch+json, "
+                           "application/merge-patch+json%s",
+                           t->builtin ? ", application/strategic-merge-patch+json" : ""));
         return;
     }
-    json_t *patch = read_body(s, req);
-    if (!patch)
-        return;
     json_t *old = fk_get(s, r->type, key);
     if (!old) {
-        json_decref(patch);
         reply_not_found(s, req, t, r->name);
         return;
     }
-    json_t *res = merge_patch(json_deep_copy(old), patch);
-    json_decref(patch);
+    json_t *res = NULL;
+    if (kind == JSONPATCH) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        const char *data = (const char *)evbuffer_pullup(in, -1);
+        json_error_t jerr;
+        json_t *ops = json_loadb(data ? data : "", len, 0, &jerr);
+        if (!ops || !json_depth_ok(ops, 0)) {
+            json_decref(ops);
+            fk_reply(s, req, 400,
+                     fk_status(400, "BadRequest", "invalid JSON patch: %s", jerr.text));
+            return;
+        }
+        char err[300];
+        res = json_deep_copy(old);
+        if (res && fk_json_patch(res, ops, err, sizeof(err)) != 0) {
+            json_decref(ops);
+            json_decref(res);
+            reply_invalid(s, req, t, r->name, "patch", err);
+            return;
+        }
+        json_decref(ops);
+    } else {
+        json_t *patch = read_body(s, req);
+        if (!patch)
+            return;
+        res = kind == MERGE ? fk_merge_patch(json_deep_copy(old), patch)
+                            : fk_strategic_merge_patch(json_deep_copy(old), patch);
+        json_decref(patch);
+    }
     if (!res) {
         fk_reply(s, req, 500, fk_status(500, "InternalError", "out of memory"));
         return;
@@ -1115,79 +1256,8 @@ out:
     json_decref(opts);
 }
 
-static int pod_ready(const json_t *pod)
-{
-    if (strcmp(fk_path_str(pod, "status.phase"), "Running") != 0)
-        return 0;
-    if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
-        return 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
-    {
-        if (strcmp(fk_path_str(c, "type"), "Ready") == 0)
-            return strcmp(fk_path_str(c, "status"), "True") == 0;
-    }
-    return 0;
-}
-
-/* matchLabels and matchExpressions of a LabelSelector. */
-static int selector_matches(const json_t *sel, const json_t *obj)
-{
-    if (!json_is_object(sel))
-        return 0; /* a PDB without selector selects nothing in policy/v1... */
-    const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(sel, "matchLabels"), k, v)
-    {
-        const char *lv = json_string_value(json_object_get(labels, k));
-        if (!lv || !json_is_string(v) || strcmp(lv, json_string_value(v)) != 0)
-            return 0;
-    }
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(sel, "matchExpressions"), i, e)
-    {
-        const char *key = fk_path_str(e, "key");
-        const char *op = fk_path_str(e, "operator");
-        const char *lv = json_string_value(json_object_get(labels, key));
-        int in = 0;
-        size_t j;
-        json_t *val;
-        json_array_foreach(json_object_get(e, "values"), j, val)
-        {
-            if (lv && json_is_string(val) && strcmp(lv, json_string_value(val)) == 0)
-                in = 1;
-        }
-        if ((!strcmp(op, "In") && !in) || (!strcmp(op, "NotIn") && in) ||
-            (!strcmp(op, "Exists") && !lv) || (!strcmp(op, "DoesNotExist") && lv))
-            return 0;
-    }
-    return 1;
-}
-
-/* An int or a "N%" IntOrString, scaled on total (rounding up). */
-static long int_or_percent(const json_t *v, long total, int *set)
-{
-    *set = 1;
-    if (json_is_integer(v))
-        return (long)json_integer_value(v);
-    const char *sv = json_string_value(v);
-    if (sv) {
-        char *end;
-        long p = strtol(sv, &end, 10);
-        if (*end == '%')
-            return (p * total + 99) / 100;
-        if (!*end)
-            return p;
-    }
-    *set = 0;
-    return 0;
-}
-
-static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
-                            const struct route *r, const char *key)
+static void handle_eviction(struct fk_server *s, struct evhttp_request *req, const struct route *r,
+                            const char *key)
 {
     const struct fk_type *t = &s->types[FK_PODS];
     json_t *body = read_body(s, req);
@@ -1200,8 +1270,9 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
         goto out;
     }
     if (*bname && strcmp(bname, r->name) != 0) {
-        fk_reply(s, req, 400,
-                 fk_status(400, "BadRequest", "name in URL does not match name in Eviction object"));
+        fk_reply(
+            s, req, 400,
+            fk_status(400, "BadRequest", "name in URL does not match name in Eviction object"));
         goto out;
     }
     json_t *pod = fk_get(s, FK_PODS, key);
@@ -1231,7 +1302,8 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
             json_t *p = fk_get(s, FK_PDBS, keys[i]);
             if (strcmp(fk_meta_str(p, "namespace"), r->ns) != 0)
                 continue;
-            if (selector_matches(json_object_get(json_object_get(p, "spec"), "selector"), pod)) {
+            if (fk_label_selector_matches(json_object_get(json_object_get(p, "spec"), "selector"),
+                                          pod)) {
                 pdb = p;
                 npdb++;
             }
@@ -1244,37 +1316,17 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
             goto out;
         }
         if (pdb) {
-            json_t *sel = json_object_get(json_object_get(pdb, "spec"), "selector");
-            long expected = 0, healthy = 0;
-            size_t np;
-            char **pk = fk_sorted_keys(s, FK_PODS, &np);
-            char prefix[300];
-            snprintf(prefix, sizeof(prefix), "%s/", r->ns);
-            size_t pl = strlen(prefix);
-            for (size_t i = 0; i < np; i++) {
-                if (strncmp(pk[i], prefix, pl) != 0)
-                    continue;
-                json_t *p = fk_get(s, FK_PODS, pk[i]);
-                if (!selector_matches(sel, p))
-                    continue;
-                const char *ph = fk_path_str(p, "status.phase");
-                if (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"))
-                    continue;
-                expected++;
-                if (pod_ready(p))
-                    healthy++;
-            }
-            int set;
-            json_t *spec = json_object_get(pdb, "spec");
-            long desired = int_or_percent(json_object_get(spec, "minAvailable"), expected, &set);
-            if (!set) {
-                long mu = int_or_percent(json_object_get(spec, "maxUnavailable"), expected, &set);
-                desired = set ? expected - mu : 0;
-            }
-            if (desired < 0)
-                desired = 0;
-            int pod_healthy = pod_ready(pod);
-            int allowed = pod_healthy ? healthy - desired > 0 : healthy >= desired;
+            long expected, healthy, desired;
+            fk_pdb_counts(s, pdb, &expected, &healthy, &desired);
+            /* As in pkg/registry/core/pod/storage/eviction.go: an unready
+             * pod may go while the budget is met (IfHealthyBudget), a ready
+             * one only when a disruption is allowed. */
+            int allowed = healthy - desired > 0;
+            if (!fk_pod_ready(pod) && desired > 0 && healthy >= desired)
+                allowed = 1;
+            const char *uepp = fk_path_str(pdb, "spec.unhealthyPodEvictionPolicy");
+            if (!fk_pod_ready(pod) && !strcmp(uepp, "AlwaysAllow"))
+                allowed = 1;
             if (!allowed) {
                 json_t *st = fk_status(429, "TooManyRequests",
                                        "Cannot evict pod as it would violate the pod's "
@@ -1283,8 +1335,8 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
                 snprintf(cause, sizeof(cause),
                          "The disruption budget %s needs %ld healthy pods and has %ld currently",
                          fk_meta_str(pdb, "name"), desired, healthy);
-                json_t *det = json_pack("{s:[{s:s,s:s}]}", "causes", "reason",
-                                        "DisruptionBudget", "message", cause);
+                json_t *det = json_pack("{s:[{s:s,s:s}]}", "causes", "reason", "DisruptionBudget",
+                                        "message", cause);
                 if (st && det)
                     json_object_set_new(st, "details", det);
                 else
@@ -1294,14 +1346,44 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req,
             }
         }
     }
+    /* The eviction marks the pod first (PodDisruptionConditions). */
+    json_t *marked = json_deep_copy(pod);
+    if (marked) {
+        json_t *status = json_object_get(marked, "status");
+        if (!json_is_object(status)) {
+            status = json_object();
+            json_object_set_new(marked, "status", status);
+        }
+        json_t *conds = json_object_get(status, "conditions");
+        if (!json_is_array(conds)) {
+            conds = json_array();
+            json_object_set_new(status, "conditions", conds);
+        }
+        char ts[32];
+        fk_now_rfc3339(ts, sizeof(ts));
+        size_t ci;
+        json_t *c;
+        json_array_foreach(conds, ci, c)
+        {
+            if (!strcmp(fk_path_str(c, "type"), "DisruptionTarget")) {
+                json_array_remove(conds, ci);
+                break;
+            }
+        }
+        json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "DisruptionTarget",
+                                               "status", "True", "reason", "EvictionByEvictionAPI",
+                                               "message", "Eviction API: evicting",
+                                               "lastTransitionTime", ts));
+        fk_put(s, FK_PODS, key, marked, FK_MODIFIED);
+    }
     json_decref(fk_delete_object(s, FK_PODS, key, grace));
     fk_reply(s, req, 201, fk_status(201, "", "%s", ""));
 out:
     json_decref(body);
 }
 
-static void handle_binding(struct fk_server *s, struct evhttp_request *req,
-                           const struct route *r, const char *key)
+static void handle_binding(struct fk_server *s, struct evhttp_request *req, const struct route *r,
+                           const char *key)
 {
     const struct fk_type *t = &s->types[FK_PODS];
     json_t *body = read_body(s, req);
@@ -1319,6 +1401,13 @@ static void handle_binding(struct fk_server *s, struct evhttp_request *req,
         goto out;
     }
     const char *cur = fk_path_str(pod, "spec.nodeName");
+    const char *buid = fk_meta_str(body, "uid");
+    const char *brv = fk_meta_str(body, "resourceVersion");
+    if ((*buid && strcmp(buid, fk_meta_str(pod, "uid")) != 0) ||
+        (*brv && strcmp(brv, fk_meta_str(pod, "resourceVersion")) != 0)) {
+        reply_conflict(s, req, t, r->name);
+        goto out;
+    }
     if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
         fk_reply(s, req, 409,
                  status_details(fk_status(409, "Conflict",
@@ -1352,6 +1441,24 @@ static void handle_binding(struct fk_server *s, struct evhttp_request *req,
     }
     json_t *spec = json_object_get(nw, "spec");
     json_object_set_new(spec, "nodeName", json_string(node));
+    /* Like setPodHostAndAnnotations: the Binding's annotations are copied
+     * onto the pod. */
+    json_t *banns = json_object_get(json_object_get(body, "metadata"), "annotations");
+    if (json_is_object(banns) && json_object_size(banns) > 0) {
+        json_t *meta = meta_of(nw);
+        json_t *anns = json_object_get(meta, "annotations");
+        if (!json_is_object(anns)) {
+            anns = json_object();
+            json_object_set_new(meta, "annotations", anns);
+        }
+        const char *ak;
+        json_t *av;
+        json_object_foreach(banns, ak, av)
+        {
+            if (json_is_string(av))
+                json_object_set(anns, ak, av);
+        }
+    }
     json_t *status = json_object_get(nw, "status");
     if (!json_is_object(status)) {
         status = json_object();
@@ -1393,22 +1500,22 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
                 json_array_append(arr, fk_get(s, i, keys[k]));
             json_object_set_new(objs, s->types[i].plural, arr);
         }
-        reply_json(s, req, 200,
-                   json_pack("{s:s,s:o}", "resourceVersion", rvbuf, "objects", objs), 0);
+        reply_json(s, req, 200, json_pack("{s:s,s:o}", "resourceVersion", rvbuf, "objects", objs),
+                   0);
         return;
     }
     if (!strcmp(what, "stats") && method == EVHTTP_REQ_GET) {
         json_t *st = json_pack("{s:I,s:I,s:I,s:I,s:I,s:i,s:I}", "resourceVersion",
                                (json_int_t)s->rv, "watchers", (json_int_t)s->nwatchers, "requests",
                                (json_int_t)s->requests, "historyFloor", (json_int_t)s->hist_floor,
-                               "historyLength", (json_int_t)s->hist_len, "latencyMs",
-                               s->latency_ms, "pods",
-                               (json_int_t)json_object_size(s->types[FK_PODS].objects));
+                               "historyLength", (json_int_t)s->hist_len, "latencyMs", s->latency_ms,
+                               "pods", (json_int_t)json_object_size(s->types[FK_PODS].objects));
         reply_json(s, req, 200, st, 0);
         return;
     }
     if (method != EVHTTP_REQ_POST) {
-        reply_json(s, req, 405, fk_status(405, "MethodNotAllowed", "use POST on /fake/%s", what), 0);
+        reply_json(s, req, 405, fk_status(405, "MethodNotAllowed", "use POST on /fake/%s", what),
+                   0);
         return;
     }
     if (!strcmp(what, "drop-watches")) {
@@ -1455,7 +1562,7 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         fk_hist_compact(s);
         reply_json(s, req, 200, json_pack("{s:I}", "historyFloor", (json_int_t)s->hist_floor), 0);
     } else if (!strcmp(what, "persist")) {
-        int rc = fk_persist(s);
+        int rc = fk_persist(s, 0);
         reply_json(s, req, rc ? 500 : 200, json_pack("{s:b}", "persisted", rc == 0), 0);
     } else if (!strcmp(what, "reset")) {
         s->nfaults = 0;
@@ -1469,13 +1576,20 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
 static const char *method_name(int m)
 {
     switch (m) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    default: return "OTHER";
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    default:
+        return "OTHER";
     }
 }
 
@@ -1502,8 +1616,8 @@ static int apply_fault(struct fk_server *s, struct evhttp_request *req, const ch
             char rab[16];
             snprintf(rab, sizeof(rab), "%d", ra);
             evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", rab);
-            json_t *st = fk_status(429, "TooManyRequests",
-                                   "Too many requests, please try again later.");
+            json_t *st =
+                fk_status(429, "TooManyRequests", "Too many requests, please try again later.");
             json_t *det = json_pack("{s:i}", "retryAfterSeconds", ra);
             if (st && det)
                 json_object_set_new(st, "details", det);
@@ -1524,8 +1638,7 @@ static int apply_fault(struct fk_server *s, struct evhttp_request *req, const ch
 static void handle_discovery(struct fk_server *s, struct evhttp_request *req, char **seg, int n)
 {
     if (n == 1 && !strcmp(seg[0], "api")) {
-        fk_reply(s, req, 200,
-                 json_pack("{s:s,s:[s]}", "kind", "APIVersions", "versions", "v1"));
+        fk_reply(s, req, 200, json_pack("{s:s,s:[s]}", "kind", "APIVersions", "versions", "v1"));
         return;
     }
     if (n == 1 && !strcmp(seg[0], "apis")) {
@@ -1539,11 +1652,11 @@ static void handle_discovery(struct fk_server *s, struct evhttp_request *req, ch
                 dup |= !strcmp(s->types[j].group, t->group);
             if (dup)
                 continue;
-            json_array_append_new(
-                groups, json_pack("{s:s,s:[{s:s,s:s}],s:{s:s,s:s}}", "name", t->group, "versions",
-                                  "groupVersion", t->api_version, "version", t->version,
-                                  "preferredVersion", "groupVersion", t->api_version, "version",
-                                  t->version));
+            json_array_append_new(groups,
+                                  json_pack("{s:s,s:[{s:s,s:s}],s:{s:s,s:s}}", "name", t->group,
+                                            "versions", "groupVersion", t->api_version, "version",
+                                            t->version, "preferredVersion", "groupVersion",
+                                            t->api_version, "version", t->version));
         }
         fk_reply(s, req, 200,
                  json_pack("{s:s,s:s,s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
@@ -1563,10 +1676,10 @@ static void handle_discovery(struct fk_server *s, struct evhttp_request *req, ch
         const struct fk_type *t = &s->types[i];
         if (strcmp(t->api_version, gv) != 0)
             continue;
-        json_array_append_new(
-            res, json_pack("{s:s,s:b,s:s,s:[s,s,s,s,s,s,s]}", "name", t->plural, "namespaced",
-                           t->namespaced, "kind", t->kind, "verbs", "create", "delete", "get",
-                           "list", "patch", "update", "watch"));
+        json_array_append_new(res, json_pack("{s:s,s:b,s:s,s:[s,s,s,s,s,s,s]}", "name", t->plural,
+                                             "namespaced", t->namespaced, "kind", t->kind, "verbs",
+                                             "create", "delete", "get", "list", "patch", "update",
+                                             "watch"));
         if (t->has_status)
             json_array_append_new(res, json_pack("{s:s+,s:b,s:s,s:[s,s,s]}", "name", t->plural,
                                                  "/status", "namespaced", t->namespaced, "kind",
@@ -1574,7 +1687,8 @@ static void handle_discovery(struct fk_server *s, struct evhttp_request *req, ch
     }
     if (!gv || json_array_size(res) == 0) {
         json_decref(res);
-        fk_reply(s, req, 404, fk_status(404, "NotFound", "the server could not find the requested resource"));
+        fk_reply(s, req, 404,
+                 fk_status(404, "NotFound", "the server could not find the requested resource"));
         return;
     }
     fk_reply(s, req, 200,
@@ -1641,6 +1755,19 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
     }
     if (apply_fault(s, req, path, method))
         goto out;
+    if (method == EVHTTP_REQ_POST || method == EVHTTP_REQ_PUT || method == EVHTTP_REQ_DELETE) {
+        /* No Content-Type means JSON; another type is refused, as the
+         * real server's input negotiation does (we do not read YAML). */
+        const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+        if (ct && strncmp(ct, "application/json", 16) != 0 &&
+            evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
+            fk_reply(s, req, 415,
+                     fk_status(415, "UnsupportedMediaType",
+                               "the body of the request was in an unknown format - accepted "
+                               "media types include: application/json"));
+            goto out;
+        }
+    }
     if (!strcmp(path, "/version")) {
         fk_reply(s, req, 200,
                  json_pack("{s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "31", "gitVersion",
@@ -1675,9 +1802,10 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
         else if (method == EVHTTP_REQ_POST && (r.ns || !t->namespaced))
             handle_create(s, req, &r);
         else
-            fk_reply(s, req, 405, fk_status(405, "MethodNotAllowed",
-                                            "the server does not allow this method on the "
-                                            "requested resource"));
+            fk_reply(s, req, 405,
+                     fk_status(405, "MethodNotAllowed",
+                               "the server does not allow this method on the "
+                               "requested resource"));
         goto out;
     }
     if (!r.sub) {
@@ -1696,9 +1824,10 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
         } else if (method == EVHTTP_REQ_DELETE) {
             handle_delete(s, req, &r, key, &q);
         } else {
-            fk_reply(s, req, 405, fk_status(405, "MethodNotAllowed",
-                                            "the server does not allow this method on the "
-                                            "requested resource"));
+            fk_reply(s, req, 405,
+                     fk_status(405, "MethodNotAllowed",
+                               "the server does not allow this method on the "
+                               "requested resource"));
         }
         goto out;
     }
@@ -1716,7 +1845,8 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
         } else if (method == EVHTTP_REQ_PATCH) {
             handle_patch(s, req, &r, key, MODE_STATUS);
         } else {
-            fk_reply(s, req, 405, fk_status(405, "MethodNotAllowed", "status: use GET, PUT or PATCH"));
+            fk_reply(s, req, 405,
+                     fk_status(405, "MethodNotAllowed", "status: use GET, PUT or PATCH"));
         }
         goto out;
     }

@@ -25,6 +25,7 @@
 #define FK_MAX_BODY ((size_t)3 << 20) /* the real server's 3 MB request cap */
 #define FK_MAX_JSON_DEPTH 100
 #define FK_MAX_FAULTS 32
+#define FK_CRASH_RV_GAP 100000                 /* rvs skipped after loading a crash-time save */
 #define FK_MAX_WATCH_BUFFER ((size_t)64 << 20) /* slow watcher is dropped */
 
 enum fk_type_id {
@@ -48,9 +49,9 @@ struct fk_type {
     const char *kind;
     const char *api_version; /* "v1" or "group/version" */
     int namespaced;
-    int has_status; /* status subresource: main writes keep the old status */
-    int generation; /* metadata.generation bumps on spec changes */
-    int builtin;    /* list items omit kind/apiVersion, like typed lists */
+    int has_status;  /* status subresource: main writes keep the old status */
+    int generation;  /* metadata.generation bumps on spec changes */
+    int builtin;     /* list items omit kind/apiVersion, like typed lists */
     json_t *objects; /* "ns/name" or "name" -> object (immutable) */
     char **sorted;   /* keys in etcd order, rebuilt when dirty */
     size_t nsorted;
@@ -61,8 +62,8 @@ enum fk_etype { FK_ADDED, FK_MODIFIED, FK_DELETED };
 
 struct fk_event {
     uint64_t rv;
-    int type;  /* enum fk_type_id */
-    int etype; /* enum fk_etype */
+    int type;    /* enum fk_type_id */
+    int etype;   /* enum fk_etype */
     json_t *obj; /* the new object, or the final one for DELETED (owned) */
     json_t *old; /* the previous object, NULL for ADDED (owned) */
     char *line;  /* {"type":..,"object":..}\n, serialized once (owned) */
@@ -90,11 +91,11 @@ struct fk_timer;
 struct fk_deferred;
 
 struct fk_fault {
-    int code;          /* 500 or 429 */
-    long remaining;    /* requests left to fail */
-    char prefix[256];  /* path prefix, "" for all */
-    char verb[16];     /* "" for all */
-    int retry_after;   /* seconds, for 429 */
+    int code;         /* 500 or 429 */
+    long remaining;   /* requests left to fail */
+    char prefix[256]; /* path prefix, "" for all */
+    char verb[16];    /* "" for all */
+    int retry_after;  /* seconds, for 429 */
 };
 
 struct fk_server {
@@ -111,7 +112,7 @@ struct fk_server {
     /* watch history: a ring of at most hist_cap events */
     struct fk_event *hist;
     size_t hist_cap, hist_head, hist_len;
-    uint64_t hist_floor; /* a watch from rv >= hist_floor is served */
+    uint64_t hist_floor;     /* a watch from rv >= hist_floor is served */
     uint64_t continue_floor; /* continue tokens with rv < this are expired */
 
     struct fk_watcher *watchers;
@@ -128,7 +129,10 @@ struct fk_server {
     int kubelet;
     int kubelet_delay_ms;
 
+    int pdb_dirty; /* a pod or PDB changed since the last fk_pdb_sync */
+    struct event *pdb_ev;
     int persist_ms;
+    int64_t persist_next_ms; /* no periodic save before this (wall ms) */
     int dirty;
     struct event *persist_ev;
     unsigned long requests;
@@ -156,7 +160,8 @@ char **fk_sorted_keys(struct fk_server *s, int type, size_t *n);
 /* The history event with the given rv, or NULL when not retained. */
 const struct fk_event *fk_hist_at(const struct fk_server *s, uint64_t rv);
 void fk_hist_compact(struct fk_server *s);
-int fk_persist(struct fk_server *s);
+/* Saves DIR/state.json; clean=1 only for the save at exit. */
+int fk_persist(struct fk_server *s, int clean);
 int fk_load(struct fk_server *s);
 /* metadata helpers: borrowed strings, "" when missing */
 const char *fk_meta_str(const json_t *obj, const char *field);
@@ -172,6 +177,15 @@ void fk_selector_release(struct fk_selector *sel);
 int fk_selector_match(const struct fk_selector *sel, const json_t *obj);
 /* Field selector keys allowed for a type; -1 and a message when not. */
 int fk_selector_check_fields(const struct fk_selector *sel, int type, char *err, size_t n);
+
+/* ---- patch.c ---- */
+/* Merge patches take target (a reference) and return the result (new
+ * reference) or NULL on allocation failure. */
+json_t *fk_merge_patch(json_t *target, const json_t *patch);
+json_t *fk_strategic_merge_patch(json_t *target, const json_t *patch);
+/* Applies RFC 6902 operations to doc in place; -1 and a message on error
+ * (doc may then be partly patched: callers patch a copy). */
+int fk_json_patch(json_t *doc, const json_t *ops, char *err, size_t n);
 
 /* ---- watch.c ---- */
 int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, const char *ns,
@@ -206,6 +220,16 @@ int fk_sim_create_nodes(struct fk_server *s, int nodes, int gpus, const char *mo
  * is bound and not terminal, else immediately. Returns the object to
  * answer with (new reference). */
 json_t *fk_delete_object(struct fk_server *s, int type, const char *key, long grace);
+
+/* PDB helpers (policy/v1 semantics). */
+int fk_pod_ready(const json_t *pod); /* Running, Ready=True, not terminating */
+int fk_label_selector_matches(const json_t *sel, const json_t *obj); /* LabelSelector */
+/* expected: matching non-terminal pods in the PDB's namespace; healthy:
+ * those ready; desired: from minAvailable or maxUnavailable. */
+void fk_pdb_counts(struct fk_server *s, const json_t *pdb, long *expected, long *healthy,
+                   long *desired);
+/* The disruption controller: writes each PDB's status when it changed. */
+void fk_pdb_sync(struct fk_server *s);
 
 /* ---- tls.c ---- */
 /* Loads or creates DIR/ca.{crt,key} and DIR/server.{crt,key}; makes ssl. */

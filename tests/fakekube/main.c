@@ -20,11 +20,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 struct opt {
     const char *name;
-    long *ival;      /* integer flag, or NULL */
+    long *ival;        /* integer flag, or NULL */
     const char **sval; /* string flag, or NULL */
     long min, max;
     const char *help;
@@ -137,8 +138,28 @@ static void persist_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct fk_server *s = arg;
-    if (s->dirty)
-        fk_persist(s);
+    /* Saving a large state blocks the loop: keep it under ~10% of the time
+     * by waiting at least ten times as long as the last save took. */
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000;
+    if (!s->dirty || now_ms < s->persist_next_ms)
+        return;
+    fk_persist(s, 0);
+    gettimeofday(&now, NULL);
+    int64_t took = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000 - now_ms;
+    s->persist_next_ms = now_ms + 10 * took;
+}
+
+static void pdb_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fk_server *s = arg;
+    if (s->pdb_dirty) {
+        s->pdb_dirty = 0;
+        fk_pdb_sync(s);
+    }
 }
 
 static int load_token(struct fk_server *s)
@@ -264,10 +285,9 @@ int main(int argc, char **argv)
     evhttp_set_max_body_size(s->http, FK_MAX_BODY);
     evhttp_set_max_headers_size(s->http, 64 * 1024);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_HEAD);
-    struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(s->http, "127.0.0.1",
-                                                                       (ev_uint16_t)o_port);
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
+    struct evhttp_bound_socket *bound =
+        evhttp_bind_socket_with_handle(s->http, "127.0.0.1", (ev_uint16_t)o_port);
     if (!bound) {
         fprintf(stderr, "fakekube: cannot listen on 127.0.0.1:%ld\n", o_port);
         goto out;
@@ -291,7 +311,12 @@ int main(int argc, char **argv)
         if (!s->persist_ev || event_add(s->persist_ev, &tv))
             goto out;
     }
-    fk_persist(s);
+    /* The disruption controller runs at most every 200 ms. */
+    s->pdb_ev = event_new(s->base, -1, EV_PERSIST, pdb_cb, s);
+    struct timeval pdb_tv = {0, 200 * 1000};
+    if (!s->pdb_ev || event_add(s->pdb_ev, &pdb_tv))
+        goto out;
+    fk_persist(s, 0);
     if (o_port_file && write_port_file(o_port_file, s->port) != 0) {
         fprintf(stderr, "fakekube: cannot write --port-file %s\n", o_port_file);
         goto out;
@@ -299,7 +324,7 @@ int main(int argc, char **argv)
     FAIR_INFO("fakekube", "msg=listening port=%d state_dir=%s resourceVersion=%llu", s->port,
               s->state_dir, (unsigned long long)s->rv);
     event_base_dispatch(s->base);
-    rc = fk_persist(s) == 0 ? 0 : 1;
+    rc = fk_persist(s, 1) == 0 ? 0 : 1;
 out:
     if (s->http)
         fk_watch_release_all(s);
@@ -313,6 +338,8 @@ out:
         event_free(sig_int);
     if (s->persist_ev)
         event_free(s->persist_ev);
+    if (s->pdb_ev)
+        event_free(s->pdb_ev);
     fk_store_release(s);
     if (s->ssl)
         SSL_CTX_free(s->ssl);

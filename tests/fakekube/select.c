@@ -221,13 +221,22 @@ int fk_selector_match(const struct fk_selector *sel, const json_t *obj)
 int fk_selector_check_fields(const struct fk_selector *sel, int type, char *err, size_t n)
 {
     static const char *const common[] = {"metadata.name", "metadata.namespace", NULL};
-    static const char *const pods[] = {"spec.nodeName",  "spec.schedulerName",
-                                       "status.phase",   "spec.serviceAccountName",
-                                       "status.podIP",   "spec.restartPolicy",
-                                       "status.nominatedNodeName", NULL};
-    static const char *const events[] = {"involvedObject.kind", "involvedObject.namespace",
-                                         "involvedObject.name", "involvedObject.uid",
-                                         "reason", "type", "source", NULL};
+    static const char *const pods[] = {"spec.nodeName",
+                                       "spec.schedulerName",
+                                       "status.phase",
+                                       "spec.serviceAccountName",
+                                       "status.podIP",
+                                       "spec.restartPolicy",
+                                       "status.nominatedNodeName",
+                                       NULL};
+    static const char *const events[] = {"involvedObject.kind",
+                                         "involvedObject.namespace",
+                                         "involvedObject.name",
+                                         "involvedObject.uid",
+                                         "reason",
+                                         "type",
+                                         "source",
+                                         NULL};
     for (size_t i = 0; i < sel->nreqs; i++) {
         const char *k = sel->reqs[i].key;
         int ok = 0;

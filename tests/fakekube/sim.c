@@ -69,7 +69,8 @@ static void set_condition(json_t *status, const char *type, const char *value, c
             return;
         }
     }
-    json_t *nc = json_pack("{s:s,s:s,s:s}", "type", type, "status", value, "lastTransitionTime", ts);
+    json_t *nc =
+        json_pack("{s:s,s:s,s:s}", "type", type, "status", value, "lastTransitionTime", ts);
     if (nc && reason)
         json_object_set_new(nc, "reason", json_string(reason));
     json_array_append_new(conds, nc);
@@ -77,9 +78,8 @@ static void set_condition(json_t *status, const char *type, const char *value, c
 
 static long duration_seconds(const json_t *pod)
 {
-    const char *d = json_string_value(
-        json_object_get(json_object_get(json_object_get(pod, "metadata"), "annotations"),
-                        DURATION_ANNOTATION));
+    const char *d = json_string_value(json_object_get(
+        json_object_get(json_object_get(pod, "metadata"), "annotations"), DURATION_ANNOTATION));
     if (!d)
         return -1;
     char *end;
@@ -94,14 +94,13 @@ static void container_statuses(json_t *status, const json_t *pod, int running, c
     json_t *c;
     json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
     {
-        json_t *state = running
-                            ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
-                            : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", 0, "reason",
-                                        "Completed", "finishedAt", ts);
-        json_array_append_new(arr, json_pack("{s:s,s:b,s:o,s:i,s:s}", "name",
-                                             fk_path_str(c, "name"), "ready", running, "state",
-                                             state, "restartCount", 0, "image",
-                                             fk_path_str(c, "image")));
+        json_t *state = running ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
+                                : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", 0,
+                                            "reason", "Completed", "finishedAt", ts);
+        json_array_append_new(arr,
+                              json_pack("{s:s,s:b,s:o,s:i,s:s}", "name", fk_path_str(c, "name"),
+                                        "ready", running, "state", state, "restartCount", 0,
+                                        "image", fk_path_str(c, "image")));
     }
     json_object_set_new(status, "containerStatuses", arr);
 }
@@ -230,8 +229,8 @@ void fk_sim_pod_written(struct fk_server *s, const char *key, const json_t *pod)
         const char *started = fk_path_str(pod, "status.startTime");
         int64_t start_ms;
         /* Schedule once: on the write that made it Running. */
-        int just_started = ev && ev->old &&
-                           strcmp(fk_path_str(ev->old, "status.phase"), "Running") != 0;
+        int just_started =
+            ev && ev->old && strcmp(fk_path_str(ev->old, "status.phase"), "Running") != 0;
         if (d >= 0 && just_started && fair_time_parse_rfc3339(started, &start_ms) == 0) {
             long delay = (long)(start_ms + d * 1000 - now_ms());
             fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, key, uid, delay);
@@ -278,8 +277,8 @@ int fk_sim_create_nodes(struct fk_server *s, int nodes, int gpus, const char *mo
         if (fk_get(s, FK_NODES, name))
             continue; /* kept from an earlier run of this state dir */
         fk_uuid(uid, sizeof(uid));
-        json_t *res = json_pack("{s:s,s:s,s:s,s:s}", "cpu", "64", "memory", "512Gi", "pods",
-                                "110", "nvidia.com/gpu", gpustr);
+        json_t *res = json_pack("{s:s,s:s,s:s,s:s}", "cpu", "64", "memory", "512Gi", "pods", "110",
+                                "nvidia.com/gpu", gpustr);
         json_t *node = json_pack(
             "{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s,s:s,s:s,s:s}},s:{},s:{s:O,s:o,s:[{s:s,s:s,s:s,s:s,"
             "s:s}],s:{s:s,s:s}}}",
@@ -341,4 +340,157 @@ json_t *fk_delete_object(struct fk_server *s, int type, const char *key, long gr
     if (graceful)
         fk_timer_add(s, FK_TIMER_FINALIZE, type, key, fk_meta_str(stored, "uid"), grace * 1000);
     return json_incref(stored);
+}
+
+/* ---- PodDisruptionBudgets: counts and a simulated disruption controller ---- */
+
+int fk_pod_ready(const json_t *pod)
+{
+    if (strcmp(fk_path_str(pod, "status.phase"), "Running") != 0)
+        return 0;
+    if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+        return 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
+    {
+        if (strcmp(fk_path_str(c, "type"), "Ready") == 0)
+            return strcmp(fk_path_str(c, "status"), "True") == 0;
+    }
+    return 0;
+}
+
+/* matchLabels and matchExpressions of a LabelSelector. */
+int fk_label_selector_matches(const json_t *sel, const json_t *obj)
+{
+    if (!json_is_object(sel))
+        return 0; /* a PDB without selector selects nothing in policy/v1... */
+    const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(sel, "matchLabels"), k, v)
+    {
+        const char *lv = json_string_value(json_object_get(labels, k));
+        if (!lv || !json_is_string(v) || strcmp(lv, json_string_value(v)) != 0)
+            return 0;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(sel, "matchExpressions"), i, e)
+    {
+        const char *key = fk_path_str(e, "key");
+        const char *op = fk_path_str(e, "operator");
+        const char *lv = json_string_value(json_object_get(labels, key));
+        int in = 0;
+        size_t j;
+        json_t *val;
+        json_array_foreach(json_object_get(e, "values"), j, val)
+        {
+            if (lv && json_is_string(val) && strcmp(lv, json_string_value(val)) == 0)
+                in = 1;
+        }
+        if ((!strcmp(op, "In") && !in) || (!strcmp(op, "NotIn") && in) ||
+            (!strcmp(op, "Exists") && !lv) || (!strcmp(op, "DoesNotExist") && lv))
+            return 0;
+    }
+    return 1;
+}
+
+/* An int or a "N%" IntOrString, scaled on total (rounding up). */
+static long int_or_percent(const json_t *v, long total, int *set)
+{
+    *set = 1;
+    if (json_is_integer(v))
+        return (long)json_integer_value(v);
+    const char *sv = json_string_value(v);
+    if (sv) {
+        char *end;
+        long p = strtol(sv, &end, 10);
+        if (*end == '%')
+            return (p * total + 99) / 100;
+        if (!*end)
+            return p;
+    }
+    *set = 0;
+    return 0;
+}
+
+void fk_pdb_counts(struct fk_server *s, const json_t *pdb, long *expected, long *healthy,
+                   long *desired)
+{
+    json_t *sel = json_object_get(json_object_get(pdb, "spec"), "selector");
+    *expected = *healthy = 0;
+    size_t np;
+    char **pk = fk_sorted_keys(s, FK_PODS, &np);
+    char prefix[300];
+    snprintf(prefix, sizeof(prefix), "%s/", fk_meta_str(pdb, "namespace"));
+    size_t pl = strlen(prefix);
+    /* Keys are sorted: find the namespace's first key, stop after its last. */
+    size_t lo = 0, hi = np;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(pk[mid], prefix) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < np && strncmp(pk[i], prefix, pl) == 0; i++) {
+        json_t *p = fk_get(s, FK_PODS, pk[i]);
+        if (!fk_label_selector_matches(sel, p))
+            continue;
+        const char *ph = fk_path_str(p, "status.phase");
+        if (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"))
+            continue;
+        (*expected)++;
+        if (fk_pod_ready(p))
+            (*healthy)++;
+    }
+    int set;
+    json_t *spec = json_object_get(pdb, "spec");
+    long d = int_or_percent(json_object_get(spec, "minAvailable"), *expected, &set);
+    if (!set) {
+        long mu = int_or_percent(json_object_get(spec, "maxUnavailable"), *expected, &set);
+        d = set ? *expected - mu : 0;
+    }
+    *desired = d < 0 ? 0 : d;
+}
+
+void fk_pdb_sync(struct fk_server *s)
+{
+    size_t n;
+    char **keys = fk_sorted_keys(s, FK_PDBS, &n);
+    /* Copy the keys: writing a status may not reorder, but be safe. */
+    for (size_t i = 0; i < n; i++) {
+        json_t *pdb = fk_get(s, FK_PDBS, keys[i]);
+        long expected, healthy, desired;
+        fk_pdb_counts(s, pdb, &expected, &healthy, &desired);
+        long allowed = healthy - desired > 0 ? healthy - desired : 0;
+        json_int_t gen =
+            json_integer_value(json_object_get(json_object_get(pdb, "metadata"), "generation"));
+        json_t *old = json_object_get(pdb, "status");
+        if (json_integer_value(json_object_get(old, "observedGeneration")) == gen &&
+            json_integer_value(json_object_get(old, "disruptionsAllowed")) == allowed &&
+            json_integer_value(json_object_get(old, "currentHealthy")) == healthy &&
+            json_integer_value(json_object_get(old, "desiredHealthy")) == desired &&
+            json_integer_value(json_object_get(old, "expectedPods")) == expected)
+            continue;
+        json_t *nw = json_deep_copy(pdb);
+        if (!nw)
+            return;
+        char ts[32];
+        fk_now_rfc3339(ts, sizeof(ts));
+        json_object_set_new(nw, "status",
+                            json_pack("{s:I,s:I,s:I,s:I,s:I,s:[{s:s,s:s,s:s,s:I,s:s}]}",
+                                      "observedGeneration", gen, "disruptionsAllowed",
+                                      (json_int_t)allowed, "currentHealthy", (json_int_t)healthy,
+                                      "desiredHealthy", (json_int_t)desired, "expectedPods",
+                                      (json_int_t)expected, "conditions", "type",
+                                      "DisruptionAllowed", "status", allowed > 0 ? "True" : "False",
+                                      "reason", allowed > 0 ? "SufficientPods" : "InsufficientPods",
+                                      "observedGeneration", gen, "lastTransitionTime", ts));
+        char key[600];
+        snprintf(key, sizeof(key), "%s", keys[i]);
+        fk_put(s, FK_PDBS, key, nw, FK_MODIFIED);
+        keys = fk_sorted_keys(s, FK_PDBS, &n); /* unchanged set, but re-read */
+    }
 }

@@ -154,6 +154,8 @@ static void record(struct fk_server *s, int type, int etype, json_t *obj, json_t
     *slot = ev;
     s->hist_len++;
     s->dirty = 1;
+    if (type == FK_PDBS || (type == FK_PODS && json_object_size(s->types[FK_PDBS].objects) > 0))
+        s->pdb_dirty = 1;
     fk_watch_notify(s, slot);
 }
 
@@ -306,10 +308,9 @@ void fk_uuid(char *out, size_t n)
         memset(b, 1, sizeof(b));
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    snprintf(out, n,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(out, n, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
 /* ---- persistence ---- */
@@ -320,7 +321,7 @@ static int state_path(const struct fk_server *s, const char *name, char *out, si
     return (w < 0 || (size_t)w >= n) ? -1 : 0;
 }
 
-int fk_persist(struct fk_server *s)
+int fk_persist(struct fk_server *s, int clean)
 {
     char path[600], tmp[600];
     int rc = -1;
@@ -330,7 +331,7 @@ int fk_persist(struct fk_server *s)
         goto out;
     char rvbuf[32];
     snprintf(rvbuf, sizeof(rvbuf), "%" PRIu64, s->rv);
-    root = json_pack("{s:s,s:{}}", "resourceVersion", rvbuf, "objects");
+    root = json_pack("{s:s,s:b,s:{}}", "resourceVersion", rvbuf, "cleanShutdown", clean, "objects");
     if (!root)
         goto out;
     json_t *objs = json_object_get(root, "objects");
@@ -389,6 +390,16 @@ int fk_load(struct fk_server *s)
         goto out;
     }
     s->rv = rv;
+    if (!json_is_true(json_object_get(root, "cleanShutdown"))) {
+        /* Saved while running, then killed: clients may have seen later
+         * resourceVersions. Skip ahead so that none is ever reused; their
+         * watches from those get 410, as after a real apiserver restart. */
+        s->rv += FK_CRASH_RV_GAP;
+        FAIR_WARN("fakekube",
+                  "msg=\"state was not saved at exit; skipping resourceVersions\" "
+                  "gap=%d resourceVersion=%llu",
+                  FK_CRASH_RV_GAP, (unsigned long long)s->rv);
+    }
     json_t *objs = json_object_get(root, "objects");
     for (int i = 0; i < FK_NTYPES; i++) {
         struct fk_type *t = &s->types[i];

@@ -87,7 +87,8 @@ static int write_pem(const char *path, X509 *cert, EVP_PKEY *key)
         return -1;
     if (key)
         chmod(path, 0600);
-    int ok = cert ? PEM_write_X509(f, cert) : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+    int ok =
+        cert ? PEM_write_X509(f, cert) : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
     if (fclose(f) != 0)
         ok = 0;
     return ok ? 0 : -1;

@@ -24,9 +24,10 @@ struct fk_watcher {
     struct evhttp_request *req;
     struct evhttp_connection *evcon;
     int type;
-    char *ns; /* NULL: all namespaces */
+    char *ns;   /* NULL: all namespaces */
     char *name; /* metadata.name=X field selector fast path; NULL: any */
     struct fk_selector labels, fields;
+    uint64_t from; /* events at or before this rv are not sent */
     struct event *bookmark_ev;
     struct event *timeout_ev;
 };
@@ -96,7 +97,7 @@ static void send_json(struct fk_watcher *w, const char *etype, json_t *obj)
  * object that starts matching is ADDED, one that stops matching DELETED. */
 static void deliver(struct fk_watcher *w, const struct fk_event *ev)
 {
-    if (ev->type != w->type)
+    if (ev->type != w->type || ev->rv <= w->from)
         return;
     int now = matches(w, ev->obj);
     int before = ev->old ? matches(w, ev->old) : 0;
@@ -196,8 +197,9 @@ int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, co
     const char *to = query_get(query, "timeoutSeconds");
 
     if (s->nwatchers >= s->max_watchers) {
-        fk_reply(s, req, 429,
-                 fk_status(429, "TooManyRequests", "too many watches (limit %zu)", s->max_watchers));
+        fk_reply(
+            s, req, 429,
+            fk_status(429, "TooManyRequests", "too many watches (limit %zu)", s->max_watchers));
         return 0;
     }
     w = fair_calloc(1, sizeof(*w));
@@ -234,12 +236,12 @@ int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, co
         char *end;
         unsigned long long v = strtoull(rvs, &end, 10);
         if (*end || end == rvs) {
-            fk_reply(s, req, 400,
-                     fk_status(400, "BadRequest", "invalid resourceVersion: %s", rvs));
+            fk_reply(s, req, 400, fk_status(400, "BadRequest", "invalid resourceVersion: %s", rvs));
             goto fail;
         }
         from = v;
         replay_all = 0;
+        w->from = v; /* a watch from a future rv starts there */
     }
 
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);

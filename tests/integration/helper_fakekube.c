@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -105,12 +106,17 @@ static int spawn(struct fair_fake *f, int port)
 
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "helper_fakekube: fork failed: %s\n", strerror(errno));
         return -1;
     }
     if (pid == 0) {
+        /* Die with the test: a crashed or killed test leaves no server. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
         int fd = open(f->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -305,8 +311,7 @@ static void setup_easy(struct fair_fake *f, CURL *c, const char *path, struct cu
 }
 
 int fair_fake_request_ct(struct fair_fake *f, const char *method, const char *path,
-                         const char *content_type, const char *body, long *status,
-                         char **response)
+                         const char *content_type, const char *body, long *status, char **response)
 {
     struct sink sink = {0};
     struct curl_slist *hdrs = NULL;
@@ -317,8 +322,7 @@ int fair_fake_request_ct(struct fair_fake *f, const char *method, const char *pa
     if (!c)
         return -1;
     curl_easy_reset(c);
-    setup_easy(f, c, path, &hdrs,
-               body ? (content_type ? content_type : "application/json") : NULL);
+    setup_easy(f, c, path, &hdrs, body ? (content_type ? content_type : "application/json") : NULL);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     if (body) {
@@ -405,9 +409,8 @@ int fair_fake_fail_next(struct fair_fake *f, int code, long count, const char *p
         if (c)
             curl_easy_cleanup(c);
     }
-    snprintf(path, sizeof(path), "/fake/fail?code=%d&count=%ld&retryAfter=%d%s%s%s%s", code,
-             count, retry_after, prefix ? "&prefix=" : "", esc, verb ? "&verb=" : "",
-             verb ? verb : "");
+    snprintf(path, sizeof(path), "/fake/fail?code=%d&count=%ld&retryAfter=%d%s%s%s%s", code, count,
+             retry_after, prefix ? "&prefix=" : "", esc, verb ? "&verb=" : "", verb ? verb : "");
     return fake_post(f, path, NULL);
 }
 

@@ -19,6 +19,9 @@
  * State reaches disk on SIGTERM and every persist_ms (default 2 s), so after
  * fair_fake_kill9 the last writes may be lost, as with a crash.
  *
+ * The server gets SIGTERM when the test process dies (PR_SET_PDEATHSIG), so
+ * a crashed test leaves no server behind.
+ *
  * All calls are synchronous and meant for test code only (they block). */
 #ifndef FAIR_TEST_HELPER_FAKEKUBE_H
 #define FAIR_TEST_HELPER_FAKEKUBE_H
@@ -28,28 +31,28 @@
 
 /* Options; a zero field means "the server's default" (in brackets). */
 struct fair_fake_opts {
-    int nodes;            /* simulated GPU nodes node-0000.. [0] */
-    int gpus_per_node;    /* [8] */
-    const char *gpu_model; /* nvidia.com/gpu.product [NVIDIA-H100-80GB-HBM3] */
-    int kubelet;          /* 1: bound pods become Running, then Succeeded */
-    int kubelet_delay_ms; /* bound -> Running [200]; -1 means 0 */
-    int grace_seconds;    /* default terminationGracePeriodSeconds [30]; -1 means 0 */
-    int history;          /* watch events retained [10000] */
-    int bookmark_ms;      /* watch bookmark interval [1000]; -1 disables */
-    int persist_ms;       /* state save interval [2000]; -1: only at exit */
-    int max_watchers;     /* [1000] */
-    const char *token;    /* bearer token [the helper's "fair-test-token"] */
+    int nodes;                 /* simulated GPU nodes node-0000.. [0] */
+    int gpus_per_node;         /* [8] */
+    const char *gpu_model;     /* nvidia.com/gpu.product [NVIDIA-H100-80GB-HBM3] */
+    int kubelet;               /* 1: bound pods become Running, then Succeeded */
+    int kubelet_delay_ms;      /* bound -> Running [200]; -1 means 0 */
+    int grace_seconds;         /* default terminationGracePeriodSeconds [30]; -1 means 0 */
+    int history;               /* watch events retained [10000] */
+    int bookmark_ms;           /* watch bookmark interval [1000]; -1 disables */
+    int persist_ms;            /* state save interval [2000]; -1: only at exit */
+    int max_watchers;          /* [1000] */
+    const char *token;         /* bearer token [the helper's "fair-test-token"] */
     const char *extra_args[8]; /* more flags, NULL-terminated */
 };
 
 struct fair_fake {
-    pid_t pid;              /* 0 when not running */
-    int port;               /* kept across restarts */
-    char dir[256];          /* the state dir under /tmp */
-    char kubeconfig[320];   /* DIR/kubeconfig */
-    char ca_path[320];      /* DIR/ca.crt: the test CA */
-    char log_path[320];     /* DIR/fakekube.log: the server's output */
-    char base_url[64];      /* https://127.0.0.1:PORT */
+    pid_t pid;            /* 0 when not running */
+    int port;             /* kept across restarts */
+    char dir[256];        /* the state dir under /tmp */
+    char kubeconfig[320]; /* DIR/kubeconfig */
+    char ca_path[320];    /* DIR/ca.crt: the test CA */
+    char log_path[320];   /* DIR/fakekube.log: the server's output */
+    char base_url[64];    /* https://127.0.0.1:PORT */
     char token[128];
     struct fair_fake_opts opts;
     void *curl; /* a kept-alive CURL handle for fair_fake_request */
@@ -76,8 +79,7 @@ void fair_fake_release(struct fair_fake *f);
 int fair_fake_request(struct fair_fake *f, const char *method, const char *path, const char *body,
                       long *status, char **response);
 int fair_fake_request_ct(struct fair_fake *f, const char *method, const char *path,
-                         const char *content_type, const char *body, long *status,
-                         char **response);
+                         const char *content_type, const char *body, long *status, char **response);
 /* The same, returning the response parsed as JSON (new reference, NULL
  * when not JSON or on a transport failure). */
 json_t *fair_fake_request_json(struct fair_fake *f, const char *method, const char *path,

@@ -20,8 +20,8 @@ static struct fair_fake fake;
 static int setup(void **state)
 {
     (void)state;
-    struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 4, .grace_seconds = 1,
-                               .bookmark_ms = 200, .history = 50};
+    struct fair_fake_opts o = {
+        .nodes = 2, .gpus_per_node = 4, .grace_seconds = 1, .bookmark_ms = 200, .history = 50};
     if (fair_fake_start(&fake, &o) != 0)
         return -1;
     return fair_fake_create_namespace(&fake, "team-a");
@@ -120,8 +120,8 @@ static void test_create_get_conflicts(void **state)
     json_object_set_new(json_object_get(json_object_get(upd, "metadata"), "labels"), "tier",
                         json_string("gold"));
     char *body = json_dumps(upd, 0);
-    json_t *r = fair_fake_request_json(&fake, "PUT", "/api/v1/namespaces/team-a/pods/alpha", body,
-                                       &code);
+    json_t *r =
+        fair_fake_request_json(&fake, "PUT", "/api/v1/namespaces/team-a/pods/alpha", body, &code);
     assert_int_equal(code, 200);
     assert_string_equal(jstr(r, "metadata.labels.tier"), "gold");
     assert_true(strtoull(jstr(r, "metadata.resourceVersion"), NULL, 10) >
@@ -148,8 +148,7 @@ static void test_create_get_conflicts(void **state)
     json_decref(r);
 
     /* Bad bodies. */
-    r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/team-a/pods", "{not json",
-                               &code);
+    r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/team-a/pods", "{not json", &code);
     assert_int_equal(code, 400);
     json_decref(r);
     r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/team-a/pods",
@@ -186,8 +185,8 @@ static void test_list_paging_and_selectors(void **state)
     for (int i = 0; i < 7; i++) {
         char name[32];
         snprintf(name, sizeof(name), "p%d", i);
-        json_t *r = create_pod("paging", name, i % 2 ? "{\"odd\":\"yes\"}" : "{\"odd\":\"no\"}",
-                               &code);
+        json_t *r =
+            create_pod("paging", name, i % 2 ? "{\"odd\":\"yes\"}" : "{\"odd\":\"no\"}", &code);
         assert_int_equal(code, 201);
         json_decref(r);
     }
@@ -224,28 +223,25 @@ static void test_list_paging_and_selectors(void **state)
         cont = jstr(page, "metadata.continue");
         pages++;
         if (pages == 1)
-            assert_int_equal(json_integer_value(json_object_get(
-                                 json_object_get(page, "metadata"), "remainingItemCount")),
+            assert_int_equal(json_integer_value(json_object_get(json_object_get(page, "metadata"),
+                                                                "remainingItemCount")),
                              4);
     } while (cont && *cont && pages < 10);
     assert_int_equal(seen, 7);
     assert_int_equal(pages, 3);
     json_decref(page);
 
-    json_t *r = fair_fake_request_json(&fake, "GET",
-                                       "/api/v1/namespaces/paging/pods?labelSelector=odd%3Dyes",
-                                       NULL, &code);
+    json_t *r = fair_fake_request_json(
+        &fake, "GET", "/api/v1/namespaces/paging/pods?labelSelector=odd%3Dyes", NULL, &code);
     assert_int_equal(code, 200);
     assert_int_equal(json_array_size(json_object_get(r, "items")), 3);
     json_decref(r);
-    r = fair_fake_request_json(&fake, "GET",
-                               "/api/v1/namespaces/paging/pods?labelSelector=odd!%3Dyes,odd",
-                               NULL, &code);
+    r = fair_fake_request_json(
+        &fake, "GET", "/api/v1/namespaces/paging/pods?labelSelector=odd!%3Dyes,odd", NULL, &code);
     assert_int_equal(json_array_size(json_object_get(r, "items")), 4);
     json_decref(r);
-    r = fair_fake_request_json(&fake, "GET",
-                               "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-0001", NULL,
-                               &code);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-0001",
+                               NULL, &code);
     assert_int_equal(code, 200);
     assert_int_equal(json_array_size(json_object_get(r, "items")), 1);
     assert_string_equal(jstr(json_array_get(json_object_get(r, "items"), 0), "metadata.name"),
@@ -263,8 +259,7 @@ static void test_list_paging_and_selectors(void **state)
     json_decref(r);
 
     /* A continue token from before a compaction has expired: 410. */
-    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/paging/pods?limit=2", NULL,
-                               &code);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/paging/pods?limit=2", NULL, &code);
     char tok[512];
     snprintf(tok, sizeof(tok), "%s", jstr(r, "metadata.continue"));
     json_decref(r);
@@ -300,8 +295,8 @@ static void test_watch_order_bookmarks_and_expiry(void **state)
     (void)state;
     long code = 0;
     assert_int_equal(fair_fake_create_namespace(&fake, "watched"), 0);
-    json_t *l = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/watched/pods", NULL,
-                                       &code);
+    json_t *l =
+        fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/watched/pods", NULL, &code);
     char path[256];
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/watched/pods?watch=1&resourceVersion=%s&allowWatchBookmarks=true",
@@ -316,9 +311,8 @@ static void test_watch_order_bookmarks_and_expiry(void **state)
     snprintf(created_rv, sizeof(created_rv), "%s", jstr(p, "metadata.resourceVersion"));
     json_decref(p);
     bind_pod("watched", "w1", "node-0000", 201);
-    json_t *d = fair_fake_request_json(&fake, "DELETE",
-                                       "/api/v1/namespaces/watched/pods/w1?gracePeriodSeconds=0",
-                                       NULL, &code);
+    json_t *d = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/watched/pods/w1?gracePeriodSeconds=0", NULL, &code);
     assert_int_equal(code, 200);
     json_decref(d);
 
@@ -409,18 +403,36 @@ static void test_binding_and_eviction(void **state)
         set_running_ready("evict", name);
     }
     bind_pod("evict", "e0", "node-0001", 409);
+    /* The Binding's annotations land on the pod. */
+    json_t *r0 = create_pod("evict", "annotated", NULL, &code);
+    json_decref(r0);
+    r0 = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/evict/pods/annotated/binding",
+                                "{\"metadata\":{\"name\":\"annotated\",\"annotations\":{"
+                                "\"fairshare.dev/gpu-devices\":\"0,3\"}},\"target\":{\"name\":"
+                                "\"node-0001\"}}",
+                                &code);
+    assert_int_equal(code, 201);
+    json_decref(r0);
+    r0 = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/evict/pods/annotated", NULL,
+                                &code);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(r0, "metadata"), "annotations"),
+                            "fairshare.dev/gpu-devices")),
+                        "0,3");
+    json_decref(r0);
     bind_pod("evict", "missing", "node-0001", 404);
 
     json_t *r = fair_fake_request_json(
         &fake, "POST", "/apis/policy/v1/namespaces/evict/poddisruptionbudgets",
         "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":"
-        "\"pdb\"},\"spec\":{\"minAvailable\":2,\"selector\":{\"matchLabels\":{\"app\":\"train\"}}}}",
+        "\"pdb\"},\"spec\":{\"minAvailable\":2,\"selector\":{\"matchLabels\":{\"app\":\"train\"}}}"
+        "}",
         &code);
     assert_int_equal(code, 201);
     json_decref(r);
 
 #define EV_BODY                                                                                    \
-    "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"%s\","         \
+    "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"%s\","           \
     "\"namespace\":\"evict\"}}"
     char body[256];
     snprintf(body, sizeof(body), EV_BODY, "e0");
@@ -439,14 +451,16 @@ static void test_binding_and_eviction(void **state)
     assert_string_equal(jstr(r, "message"),
                         "Cannot evict pod as it would violate the pod's disruption budget.");
     assert_string_equal(
-        jstr(json_array_get(json_object_get(json_object_get(r, "details"), "causes"), 0),
-             "reason"),
+        jstr(json_array_get(json_object_get(json_object_get(r, "details"), "causes"), 0), "reason"),
         "DisruptionBudget");
     json_decref(r);
 
     r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/evict/pods/e0", NULL, &code);
     assert_int_equal(code, 200);
     assert_non_null(jstr(r, "metadata.deletionTimestamp"));
+    json_t *dt = json_array_get(json_object_get(json_object_get(r, "status"), "conditions"), 1);
+    assert_string_equal(jstr(dt, "type"), "DisruptionTarget");
+    assert_string_equal(jstr(dt, "reason"), "EvictionByEvictionAPI");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "metadata"),
                                                         "deletionGracePeriodSeconds")),
                      1);
@@ -464,6 +478,25 @@ static void test_binding_and_eviction(void **state)
         }
     }
     assert_true(gone);
+    /* The simulated disruption controller publishes the PDB's status. */
+    int synced = 0;
+    for (int i = 0; i < 100 && !synced; i++) {
+        r = fair_fake_request_json(
+            &fake, "GET", "/apis/policy/v1/namespaces/evict/poddisruptionbudgets/pdb", NULL, &code);
+        json_t *st = json_object_get(r, "status");
+        if (json_integer_value(json_object_get(st, "currentHealthy")) == 2 &&
+            json_integer_value(json_object_get(st, "expectedPods")) == 2) {
+            assert_int_equal(json_integer_value(json_object_get(st, "desiredHealthy")), 2);
+            assert_int_equal(json_integer_value(json_object_get(st, "disruptionsAllowed")), 0);
+            assert_int_equal(json_integer_value(json_object_get(st, "observedGeneration")), 1);
+            synced = 1;
+        } else {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        json_decref(r);
+    }
+    assert_true(synced);
     /* Still blocked: e1 and e2 are the two the budget needs. */
     r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/evict/pods/e1/eviction", body,
                                &code);
@@ -471,7 +504,8 @@ static void test_binding_and_eviction(void **state)
     json_decref(r);
     /* maxUnavailable 2 instead allows it. */
     char *resp = NULL;
-    fair_fake_request_ct(&fake, "PATCH", "/apis/policy/v1/namespaces/evict/poddisruptionbudgets/pdb",
+    fair_fake_request_ct(&fake, "PATCH",
+                         "/apis/policy/v1/namespaces/evict/poddisruptionbudgets/pdb",
                          "application/merge-patch+json",
                          "{\"spec\":{\"minAvailable\":null,\"maxUnavailable\":1}}", &code, &resp);
     assert_int_equal(code, 200);
@@ -496,9 +530,8 @@ static void test_status_subresource(void **state)
         "\"vision\"},\"spec\":{\"guaranteedGPUs\":8},\"status\":{\"allocatedGPUs\":99}}",
         &code);
     assert_int_equal(code, 201);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "metadata"),
-                                                        "generation")),
-                     1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "metadata"), "generation")), 1);
     assert_null(json_object_get(r, "status"));
     json_decref(r);
 
@@ -512,15 +545,12 @@ static void test_status_subresource(void **state)
     free(resp);
     r = fair_fake_request_json(&fake, "GET", "/apis/fairshare.dev/v1alpha1/projects/vision", NULL,
                                &code);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "spec"),
-                                                        "guaranteedGPUs")),
-                     8);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "status"),
-                                                        "allocatedGPUs")),
-                     3);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "metadata"),
-                                                        "generation")),
-                     1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "spec"), "guaranteedGPUs")), 8);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "status"), "allocatedGPUs")), 3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "metadata"), "generation")), 1);
 
     /* Main writes ignore status and bump generation on spec changes. */
     json_object_set_new(json_object_get(r, "spec"), "guaranteedGPUs", json_integer(16));
@@ -531,15 +561,12 @@ static void test_status_subresource(void **state)
                                &code);
     free(body);
     assert_int_equal(code, 200);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "spec"),
-                                                        "guaranteedGPUs")),
-                     16);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "status"),
-                                                        "allocatedGPUs")),
-                     3);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "metadata"),
-                                                        "generation")),
-                     2);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "spec"), "guaranteedGPUs")), 16);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "status"), "allocatedGPUs")), 3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r, "metadata"), "generation")), 2);
     json_decref(r);
 
     /* Leases: 409 on a stale update. */
@@ -553,18 +580,96 @@ static void test_status_subresource(void **state)
     json_object_set_new(json_object_get(r, "spec"), "holderIdentity", json_string("b"));
     body = json_dumps(r, 0);
     json_decref(r);
-    r = fair_fake_request_json(&fake, "PUT",
-                               "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/fairshare",
-                               body, &code);
+    r = fair_fake_request_json(
+        &fake, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/fairshare", body,
+        &code);
     assert_int_equal(code, 200);
     json_decref(r);
-    r = fair_fake_request_json(&fake, "PUT",
-                               "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/fairshare",
-                               stale, &code);
+    r = fair_fake_request_json(
+        &fake, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/fairshare", stale,
+        &code);
     assert_int_equal(code, 409);
     json_decref(r);
     free(body);
     free(stale);
+}
+
+static void test_patch_formats(void **state)
+{
+    (void)state;
+    long code = 0;
+    char *resp = NULL;
+    json_t *r = fair_fake_request_json(
+        &fake, "POST", "/api/v1/namespaces/team-a/pods",
+        "{\"metadata\":{\"name\":\"gated\"},\"spec\":{\"schedulingGates\":[{\"name\":"
+        "\"fairshare.dev/admission\"}],\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
+        &code);
+    assert_int_equal(code, 201);
+    json_decref(r);
+    /* Gated pods cannot be bound. */
+    bind_pod("team-a", "gated", "node-0000", 409);
+    /* JSON patch removes the gate. */
+    assert_int_equal(fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated",
+                                          "application/json-patch+json",
+                                          "[{\"op\":\"test\",\"path\":\"/spec/schedulingGates/0/"
+                                          "name\",\"value\":\"fairshare.dev/admission\"},{\"op\":"
+                                          "\"remove\",\"path\":\"/spec/schedulingGates\"}]",
+                                          &code, &resp),
+                     0);
+    assert_int_equal(code, 200);
+    free(resp);
+    /* A failing test op is 422 and changes nothing. */
+    r = NULL;
+    fair_fake_request_ct(
+        &fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated", "application/json-patch+json",
+        "[{\"op\":\"test\",\"path\":\"/metadata/name\",\"value\":\"x\"}]", &code, &resp);
+    assert_int_equal(code, 422);
+    free(resp);
+    bind_pod("team-a", "gated", "node-0000", 201);
+
+    /* Strategic merge patch merges conditions by type. */
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated/status",
+                         "application/strategic-merge-patch+json",
+                         "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                         "\"True\"}]}}",
+                         &code, &resp);
+    assert_int_equal(code, 200);
+    free(resp);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/team-a/pods/gated", NULL, &code);
+    json_t *conds = json_object_get(json_object_get(r, "status"), "conditions");
+    assert_int_equal(json_array_size(conds), 2);
+    assert_string_equal(jstr(json_array_get(conds, 0), "type"), "PodScheduled");
+    assert_string_equal(jstr(json_array_get(conds, 1), "type"), "Ready");
+    json_decref(r);
+    /* ... while a merge patch replaces the list. */
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated/status",
+                         "application/merge-patch+json",
+                         "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                         "\"False\"}]}}",
+                         &code, &resp);
+    assert_int_equal(code, 200);
+    free(resp);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/team-a/pods/gated", NULL, &code);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(r, "status"), "conditions")),
+                     1);
+    json_decref(r);
+    /* Custom resources do not take strategic merge patches. */
+    fair_fake_request_ct(&fake, "PATCH", "/apis/fairshare.dev/v1alpha1/queues/none",
+                         "application/strategic-merge-patch+json", "{}", &code, &resp);
+    assert_int_equal(code, 415);
+    free(resp);
+    /* A pod's spec is immutable apart from a few fields. */
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated",
+                         "application/merge-patch+json", "{\"spec\":{\"nodeName\":\"node-0001\"}}",
+                         &code, &resp);
+    assert_int_equal(code, 422);
+    free(resp);
+    /* A stale resourceVersion in a patch is a conflict. */
+    fair_fake_request_ct(
+        &fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated", "application/merge-patch+json",
+        "{\"metadata\":{\"resourceVersion\":\"1\",\"labels\":{\"a\":\"b\"}}}", &code, &resp);
+    assert_int_equal(code, 409);
+    free(resp);
 }
 
 int main(void)
@@ -575,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_watch_order_bookmarks_and_expiry),
         cmocka_unit_test(test_binding_and_eviction),
         cmocka_unit_test(test_status_subresource),
+        cmocka_unit_test(test_patch_formats),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
