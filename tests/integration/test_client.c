@@ -345,7 +345,7 @@ static void test_bind_evict_pdb(void **state)
     struct result r = {0};
     create_pod("e1", "{\"app\":\"guarded\"}");
     create_pod("e2", "{\"app\":\"free\"}");
-    /* Bind e1 with an annotation in the Binding. */
+    /* Bind e1 with an annotation carried by the Binding. */
     const char *kv[] = {"fairshare.dev/gpu-devices", "0"};
     assert_int_equal(
         fair_kclient_bind(client, "team-a", "e1", NULL, "node-0000", kv, 1, record, &r, NULL), 0);
@@ -364,8 +364,8 @@ static void test_bind_evict_pdb(void **state)
     struct fair_kpod *pod = NULL;
     assert_int_equal(fair_kpod_decode(r.json, &pod, NULL), 0);
     assert_string_equal(pod->node_name, "node-0000");
-    /* The real API server copies the Binding's annotations onto the pod;
-     * the fake server does not (yet), so pod->gpu_devices is not checked. */
+    /* The API server copies the Binding's annotations onto the pod. */
+    assert_string_equal(pod->gpu_devices, "0");
     fair_kpod_free(pod);
     reset(&r);
     /* Binding it again: 409. */
