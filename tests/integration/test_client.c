@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/yaml.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/decode.h"
@@ -451,21 +452,38 @@ static void test_event_and_lease(void **state)
 static void test_wrong_ca(void **state)
 {
     (void)state;
-    struct fair_kconfig cfg;
+    /* A second fake server has its own CA: trusting only that one must
+     * fail TLS against the first. */
+    struct fair_fake other;
+    assert_int_equal(fair_fake_start(&other, NULL), 0);
+    char *other_ca = NULL;
+    size_t other_len = 0;
     struct fair_error err = {0};
+    assert_int_equal(fair_read_file(other.ca_path, 1 << 20, &other_ca, &other_len, &err), 0);
+    assert_int_equal(fair_fake_stop(&other), 0);
+    fair_fake_release(&other);
+    struct fair_kconfig cfg;
     assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err), 0);
-    /* The system's CAs do not know the fake server's test CA. */
     fair_free(cfg.ca);
-    cfg.ca = NULL;
-    cfg.ca_len = 0;
+    cfg.ca = other_ca;
+    cfg.ca_len = other_len;
     struct fair_kclient *c2;
     assert_int_equal(fair_kclient_new(base, &cfg, NULL, &c2, &err), 0);
-    fair_kconfig_release(&cfg);
     assert_int_equal(
         fair_kclient_request_sync(c2, "GET", "/api/v1/nodes", NULL, 0, NULL, NULL, &err),
         FAIR_ETLS);
     assert_non_null(strstr(err.msg, "TLS to https://127.0.0.1:"));
     assert_non_null(strstr(err.msg, "check the CA of kubeconfig"));
+    fair_kclient_free(c2);
+    /* The system's CAs do not know the test CA either. */
+    fair_free(cfg.ca);
+    cfg.ca = NULL;
+    cfg.ca_len = 0;
+    assert_int_equal(fair_kclient_new(base, &cfg, NULL, &c2, &err), 0);
+    fair_kconfig_release(&cfg);
+    assert_int_equal(
+        fair_kclient_request_sync(c2, "GET", "/api/v1/nodes", NULL, 0, NULL, NULL, &err),
+        FAIR_ETLS);
     fair_kclient_free(c2);
 }
 
