@@ -318,7 +318,7 @@ out:
 
 int main(int argc, char **argv)
 {
-    int npods = argc > 1 ? atoi(argv[1]) : 20000; /* NOLINT: bench argument */
+    long npods = argc > 1 ? strtol(argv[1], NULL, 10) : 20000;
     if (npods < 100 || npods > 1000000)
         npods = 20000;
     struct fair_buf adds, mods;
@@ -327,8 +327,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < npods; i++)
         add_event(&adds, "ADDED", i, 1000 + i, 0);
     for (int i = 0; i < npods; i++)
-        add_event(&mods, "MODIFIED", i, 1000 + npods + i, 1);
-    printf("pods=%d event_bytes_avg=%zu\n", npods, (adds.len + mods.len) / (2 * (size_t)npods));
+        add_event(&mods, "MODIFIED", i, 1000 + (int)npods + i, 1);
+    printf("pods=%ld event_bytes_avg=%zu\n", npods, (adds.len + mods.len) / (2 * (size_t)npods));
 
     enum { RUNS = 5 };
     double rate[RUNS], cpu_rate[RUNS];

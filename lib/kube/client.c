@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -367,11 +368,13 @@ static int start_transfer(struct fair_kreq *r)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->opt.connect_timeout_ms);
-    if (!r->watch)
+    if (!r->watch) {
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->opt.request_timeout_ms);
-    else /* a stalled watch (no bytes, not even bookmarks) is dropped */
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L),
-            curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 660L);
+    } else {
+        /* A stalled watch (no bytes, not even bookmarks) is dropped. */
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 660L);
+    }
     if (!strcmp(r->method, "GET")) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else {
