@@ -1085,13 +1085,25 @@ static const struct fair_jfield pod_ann_filter[] = {
     {FAIR_ANN_GANG_SIZE, NULL},    {FAIR_ANN_SIM_DURATION, NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_meta[] = {
     META_FIELDS, {"labels", pod_labels}, {"annotations", pod_ann_filter}, {NULL, NULL}};
-static const struct fair_jfield container[] = {{"resources", NULL}, {NULL, NULL}};
-static const struct fair_jfield pod_spec[] = {
-    {"schedulerName", NULL},       {"nodeName", NULL},    {"priority", NULL},
-    {"nodeSelector", NULL},        {"tolerations", NULL}, {"containers", container},
-    {"initContainers", container}, {NULL, NULL}};
+static const struct fair_jfield res_quantities[] = {
+    {FAIR_RES_NAME_GPU, NULL}, {"cpu", NULL}, {"memory", NULL}, {NULL, NULL}};
+static const struct fair_jfield res_lists[] = {
+    {"requests", res_quantities}, {"limits", res_quantities}, {NULL, NULL}};
+static const struct fair_jfield container[] = {{"resources", res_lists}, {NULL, NULL}};
+static const struct fair_jfield toleration[] = {
+    {"key", NULL}, {"operator", NULL}, {"value", NULL}, {"effect", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_spec[] = {{"schedulerName", NULL},
+                                              {"nodeName", NULL},
+                                              {"priority", NULL},
+                                              {"nodeSelector", NULL},
+                                              {"tolerations", toleration},
+                                              {"containers", container},
+                                              {"initContainers", container},
+                                              {NULL, NULL}};
+static const struct fair_jfield condition[] = {
+    {"type", NULL}, {"status", NULL}, {"reason", NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_status[] = {
-    {"phase", NULL}, {"startTime", NULL}, {"conditions", NULL}, {NULL, NULL}};
+    {"phase", NULL}, {"startTime", NULL}, {"conditions", condition}, {NULL, NULL}};
 static const struct fair_jfield pod_filter[] = {STATUS_FIELDS,
                                                 {"metadata", pod_meta},
                                                 {"spec", pod_spec},
@@ -1099,10 +1111,14 @@ static const struct fair_jfield pod_filter[] = {STATUS_FIELDS,
                                                 {NULL, NULL}};
 
 static const struct fair_jfield node_meta[] = {META_FIELDS, {"labels", NULL}, {NULL, NULL}};
+static const struct fair_jfield taint[] = {
+    {"key", NULL}, {"value", NULL}, {"effect", NULL}, {NULL, NULL}};
 static const struct fair_jfield node_spec[] = {
-    {"unschedulable", NULL}, {"taints", NULL}, {NULL, NULL}};
+    {"unschedulable", NULL}, {"taints", taint}, {NULL, NULL}};
+static const struct fair_jfield allocatable[] = {
+    {FAIR_RES_NAME_GPU, NULL}, {"cpu", NULL}, {"memory", NULL}, {"pods", NULL}, {NULL, NULL}};
 static const struct fair_jfield node_status[] = {
-    {"allocatable", NULL}, {"conditions", NULL}, {NULL, NULL}};
+    {"allocatable", allocatable}, {"conditions", condition}, {NULL, NULL}};
 static const struct fair_jfield node_filter[] = {STATUS_FIELDS,
                                                  {"metadata", node_meta},
                                                  {"spec", node_spec},
