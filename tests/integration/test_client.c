@@ -315,6 +315,25 @@ static void test_429_retry(void **state)
     assert_int_equal(r.status, 429);
     assert_int_equal(r.retries, 0);
     reset(&r);
+    /* Retries are bounded: with max_retries 2, the third 429 surfaces. */
+    struct fair_kconfig cfg;
+    struct fair_error cerr = {0};
+    assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &cerr), 0);
+    struct fair_kclient_options o = {.max_retries = 2};
+    struct fair_kclient *c2;
+    assert_int_equal(fair_kclient_new(base, &cfg, &o, &c2, &cerr), 0);
+    fair_kconfig_release(&cfg);
+    assert_int_equal(fair_fake_fail_next(&fake, 429, 3, "/api/v1/nodes", "GET", 0), 0);
+    assert_int_equal(fair_kclient_get(c2, &fair_kres_nodes, NULL, NULL, record, &r, NULL), 0);
+    wait_for(&r);
+    assert_int_equal(r.rc, FAIR_ETOOMANY);
+    assert_int_equal(r.retries, 2);
+    reset(&r);
+    struct fair_kclient_stats st;
+    fair_kclient_stats(c2, &st);
+    assert_int_equal(st.requests, 3);
+    assert_int_equal(st.retries_429, 2);
+    fair_kclient_free(c2);
     /* 500: not retried by the client. */
     assert_int_equal(fair_fake_fail_next(&fake, 500, 1, "/api/v1/nodes", "GET", 0), 0);
     long status = 0;
