@@ -62,7 +62,9 @@ void fair_kclient_options_default(struct fair_kclient_options *opt);
 int fair_kclient_new(struct event_base *base, const struct fair_kconfig *cfg,
                      const struct fair_kclient_options *opt, struct fair_kclient **out,
                      struct fair_error *err);
-/* Cancels what is in flight (no callbacks) and frees. NULL is a no-op. */
+/* Cancels what is in flight (no callbacks) and frees. NULL is a no-op.
+ * Not from inside a request callback. The client, like everything on the
+ * loop, is used from the loop's thread only. */
 void fair_kclient_free(struct fair_kclient *c);
 
 struct event_base *fair_kclient_base(struct fair_kclient *c);
