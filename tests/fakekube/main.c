@@ -245,7 +245,14 @@ int main(int argc, char **argv)
     s->kubelet_delay_ms = (int)o_kubelet_delay;
     s->persist_ms = (int)o_persist;
 
-    s->base = event_base_new();
+    /* Precise timers: the coarse monotonic clock libevent prefers can fire
+     * an injected latency a few ms early. */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    s->base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
     if (!s->base || fk_store_init(s, (size_t)o_history) != 0)
         goto out;
     if (load_token(s) != 0) {
