@@ -252,6 +252,12 @@ static void test_dates_and_tz(void **state)
     assert_int_equal(micro, 2500000);
     assert_int_equal(fair_price_parse("-1", &micro, &err), FAIR_EINVAL);
     assert_int_equal(fair_price_parse("1.1234567", &micro, &err), FAIR_EINVAL);
+    assert_int_equal(fair_price_parse("11111111111111", &micro, &err), FAIR_EINVAL);
+    assert_int_equal(fair_price_parse(".", &micro, &err), FAIR_EINVAL);
+    assert_int_equal(fair_price_parse("999999999.999999", &micro, &err), 0);
+    assert_int_equal(micro, 999999999999999LL);
+    assert_int_equal(fair_price_parse(".5", &micro, &err), 0);
+    assert_int_equal(micro, 500000);
     char s[32];
     fair_gpu_hours_format(H / 4, s, sizeof(s));
     assert_string_equal(s, "0.250");
@@ -667,6 +673,7 @@ static void test_http(void **state)
         "from=2026-11-01&to=2026-12-01&price=-3",
         "from=%zz&to=2026-12-01",
         "from",
+        "from=1013-11-01&to=2026-12-01",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(fair_report_http(l, bad[i], &body, &ct, &status), 0);
@@ -714,12 +721,23 @@ static void test_alloc_failures(void **state)
         fair_alloc_fail_after(k);
         int rc = fair_ledger_open(&o, &l, &err);
         if (!rc) {
-            struct fair_ledger_interval_info in = {
-                .uid = "m1", .namespace_ = "ns", .pod = "p", .queue = "q", .project = "p",
-                .team = "t", .cost_center = "", .node = "", .gpu_model = "A100",
-                .gpu_milli = 1000, .inquota_milli = 500, .start_ms = 1000};
-            struct fair_ledger_sample_row row = {.queue = "q", .project = "p", .team = "t",
-                                                 .allocated = 1000, .guaranteed = 500,
+            struct fair_ledger_interval_info in = {.uid = "m1",
+                                                   .namespace_ = "ns",
+                                                   .pod = "p",
+                                                   .queue = "q",
+                                                   .project = "p",
+                                                   .team = "t",
+                                                   .cost_center = "",
+                                                   .node = "",
+                                                   .gpu_model = "A100",
+                                                   .gpu_milli = 1000,
+                                                   .inquota_milli = 500,
+                                                   .start_ms = 1000};
+            struct fair_ledger_sample_row row = {.queue = "q",
+                                                 .project = "p",
+                                                 .team = "t",
+                                                 .allocated = 1000,
+                                                 .guaranteed = 500,
                                                  .lent = -1};
             int r1 = fair_ledger_interval_open(l, &in, &err);
             int r2 = fair_ledger_sample(l, 2000, &row, 1, &err);
