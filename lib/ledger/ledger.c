@@ -304,6 +304,37 @@ void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *ou
     out->queued = l->count;
 }
 
+int fair_ledger_metrics(const struct fair_ledger *l, struct fair_buf *out)
+{
+    struct fair_ledger_stats s;
+    fair_ledger_stats(l, &s);
+    int rc = fair_buf_appendf(
+        out,
+        "# HELP fairshare_ledger_queued_records Ledger records waiting for the next flush.\n"
+        "# TYPE fairshare_ledger_queued_records gauge\n"
+        "fairshare_ledger_queued_records %zu\n"
+        "# HELP fairshare_ledger_flushed_records_total Ledger records committed.\n"
+        "# TYPE fairshare_ledger_flushed_records_total counter\n"
+        "fairshare_ledger_flushed_records_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_dropped_records_total Ledger records lost (queue full and "
+        "flush failed).\n"
+        "# TYPE fairshare_ledger_dropped_records_total counter\n"
+        "fairshare_ledger_dropped_records_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_flushes_total Ledger transactions committed.\n"
+        "# TYPE fairshare_ledger_flushes_total counter\n"
+        "fairshare_ledger_flushes_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_flush_errors_total Ledger flushes that failed and were "
+        "retried.\n"
+        "# TYPE fairshare_ledger_flush_errors_total counter\n"
+        "fairshare_ledger_flush_errors_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_heartbeat_seconds Last committed heartbeat (Unix time).\n"
+        "# TYPE fairshare_ledger_heartbeat_seconds gauge\n"
+        "fairshare_ledger_heartbeat_seconds %" PRId64 ".%03" PRId64 "\n",
+        s.queued, s.flushed, s.dropped, s.flushes, s.flush_errors, s.heartbeat_ms / 1000,
+        s.heartbeat_ms % 1000);
+    return rc ? FAIR_ENOMEM : 0;
+}
+
 int fair_ledger_meta_get(struct fair_ledger *l, const char *key, int64_t *out,
                          struct fair_error *err)
 {

@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 
 struct sqlite3;
@@ -177,6 +178,12 @@ struct fair_ledger_stats {
     int64_t heartbeat_ms; /* last committed heartbeat, 0 if none */
 };
 void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *out);
+
+/* Appends the stats in the Prometheus text format, for /metrics:
+ * fairshare_ledger_queued_records, fairshare_ledger_flushed_records_total,
+ * fairshare_ledger_dropped_records_total, fairshare_ledger_flushes_total,
+ * fairshare_ledger_flush_errors_total, fairshare_ledger_heartbeat_seconds. */
+int fair_ledger_metrics(const struct fair_ledger *l, struct fair_buf *out);
 
 /* Online backup (SQLite's backup API) of the whole database into dest,
  * written to dest + ".tmp" and renamed, so dest is always a complete

@@ -514,6 +514,13 @@ static void test_locked(void **state)
     fair_ledger_stats(l, &st);
     assert_int_equal(st.queued, 0);
     assert_int_equal(st.flushed, 1);
+    struct fair_buf m;
+    fair_buf_init(&m, 0);
+    assert_int_equal(fair_ledger_metrics(l, &m), 0);
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_flush_errors_total 1\n"));
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_flushed_records_total 1\n"));
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_queued_records 0\n"));
+    fair_buf_release(&m);
     fair_ledger_free(l);
 }
 
