@@ -355,8 +355,16 @@ int fair_ledger_meta_get(struct fair_ledger *l, const char *key, int64_t *out,
 
 /* ---- the write queue ---- */
 
+/* Optional names may be NULL or "": both are stored as "". */
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
 static int check_name(const char *field, const char *s, int may_be_empty, struct fair_error *err)
 {
+    if (!s && may_be_empty)
+        return 0;
     if (!s)
         return fair_error_set(err, FAIR_EINVAL, "ledger: interval field %s is missing", field);
     size_t n = strnlen(s, FAIR_LEDGER_NAME_MAX + 1);
@@ -373,14 +381,14 @@ static char *pack_strings(const char *const *s, const char **dst, size_t n)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += strlen(s[i]) + 1;
+        total += strlen(nz(s[i])) + 1;
     char *block = fair_malloc(total ? total : 1);
     if (!block)
         return NULL;
     char *p = block;
     for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(s[i]) + 1;
-        memcpy(p, s[i], k);
+        size_t k = strlen(nz(s[i])) + 1;
+        memcpy(p, nz(s[i]), k);
         dst[i] = p;
         p += k;
     }
@@ -420,8 +428,8 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
     if ((rc = check_name("namespace", in->namespace_, 0, err)) ||
         (rc = check_name("pod", in->pod, 0, err)) ||
         (rc = check_name("queue", in->queue, 0, err)) ||
-        (rc = check_name("project", in->project, 0, err)) ||
-        (rc = check_name("team", in->team, 0, err)) ||
+        (rc = check_name("project", in->project, 1, err)) ||
+        (rc = check_name("team", in->team, 1, err)) ||
         (rc = check_name("cost_center", in->cost_center, 1, err)) ||
         (rc = check_name("node", in->node, 1, err)) ||
         (rc = check_name("gpu_model", in->gpu_model, 1, err)))
@@ -561,8 +569,8 @@ int fair_ledger_sample(struct fair_ledger *l, int64_t now_ms,
     }
     for (size_t i = 0; i < n; i++) {
         if ((rc = check_name("sample queue", rows[i].queue, 0, err)) ||
-            (rc = check_name("sample project", rows[i].project, 0, err)) ||
-            (rc = check_name("sample team", rows[i].team, 0, err)))
+            (rc = check_name("sample project", rows[i].project, 1, err)) ||
+            (rc = check_name("sample team", rows[i].team, 1, err)))
             goto out;
         op.sample.rows[i] = rows[i];
         src[3 * i] = rows[i].queue;
@@ -698,8 +706,8 @@ static int64_t floor_div(int64_t a, int64_t b)
 static int do_open(struct fair_ledger *l, struct stmts *s,
                    const struct fair_ledger_interval_info *in, struct fair_error *err)
 {
-    const char *v[6] = {in->namespace_, in->queue,       in->project,
-                        in->team,       in->cost_center, in->gpu_model};
+    const char *v[6] = {in->namespace_, in->queue,           nz(in->project),
+                        nz(in->team),   nz(in->cost_center), nz(in->gpu_model)};
     int64_t dim = 0;
     int rc = dim_id(l, s, v, &dim, err);
     if (rc)
@@ -707,7 +715,7 @@ static int do_open(struct fair_ledger *l, struct stmts *s,
     sqlite3_bind_text(s->open, 1, in->uid, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s->open, 2, dim);
     sqlite3_bind_text(s->open, 3, in->pod, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s->open, 4, in->node, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s->open, 4, nz(in->node), -1, SQLITE_STATIC);
     sqlite3_bind_int64(s->open, 5, in->gpu_milli);
     sqlite3_bind_int64(s->open, 6, in->inquota_milli);
     sqlite3_bind_int64(s->open, 7, in->start_ms);

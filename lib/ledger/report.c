@@ -189,6 +189,13 @@ static const char *coltext(sqlite3_stmt *st, int i)
     return s ? s : "";
 }
 
+/* A group key: a team or project left empty is reported as "(none)". */
+static const char *keytext(sqlite3_stmt *st, int i)
+{
+    const char *s = coltext(st, i);
+    return *s ? s : "(none)";
+}
+
 /* Runs an interval query whose columns are: key, model, gpu, inquota,
  * preempted, pods, [alive]. */
 static int run_interval_q(struct fair_ledger *l, struct acc *a, const char *sql,
@@ -202,7 +209,7 @@ static int run_interval_q(struct fair_ledger *l, struct acc *a, const char *sql,
     for (int i = 0; i < nbinds; i++)
         sqlite3_bind_int64(st, i + 1, binds[i]);
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        struct fair_report_row *row = row_get(a, coltext(st, 0));
+        struct fair_report_row *row = row_get(a, keytext(st, 0));
         if (!row) {
             rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
             goto out;
@@ -238,7 +245,7 @@ static int run_lent_q(struct fair_ledger *l, struct acc *a, const char *sql, con
         int64_t lent = col64(st, 1);
         if (!lent)
             continue;
-        struct fair_report_row *row = row_get(a, coltext(st, 0));
+        struct fair_report_row *row = row_get(a, keytext(st, 0));
         if (!row) {
             rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
             goto out;

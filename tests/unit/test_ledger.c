@@ -614,10 +614,14 @@ static void test_bad_input_and_backpressure(void **state)
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
     assert_non_null(strstr(err.msg, "inquota"));
     in.inquota_milli = 0;
-    in.team = "";
+    in.namespace_ = "";
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
-    in.team = NULL;
+    in.namespace_ = NULL;
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
+    in.namespace_ = "ns";
+    in.queue = "";
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
+    in.queue = "q";
     char longname[300];
     memset(longname, 'x', sizeof(longname) - 1);
     longname[sizeof(longname) - 1] = '\0';
@@ -773,6 +777,49 @@ static void test_alloc_failures(void **state)
     assert_true(failures > 0);
 }
 
+/* A pod of a queue whose project has no team (or no cost center, node or
+ * model yet) is still recorded: its GPU-hours show under "(none)". */
+static void test_optional_fields(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    struct fair_error err = {0};
+    struct fair_ledger_interval_info in = {.uid = "o1",
+                                           .namespace_ = "ns",
+                                           .pod = "p",
+                                           .queue = "q",
+                                           .project = "proj",
+                                           .team = NULL,
+                                           .cost_center = NULL,
+                                           .node = NULL,
+                                           .gpu_model = NULL,
+                                           .gpu_milli = 1000,
+                                           .inquota_milli = 0,
+                                           .start_ms = T("2026-11-01T00:00:00Z")};
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+    close_iv(l, "o1", T("2026-11-01T02:00:00Z"), FAIR_LEDGER_COMPLETED);
+    struct fair_ledger_sample_row row = {
+        .queue = "q", .project = NULL, .team = "", .allocated = 1000, .guaranteed = 0, .lent = -1};
+    assert_int_equal(fair_ledger_sample(l, T("2026-11-01T01:00:00Z"), &row, 1, &err), 0);
+    flush(l);
+    /* Reconcile takes the same (a live pod opened directly, not queued). */
+    in.uid = "o2";
+    in.start_ms = T("2026-11-01T03:00:00Z");
+    assert_int_equal(fair_ledger_reconcile(l, T("2026-11-01T04:00:00Z"), &in, 1, NULL, NULL, &err),
+                     0);
+    struct fair_report *r =
+        report(l, T("2026-11-01T00:00:00Z"), T("2026-11-02T00:00:00Z"), FAIR_REPORT_BY_TEAM);
+    assert_int_equal(r->n, 1);
+    assert_string_equal(r->rows[0].key, "(none)");
+    assert_int_equal(r->rows[0].gpu_mms, 3 * H);
+    assert_int_equal(r->rows[0].borrowed_mms, 3 * H);
+    fair_report_free(r);
+    r = report(l, T("2026-11-01T00:00:00Z"), T("2026-11-02T00:00:00Z"), FAIR_REPORT_BY_PROJECT);
+    assert_string_equal(r->rows[0].key, "proj");
+    fair_report_free(r);
+    fair_ledger_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -788,6 +835,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input_and_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_optional_fields, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
