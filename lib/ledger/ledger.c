@@ -14,6 +14,14 @@
 
 enum op_kind { OP_OPEN, OP_CLOSE, OP_SAMPLE };
 
+#define DCACHE_SLOTS 8192 /* open addressing, filled at most half */
+#define DCACHE_KEY_MAX (6 * (FAIR_LEDGER_NAME_MAX + 8))
+
+struct dim_entry {
+    char *key; /* NULL: free slot */
+    int64_t id;
+};
+
 struct sample_op {
     int64_t now_ms;
     size_t n;
@@ -40,6 +48,12 @@ struct fair_ledger {
     struct op *ops; /* ring buffer */
     size_t cap, head, count;
     struct fair_ledger_stats st;
+    /* dims rows already in the database: key -> id, so that a flush does
+     * not look them up again. Entries are added inside a transaction, so
+     * the cache is cleared whenever one rolls back. */
+    struct dim_entry *dcache;
+    size_t ndcache;
+    int64_t tx_maxlen; /* longest interval closed in the open transaction */
 };
 
 static const char *const end_names[] = {"open",      "completed", "failed",
@@ -283,6 +297,9 @@ void fair_ledger_free(struct fair_ledger *l)
     }
     if (l->db)
         sqlite3_close(l->db);
+    for (size_t i = 0; l->dcache && i < DCACHE_SLOTS; i++)
+        fair_free(l->dcache[i].key);
+    fair_free(l->dcache);
     fair_free(l->ops);
     fair_free(l->path);
     fair_free(l);
@@ -667,9 +684,50 @@ static int step_done(struct fair_ledger *l, sqlite3_stmt *st, const char *what,
     return 0;
 }
 
+static void dcache_clear(struct fair_ledger *l)
+{
+    for (size_t i = 0; l->dcache && i < DCACHE_SLOTS; i++) {
+        fair_free(l->dcache[i].key);
+        l->dcache[i].key = NULL;
+    }
+    l->ndcache = 0;
+}
+
+/* Length-prefixed, so that no name can collide with another split. */
+static size_t dcache_key(const char *const v[6], char *key, size_t n)
+{
+    size_t len = 0;
+    for (int i = 0; i < 6 && len < n; i++)
+        len += (size_t)snprintf(key + len, n - len, "%zu:%s", strlen(v[i]), v[i]);
+    return len;
+}
+
+static struct dim_entry *dcache_slot(struct fair_ledger *l, const char *key, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ULL;
+    size_t i = (size_t)h & (DCACHE_SLOTS - 1);
+    while (l->dcache[i].key && strcmp(l->dcache[i].key, key) != 0)
+        i = (i + 1) & (DCACHE_SLOTS - 1);
+    return &l->dcache[i];
+}
+
 static int dim_id(struct fair_ledger *l, struct stmts *s, const char *const v[6], int64_t *id,
                   struct fair_error *err)
 {
+    char key[DCACHE_KEY_MAX];
+    size_t klen = dcache_key(v, key, sizeof(key));
+    struct dim_entry *slot = NULL;
+    if (!l->dcache)
+        l->dcache = fair_calloc(DCACHE_SLOTS, sizeof(*l->dcache)); /* NULL: no cache */
+    if (l->dcache && klen < sizeof(key)) {
+        slot = dcache_slot(l, key, klen);
+        if (slot->key) {
+            *id = slot->id;
+            return 0;
+        }
+    }
     for (int i = 0; i < 6; i++) {
         sqlite3_bind_text(s->dim_ins, i + 1, v[i], -1, SQLITE_STATIC);
         sqlite3_bind_text(s->dim_get, i + 1, v[i], -1, SQLITE_STATIC);
@@ -685,6 +743,10 @@ static int dim_id(struct fair_ledger *l, struct stmts *s, const char *const v[6]
     if (src != SQLITE_ROW)
         return fair_ledger_sql_error(l, src == SQLITE_DONE ? SQLITE_INTERNAL : src,
                                      "read dimension", err);
+    if (slot && l->ndcache < DCACHE_SLOTS / 2 && (slot->key = fair_strdup(key)) != NULL) {
+        slot->id = *id;
+        l->ndcache++;
+    }
     return 0;
 }
 
@@ -773,9 +835,8 @@ static int do_close(struct fair_ledger *l, struct stmts *s, const char *uid, int
             if (rc)
                 return rc;
         }
-        rc = meta_set(l, s, "max_closed_len_ms", end - start, 1, err);
-        if (rc)
-            return rc;
+        if (end - start > l->tx_maxlen)
+            l->tx_maxlen = end - start; /* written once, before the commit */
     }
     if (closed)
         *closed = 1;
@@ -909,6 +970,8 @@ int fair_ledger_flush(struct fair_ledger *l, struct fair_error *err)
             break;
         }
     }
+    if (!rc && l->tx_maxlen)
+        rc = meta_set(l, &s, "max_closed_len_ms", l->tx_maxlen, 1, err);
     if (rc)
         goto out;
     /* "batches" counts committed flushes (the crash test reads it). */
@@ -940,7 +1003,9 @@ out:
     stmts_free(&s);
     if (in_tx)
         sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    l->tx_maxlen = 0;
     if (rc) {
+        dcache_clear(l); /* it may hold ids of rows that were rolled back */
         l->st.flush_errors++;
         FAIR_WARN("ledger",
                   "msg=\"flush failed; records kept for the next flush\" queued=%zu "
@@ -1035,6 +1100,8 @@ int fair_ledger_reconcile(struct fair_ledger *l, int64_t now_ms,
             nopened++;
     }
     rc = meta_set(l, &s, "heartbeat_ms", now_ms, 1, err);
+    if (!rc && l->tx_maxlen)
+        rc = meta_set(l, &s, "max_closed_len_ms", l->tx_maxlen, 1, err);
     if (rc)
         goto out;
     stmts_free(&s);
@@ -1050,6 +1117,9 @@ out:
     stmts_free(&s);
     if (in_tx)
         sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    l->tx_maxlen = 0;
+    if (rc)
+        dcache_clear(l);
     for (size_t i = 0; i < ngone; i++)
         fair_free(gone[i]);
     fair_free(gone);
