@@ -25,7 +25,7 @@ typedef __int128 i128;
 #define MAX_VICTIMS 64
 /* Victim searches per cycle: bounds the reclaim phase's cost; pods left
  * over are looked at again next cycle. */
-#define MAX_SEARCHES 4096
+#define MAX_SEARCHES 1024
 
 enum {
     PF_VALID = 1,     /* pod request usable */
@@ -36,11 +36,21 @@ enum {
     PF_MANAGED = 32,  /* belongs to a valid queue */
 };
 
+/* A request a victim search failed for, with the pod's constraints (by
+ * identity of their arrays: the same arrays mean the same constraints). */
+#define FAIL_ENTRIES 4
+struct fail_entry {
+    int64_t req[FAIR_RES_COUNT];
+    const char *model;
+    const void *sel, *tol;
+    size_t nsel, ntol;
+};
+
 struct acct {
     bool valid;
-    int32_t parent; /* queues: project index */
-    int32_t rank;   /* position by name */
-    int64_t g[NRES];     /* effective guaranteed */
+    int32_t parent;  /* queues: project index */
+    int32_t rank;    /* position by name */
+    int64_t g[NRES]; /* effective guaranteed */
     int64_t lim[NRES];
     int64_t fs[NRES];
     int64_t demand[NRES];
@@ -54,6 +64,12 @@ struct acct {
     size_t first, count, cursor; /* queues: pending pods in e->order */
     int32_t minvprio;            /* queues: lowest priority of a victim */
     bool has_victim;
+    bool blocked;       /* damped cycle: a pod found no room ... */
+    int32_t block_prio; /* ... at this priority: lower ones wait */
+    /* Smallest unconstrained request a victim search failed for, per mode:
+     * bigger ones are not searched again this cycle. */
+    struct fail_entry fail[2][FAIL_ENTRIES];
+    uint8_t nfail[2], fail_next[2];
 };
 
 struct gang {
@@ -88,11 +104,23 @@ struct eng {
     int32_t *vlist;  /* victims by node rank, in victim order */
     size_t *voff;    /* nnodes + 1 offsets into vlist */
     int32_t *vrank;  /* pod -> victim-order position */
-    int32_t *cand;   /* candidate node ranks */
+    int32_t *vorder; /* victims in victim order */
+    size_t nvict;
+    int32_t *cand; /* node ranks with room being freed (fut differs) */
     size_t ncand;
+    int32_t *clist; /* per search: nodes holding a plausible victim */
+    uint32_t *nstamp;
+    uint32_t stamp;
+    int64_t (*vsum)[NRES]; /* per node rank: room its remaining victims hold */
+    int32_t *rrank;        /* pending pod -> node rank of its reserved room */
+    int32_t *qvlist;       /* victims by queue, in victim order */
+    size_t *qvoff;         /* nqueues + 1 */
     int searches;
     /* A wave of evictions is still terminating: take no new victims. */
     bool damp;
+    /* A pod owed room (its guarantee) got none this cycle: pass 2 hands
+     * out nothing above fair share, or it would be reclaimed next cycle. */
+    bool starved;
 };
 
 static void *eng_calloc(struct eng *e, size_t n, size_t size)
@@ -159,9 +187,10 @@ static int add_action(struct eng *e, const struct fair_action *a)
 static int check_indices(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
-    if ((s->nnodes && !s->nodes) || (s->nprojects && !s->projects) ||
-        (s->nqueues && !s->queues) || (s->npods && !s->pods))
-        return fair_error_set(e->err, FAIR_EINVAL, "snapshot: an array is NULL but its count is not 0");
+    if ((s->nnodes && !s->nodes) || (s->nprojects && !s->projects) || (s->nqueues && !s->queues) ||
+        (s->npods && !s->pods))
+        return fair_error_set(e->err, FAIR_EINVAL,
+                              "snapshot: an array is NULL but its count is not 0");
     if (s->nnodes > INT32_MAX / 2 || s->npods > INT32_MAX / 2 || s->nqueues > INT32_MAX / 2 ||
         s->nprojects > INT32_MAX / 2)
         return fair_error_set(e->err, FAIR_EINVAL, "snapshot: too many objects");
@@ -209,7 +238,8 @@ static int check_quota(struct eng *e, const struct fair_quota *q, enum fair_obje
         if (q->limit.v[r] < 0 || (q->limit.v[r] > MAX_QTY && q->limit.v[r] != FAIR_UNLIMITED)) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, obj, idx,
                              "%s \"%s\": limit %s is %s (%lld); set it to 0 or more, or leave it "
-                             "out", what, name, rn, q->limit.v[r] < 0 ? "negative" : "too large",
+                             "out",
+                             what, name, rn, q->limit.v[r] < 0 ? "negative" : "too large",
                              (long long)q->limit.v[r]);
             return rc ? rc : 0;
         }
@@ -239,8 +269,8 @@ static int check_objects(struct eng *e)
         } else if (n->allocatable.v[GPU] != (int64_t)n->gpu_count * FAIR_GPU_DEVICE_MILLI) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_NODE, (int32_t)i,
                              "node \"%s\": allocatable gpu %lld milli does not match gpu_count %d "
-                             "(want %lld); node skipped", name,
-                             (long long)n->allocatable.v[GPU], n->gpu_count,
+                             "(want %lld); node skipped",
+                             name, (long long)n->allocatable.v[GPU], n->gpu_count,
                              (long long)n->gpu_count * FAIR_GPU_DEVICE_MILLI);
             ok = false;
         } else {
@@ -248,8 +278,8 @@ static int check_objects(struct eng *e)
             for (int r = 0; r < NRES && ok; r++)
                 if (n->allocatable.v[r] < 0 || n->allocatable.v[r] > MAX_QTY) {
                     rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_NODE, (int32_t)i,
-                                     "node \"%s\": allocatable %s is %s (%lld); node skipped",
-                                     name, fair_res_name((enum fair_res)r),
+                                     "node \"%s\": allocatable %s is %s (%lld); node skipped", name,
+                                     fair_res_name((enum fair_res)r),
                                      n->allocatable.v[r] < 0 ? "negative" : "too large",
                                      (long long)n->allocatable.v[r]);
                     ok = false;
@@ -278,7 +308,8 @@ static int check_objects(struct eng *e)
         if (q->project < 0) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, (int32_t)i,
                              "queue \"%s\": project \"%s\" is unknown; create the Project or fix "
-                             "spec.project", str_or(q->q.name, "?"), str_or(q->project_name, "?"));
+                             "spec.project",
+                             str_or(q->q.name, "?"), str_or(q->project_name, "?"));
             e->q[i].valid = false;
         } else if (!e->p[q->project].valid) {
             rc = add_problem(e, FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, (int32_t)i,
@@ -343,7 +374,8 @@ static int compute_capacity(struct eng *e)
         if (managed == on_ok)
             continue;
         for (int r = 0; r < NRES; r++)
-            cap[r] = fair_sat_add(cap[r], managed ? r_or0(p->request.v[r]) : -r_or0(p->request.v[r]));
+            cap[r] =
+                fair_sat_add(cap[r], managed ? r_or0(p->request.v[r]) : -r_or0(p->request.v[r]));
     }
     for (int r = 0; r < NRES; r++)
         if (cap[r] < 0)
@@ -443,8 +475,8 @@ static int compute_fair_share(struct eng *e)
         if (sum > cap[r]) {
             rc = add_problem(e, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_CLUSTER, -1,
                              "cluster: projects guarantee %lld %s in total but the cluster has "
-                             "%lld; guarantees are scaled down in proportion", (long long)sum,
-                             fair_res_name((enum fair_res)r), (long long)cap[r]);
+                             "%lld; guarantees are scaled down in proportion",
+                             (long long)sum, fair_res_name((enum fair_res)r), (long long)cap[r]);
             if (rc)
                 goto out;
         }
@@ -452,9 +484,13 @@ static int compute_fair_share(struct eng *e)
         for (size_t j = 0; j < m; j++) {
             const struct fair_quota *pq = &s->projects[ids[j]].q;
             e->p[ids[j]].g[r] = out[j];
-            ch[j] = (struct fair_share_child){pq->name, out[j], e->p[ids[j]].demand[r],
-                                              pq->limit.v[r], pq->over_quota_weight,
-                                              pq->over_quota_priority, 0};
+            ch[j] = (struct fair_share_child){pq->name,
+                                              out[j],
+                                              e->p[ids[j]].demand[r],
+                                              pq->limit.v[r],
+                                              pq->over_quota_weight,
+                                              pq->over_quota_priority,
+                                              0};
         }
         fair_share_distribute(cap[r], ch, m, scratch);
         for (size_t j = 0; j < m; j++)
@@ -489,9 +525,13 @@ static int compute_fair_share(struct eng *e)
             for (size_t j = 0; j < m; j++) {
                 const struct fair_quota *qq = &s->queues[ids[j]].q;
                 e->q[ids[j]].g[r] = out[j];
-                ch[j] = (struct fair_share_child){qq->name, out[j], e->q[ids[j]].demand[r],
-                                                  qq->limit.v[r], qq->over_quota_weight,
-                                                  qq->over_quota_priority, 0};
+                ch[j] = (struct fair_share_child){qq->name,
+                                                  out[j],
+                                                  e->q[ids[j]].demand[r],
+                                                  qq->limit.v[r],
+                                                  qq->over_quota_weight,
+                                                  qq->over_quota_priority,
+                                                  0};
             }
             fair_share_distribute(e->p[pi].fs[r], ch, m, scratch);
             for (size_t j = 0; j < m; j++)
@@ -613,8 +653,8 @@ static int build_order(struct eng *e)
         if (!(e->pflags[i] & PF_MANAGED) || p->state != FAIR_POD_PENDING ||
             !(e->pflags[i] & PF_VALID))
             continue;
-        pk[k++] = (struct pkey){e->q[p->queue].rank, p->priority, p->created_ms, p->uid,
-                                (int32_t)i};
+        pk[k++] =
+            (struct pkey){e->q[p->queue].rank, p->priority, p->created_ms, p->uid, (int32_t)i};
     }
     qsort(pk, n, sizeof(*pk), cmp_pkey);
     for (size_t i = 0; i < n; i++) {
@@ -641,8 +681,7 @@ static int build_order(struct eng *e)
         }
         for (size_t i = 0; i < s->npods; i++) {
             const struct fair_pod *p = &s->pods[i];
-            if ((e->pflags[i] & PF_MANAGED) && p->state == FAIR_POD_BOUND && p->gang &&
-                p->gang[0])
+            if ((e->pflags[i] & PF_MANAGED) && p->state == FAIR_POD_BOUND && p->gang && p->gang[0])
                 gk[k++] = (struct gkey){p->queue, p->gang, SIZE_MAX, p->gang_size};
         }
         qsort(gk, k, sizeof(*gk), cmp_gkey);
@@ -823,8 +862,8 @@ static int bind_pod(struct eng *e, int32_t pi, int32_t rank, uint64_t mask)
     e->pflags[pi] |= PF_BOUND;
     e->masks[pi] = mask;
     e->res->pending_reasons[pi] = FAIR_PENDING_NONE;
-    struct fair_action a = {FAIR_ACTION_BIND, pi, e->pl.nodes[rank].idx, mask, FAIR_EVICT_NONE,
-                            -1, -1};
+    struct fair_action a = {
+        FAIR_ACTION_BIND, pi, e->pl.nodes[rank].idx, mask, FAIR_EVICT_NONE, -1, -1};
     return add_action(e, &a);
 }
 
@@ -851,12 +890,24 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             *reason = (uint8_t)why;
             return 0;
         }
+        struct acct *q = &e->q[p->queue];
+        if (pass == 1 && q->blocked && p->priority < q->block_prio) {
+            /* The room may be the higher-priority pod's once the wave is
+             * gone: taking it now would only get this pod preempted. */
+            *reason = FAIR_PENDING_NO_NODE_FITS;
+            e->pflags[pi] |= PF_NOFIT;
+            return 0;
+        }
         uint64_t mask = 0;
         int32_t rank = fair_place_find(&e->pl, p, &p->request, pass == 2, &mask);
         if (rank < 0) {
             if (pass == 1) {
                 *reason = FAIR_PENDING_NO_NODE_FITS;
                 e->pflags[pi] |= PF_NOFIT;
+                if (e->damp && (!q->blocked || p->priority > q->block_prio)) {
+                    q->blocked = true;
+                    q->block_prio = p->priority;
+                }
             }
             return 0;
         }
@@ -869,8 +920,7 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         return 0;
     if ((int64_t)g->count + g->nbound < g->size) {
         for (size_t j = 0; j < g->count; j++)
-            e->res->pending_reasons[e->order[e->gmem[g->first + j]]] =
-                FAIR_PENDING_GANG_INCOMPLETE;
+            e->res->pending_reasons[e->order[e->gmem[g->first + j]]] = FAIR_PENDING_GANG_INCOMPLETE;
         return 0;
     }
     if (pass == 2 && *reason != FAIR_PENDING_FAIR_SHARE)
@@ -982,8 +1032,9 @@ static int build_victims(struct eng *e)
     struct vkey *vk = NULL;
     for (size_t i = 0; i < s->npods; i++) {
         const struct fair_pod *p = &s->pods[i];
-        if (p->state != FAIR_POD_BOUND || (e->pflags[i] & (PF_MANAGED | PF_VALID)) !=
-            (PF_MANAGED | PF_VALID) || !p->preemptible || p->terminating)
+        if (p->state != FAIR_POD_BOUND ||
+            (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) ||
+            !p->preemptible || p->terminating)
             continue;
         if (s->now_ms - p->started_ms < s->queues[p->queue].reclaim_min_runtime_ms)
             continue;
@@ -993,15 +1044,24 @@ static int build_victims(struct eng *e)
     e->vlist = eng_calloc(e, nv, sizeof(*e->vlist));
     e->voff = eng_calloc(e, s->nnodes + 1, sizeof(*e->voff));
     e->vrank = eng_calloc(e, s->npods, sizeof(*e->vrank));
+    e->vorder = eng_calloc(e, nv, sizeof(*e->vorder));
     e->cand = eng_calloc(e, s->nnodes, sizeof(*e->cand));
-    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand)
+    e->clist = eng_calloc(e, s->nnodes, sizeof(*e->clist));
+    e->vsum = eng_calloc(e, s->nnodes, sizeof(*e->vsum));
+    e->rrank = eng_calloc(e, s->npods, sizeof(*e->rrank));
+    e->qvlist = eng_calloc(e, nv, sizeof(*e->qvlist));
+    e->qvoff = eng_calloc(e, s->nqueues + 1, sizeof(*e->qvoff));
+    e->nstamp = eng_calloc(e, s->nnodes, sizeof(*e->nstamp));
+    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand || !e->vorder || !e->clist ||
+        !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff || !e->rrank)
         goto out;
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
     for (size_t i = 0; i < s->npods; i++) {
         const struct fair_pod *p = &s->pods[i];
-        if (p->state != FAIR_POD_BOUND || (e->pflags[i] & (PF_MANAGED | PF_VALID)) !=
-            (PF_MANAGED | PF_VALID) || !p->preemptible || p->terminating)
+        if (p->state != FAIR_POD_BOUND ||
+            (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) ||
+            !p->preemptible || p->terminating)
             continue;
         if (s->now_ms - p->started_ms < s->queues[p->queue].reclaim_min_runtime_ms)
             continue;
@@ -1019,7 +1079,22 @@ static int build_victims(struct eng *e)
         qm->has_victim = true;
     }
     qsort(vk, nv, sizeof(*vk), cmp_vkey);
+    e->nvict = nv;
     for (size_t i = 0; i < nv; i++) {
+        const struct fair_pod *vp = &s->pods[vk[i].idx];
+        for (int r = 0; r < NRES; r++)
+            e->vsum[e->pl.rank_of[vp->node]][r] += vp->request.v[r];
+        e->qvoff[vp->queue + 1]++;
+    }
+    for (size_t qi = 0; qi < s->nqueues; qi++)
+        e->qvoff[qi + 1] += e->qvoff[qi];
+    for (size_t i = 0; i < nv; i++)
+        e->qvlist[e->qvoff[s->pods[vk[i].idx].queue]++] = vk[i].idx;
+    for (size_t qi = s->nqueues; qi-- > 0;)
+        e->qvoff[qi + 1] = e->qvoff[qi];
+    e->qvoff[0] = 0;
+    for (size_t i = 0; i < nv; i++) {
+        e->vorder[i] = vk[i].idx;
         e->vrank[vk[i].idx] = (int32_t)i;
         e->voff[e->pl.rank_of[s->pods[vk[i].idx].node] + 1]++;
     }
@@ -1035,7 +1110,7 @@ static int build_victims(struct eng *e)
     e->voff[0] = 0;
     e->ncand = 0;
     for (size_t r = 0; r < s->nnodes; r++)
-        if (e->pl.nodes[r].ok && (e->voff[r + 1] > e->voff[r] || e->pl.nodes[r].fdiff))
+        if (e->pl.nodes[r].ok && e->pl.nodes[r].fdiff)
             e->cand[e->ncand++] = (int32_t)r;
     rc = 0;
 out:
@@ -1063,8 +1138,8 @@ struct trial {
 
 /* Whether pod fits on node rank's fut view with victims v[0..nv) gone (skip
  * index `skip`), and with the preemption budget covered. */
-static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank,
-                      const int32_t *v, int nv, int skip, int64_t *short_by, uint64_t *mask)
+static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank, const int32_t *v,
+                      int nv, int skip, int64_t *short_by, uint64_t *mask)
 {
     const struct fair_pnode *n = &e->pl.nodes[rank];
     const struct fair_node *sn = &e->s->nodes[n->idx];
@@ -1158,7 +1233,8 @@ static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
 }
 
 /* Greedy victim choice on one node, then pruned to a minimal set. */
-static bool try_node(const struct eng *e, const struct search *sr, int32_t rank, struct trial *t)
+static bool try_node(const struct eng *e, const struct search *sr, int32_t rank, struct trial *t,
+                     int max_nv)
 {
     int64_t short_by[NRES];
     uint64_t mask;
@@ -1166,6 +1242,10 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     t->rank = rank;
     t->cost = 0;
     t->fitkey = 0;
+    const struct fair_pnode *nd = &e->pl.nodes[rank];
+    for (int r = 0; r < NRES; r++)
+        if (nd->ffree[r] + (max_nv > 0 ? e->vsum[rank][r] : 0) < sr->pod->request.v[r])
+            return false;
     if (!fair_place_static_ok(&e->pl, rank, sr->pod))
         return false;
     bool ok = fits_with(e, sr, rank, t->v, 0, -1, short_by, &mask);
@@ -1181,7 +1261,7 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
             helps = true;
         if (!helps || !victim_ok(e, sr, vi, t->v, t->nv))
             continue;
-        if (t->nv == MAX_VICTIMS)
+        if (t->nv == MAX_VICTIMS || t->nv >= max_nv)
             return false;
         t->v[t->nv++] = vi;
         ok = fits_with(e, sr, rank, t->v, t->nv, -1, short_by, &mask);
@@ -1226,12 +1306,15 @@ static bool better(const struct trial *a, const struct trial *b)
 static int apply_trial(struct eng *e, const struct search *sr, const struct trial *t)
 {
     const struct fair_snapshot *s = e->s;
+    if (!e->pl.nodes[t->rank].fdiff && e->pl.nodes[t->rank].ok)
+        e->cand[e->ncand++] = t->rank;
     for (int i = 0; i < t->nv; i++) {
         int32_t vi = t->v[i];
         const struct fair_pod *v = &s->pods[vi];
         struct acct *vq = &e->q[v->queue], *vp = &e->p[vq->parent];
         e->pflags[vi] |= PF_EVICTED;
         for (int r = 0; r < NRES; r++) {
+            e->vsum[t->rank][r] -= v->request.v[r];
             vq->live[r] -= v->request.v[r];
             vp->live[r] -= v->request.v[r];
             vq->evicted[r] += v->request.v[r];
@@ -1253,6 +1336,8 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
     uint64_t m = 0;
     fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &m);
     fair_place_fut(&e->pl, t->rank, &sr->pod->request, m, 1);
+    e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
+    e->rrank[sr->pi] = t->rank;
     struct acct *q = &e->q[sr->qi], *p = &e->p[q->parent];
     for (int r = 0; r < NRES; r++) {
         q->resv[r] += sr->pod->request.v[r];
@@ -1282,26 +1367,245 @@ static bool entitled(const struct eng *e, int32_t qi, const struct fair_pod *p)
     return any;
 }
 
+/* Whether a search for pod can be skipped after one failed for f: same
+ * constraints, and a request at least as big everywhere. Victims only get
+ * fewer during the phase, so it would fail again (pods left out are looked
+ * at next cycle). */
+static bool same_shape_or_bigger(const struct fail_entry *f, const struct fair_pod *p)
+{
+    for (int r = 0; r < NRES; r++)
+        if (p->request.v[r] < f->req[r])
+            return false;
+    if (f->sel != (const void *)p->node_selector || f->nsel != p->nnode_selector ||
+        f->tol != (const void *)p->tolerations || f->ntol != p->ntolerations)
+        return false;
+    return cmp_str(f->model, p->gpu_model) == 0;
+}
+
+/* Finds the smallest victim set on one node for sr and applies it. In
+ * order: a node where room being freed already fits (no new victim); else
+ * the first single victim, in victim order, that makes room alone (that is
+ * the cheapest one-victim set); else every candidate node, greedily, the
+ * fewest victims winning, then the lower victim-order cost, then rank. */
 static int search_for(struct eng *e, struct search *sr, bool *found)
 {
     struct trial best = {0}, cur;
     bool have = false;
+    int64_t short_by[NRES];
+    uint64_t mask;
+    struct acct *q = &e->q[sr->qi];
+    int m = sr->mode == M_PREEMPT;
+    const int64_t *req = sr->pod->request.v;
     *found = false;
+    for (int i = 0; i < q->nfail[m]; i++)
+        if (same_shape_or_bigger(&q->fail[m][i], sr->pod))
+            return 0;
     if (e->searches >= MAX_SEARCHES)
         return 0;
     e->searches++;
     for (size_t c = 0; c < e->ncand; c++) {
-        if (!try_node(e, sr, e->cand[c], &cur))
+        int32_t r = e->cand[c];
+        if (!e->pl.nodes[r].fdiff || !try_node(e, sr, r, &cur, 0))
             continue;
         if (!have || better(&cur, &best)) {
             best = cur;
             have = true;
         }
     }
-    if (!have)
+    size_t nc = 0;
+    e->stamp++;
+    bool pre = sr->mode == M_PREEMPT;
+    size_t from = pre ? e->qvoff[sr->qi] : 0, to = pre ? e->qvoff[sr->qi + 1] : e->nvict;
+    for (size_t i = from; i < to && !have && !e->damp; i++) {
+        int32_t vi = pre ? e->qvlist[i] : e->vorder[i];
+        const struct fair_pod *v = &e->s->pods[vi];
+        if (e->pflags[vi] & PF_EVICTED)
+            continue;
+        if (sr->mode == M_PREEMPT
+                ? (v->queue != sr->qi || v->priority >= sr->pod->priority)
+                : (v->queue == sr->qi || e->q[v->queue].live[GPU] <= e->q[v->queue].fs[GPU]))
+            continue;
+        int32_t r = e->pl.rank_of[v->node];
+        if (e->nstamp[r] == e->stamp)
+            continue;
+        if (!fair_place_static_ok(&e->pl, r, sr->pod)) {
+            e->nstamp[r] = e->stamp;
+            continue;
+        }
+        if (!victim_ok(e, sr, vi, NULL, 0))
+            continue;
+        e->nstamp[r] = e->stamp;
+        e->clist[nc++] = r;
+        if (fits_with(e, sr, r, &vi, 1, -1, short_by, &mask)) {
+            best.v[0] = vi;
+            best.nv = 1;
+            best.rank = r;
+            best.cost = e->vrank[vi];
+            have = true;
+        }
+    }
+    bool full = !have && !e->damp;
+    for (size_t c = 0; c < nc && full; c++) {
+        int limit = have ? best.nv : MAX_VICTIMS;
+        if (!try_node(e, sr, e->clist[c], &cur, limit))
+            continue;
+        if (!have || better(&cur, &best)) {
+            best = cur;
+            have = true;
+        }
+    }
+    if (!have) {
+        struct fail_entry *f = &q->fail[m][q->fail_next[m]];
+        memcpy(f->req, req, sizeof(f->req));
+        f->model = sr->pod->gpu_model;
+        f->sel = sr->pod->node_selector;
+        f->nsel = sr->pod->nnode_selector;
+        f->tol = sr->pod->tolerations;
+        f->ntol = sr->pod->ntolerations;
+        q->fail_next[m] = (uint8_t)((q->fail_next[m] + 1) % FAIL_ENTRIES);
+        if (q->nfail[m] < FAIL_ENTRIES)
+            q->nfail[m]++;
         return 0;
+    }
     *found = true;
     return apply_trial(e, sr, &best);
+}
+
+static void unreserve(struct eng *e, int32_t pi)
+{
+    const struct fair_pod *p = &e->s->pods[pi];
+    struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
+    fair_place_fut(&e->pl, e->rrank[pi], &p->request, e->masks[pi], -1);
+    for (int r = 0; r < NRES; r++) {
+        q->resv[r] -= p->request.v[r];
+        pr->resv[r] -= p->request.v[r];
+    }
+    e->pflags[pi] &= (uint8_t)~PF_RESERVED;
+    e->masks[pi] = 0;
+}
+
+static void unevict(struct eng *e, int32_t vi)
+{
+    const struct fair_pod *v = &e->s->pods[vi];
+    struct acct *q = &e->q[v->queue], *pr = &e->p[q->parent];
+    int32_t rank = e->pl.rank_of[v->node];
+    e->pflags[vi] &= (uint8_t)~PF_EVICTED;
+    for (int r = 0; r < NRES; r++) {
+        q->live[r] += v->request.v[r];
+        pr->live[r] += v->request.v[r];
+        q->evicted[r] -= v->request.v[r];
+        pr->evicted[r] -= v->request.v[r];
+        e->vsum[rank][r] += v->request.v[r];
+    }
+    fair_place_fut(&e->pl, rank, &v->request, e->masks[vi], 1);
+}
+
+/* Reclaim for a whole gang owed room: every member gets room (new victims
+ * or room being freed), or nothing is evicted nor reserved. */
+static int gang_reclaim(struct eng *e, int32_t gi)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct gang *g = &e->gangs[gi];
+    int32_t qi = s->pods[e->order[g->leader]].queue;
+    struct acct *q = &e->q[qi];
+    int64_t req[NRES] = {0};
+    for (size_t j = 0; j < g->count; j++)
+        for (int r = 0; r < NRES; r++)
+            req[r] += s->pods[e->order[e->gmem[g->first + j]]].request.v[r];
+    bool any = false;
+    for (int r = 0; r < NRES; r++) {
+        if (req[r] <= 0 || (req[GPU] > 0 && r != GPU))
+            continue;
+        int64_t owed = q->g[r] < q->demand[r] ? q->g[r] : q->demand[r];
+        if (q->live[r] + q->resv[r] + req[r] > owed)
+            return 0;
+        any = true;
+    }
+    if (!any || over(q->live, q->resv, req, q->fs))
+        return 0;
+    size_t nact = e->res->nactions;
+    struct fail_entry saved[2][FAIL_ENTRIES];
+    uint8_t saved_n[2] = {q->nfail[0], q->nfail[1]},
+            saved_next[2] = {q->fail_next[0], q->fail_next[1]};
+    memcpy(saved, q->fail, sizeof(saved));
+    size_t j = 0;
+    for (; j < g->count; j++) {
+        int32_t mi = e->order[e->gmem[g->first + j]];
+        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}};
+        bool found = false;
+        int rc = search_for(e, &sr, &found);
+        if (rc)
+            return rc;
+        if (!found)
+            break;
+    }
+    if (j == g->count)
+        return 0;
+    e->starved = true;
+    /* Undo, latest first: each member's reservation, then its victims. */
+    int32_t cur = -1;
+    for (size_t k = e->res->nactions; k-- > nact;) {
+        const struct fair_action *a = &e->res->actions[k];
+        if (a->for_pod != cur) {
+            cur = a->for_pod;
+            if (e->pflags[cur] & PF_RESERVED)
+                unreserve(e, cur);
+        }
+        unevict(e, a->pod);
+    }
+    e->res->nactions = nact;
+    for (size_t k = 0; k < g->count; k++) {
+        int32_t mi = e->order[e->gmem[g->first + k]];
+        if (e->pflags[mi] & PF_RESERVED)
+            unreserve(e, mi);
+        e->res->pending_reasons[mi] = FAIR_PENDING_GANG_NO_FIT;
+    }
+    memcpy(q->fail, saved, sizeof(saved));
+    q->nfail[0] = saved_n[0];
+    q->nfail[1] = saved_n[1];
+    q->fail_next[0] = saved_next[0];
+    q->fail_next[1] = saved_next[1];
+    return 0;
+}
+
+/* One wave at a time: while pods that look like earlier victims are
+ * still terminating (preemptible pods of a queue above its fair share, or
+ * below a higher-priority pod waiting in their queue), no new victim is
+ * taken. Other deletions (finished work) do not hold it. */
+static void compute_damp(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    for (size_t i = 0; i < s->npods && !e->damp; i++) {
+        const struct fair_pod *p = &s->pods[i];
+        if (p->state != FAIR_POD_BOUND || !p->terminating || !p->preemptible ||
+            !(e->pflags[i] & PF_MANAGED))
+            continue;
+        const struct acct *q = &e->q[p->queue];
+        for (int r = 0; r < NRES; r++)
+            if (p->request.v[r] > 0 && (r == GPU || p->request.v[GPU] <= 0) &&
+                q->alloc0[r] > q->fs[r])
+                e->damp = true;
+        if (q->count && s->pods[e->order[q->first]].priority > p->priority)
+            e->damp = true;
+    }
+}
+
+/* Whether pod would fit on some node if that node were empty. */
+static bool could_fit(const struct eng *e, const struct fair_pod *p)
+{
+    for (size_t r = 0; r < e->pl.nnodes; r++) {
+        const struct fair_node *n = &e->s->nodes[e->pl.nodes[r].idx];
+        bool room = true;
+        for (int k = 0; k < NRES; k++)
+            if (n->allocatable.v[k] < p->request.v[k])
+                room = false;
+        if (room && p->request.v[GPU] >= FAIR_GPU_DEVICE_MILLI &&
+            p->request.v[GPU] / FAIR_GPU_DEVICE_MILLI > n->gpu_count)
+            room = false;
+        if (room && fair_place_static_ok(&e->pl, (int32_t)r, p))
+            return true;
+    }
+    return false;
 }
 
 static int reclaim_phase(struct eng *e)
@@ -1310,10 +1614,7 @@ static int reclaim_phase(struct eng *e)
     int rc = build_victims(e);
     if (rc)
         return rc;
-    for (size_t i = 0; i < s->npods && !e->damp; i++)
-        if (s->pods[i].state == FAIR_POD_BOUND && s->pods[i].terminating &&
-            (e->pflags[i] & PF_MANAGED))
-            e->damp = true;
+
     /* Queues in admission order at the start of the phase. */
     heap_build(e);
     while (e->nheap) {
@@ -1326,8 +1627,17 @@ static int reclaim_phase(struct eng *e)
             int32_t pi = e->order[q->first + k];
             const struct fair_pod *p = &s->pods[pi];
             uint8_t why = e->res->pending_reasons[pi];
-            if ((e->pflags[pi] & (PF_BOUND | PF_RESERVED)) || e->pgang[pi] >= 0)
+            if (e->pflags[pi] & (PF_BOUND | PF_RESERVED))
                 continue;
+            if (e->pgang[pi] >= 0) {
+                int32_t gi = e->pgang[pi];
+                if (e->order[e->gangs[gi].leader] == pi && why == FAIR_PENDING_GANG_NO_FIT) {
+                    rc = gang_reclaim(e, gi);
+                    if (rc)
+                        return rc;
+                }
+                continue;
+            }
             if (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_FAIR_SHARE)
                 continue;
             struct search sr = {p, pi, qi, M_RECLAIM, {0}};
@@ -1337,6 +1647,8 @@ static int reclaim_phase(struct eng *e)
                 rc = search_for(e, &sr, &found);
                 if (rc)
                     return rc;
+                if (!found && !e->starved && could_fit(e, p))
+                    e->starved = true;
             }
             if (found || !q->has_victim || q->minvprio >= p->priority)
                 continue;
@@ -1467,7 +1779,14 @@ static void eng_release(struct eng *e)
     fair_free(e->vlist);
     fair_free(e->voff);
     fair_free(e->vrank);
+    fair_free(e->vorder);
     fair_free(e->cand);
+    fair_free(e->clist);
+    fair_free(e->nstamp);
+    fair_free(e->vsum);
+    fair_free(e->rrank);
+    fair_free(e->qvlist);
+    fair_free(e->qvoff);
 }
 
 int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result,
@@ -1536,6 +1855,7 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     rc = build_order(&e);
     if (rc)
         goto nomem;
+    compute_damp(&e);
     rc = run_pass(&e, 1);
     if (rc)
         goto nomem;
@@ -1543,9 +1863,11 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     if (rc)
         goto nomem;
     fair_place_forget(&e.pl);
-    rc = run_pass(&e, 2);
-    if (rc)
-        goto nomem;
+    if (!e.starved) {
+        rc = run_pass(&e, 2);
+        if (rc)
+            goto nomem;
+    }
     rc = figures(&e);
     if (rc)
         goto nomem;

@@ -26,10 +26,10 @@
 #define FAIR_PLACE_FAIL_CACHE 32
 
 struct fair_pnode {
-    int32_t idx;  /* snapshot index */
-    bool ok;      /* valid and schedulable: may receive pods */
-    bool fdiff;   /* fut may differ from cur (terminating pods or reservations) */
-    int8_t ngpu;  /* devices */
+    int32_t idx;   /* snapshot index */
+    bool ok;       /* valid and schedulable: may receive pods */
+    bool fdiff;    /* fut may differ from cur (terminating pods or reservations) */
+    int8_t ngpu;   /* devices */
     int8_t nwhole; /* cur devices fully free */
     int32_t pods;  /* cur pods bound */
     int32_t fpods; /* fut pods */

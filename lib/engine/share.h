@@ -25,7 +25,7 @@ void fair_share_scale(const int64_t *val, const char *const *names, size_t n, in
                       int64_t *out, void *scratch);
 
 /* Bytes of scratch space the functions below need for n children. */
-#define FAIR_SHARE_SCRATCH(n) ((n) * 32 + 32)
+#define FAIR_SHARE_SCRATCH(n) ((n)*32 + 32)
 
 /* Shares capacity among children: each first gets min(guaranteed, demand,
  * limit) (scaled down with fair_share_scale when these exceed capacity);

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "test_engine_fixture.h"
 
 #define G 1000
@@ -33,24 +34,48 @@ static void test_fair_share_table(void **state)
 {
     (void)state;
     static const struct share_case cases[] = {
-        {"weights 1:2:1", 8, 2,
-         {{"a", 0, 1, 0, 0, 16}, {"b", 0, 2, 0, 0, 16}, {"c", 0, 1, 0, 0, 16}}, 3,
-         {4 * G, 8 * G, 4 * G}, {4, 8, 4}},
-        {"remainder 10/3", 10, 1,
-         {{"c", 0, 1, 0, 0, 10}, {"a", 0, 1, 0, 0, 10}, {"b", 0, 1, 0, 0, 10}}, 3,
-         {3333, 3334, 3333}, {3, 4, 3}},
-        {"guarantee then weights", 8, 2,
-         {{"a", 6 * G, 1, 0, 0, 16}, {"b", 2 * G, 1, 0, 0, 16}}, 2,
-         {10 * G, 6 * G}, {10, 6}},
-        {"demand caps, rest redistributed", 8, 2,
-         {{"a", 0, 1, 0, 0, 2}, {"b", 0, 1, 0, 0, 16}, {"c", 0, 2, 0, 0, 16}}, 3,
-         {2 * G, 4667, 9333}, {2, 5, 9}},
-        {"priority tiers", 8, 2,
-         {{"hi", 0, 1, 0, 1, 10}, {"lo", 0, 5, 0, 0, 16}}, 2,
-         {10 * G, 6 * G}, {10, 6}},
-        {"limit", 8, 2,
-         {{"a", 0, 1, 5 * G, 0, 16}, {"b", 0, 1, 0, 0, 16}}, 2,
-         {5 * G, 11 * G}, {5, 11}},
+        {"weights 1:2:1",
+         8,
+         2,
+         {{"a", 0, 1, 0, 0, 16}, {"b", 0, 2, 0, 0, 16}, {"c", 0, 1, 0, 0, 16}},
+         3,
+         {4 * G, 8 * G, 4 * G},
+         {4, 8, 4}},
+        {"remainder 10/3",
+         10,
+         1,
+         {{"c", 0, 1, 0, 0, 10}, {"a", 0, 1, 0, 0, 10}, {"b", 0, 1, 0, 0, 10}},
+         3,
+         {3333, 3334, 3333},
+         {3, 4, 3}},
+        {"guarantee then weights",
+         8,
+         2,
+         {{"a", 6 * G, 1, 0, 0, 16}, {"b", 2 * G, 1, 0, 0, 16}},
+         2,
+         {10 * G, 6 * G},
+         {10, 6}},
+        {"demand caps, rest redistributed",
+         8,
+         2,
+         {{"a", 0, 1, 0, 0, 2}, {"b", 0, 1, 0, 0, 16}, {"c", 0, 2, 0, 0, 16}},
+         3,
+         {2 * G, 4667, 9333},
+         {2, 5, 9}},
+        {"priority tiers",
+         8,
+         2,
+         {{"hi", 0, 1, 0, 1, 10}, {"lo", 0, 5, 0, 0, 16}},
+         2,
+         {10 * G, 6 * G},
+         {10, 6}},
+        {"limit",
+         8,
+         2,
+         {{"a", 0, 1, 5 * G, 0, 16}, {"b", 0, 1, 0, 0, 16}},
+         2,
+         {5 * G, 11 * G},
+         {5, 11}},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const struct share_case *k = &cases[c];
@@ -337,14 +362,16 @@ static void test_bad_input(void **state)
         enum fair_object_kind obj;
         const char *text;
     } want[] = {
-        {FAIR_PROBLEM_INVALID, FAIR_OBJ_PROJECT, "project \"neg\": guaranteed cpu is negative (-5)"},
+        {FAIR_PROBLEM_INVALID, FAIR_OBJ_PROJECT,
+         "project \"neg\": guaranteed cpu is negative (-5)"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, "queue \"in-neg\": its project \"neg\" is invalid"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, "queue \"zero-weight\": overQuotaWeight is 0"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, "queue \"orphan\": project \"nowhere\" is unknown"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_POD, "pod ns/good-"},
         {FAIR_PROBLEM_INVALID, FAIR_OBJ_POD, "memory request is negative (-1)"},
         {FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_PROJECT,
-         "project \"ok-proj\": its queues guarantee 6000 gpu in total, more than the project's 4000"},
+         "project \"ok-proj\": its queues guarantee 6000 gpu in total, more than the project's "
+         "4000"},
     };
     for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
         bool found = false;
@@ -422,11 +449,36 @@ static void test_bad_nodes(void **state)
     ts_free(t);
 }
 
-/* Runs cycles, applying actions, until one has none; returns the count. */
+/* Runs cycles, applying actions, until one has none; returns the count.
+ * No flip-flop: a pod the engine bound is not reclaimed in the next round
+ * (preemption may take it: a higher-priority pod of its own queue). */
 static int converge(struct ts *t, int max_rounds, bool terminate_first)
 {
+    static char fresh[TS_MAXPODS][48];
+    size_t nfresh = 0;
     for (int round = 1; round <= max_rounds; round++) {
         assert_int_equal(ts_run(t), 0);
+        for (size_t i = 0; i < t->res.nactions; i++) {
+            const struct fair_action *a = &t->res.actions[i];
+            if (a->kind != FAIR_ACTION_EVICT)
+                continue;
+            if (a->reason == FAIR_EVICT_PREEMPT) {
+                assert_int_equal(a->for_queue, t->pods[a->pod].queue);
+                assert_true(t->pods[a->for_pod].priority > t->pods[a->pod].priority);
+                continue;
+            }
+            for (size_t j = 0; j < nfresh; j++)
+                if (strcmp(fresh[j], t->pods[a->pod].uid) == 0) {
+                    if (getenv("TS_DEBUG"))
+                        ts_dump(t);
+                    fail_msg("round %d: pod %s bound last round is evicted", round, fresh[j]);
+                }
+        }
+        nfresh = 0;
+        for (size_t i = 0; i < t->res.nactions && nfresh < TS_MAXPODS; i++)
+            if (t->res.actions[i].kind == FAIR_ACTION_BIND)
+                snprintf(fresh[nfresh++], sizeof(fresh[0]), "%s",
+                         t->pods[t->res.actions[i].pod].uid);
         if (t->res.nactions == 0)
             return round;
         if (terminate_first && ts_count(t, FAIR_ACTION_EVICT)) {
@@ -479,7 +531,7 @@ static void random_cluster(struct ts *t, uint64_t seed)
 static void test_stability(void **state)
 {
     (void)state;
-    for (uint64_t seed = 1; seed <= 20; seed++) {
+    for (uint64_t seed = 1; seed <= 60; seed++) {
         struct ts *t = ts_new();
         random_cluster(t, seed);
         /* Fill the cluster, then a new wave of demand arrives. */
@@ -489,6 +541,19 @@ static void test_stability(void **state)
         for (int i = 0; i < 30; i++) {
             int p = ts_pod(t, (int)rnd(5), (int64_t)(1 + rnd(4)) * G);
             t->pods[p].priority = (int32_t)rnd(3);
+        }
+        /* Two gangs: 3 x 2 GPUs and 2 x 4 GPUs. */
+        int gq = (int)rnd(5);
+        for (int i = 0; i < 3; i++) {
+            int p = ts_pod(t, gq, 2 * G);
+            t->pods[p].gang = "g3";
+            t->pods[p].gang_size = 3;
+        }
+        gq = (int)rnd(5);
+        for (int i = 0; i < 2; i++) {
+            int p = ts_pod(t, gq, 4 * G);
+            t->pods[p].gang = "g2";
+            t->pods[p].gang_size = 2;
         }
         r = converge(t, 8, true);
         if (r < 0)
@@ -538,15 +603,278 @@ static void test_determinism(void **state)
     ts_free(t2);
 }
 
+/* The higher overQuotaPriority tier keeps its surplus: the victims come
+ * from the lower tier, the only queue above its fair share. */
+static void test_victim_order(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "n0", 8);
+    ts_node(t, "n1", 8);
+    int a = ts_team(t, "a", 8 * G, 1);
+    int hi = ts_team(t, "hi", 0, 1);
+    int lo = ts_team(t, "lo", 0, 1);
+    t->projects[hi].q.over_quota_priority = 1;
+    t->queues[hi].q.over_quota_priority = 1;
+    for (int i = 0; i < 8; i++) {
+        ts_bound(t, hi, G, i % 2, (uint64_t)1 << (i / 2), 0);
+        ts_bound(t, lo, G, i % 2, (uint64_t)1 << (4 + i / 2), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 4);
+    for (size_t i = 0; i < t->res.nactions; i++)
+        assert_int_equal(t->pods[t->res.actions[i].pod].queue, lo);
+    /* a's fair share: 4 (its demand); "hi" is served first from the rest. */
+    assert_int_equal(t->res.queues[a].fair_share.v[FAIR_RES_GPU], 4 * G);
+    assert_int_equal(t->res.queues[hi].fair_share.v[FAIR_RES_GPU], 8 * G);
+    assert_int_equal(t->res.queues[lo].fair_share.v[FAIR_RES_GPU], 4 * G);
+    ts_free(t);
+}
+
+/* A pod deleted because its work is done (its queue within its fair share)
+ * does not hold back reclaim; a borrower's terminating pod does. */
+static void test_unrelated_deletion(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "n0", 8);
+    ts_node(t, "n1", 8);
+    int a = ts_team(t, "a", 8 * G, 1);
+    int b = ts_team(t, "b", 8 * G, 1);
+    int c = ts_team(t, "c", 0, 1);
+    for (int i = 0; i < 8; i++)
+        ts_bound(t, b, G, 0, (uint64_t)1 << i, 0);
+    for (int i = 0; i < 7; i++)
+        ts_bound(t, c, G, 1, (uint64_t)1 << i, 0);
+    int done = ts_bound(t, b, 0, 1, 0, 0);
+    t->pods[done].terminating = true;
+    ts_pod(t, a, G);
+    ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    /* One GPU is free on n1: one pod binds, one eviction from c. */
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 1);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_EVICT, c), 1);
+    /* Now a pod of the borrower c is terminating on the free GPU: one of
+     * a's pods waits for that room, the other gets no new victim. */
+    t->pods[done].terminating = false;
+    t->pods[ts_bound(t, c, G, 1, 0x80, 0)].terminating = true;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 0);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_WAITING_RECLAIM), 1);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_NO_NODE_FITS), 1);
+    ts_free(t);
+}
+
+/* A gang owed room gets it for every member, or nothing is evicted. */
+static void test_gang_reclaim(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "node-0", 8);
+    int h = ts_node(t, "node-1", 8);
+    int a = ts_team(t, "a", 8 * G, 1);
+    int b = ts_team(t, "b", 0, 1);
+    for (int i = 0; i < 16; i++)
+        ts_bound(t, b, G, i / 8, (uint64_t)1 << (i % 8), 0);
+    int m[2];
+    for (int i = 0; i < 2; i++) {
+        m[i] = ts_pod(t, a, 4 * G);
+        t->pods[m[i]].gang = "train";
+        t->pods[m[i]].gang_size = 2;
+    }
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 8);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 0);
+    assert_int_equal(t->res.pending_reasons[m[0]], FAIR_PENDING_WAITING_RECLAIM);
+    assert_int_equal(t->res.pending_reasons[m[1]], FAIR_PENDING_WAITING_RECLAIM);
+    ts_apply(t, true);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 0);
+    ts_apply(t, true);
+    ts_reap(t);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 2);
+    assert_int_equal(t->res.nactions, 2);
+    ts_apply(t, false);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 0);
+    ts_free(t);
+
+    /* Both members need an H100 node, and there is one: room for the
+     * first could be made, not for the second, so nothing is evicted. */
+    t = ts_new();
+    ts_node(t, "node-0", 8);
+    h = ts_node(t, "node-1", 8);
+    t->nodes[h].gpu_model = "H100";
+    a = ts_team(t, "a", 16 * G, 1);
+    b = ts_team(t, "b", 0, 1);
+    for (int i = 0; i < 16; i++)
+        ts_bound(t, b, G, i / 8, (uint64_t)1 << (i % 8), 0);
+    for (int i = 0; i < 2; i++) {
+        m[i] = ts_pod(t, a, 8 * G);
+        t->pods[m[i]].gang = "train";
+        t->pods[m[i]].gang_size = 2;
+        t->pods[m[i]].gpu_model = "H100";
+    }
+    int solo = ts_pod(t, a, 1 * G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.pending_reasons[m[0]], FAIR_PENDING_GANG_NO_FIT);
+    assert_int_equal(t->res.pending_reasons[m[1]], FAIR_PENDING_GANG_NO_FIT);
+    /* The lone 1-GPU pod still gets its single victim. */
+    assert_int_equal(t->res.nactions, 1);
+    assert_int_equal(t->res.actions[0].for_pod, solo);
+    ts_free(t);
+}
+
+/* Reclaim decisions do not depend on input order: the same victims (by
+ * uid) and the same nodes (by name) with nodes and pods reversed. */
+static void build_reclaim(struct ts *t, bool reversed)
+{
+    const char *names[3] = {"node-a", "node-b", "node-c"};
+    for (int i = 0; i < 3; i++)
+        ts_node(t, names[reversed ? 2 - i : i], 8);
+    int a = ts_team(t, "a", 12 * G, 1);
+    int b = ts_team(t, "b", 0, 1);
+    struct fair_pod tmp[40];
+    size_t n = 0;
+    for (int i = 0; i < 24; i++) {
+        int node = i % 3;
+        int p = ts_bound(t, b, G, reversed ? 2 - node : node, (uint64_t)1 << (i / 3), 100 + i % 5);
+        t->pods[p].priority = i % 2;
+    }
+    for (int i = 0; i < 3; i++)
+        ts_pod(t, a, 4 * G);
+    ts_pod(t, a, 500);
+    if (reversed) {
+        for (size_t i = 0; i < t->npods; i++)
+            tmp[n++] = t->pods[t->npods - 1 - i];
+        memcpy(t->pods, tmp, n * sizeof(tmp[0]));
+    }
+}
+
+static void test_determinism_reclaim(void **state)
+{
+    (void)state;
+    struct ts *t1 = ts_new(), *t2 = ts_new();
+    build_reclaim(t1, false);
+    build_reclaim(t2, true);
+    assert_int_equal(ts_run(t1), 0);
+    assert_int_equal(ts_run(t2), 0);
+    assert_true(ts_count(t1, FAIR_ACTION_EVICT) >= 8);
+    assert_int_equal(t1->res.nactions, t2->res.nactions);
+    for (size_t i = 0; i < t1->res.nactions; i++) {
+        const struct fair_action *x = &t1->res.actions[i], *y = &t2->res.actions[i];
+        assert_int_equal(x->kind, y->kind);
+        assert_string_equal(t1->pods[x->pod].uid, t2->pods[y->pod].uid);
+        assert_string_equal(t1->nodes[x->node].name, t2->nodes[y->node].name);
+        if (x->kind == FAIR_ACTION_EVICT)
+            assert_string_equal(t1->pods[x->for_pod].uid, t2->pods[y->for_pod].uid);
+        else
+            assert_int_equal(x->gpu_devices, y->gpu_devices);
+    }
+    ts_free(t1);
+    ts_free(t2);
+}
+
+/* Every allocation failing in turn: FAIR_ENOMEM, an empty result, no leak
+ * (the sanitizer build checks), and success once allocations work. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    random_cluster(t, 3);
+    t->pods[0].gang = "g";
+    t->pods[0].gang_size = 2;
+    t->pods[1].gang = "g";
+    t->pods[1].gang_size = 2;
+    t->pods[1].queue = t->pods[0].queue;
+    assert_int_equal(ts_run(t), 0);
+    size_t want = t->res.nactions;
+    int failures = 0;
+    for (long k = 0; k < 10000; k++) {
+        fair_alloc_fail_after(k);
+        int rc = ts_run(t);
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            assert_int_equal(t->res.nactions, want);
+            break;
+        }
+        assert_int_equal(rc, FAIR_ENOMEM);
+        assert_null(t->res.actions);
+        assert_int_equal(t->res.nactions, 0);
+        failures++;
+    }
+    assert_true(failures > 10);
+    ts_free(t);
+}
+
+/* Random values in every field the engine reads: never a crash, and
+ * either a result or FAIR_EINVAL. */
+static void test_random_input(void **state)
+{
+    (void)state;
+    static const int64_t vals[] = {
+        -1000, -1, 0, 1, 250, 999, 1000, 1500, 8000, 64000, (int64_t)1 << 52, INT64_MAX};
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        struct ts *t = ts_new();
+        random_cluster(t, seed);
+        for (int k = 0; k < 12; k++) {
+            int64_t v = vals[rnd(sizeof(vals) / sizeof(vals[0]))];
+            int r = (int)rnd(3);
+            switch (rnd(8)) {
+            case 0:
+                t->pods[rnd((uint32_t)t->npods)].request.v[r] = v;
+                break;
+            case 1:
+                t->nodes[rnd((uint32_t)t->nn)].allocatable.v[r] = v;
+                break;
+            case 2:
+                t->nodes[rnd((uint32_t)t->nn)].gpu_count = (int)(v % 100);
+                break;
+            case 3:
+                t->queues[rnd((uint32_t)t->nq)].q.guaranteed.v[r] = v;
+                break;
+            case 4:
+                t->projects[rnd((uint32_t)t->np)].q.limit.v[r] = v;
+                break;
+            case 5:
+                t->queues[rnd((uint32_t)t->nq)].q.over_quota_weight = v;
+                break;
+            case 6: {
+                struct fair_pod *p = &t->pods[rnd((uint32_t)t->npods)];
+                p->state = FAIR_POD_BOUND;
+                p->node = (int32_t)rnd((uint32_t)t->nn);
+                p->gpu_devices = (uint64_t)v;
+                p->terminating = rnd(2);
+                break;
+            }
+            default:
+                t->pods[rnd((uint32_t)t->npods)].queue = (int32_t)rnd((uint32_t)t->nq + 1) - 1;
+            }
+        }
+        int rc = ts_run(t);
+        assert_true(rc == 0 || rc == FAIR_EINVAL);
+        if (rc == 0)
+            assert_int_equal(t->res.npods, t->npods);
+        ts_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fair_share_table), cmocka_unit_test(test_project_caps_queues),
-        cmocka_unit_test(test_lend_then_reclaim), cmocka_unit_test(test_min_runtime),
-        cmocka_unit_test(test_non_preemptible),   cmocka_unit_test(test_minimal_victims),
-        cmocka_unit_test(test_preempt_in_queue),  cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_bad_nodes),         cmocka_unit_test(test_stability),
-        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_fair_share_table),    cmocka_unit_test(test_project_caps_queues),
+        cmocka_unit_test(test_lend_then_reclaim),   cmocka_unit_test(test_min_runtime),
+        cmocka_unit_test(test_non_preemptible),     cmocka_unit_test(test_minimal_victims),
+        cmocka_unit_test(test_preempt_in_queue),    cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_nodes),           cmocka_unit_test(test_stability),
+        cmocka_unit_test(test_determinism),         cmocka_unit_test(test_victim_order),
+        cmocka_unit_test(test_out_of_memory),       cmocka_unit_test(test_random_input),
+        cmocka_unit_test(test_unrelated_deletion),  cmocka_unit_test(test_gang_reclaim),
+        cmocka_unit_test(test_determinism_reclaim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,7 +37,7 @@ struct ts {
     struct fair_error err;
 };
 
-static struct ts *ts_new(void)
+__attribute__((unused)) static struct ts *ts_new(void)
 {
     struct ts *t = calloc(1, sizeof(*t));
     if (!t)
@@ -46,14 +46,15 @@ static struct ts *ts_new(void)
     return t;
 }
 
-static void ts_free(struct ts *t)
+__attribute__((unused)) static void ts_free(struct ts *t)
 {
     fair_result_release(&t->res);
     free(t);
 }
 
-static const char *ts_str(struct ts *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *ts_str(struct ts *t, const char *fmt, ...)
+__attribute__((unused)) static const char *ts_str(struct ts *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+__attribute__((unused)) static const char *ts_str(struct ts *t, const char *fmt, ...)
 {
     if (t->nstr >= TS_MAXSTR)
         abort();
@@ -64,7 +65,7 @@ static const char *ts_str(struct ts *t, const char *fmt, ...)
     return t->strs[t->nstr++];
 }
 
-static int ts_node(struct ts *t, const char *name, int gpus)
+__attribute__((unused)) static int ts_node(struct ts *t, const char *name, int gpus)
 {
     struct fair_node *n = &t->nodes[t->nn];
     memset(n, 0, sizeof(*n));
@@ -77,7 +78,8 @@ static int ts_node(struct ts *t, const char *name, int gpus)
     return (int)t->nn++;
 }
 
-static void ts_quota(struct fair_quota *q, const char *name, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static void ts_quota(struct fair_quota *q, const char *name, int64_t g_gpu,
+                                             int64_t weight)
 {
     memset(q, 0, sizeof(*q));
     q->name = name;
@@ -87,13 +89,15 @@ static void ts_quota(struct fair_quota *q, const char *name, int64_t g_gpu, int6
     q->over_quota_weight = weight;
 }
 
-static int ts_project(struct ts *t, const char *name, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static int ts_project(struct ts *t, const char *name, int64_t g_gpu,
+                                              int64_t weight)
 {
     ts_quota(&t->projects[t->np].q, ts_str(t, "%s", name), g_gpu, weight);
     return (int)t->np++;
 }
 
-static int ts_queue(struct ts *t, const char *name, int project, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static int ts_queue(struct ts *t, const char *name, int project,
+                                            int64_t g_gpu, int64_t weight)
 {
     struct fair_queue *q = &t->queues[t->nq];
     memset(q, 0, sizeof(*q));
@@ -104,13 +108,14 @@ static int ts_queue(struct ts *t, const char *name, int project, int64_t g_gpu, 
 }
 
 /* A project with one queue of the same name; returns the queue. */
-static int ts_team(struct ts *t, const char *name, int64_t g_gpu, int64_t weight)
+__attribute__((unused)) static int ts_team(struct ts *t, const char *name, int64_t g_gpu,
+                                           int64_t weight)
 {
     int p = ts_project(t, name, g_gpu, weight);
     return ts_queue(t, name, p, g_gpu, weight);
 }
 
-static int ts_pod(struct ts *t, int queue, int64_t gpu)
+__attribute__((unused)) static int ts_pod(struct ts *t, int queue, int64_t gpu)
 {
     if (t->npods >= TS_MAXPODS)
         abort();
@@ -131,8 +136,8 @@ static int ts_pod(struct ts *t, int queue, int64_t gpu)
     return (int)t->npods++;
 }
 
-static int ts_bound(struct ts *t, int queue, int64_t gpu, int node, uint64_t mask,
-                    int64_t started)
+__attribute__((unused)) static int ts_bound(struct ts *t, int queue, int64_t gpu, int node,
+                                            uint64_t mask, int64_t started)
 {
     int i = ts_pod(t, queue, gpu);
     struct fair_pod *p = &t->pods[i];
@@ -143,7 +148,7 @@ static int ts_bound(struct ts *t, int queue, int64_t gpu, int node, uint64_t mas
     return i;
 }
 
-static void ts_snapshot(struct ts *t, struct fair_snapshot *s)
+__attribute__((unused)) static void ts_snapshot(struct ts *t, struct fair_snapshot *s)
 {
     memset(s, 0, sizeof(*s));
     s->now_ms = t->now;
@@ -158,7 +163,7 @@ static void ts_snapshot(struct ts *t, struct fair_snapshot *s)
     s->placement = t->policy;
 }
 
-static int ts_run(struct ts *t)
+__attribute__((unused)) static int ts_run(struct ts *t)
 {
     struct fair_snapshot s;
     fair_result_release(&t->res);
@@ -166,7 +171,7 @@ static int ts_run(struct ts *t)
     return fair_engine_run(&s, &t->res, &t->err);
 }
 
-static size_t ts_count(const struct ts *t, enum fair_action_kind kind)
+__attribute__((unused)) static size_t ts_count(const struct ts *t, enum fair_action_kind kind)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->res.nactions; i++)
@@ -176,7 +181,8 @@ static size_t ts_count(const struct ts *t, enum fair_action_kind kind)
 }
 
 /* Actions of a kind on pods of queue q. */
-static size_t ts_count_q(const struct ts *t, enum fair_action_kind kind, int q)
+__attribute__((unused)) static size_t ts_count_q(const struct ts *t, enum fair_action_kind kind,
+                                                 int q)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->res.nactions; i++)
@@ -185,7 +191,8 @@ static size_t ts_count_q(const struct ts *t, enum fair_action_kind kind, int q)
     return n;
 }
 
-static size_t ts_reason_count(const struct ts *t, enum fair_pending_reason r)
+__attribute__((unused)) static size_t ts_reason_count(const struct ts *t,
+                                                      enum fair_pending_reason r)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->res.npods; i++)
@@ -196,7 +203,7 @@ static size_t ts_reason_count(const struct ts *t, enum fair_pending_reason r)
 
 /* Applies the last result: binds become BOUND (started now); evicted pods
  * are marked terminating (terminate) or removed. Time moves on a second. */
-static void ts_apply(struct ts *t, bool terminate)
+__attribute__((unused)) static void ts_apply(struct ts *t, bool terminate)
 {
     static bool gone[TS_MAXPODS];
     memset(gone, 0, sizeof(gone));
@@ -224,7 +231,7 @@ static void ts_apply(struct ts *t, bool terminate)
 }
 
 /* Prints the cluster and the last result, for debugging a failure. */
-static void ts_dump(const struct ts *t)
+__attribute__((unused)) static void ts_dump(const struct ts *t)
 {
     for (size_t i = 0; i < t->nq; i++)
         fprintf(stderr, "queue %s g=%lld fs=%lld alloc=%lld after=%lld demand=%lld\n",
@@ -250,7 +257,7 @@ static void ts_dump(const struct ts *t)
 }
 
 /* Removes terminating pods (their deletion completed). */
-static void ts_reap(struct ts *t)
+__attribute__((unused)) static void ts_reap(struct ts *t)
 {
     size_t k = 0;
     for (size_t i = 0; i < t->npods; i++)

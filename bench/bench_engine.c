@@ -1,0 +1,287 @@
+/* Benchmark of one engine cycle on synthetic clusters (fixed seed):
+ * 1,000 nodes x 8 GPUs with 20,000 pods, then 5,000 nodes with 150,000
+ * pods. Prints the median cycle time, decisions per second and the
+ * engine's memory per pod. Run by `make bench`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+
+#define GIB ((int64_t)1 << 30)
+
+static uint64_t rng;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng >> 33) % n;
+}
+
+struct cluster {
+    struct fair_node *nodes;
+    size_t nn;
+    struct fair_project projects[10];
+    struct fair_queue *queues;
+    size_t nq;
+    struct fair_pod *pods;
+    size_t npods;
+    char *names; /* one pool for every string */
+    size_t names_used, names_cap;
+    int16_t *dev; /* free milli per device, for building running pods */
+    size_t nrunning;
+};
+
+static const char *pool(struct cluster *c, const char *prefix, size_t i)
+{
+    char *p = c->names + c->names_used;
+    int n = snprintf(p, c->names_cap - c->names_used, "%s-%06zu", prefix, i);
+    if (n < 0 || (size_t)n + 1 > c->names_cap - c->names_used) {
+        fprintf(stderr, "bench: name pool full\n");
+        exit(1);
+    }
+    c->names_used += (size_t)n + 1;
+    return p;
+}
+
+static int64_t gpu_size(void)
+{
+    uint32_t x = rnd(1000);
+    if (x < 400)
+        return 250;
+    if (x < 700)
+        return 500;
+    if (x < 920)
+        return 1000;
+    if (x < 970)
+        return 2000;
+    if (x < 995)
+        return 4000;
+    return 8000;
+}
+
+static const struct fair_toleration tol_any = {"dedicated", FAIR_TOLERATE_EXISTS, NULL, true, 0};
+static const struct fair_taint taint_dedicated = {"dedicated", "infer", FAIR_TAINT_NO_SCHEDULE};
+
+/* Places a pod on the first node, from a random start, with room (a bench
+ * stand-in for history). Returns false when nothing fits. */
+static bool place_running(struct cluster *c, struct fair_pod *p, int64_t *cpu_free)
+{
+    int64_t g = p->request.v[FAIR_RES_GPU];
+    size_t start = rnd((uint32_t)c->nn);
+    for (size_t k = 0; k < 8; k++) {
+        size_t n = (start + k * 7919) % c->nn;
+        if (c->nodes[n].ntaints)
+            continue;
+        if (cpu_free[n] < p->request.v[FAIR_RES_CPU])
+            continue;
+        int16_t *dev = &c->dev[n * 8];
+        uint64_t mask = 0;
+        if (g < 1000) {
+            for (int d = 0; d < 8; d++)
+                if (dev[d] >= g) {
+                    mask = (uint64_t)1 << d;
+                    dev[d] = (int16_t)(dev[d] - g);
+                    break;
+                }
+        } else {
+            int need = (int)(g / 1000), got = 0;
+            for (int d = 0; d < 8 && got < need; d++)
+                if (dev[d] == 1000) {
+                    mask |= (uint64_t)1 << d;
+                    got++;
+                }
+            if (got < need)
+                mask = 0;
+            for (int d = 0; d < 8 && mask; d++)
+                if (mask >> d & 1)
+                    dev[d] = 0;
+        }
+        if (!mask)
+            continue;
+        cpu_free[n] -= p->request.v[FAIR_RES_CPU];
+        p->state = FAIR_POD_BOUND;
+        p->node = (int32_t)n;
+        p->gpu_devices = mask;
+        return true;
+    }
+    return false;
+}
+
+static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npending, uint64_t seed)
+{
+    memset(c, 0, sizeof(*c));
+    rng = seed;
+    c->nn = nnodes;
+    c->nq = 100;
+    c->npods = nrunning + npending;
+    c->nodes = calloc(nnodes, sizeof(*c->nodes));
+    c->queues = calloc(c->nq, sizeof(*c->queues));
+    c->pods = calloc(c->npods, sizeof(*c->pods));
+    c->dev = calloc(nnodes * 8, sizeof(*c->dev));
+    c->names_cap = (nnodes + c->npods * 2 + 200) * 16;
+    c->names = malloc(c->names_cap);
+    int64_t *cpu_free = calloc(nnodes, sizeof(int64_t));
+    if (!c->nodes || !c->queues || !c->pods || !c->dev || !c->names || !cpu_free) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < nnodes; i++) {
+        struct fair_node *n = &c->nodes[i];
+        n->name = pool(c, "node", i);
+        n->gpu_model = i % 2 ? "H100" : "A100";
+        n->gpu_count = 8;
+        n->allocatable.v[FAIR_RES_GPU] = 8000;
+        n->allocatable.v[FAIR_RES_CPU] = 128000;
+        n->allocatable.v[FAIR_RES_MEM] = 1024 * GIB;
+        n->max_pods = 110;
+        if (i % 20 == 19) {
+            n->taints = &taint_dedicated;
+            n->ntaints = 1;
+        }
+        cpu_free[i] = 128000;
+        for (int d = 0; d < 8; d++)
+            c->dev[i * 8 + d] = 1000;
+    }
+    int64_t cap = (int64_t)nnodes * 8000;
+    for (int p = 0; p < 10; p++) {
+        struct fair_quota *q = &c->projects[p].q;
+        q->name = pool(c, "project", (size_t)p);
+        q->guaranteed.v[FAIR_RES_GPU] = cap / 10 * (5 + p % 4) / 10;
+        for (int r = 0; r < FAIR_RES_COUNT; r++)
+            q->limit.v[r] = FAIR_UNLIMITED;
+        q->over_quota_weight = 1 + p % 3;
+        q->over_quota_priority = p == 9 ? 1 : 0;
+    }
+    for (size_t i = 0; i < c->nq; i++) {
+        struct fair_queue *qu = &c->queues[i];
+        int p = (int)(i / 10);
+        qu->q.name = pool(c, "queue", i);
+        qu->q.guaranteed.v[FAIR_RES_GPU] = c->projects[p].q.guaranteed.v[FAIR_RES_GPU] / 10;
+        for (int r = 0; r < FAIR_RES_COUNT; r++)
+            qu->q.limit.v[r] = FAIR_UNLIMITED;
+        qu->q.over_quota_weight = 1 + (int64_t)(i % 2);
+        qu->project = p;
+        qu->project_name = c->projects[p].q.name;
+        qu->reclaim_min_runtime_ms = i % 3 == 0 ? 600000 : 0;
+    }
+    int64_t now = 1700000000000LL;
+    for (size_t i = 0; i < c->npods; i++) {
+        struct fair_pod *p = &c->pods[i];
+        p->uid = pool(c, "uid", i);
+        p->name = p->uid;
+        p->namespace_ = "bench";
+        /* Queues of all sizes: some much busier than others. */
+        p->queue = (int32_t)(rnd(10) < 7 ? rnd(30) : rnd(100));
+        p->priority = (int32_t)rnd(3) * 100;
+        p->created_ms = now - (int64_t)rnd(86400000);
+        p->preemptible = rnd(20) != 0;
+        p->request.v[FAIR_RES_GPU] = gpu_size();
+        p->request.v[FAIR_RES_CPU] = 1000 + 500 * (int64_t)rnd(8);
+        p->request.v[FAIR_RES_MEM] = (4 + (int64_t)rnd(28)) * GIB;
+        p->node = -1;
+        p->state = FAIR_POD_PENDING;
+        if (rnd(10) == 0) {
+            p->tolerations = &tol_any;
+            p->ntolerations = 1;
+        }
+        if (rnd(5) == 0)
+            p->gpu_model = rnd(2) ? "H100" : "A100";
+        if (i < nrunning && place_running(c, p, cpu_free)) {
+            p->started_ms = now - (int64_t)rnd(3600000);
+            c->nrunning++;
+        }
+    }
+    free(cpu_free);
+}
+
+static void release(struct cluster *c)
+{
+    free(c->nodes);
+    free(c->queues);
+    free(c->pods);
+    free(c->names);
+    free(c->dev);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double clock_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+static void run(const char *title, size_t nnodes, size_t nrunning, size_t npending, int runs)
+{
+    struct cluster c;
+    double t0 = now_s();
+    build(&c, nnodes, nrunning, npending, 42);
+    double build_s = now_s() - t0;
+    struct fair_snapshot s = {0};
+    s.now_ms = 1700000000000LL;
+    s.nodes = c.nodes;
+    s.nnodes = c.nn;
+    s.projects = c.projects;
+    s.nprojects = 10;
+    s.queues = c.queues;
+    s.nqueues = c.nq;
+    s.pods = c.pods;
+    s.npods = c.npods;
+    double times[32], cpu[32];
+    size_t nactions = 0, binds = 0, evicts = 0, mem = 0;
+    for (int i = 0; i < runs; i++) {
+        struct fair_result res;
+        struct fair_error err = {0};
+        double a = now_s(), ac = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        int rc = fair_engine_run(&s, &res, &err);
+        times[i] = now_s() - a;
+        cpu[i] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - ac;
+        if (rc) {
+            fprintf(stderr, "bench: engine failed: %s\n", err.msg);
+            exit(1);
+        }
+        nactions = res.nactions;
+        binds = evicts = 0;
+        for (size_t k = 0; k < res.nactions; k++) {
+            if (res.actions[k].kind == FAIR_ACTION_BIND)
+                binds++;
+            else
+                evicts++;
+        }
+        mem = res.mem_bytes;
+        fair_result_release(&res);
+    }
+    qsort(times, (size_t)runs, sizeof(double), cmp_double);
+    qsort(cpu, (size_t)runs, sizeof(double), cmp_double);
+    double med = times[runs / 2];
+    printf("%s: %zu nodes, %zu pods (%zu running, %zu pending), %d runs (setup %.2f s)\n", title,
+           c.nn, c.npods, c.nrunning, c.npods - c.nrunning, runs, build_s);
+    printf("  median cycle: %.1f ms (min %.1f, max %.1f)\n", med * 1e3, times[0] * 1e3,
+           times[runs - 1] * 1e3);
+    printf("  median CPU time: %.1f ms (the wall time above includes waiting for a busy CPU)\n",
+           cpu[runs / 2] * 1e3);
+    printf("  decisions: %zu (%zu binds, %zu evictions), %.0f decisions/s\n", nactions, binds,
+           evicts, med > 0 ? (double)nactions / med : 0.0);
+    printf("  engine memory: %zu bytes in all, %.0f bytes per pod\n", mem,
+           (double)mem / (double)c.npods);
+    release(&c);
+}
+
+int main(void)
+{
+    run("small", 1000, 10000, 10000, 9);
+    run("large", 5000, 75000, 75000, 5);
+    return 0;
+}

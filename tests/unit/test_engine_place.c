@@ -1,0 +1,305 @@
+/* Engine placement tests: GPU fractions packed on devices, whole GPUs on
+ * the nodes already in use, node filters (selectors, taints, unschedulable,
+ * GPU model, CPU, memory, pod count) and gangs (all or nothing). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "test_engine_fixture.h"
+
+#define G 1000
+
+static int popcount(uint64_t m)
+{
+    return __builtin_popcountll(m);
+}
+
+/* Four half-GPU pods fill two devices, not four. */
+static void test_fractions_packed(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "n0", 8);
+    int a = ts_team(t, "a", 0, 1);
+    for (int i = 0; i < 4; i++)
+        ts_pod(t, a, 500);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 4);
+    uint64_t used = 0;
+    for (size_t i = 0; i < t->res.nactions; i++) {
+        assert_int_equal(popcount(t->res.actions[i].gpu_devices), 1);
+        used |= t->res.actions[i].gpu_devices;
+    }
+    assert_int_equal(used, 0x3);
+
+    /* The spread baseline uses four devices for the same pods. */
+    t->policy = FAIR_PLACE_SPREAD;
+    assert_int_equal(ts_run(t), 0);
+    used = 0;
+    for (size_t i = 0; i < t->res.nactions; i++)
+        used |= t->res.actions[i].gpu_devices;
+    assert_int_equal(popcount(used), 4);
+    ts_free(t);
+}
+
+/* Best fit: a fraction goes to the fullest device that still fits. */
+static void test_fraction_best_fit(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "n0", 4);
+    int a = ts_team(t, "a", 0, 1);
+    ts_bound(t, a, 500, 0, 0x1, 0); /* device 0: 500 free */
+    ts_bound(t, a, 250, 0, 0x2, 0); /* device 1: 750 free */
+    int p1 = ts_pod(t, a, 700);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 1);
+    assert_int_equal(t->res.actions[0].pod, p1);
+    assert_int_equal(t->res.actions[0].gpu_devices, 0x2);
+    ts_apply(t, false);
+    int p2 = ts_pod(t, a, 250);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.actions[0].pod, p2);
+    assert_int_equal(t->res.actions[0].gpu_devices, 0x1);
+    ts_free(t);
+}
+
+/* Whole GPUs go to the node already in use; a full node stays for a big
+ * request. */
+static void test_whole_gpus_most_allocated(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "empty", 8);
+    int used = ts_node(t, "used", 8);
+    int a = ts_team(t, "a", 0, 1);
+    ts_bound(t, a, 6 * G, used, 0x3f, 0);
+    int p2 = ts_pod(t, a, 2 * G);
+    int p8 = ts_pod(t, a, 8 * G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const struct fair_action *x = &t->res.actions[i];
+        if (x->pod == p2) {
+            assert_int_equal(x->node, used);
+            assert_int_equal(x->gpu_devices, 0xc0);
+        } else {
+            assert_int_equal(x->pod, p8);
+            assert_int_equal(x->node, 0);
+            assert_int_equal(x->gpu_devices, 0xff);
+        }
+    }
+    ts_free(t);
+}
+
+enum tweak {
+    T_NONE,
+    T_SELECTOR_MATCH,
+    T_SELECTOR_MISS,
+    T_TAINT,
+    T_TAINT_TOLERATED,
+    T_TAINT_EXISTS_ALL,
+    T_TAINT_OTHER_EFFECT,
+    T_TAINT_NOEXECUTE,
+    T_TAINT_PREFER,
+    T_UNSCHEDULABLE,
+    T_MODEL_MATCH,
+    T_MODEL_MISS,
+    T_CPU_FULL,
+    T_MEM_FULL,
+    T_MAX_PODS,
+    T_TOO_MANY_GPUS,
+};
+
+static const struct fair_label lbl_zone = {"zone", "a"};
+static const struct fair_label lbl_zone_b = {"zone", "b"};
+static const struct fair_taint taint_ns = {"gpu", "big", FAIR_TAINT_NO_SCHEDULE};
+static const struct fair_taint taint_nx = {"gpu", "big", FAIR_TAINT_NO_EXECUTE};
+static const struct fair_taint taint_pref = {"gpu", "big", FAIR_TAINT_PREFER_NO_SCHEDULE};
+static const struct fair_toleration tol_eq = {"gpu", FAIR_TOLERATE_EQUAL, "big", false,
+                                              FAIR_TAINT_NO_SCHEDULE};
+static const struct fair_toleration tol_all = {NULL, FAIR_TOLERATE_EXISTS, NULL, true, 0};
+
+static void test_node_filters(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *title;
+        enum tweak tweak;
+        bool binds;
+        enum fair_pending_reason reason;
+    } cases[] = {
+        {"no constraint", T_NONE, true, 0},
+        {"selector matches", T_SELECTOR_MATCH, true, 0},
+        {"selector misses", T_SELECTOR_MISS, false, FAIR_PENDING_NO_NODE_FITS},
+        {"NoSchedule taint", T_TAINT, false, FAIR_PENDING_NO_NODE_FITS},
+        {"taint tolerated (Equal)", T_TAINT_TOLERATED, true, 0},
+        {"taint tolerated (Exists, any key)", T_TAINT_EXISTS_ALL, true, 0},
+        {"toleration for another effect", T_TAINT_OTHER_EFFECT, false, FAIR_PENDING_NO_NODE_FITS},
+        {"NoExecute taint", T_TAINT_NOEXECUTE, false, FAIR_PENDING_NO_NODE_FITS},
+        {"PreferNoSchedule only prefers", T_TAINT_PREFER, true, 0},
+        /* No schedulable node: no capacity, so no fair share either. */
+        {"unschedulable", T_UNSCHEDULABLE, false, FAIR_PENDING_FAIR_SHARE},
+        {"gpu model matches", T_MODEL_MATCH, true, 0},
+        {"gpu model differs", T_MODEL_MISS, false, FAIR_PENDING_NO_NODE_FITS},
+        {"cpu full", T_CPU_FULL, false, FAIR_PENDING_NO_NODE_FITS},
+        {"memory full", T_MEM_FULL, false, FAIR_PENDING_NO_NODE_FITS},
+        {"pod count", T_MAX_PODS, false, FAIR_PENDING_NO_NODE_FITS},
+        /* 16 GPUs in a cluster of 8: beyond any fair share. */
+        {"more GPUs than the cluster has", T_TOO_MANY_GPUS, false, FAIR_PENDING_FAIR_SHARE},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct ts *t = ts_new();
+        int n = ts_node(t, "n0", 8);
+        /* A CPU-only node keeps CPU and memory capacity above the request,
+         * so that the GPU node's own room is what is tested. */
+        ts_node(t, "cpu-only", 0);
+        struct fair_node *node = &t->nodes[n];
+        node->labels = &lbl_zone;
+        node->nlabels = 1;
+        int a = ts_team(t, "a", 0, 1);
+        if (cases[c].tweak == T_MAX_PODS) {
+            node->max_pods = 1;
+            ts_bound(t, a, 0, n, 0, 0);
+        }
+        int p = ts_pod(t, a, cases[c].tweak == T_TOO_MANY_GPUS ? 16 * G : G);
+        struct fair_pod *pod = &t->pods[p];
+        switch (cases[c].tweak) {
+        case T_SELECTOR_MATCH:
+            pod->node_selector = &lbl_zone;
+            pod->nnode_selector = 1;
+            break;
+        case T_SELECTOR_MISS:
+            pod->node_selector = &lbl_zone_b;
+            pod->nnode_selector = 1;
+            break;
+        case T_TAINT:
+            node->taints = &taint_ns;
+            node->ntaints = 1;
+            break;
+        case T_TAINT_TOLERATED:
+            node->taints = &taint_ns;
+            node->ntaints = 1;
+            pod->tolerations = &tol_eq;
+            pod->ntolerations = 1;
+            break;
+        case T_TAINT_EXISTS_ALL:
+            node->taints = &taint_nx;
+            node->ntaints = 1;
+            pod->tolerations = &tol_all;
+            pod->ntolerations = 1;
+            break;
+        case T_TAINT_OTHER_EFFECT:
+            node->taints = &taint_nx;
+            node->ntaints = 1;
+            pod->tolerations = &tol_eq;
+            pod->ntolerations = 1;
+            break;
+        case T_TAINT_NOEXECUTE:
+            node->taints = &taint_nx;
+            node->ntaints = 1;
+            break;
+        case T_TAINT_PREFER:
+            node->taints = &taint_pref;
+            node->ntaints = 1;
+            break;
+        case T_UNSCHEDULABLE:
+            node->unschedulable = true;
+            break;
+        case T_MODEL_MATCH:
+            pod->gpu_model = "A100";
+            break;
+        case T_MODEL_MISS:
+            pod->gpu_model = "H100";
+            break;
+        case T_CPU_FULL:
+            pod->request.v[FAIR_RES_CPU] = 64001;
+            break;
+        case T_MEM_FULL:
+            pod->request.v[FAIR_RES_MEM] = 513 * GI;
+            break;
+        default:
+            break;
+        }
+        assert_int_equal(ts_run(t), 0);
+        bool bound = ts_count(t, FAIR_ACTION_BIND) == 1;
+        if (bound != cases[c].binds)
+            fail_msg("%s: bound=%d, want %d (reason %s)", cases[c].title, bound, cases[c].binds,
+                     fair_pending_reason_str(t->res.pending_reasons[p]));
+        if (!bound && t->res.pending_reasons[p] != cases[c].reason)
+            fail_msg("%s: reason %s, want %s", cases[c].title,
+                     fair_pending_reason_str(t->res.pending_reasons[p]),
+                     fair_pending_reason_str(cases[c].reason));
+        ts_free(t);
+    }
+}
+
+static int gang_pod(struct ts *t, int q, int64_t gpu, const char *gang, int size)
+{
+    int p = ts_pod(t, q, gpu);
+    t->pods[p].gang = gang;
+    t->pods[p].gang_size = size;
+    return p;
+}
+
+/* Gangs: all together or not at all. */
+static void test_gangs(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "n0", 8);
+    ts_node(t, "n1", 8);
+    int a = ts_team(t, "a", 0, 1);
+    /* Three 5-GPU pods cannot all fit on 2 nodes of 8: none is placed. */
+    for (int i = 0; i < 3; i++)
+        gang_pod(t, a, 5 * G, "big", 3);
+    /* Only 3 of 4 members exist. */
+    for (int i = 0; i < 3; i++)
+        gang_pod(t, a, 1 * G, "partial", 4);
+    /* Two 4-GPU pods of a complete gang fit. */
+    int g1 = gang_pod(t, a, 4 * G, "pair", 2);
+    int g2 = gang_pod(t, a, 4 * G, "pair", 2);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_GANG_NO_FIT), 3);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_GANG_INCOMPLETE), 3);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 2);
+    assert_int_equal(t->res.pending_reasons[g1], FAIR_PENDING_NONE);
+    assert_int_equal(t->res.pending_reasons[g2], FAIR_PENDING_NONE);
+    ts_apply(t, false);
+    /* The fourth member arrives: the partial gang is now complete. */
+    gang_pod(t, a, 1 * G, "partial", 4);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 4);
+    ts_apply(t, false);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.nactions, 0);
+    ts_free(t);
+
+    /* Members already bound count towards the gang's size. */
+    t = ts_new();
+    ts_node(t, "n0", 8);
+    a = ts_team(t, "a", 0, 1);
+    int b = ts_bound(t, a, G, 0, 0x1, 0);
+    t->pods[b].gang = "job";
+    t->pods[b].gang_size = 3;
+    gang_pod(t, a, G, "job", 3);
+    gang_pod(t, a, G, "job", 3);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 2);
+    ts_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fractions_packed),
+        cmocka_unit_test(test_fraction_best_fit),
+        cmocka_unit_test(test_whole_gpus_most_allocated),
+        cmocka_unit_test(test_node_filters),
+        cmocka_unit_test(test_gangs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
