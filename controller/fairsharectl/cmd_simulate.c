@@ -276,7 +276,7 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
         done++;
         labeled[i] = (struct fair_sim_labeled){
             .label = i == 0 ? "base" : "compare",
-            .source = files[i] ? files[i] : "(default: one queue per trace queue)",
+            .source = files[i] ? files[i] : "(default config)",
             .policy = fair_sim_policy_name(pol),
             .run = &runs[i],
             .cfg = &cfg[i],

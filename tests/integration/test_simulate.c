@@ -276,6 +276,10 @@ static void test_real_trace(void **state)
                                 TRACE "/openb_node_list_gpu_node.csv",
                                 "--pods",
                                 TRACE "/openb_pod_list_default.csv",
+                                "--speedup",
+                                "200",
+                                "--horizon-hours",
+                                "48",
                                 "--out",
                                 dir,
                                 NULL};
