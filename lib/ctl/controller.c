@@ -33,6 +33,13 @@
 /* Writes about pending pods (conditions + Events) per cycle: binds and
  * evictions always go first; the rest waits for the next cycle. */
 #define MAX_TELLS_PER_CYCLE 200
+/* Binds in flight at once. Every request waits for a connection inside the
+ * client, and its timeout runs while it waits: queueing 10,000 binds at
+ * once makes the last ones time out. The rest waits for the next cycle,
+ * which the answers trigger. */
+#define MAX_BINDS_IN_FLIGHT 256
+/* Other requests (Events, conditions) outstanding at once. */
+#define MAX_REQS_OUTSTANDING 2048
 /* Status writes per cycle. */
 #define MAX_STATUS_PER_CYCLE 100
 /* How often old ledger rows are pruned. */
@@ -74,6 +81,7 @@ struct fair_ctl {
     int64_t cycle_due; /* monotonic ms the timer is armed for; -1: not armed */
     int64_t last_cycle_ms;      /* monotonic end of the last cycle */
     int64_t last_cycle_cost_ms; /* how long it took */
+    bool more_work;             /* the last cycle left binds for later */
     struct event *flush_ev;
     bool leader_now;
     bool started;
@@ -86,6 +94,8 @@ struct fair_ctl {
     struct fair_ctl_status_table status;
     struct fair_ctl_metrics metrics;
     struct req *reqs; /* outstanding */
+    size_t nreqs;
+    size_t binds_in_flight; /* requests of REQ_ANNOTATE/REQ_BIND */
     /* Scratch arrays for the snapshot input, reused between cycles. */
     const void **arr[INF_COUNT];
     size_t arr_cap[INF_COUNT];
@@ -112,6 +122,9 @@ static struct req *req_new(struct fair_ctl *c, int kind)
         return NULL;
     r->c = c;
     r->kind = kind;
+    c->nreqs++;
+    if (kind == REQ_ANNOTATE || kind == REQ_BIND)
+        c->binds_in_flight++;
     r->next = c->reqs;
     if (c->reqs)
         c->reqs->prev = r;
@@ -124,6 +137,9 @@ static void req_free(struct req *r)
     if (!r)
         return;
     struct fair_ctl *c = r->c;
+    c->nreqs--;
+    if (r->kind == REQ_ANNOTATE || r->kind == REQ_BIND)
+        c->binds_in_flight--;
     if (r->prev)
         r->prev->next = r->next;
     else if (c->reqs == r)
@@ -909,12 +925,16 @@ static void run_cycle(struct fair_ctl *c)
         goto out;
     for (size_t i = 0; i < s.snap.nqueues; i++)
         queue_alloc[i] = res.queues[i].allocated.v[FAIR_RES_GPU];
-    size_t binds = 0, evicts = 0;
+    size_t binds = 0, evicts = 0, deferred = 0;
     for (size_t i = 0; i < res.nactions; i++) {
         const struct fair_action *a = &res.actions[i];
         if (a->pod < 0 || (size_t)a->pod >= s.snap.npods)
             continue;
         if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes) {
+            if (c->binds_in_flight >= MAX_BINDS_IN_FLIGHT) {
+                deferred++;
+                continue;
+            }
             do_bind(c, &s, a, queue_alloc);
             binds++;
         } else if (a->kind == FAIR_ACTION_EVICT) {
@@ -932,21 +952,20 @@ static void run_cycle(struct fair_ctl *c)
             continue;
         int why = fair_ctl_effective_why(&s, &res, i);
         pending++;
-        if (told >= MAX_TELLS_PER_CYCLE)
+        if (told >= MAX_TELLS_PER_CYCLE || c->nreqs >= MAX_REQS_OUTSTANDING)
             continue;
         fair_ctl_pending_message(&s, &res, i, msg, sizeof msg);
         told += tell_pending(c, s.kpods[i], why, msg);
     }
     for (size_t i = 0; i < s.nrejected; i++) {
         pending++;
-        if (told >= MAX_TELLS_PER_CYCLE)
+        if (told >= MAX_TELLS_PER_CYCLE || c->nreqs >= MAX_REQS_OUTSTANDING)
             continue;
         fair_ctl_rejected_message(&s.rejected[i], msg, sizeof msg);
         told += tell_pending(c, s.rejected[i].pod, FAIR_CTL_WHY_CTL + (int)s.rejected[i].reason,
                              msg);
     }
-    if (told >= MAX_TELLS_PER_CYCLE)
-        arm_cycle(c, c->cfg->cycle_min_interval_ms); /* the rest next time */
+    c->more_work = told >= MAX_TELLS_PER_CYCLE || deferred > 0; /* the rest next time */
 
     write_statuses(c, &s, &res);
     if (c->ledger)
@@ -973,9 +992,10 @@ static void run_cycle(struct fair_ctl *c)
         clock_gettime(CLOCK_MONOTONIC, &ts_end);
 #define MS(a, b) ((double)((b).tv_sec - (a).tv_sec) * 1e3 + (double)((b).tv_nsec - (a).tv_nsec) / 1e6)
         FAIR_DEBUG(COMP,
-                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu evictions=%zu snapshot_ms=%.2f "
-                   "engine_ms=%.2f rest_ms=%.2f",
-                   s.snap.npods, pending, binds, evicts, MS(ts0, ts_snap), MS(ts_snap, ts_eng),
+                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu deferred=%zu evictions=%zu "
+                   "snapshot_ms=%.2f engine_ms=%.2f rest_ms=%.2f",
+                   s.snap.npods, pending, binds, deferred, evicts, MS(ts0, ts_snap),
+                   MS(ts_snap, ts_eng),
                    MS(ts_eng, ts_end));
 #undef MS
     }
@@ -1010,6 +1030,11 @@ static void on_cycle_timer(evutil_socket_t fd, short what, void *arg)
         run_cycle(c);
     c->last_cycle_ms = mono(c);
     c->last_cycle_cost_ms = c->last_cycle_ms - t0;
+    if (c->more_work) {
+        c->more_work = false;
+        int64_t gap = c->cfg->cycle_min_interval_ms;
+        arm_cycle(c, c->last_cycle_cost_ms > gap ? c->last_cycle_cost_ms : gap);
+    }
     arm_cycle(c, c->cfg->cycle_interval_ms);
 }
 

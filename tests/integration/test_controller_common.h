@@ -69,6 +69,47 @@ static __attribute__((unused)) void nap(long ms)
         ok_;                                                                                      \
     })
 
+/* Everything a test started, so that a failed test (cmocka jumps out of
+ * it) still stops its processes: tc_teardown() kills what is left. The
+ * structs must outlive the test function: tests declare them static. */
+static struct ctl *tc_ctls[16];
+static int tc_nctls;
+static struct fair_fake *tc_fakes[8];
+static int tc_nfakes;
+
+static __attribute__((unused)) void tc_track_ctl(struct ctl *c)
+{
+    for (int i = 0; i < tc_nctls; i++)
+        if (tc_ctls[i] == c)
+            return;
+    if (tc_nctls < 16)
+        tc_ctls[tc_nctls++] = c;
+}
+
+static __attribute__((unused)) int tc_fake_start(struct fair_fake *f, const struct fair_fake_opts *o)
+{
+    memset(f, 0, sizeof *f);
+    int rc = fair_fake_start(f, o);
+    if (rc == 0 && tc_nfakes < 8)
+        tc_fakes[tc_nfakes++] = f;
+    return rc;
+}
+
+static __attribute__((unused)) int tc_teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < tc_nctls; i++)
+        if (tc_ctls[i]->pid > 0) {
+            kill(tc_ctls[i]->pid, SIGKILL);
+            waitpid(tc_ctls[i]->pid, NULL, 0);
+            tc_ctls[i]->pid = 0;
+        }
+    for (int i = 0; i < tc_nfakes; i++)
+        fair_fake_release(tc_fakes[i]);
+    tc_nctls = tc_nfakes = 0;
+    return 0;
+}
+
 static __attribute__((unused)) int free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -140,6 +181,7 @@ static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fak
         _exit(127);
     }
     c->pid = pid;
+    tc_track_ctl(c);
     return 0;
 }
 
@@ -548,7 +590,7 @@ static __attribute__((unused)) void start_all(struct fair_fake *fake, struct ctl
 {
     struct fair_fake_opts o = {.nodes = nodes, .gpus_per_node = gpus, .kubelet = 1,
                                .grace_seconds = 1};
-    assert_int_equal(fair_fake_start(fake, &o), 0);
+    assert_int_equal(tc_fake_start(fake, &o), 0);
     assert_int_equal(ctl_start(c, fake, tag), 0);
     if (!WAIT_UNTIL(ctl_ready(c), WAIT_MS)) {
         ctl_dump_log(c, 40);

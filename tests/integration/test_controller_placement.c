@@ -24,8 +24,9 @@ static void two_teams(struct fair_fake *fake, const char *ga, const char *gb)
 static void test_fractions_packed(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "fractions");
     two_teams(&fake, "8", "8");
     char name[32];
@@ -72,8 +73,9 @@ static void test_fractions_packed(void **state)
 static void test_gang(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "gang");
     two_teams(&fake, "8", "8");
     const char *gang = ",\"fairshare.dev/gang\":\"job1\",\"fairshare.dev/gang-size\":\"3\"";
@@ -103,8 +105,9 @@ static void test_gang(void **state)
 static void test_non_preemptible(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "nonpre");
     two_teams(&fake, "2", "14");
     const char *np = ",\"fairshare.dev/preemptible\":\"false\"";
@@ -151,8 +154,9 @@ static void test_non_preemptible(void **state)
 static void test_isolation_and_unknown_queue(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 1, 8, "isolation");
     two_teams(&fake, "4", "4");
     const char *ns[] = {"elsewhere", NULL};
@@ -220,10 +224,10 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fractions_packed),
-        cmocka_unit_test(test_gang),
-        cmocka_unit_test(test_non_preemptible),
-        cmocka_unit_test(test_isolation_and_unknown_queue),
+        cmocka_unit_test_teardown(test_fractions_packed, tc_teardown),
+        cmocka_unit_test_teardown(test_gang, tc_teardown),
+        cmocka_unit_test_teardown(test_non_preemptible, tc_teardown),
+        cmocka_unit_test_teardown(test_isolation_and_unknown_queue, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
