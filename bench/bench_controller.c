@@ -135,9 +135,9 @@ static int fake_start(struct fake *f, int nodes)
     snprintf(portfile, sizeof portfile, "%s/port", f->dir);
     snprintf(log, sizeof log, "%s/fakekube.log", f->dir);
     snprintf(n, sizeof n, "%d", nodes);
-    char *argv[] = {bin, "--state-dir", statedir, "--port-file", portfile, "--nodes", n,
-                    "--gpus-per-node", "8", "--history", "400000", "--persist-ms", "0",
-                    "--bookmark-ms", "0", "--log-level", "error", NULL};
+    char *argv[] = {bin, "--state-dir",     statedir, "--port-file", portfile, "--nodes",
+                    n,   "--gpus-per-node", "8",      "--history",   "400000", "--persist-ms",
+                    "0", "--bookmark-ms",   "0",      "--log-level", "error",  NULL};
     f->pid = spawn(argv, log);
     struct stat st;
     for (int i = 0; i < 600 && (stat(portfile, &st) != 0 || st.st_size == 0); i++)
@@ -337,13 +337,14 @@ static int ctl_start(struct ctl *c, struct fake *f)
     FILE *fp = fopen(cfg, "w");
     if (!fp)
         return -1;
-    fprintf(fp, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-                "leaderElection: {enabled: false}\ncycleInterval: 1s\n"
-                "kubeAPI: {qps: 100000, burst: 100000}\nlogLevel: %s\n",
+    fprintf(fp,
+            "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
+            "leaderElection: {enabled: false}\ncycleInterval: 1s\n"
+            "kubeAPI: {qps: 100000, burst: 100000}\nlogLevel: %s\n",
             getenv("BENCH_LOG_LEVEL") ? getenv("BENCH_LOG_LEVEL") : "warn");
     fclose(fp);
-    char *argv[] = {bin, "--kubeconfig", kc, "--config", cfg, "--ledger", ledger,
-                    "--listen", listen, NULL};
+    char *argv[] = {bin,        "--kubeconfig", kc,         "--config", cfg,
+                    "--ledger", ledger,         "--listen", listen,     NULL};
     c->pid = spawn(argv, c->log);
     for (int i = 0; i < 2400; i++) {
         long code = 0;
@@ -454,8 +455,8 @@ static void minimal_bound(const struct fair_kresponse *resp, void *ctx)
     snprintf(name, sizeof name, "p-%06ld", r->i);
     snprintf(msg, sizeof msg, "Bound bench/%s to node node-%04ld, GPUs %ld (queue q)", name,
              r->i / 16, (r->i % 16) / 2);
-    struct fair_kevent_ref ref = {.api_version = "v1", .kind = "Pod", .namespace_ = "bench",
-                                  .name = name};
+    struct fair_kevent_ref ref = {
+        .api_version = "v1", .kind = "Pod", .namespace_ = "bench", .name = name};
     struct fair_error err = {0};
     if (fair_kclient_event(m->f->kc, &ref, "Normal", "Scheduled", msg, "minimal",
                            minimal_event_done, r, &err))
@@ -542,8 +543,8 @@ static int bench_memory(int nodes, long pods, long *rss, long *hwm)
     *hwm = rss_kb(c.pid, "VmHWM");
     double sum = metric(c.port, "fairshare_cycle_duration_seconds_sum");
     double cnt = metric(c.port, "fairshare_cycle_duration_seconds_count");
-    printf("controller: start to ready %.2f s; mean cycle %.1f ms over %.0f cycles\n",
-           tready - t0, cnt > 0 ? sum / cnt * 1000 : -1, cnt);
+    printf("controller: start to ready %.2f s; mean cycle %.1f ms over %.0f cycles\n", tready - t0,
+           cnt > 0 ? sum / cnt * 1000 : -1, cnt);
     rc = 0;
     if (getenv("BENCH_SHOW_CYCLES")) {
         char cmd[400];

@@ -60,9 +60,18 @@ static void test_help(void **state)
     char *out = NULL;
     const char *args[] = {"--help", NULL};
     assert_int_equal(run_ctl(args, &out), 0);
-    const char *keys[] = {"--kubeconfig", "--config", "--ledger", "--listen", "--leader-elect",
-                          "--pod-name", "schedulerName", "leaderElection.leaseName",
-                          "ledger.samplePeriod", "cycleInterval", "kubeAPI.qps", "logLevel",
+    const char *keys[] = {"--kubeconfig",
+                          "--config",
+                          "--ledger",
+                          "--listen",
+                          "--leader-elect",
+                          "--pod-name",
+                          "schedulerName",
+                          "leaderElection.leaseName",
+                          "ledger.samplePeriod",
+                          "cycleInterval",
+                          "kubeAPI.qps",
+                          "logLevel",
                           NULL};
     for (int i = 0; keys[i]; i++)
         if (!strstr(out, keys[i]))
@@ -126,8 +135,7 @@ static void test_endpoints(void **state)
     assert_non_null(strstr(body, "fairshare_informers_synced 1"));
     assert_non_null(strstr(body, "fairshare_leader 1"));
     free(body);
-    body = ctl_get(&c, "/api/v1/reports/gpu-hours?from=2026-01-01&to=2026-01-02&by=team",
-                   &code);
+    body = ctl_get(&c, "/api/v1/reports/gpu-hours?from=2026-01-01&to=2026-01-02&by=team", &code);
     assert_int_equal(code, 200);
     free(body);
     body = ctl_get(&c, "/api/v1/reports/gpu-hours?from=bad", &code);

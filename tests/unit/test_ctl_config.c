@@ -125,7 +125,8 @@ static const struct bad_case bad[] = {
     {HEAD "kubeAPI:\n  qps: 500\n  burst: 10\n", {"kubeAPI.burst", "at least"}},
     {HEAD "leaderElection:\n  enabled: yes\n", {"key leaderElection.enabled", "true or false"}},
     {HEAD "leaderElection:\n  enabled: [1]\n", {"key leaderElection.enabled", "list"}},
-    {HEAD "leaderElection:\n  leaseName: Bad_Name\n", {"key leaderElection.leaseName", "not a valid"}},
+    {HEAD "leaderElection:\n  leaseName: Bad_Name\n",
+     {"key leaderElection.leaseName", "not a valid"}},
     {HEAD "leaderElection:\n  leaseDuration: 5s\n  renewDeadline: 10s\n",
      {"leaderElection.renewDeadline", "shorter"}},
     {HEAD "schedulerName: \"\"\n", {"key schedulerName", "empty"}},
@@ -266,10 +267,14 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_full_file),
-        cmocka_unit_test(test_file_on_disk),   cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_set_and_null),   cmocka_unit_test(test_address),
-        cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_shipped_config),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_file_on_disk),
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_set_and_null),
+        cmocka_unit_test(test_address),
+        cmocka_unit_test(test_help_lists_every_key),
+        cmocka_unit_test(test_shipped_config),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

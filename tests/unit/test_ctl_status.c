@@ -22,9 +22,13 @@
 
 static struct fair_ctl_status_input input(struct fair_share_status *fig, int64_t mono)
 {
-    struct fair_ctl_status_input in = {
-        .kind = "Queue", .name = "qa", .generation = 3, .figures = fig,
-        .now_ms = 1795464000000 + mono, .mono_ms = mono, .min_interval_ms = 1000};
+    struct fair_ctl_status_input in = {.kind = "Queue",
+                                       .name = "qa",
+                                       .generation = 3,
+                                       .figures = fig,
+                                       .now_ms = 1795464000000 + mono,
+                                       .mono_ms = mono,
+                                       .min_interval_ms = 1000};
     in.conds[FAIR_CTL_COND_READY] = (struct fair_ctl_cond){true, "Active", "scheduling"};
     in.conds[FAIR_CTL_COND_INVALID] = (struct fair_ctl_cond){false, "Valid", ""};
     in.conds[FAIR_CTL_COND_OVERCOMMITTED] = (struct fair_ctl_cond){false, "WithinParent", ""};
@@ -65,7 +69,8 @@ static void test_status_written_on_change_only(void **state)
     assert_int_equal(json_integer_value(json_object_get(st, "observedGeneration")), 3);
     json_t *conds = json_object_get(st, "conditions");
     assert_int_equal(json_array_size(conds), 3);
-    const char *t0 = json_string_value(json_object_get(json_array_get(conds, 1), "lastTransitionTime"));
+    const char *t0 =
+        json_string_value(json_object_get(json_array_get(conds, 1), "lastTransitionTime"));
     char first_time[40];
     snprintf(first_time, sizeof first_time, "%s", t0);
     json_decref(doc);
@@ -145,22 +150,21 @@ static void test_metrics_text(void **state)
     fair_buf_init(&b, 1 << 20);
     assert_int_equal(fair_ctl_metrics_render(&m, &b), 0);
     const char *s = fair_buf_str(&b);
-    const char *want[] = {
-        "fairshare_queue_guaranteed_gpus{queue=\"qa\",project=\"a\"} 8\n",
-        "fairshare_queue_allocated_gpus{queue=\"qa\",project=\"a\"} 2.5\n",
-        "fairshare_queue_pending_gpus{queue=\"qa\",project=\"a\"} 1\n",
-        "fairshare_queue_pending_pods{queue=\"qa\",project=\"a\"} 1\n",
-        "fairshare_queue_fair_share_gpus{queue=\"qb\",project=\"b\"} 4\n",
-        "fairshare_preemptions_total{reason=\"reclaim\"} 8\n",
-        "fairshare_api_errors_total{code=\"429\"} 2\n",
-        "fairshare_api_errors_total{code=\"0\"} 1\n",
-        "fairshare_cycle_duration_seconds_bucket{le=\"0.001\"} 1\n",
-        "fairshare_cycle_duration_seconds_bucket{le=\"0.025\"} 1\n",
-        "fairshare_cycle_duration_seconds_bucket{le=\"0.05\"} 2\n",
-        "fairshare_cycle_duration_seconds_bucket{le=\"+Inf\"} 2\n",
-        "fairshare_cycle_duration_seconds_count 2\n",
-        "# TYPE fairshare_cycle_duration_seconds histogram\n",
-        NULL};
+    const char *want[] = {"fairshare_queue_guaranteed_gpus{queue=\"qa\",project=\"a\"} 8\n",
+                          "fairshare_queue_allocated_gpus{queue=\"qa\",project=\"a\"} 2.5\n",
+                          "fairshare_queue_pending_gpus{queue=\"qa\",project=\"a\"} 1\n",
+                          "fairshare_queue_pending_pods{queue=\"qa\",project=\"a\"} 1\n",
+                          "fairshare_queue_fair_share_gpus{queue=\"qb\",project=\"b\"} 4\n",
+                          "fairshare_preemptions_total{reason=\"reclaim\"} 8\n",
+                          "fairshare_api_errors_total{code=\"429\"} 2\n",
+                          "fairshare_api_errors_total{code=\"0\"} 1\n",
+                          "fairshare_cycle_duration_seconds_bucket{le=\"0.001\"} 1\n",
+                          "fairshare_cycle_duration_seconds_bucket{le=\"0.025\"} 1\n",
+                          "fairshare_cycle_duration_seconds_bucket{le=\"0.05\"} 2\n",
+                          "fairshare_cycle_duration_seconds_bucket{le=\"+Inf\"} 2\n",
+                          "fairshare_cycle_duration_seconds_count 2\n",
+                          "# TYPE fairshare_cycle_duration_seconds histogram\n",
+                          NULL};
     for (int i = 0; want[i]; i++)
         if (!strstr(s, want[i]))
             fail_msg("metrics lack: %s", want[i]);
@@ -234,17 +238,22 @@ static void test_reasons(void **state)
     (void)state;
     assert_string_equal(fair_ctl_why_reason(FAIR_PENDING_OVER_LIMIT), "OverLimit");
     assert_string_equal(fair_ctl_why_reason(FAIR_PENDING_WAITING_RECLAIM), "WaitingForReclaim");
-    assert_string_equal(fair_ctl_why_reason(FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED),
-                        "NamespaceNotAllowed");
+    assert_string_equal(
+        fair_ctl_why_reason(FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED),
+        "NamespaceNotAllowed");
     /* A pending pod of queue qa (limit 4, holding 4) over its limit. */
-    struct fair_queue q = {.q = {.name = "qa", .over_quota_weight = 1}, .project_name = "a",
-                           .project = 0};
+    struct fair_queue q = {
+        .q = {.name = "qa", .over_quota_weight = 1}, .project_name = "a", .project = 0};
     struct fair_project p = {.q = {.name = "a", .over_quota_weight = 1}};
     for (int r = 0; r < FAIR_RES_COUNT; r++)
         q.q.limit.v[r] = p.q.limit.v[r] = FAIR_UNLIMITED;
     q.q.limit.v[FAIR_RES_GPU] = 4000;
-    struct fair_pod pod = {.uid = "u", .namespace_ = "ns", .name = "p", .queue = 0,
-                           .request = {{2000, 0, 0}}, .node = -1};
+    struct fair_pod pod = {.uid = "u",
+                           .namespace_ = "ns",
+                           .name = "p",
+                           .queue = 0,
+                           .request = {{2000, 0, 0}},
+                           .node = -1};
     struct fair_ctl_snapshot s = {0};
     s.snap.queues = &q;
     s.snap.nqueues = 1;
@@ -255,8 +264,12 @@ static void test_reasons(void **state)
     struct fair_share_status qs = {0}, ps = {0};
     qs.allocated_after.v[FAIR_RES_GPU] = 4000;
     uint8_t why = FAIR_PENDING_OVER_LIMIT;
-    struct fair_result r = {.queues = &qs, .nqueues = 1, .projects = &ps, .nprojects = 1,
-                            .pending_reasons = &why, .npods = 1};
+    struct fair_result r = {.queues = &qs,
+                            .nqueues = 1,
+                            .projects = &ps,
+                            .nprojects = 1,
+                            .pending_reasons = &why,
+                            .npods = 1};
     char msg[512];
     fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
     assert_string_equal(msg, "over the limit: queue qa may use at most 4 GPUs and has 4; this pod "
