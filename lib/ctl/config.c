@@ -54,7 +54,7 @@ static const struct fair_ctl_config_entry table[] = {
     {"kubeAPI.timeout", FAIR_CFG_DURATION, OFF(api_timeout_ms), "30s", 100, 600 * 1000,
      "timeout of one API request (watches excepted)"},
     {"logLevel", FAIR_CFG_LOGLEVEL, OFF(log_level), "info", 0, 0, "debug, info, warn or error"},
-    {"events.perPodInterval", FAIR_CFG_DURATION, OFF(event_interval_ms), "30s", 0, DAY_MS,
+    {"events.perPodInterval", FAIR_CFG_DURATION, OFF(event_interval_ms), "5m", 0, DAY_MS,
      "at most one FailedScheduling Event per pod and reason in this time"},
     {"statusUpdateInterval", FAIR_CFG_DURATION, OFF(status_interval_ms), "1s", 0, 600 * 1000,
      "Queue and Project status is written at most this often per object"},

@@ -34,6 +34,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.api_qps, 200);
     assert_int_equal(c.api_burst, 400);
     assert_int_equal(c.log_level, FAIR_LOG_INFO);
+    assert_int_equal(c.event_interval_ms, 5 * 60 * 1000);
     assert_string_equal(c.metrics_address, "127.0.0.1:8080");
     struct fair_error err = {0};
     assert_int_equal(fair_ctl_config_check(&c, &err), 0);
