@@ -391,6 +391,13 @@ static int bench_binds(int nodes, long pods, double *rate, long *rss, long *hwm)
     printf("controller: start to ready %.2f s (lists %ld pods), ready to %ld binds %.2f s\n",
            tready - t0, pods, pods, t1 - tready);
     rc = bound >= pods ? 0 : -1;
+    if (getenv("BENCH_SHOW_CYCLES")) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "grep 'msg=\"cycle' '%s' | awk 'NR %% 20 == 1' | tail -n 15",
+                 c.log);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench: no cycle lines\n");
+    }
 out:
     stop(c.pid, SIGTERM);
     fake_stop(&f);
@@ -654,6 +661,11 @@ int main(int argc, char **argv)
     long rss = 0, hwm = 0, brss = 0, bhwm = 0;
     if (getenv("BENCH_ONLY_MEMORY"))
         goto memory;
+    if (getenv("BENCH_ONLY_BINDS")) {
+        if (bench_binds(nodes, pods, &rate, &rss, &hwm) == 0)
+            printf("binds: %.0f pods/s\n", rate);
+        return 0;
+    }
     if (bench_binds(nodes, pods, &rate, &rss, &hwm) == 0)
         printf("binds: %d nodes x 8 GPUs, %ld pods of 0.5 GPU: %.0f pods/s; controller RSS %.1f "
                "MB (peak %.1f MB)\n",
