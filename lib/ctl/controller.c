@@ -1235,6 +1235,8 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
     kopt.burst = (int)(c->cfg->api_burst > 1000000 ? 1000000 : c->cfg->api_burst);
     kopt.request_timeout_ms = (long)c->cfg->api_timeout_ms;
     kopt.user_agent = "fairshare-controller/0.1";
+    /* Each watch holds a connection for good: give requests their own 16. */
+    kopt.max_host_connections = 16 + INF_COUNT + 1;
     kopt.clock = c->clock;
     if ((rc = fair_kclient_new(base, &c->kcfg, &kopt, &c->kc, err)))
         goto out;
