@@ -226,15 +226,13 @@ void fk_sim_pod_written(struct fk_server *s, const char *key, const json_t *pod)
             fk_timer_add(s, FK_TIMER_RUN, FK_PODS, key, uid, s->kubelet_delay_ms);
     } else if (!strcmp(phase, "Running")) {
         long d = duration_seconds(pod);
-        const char *started = fk_path_str(pod, "status.startTime");
-        int64_t start_ms;
-        /* Schedule once: on the write that made it Running. */
+        /* Schedule once: on the write that made it Running, N s from now
+         * (startTime has whole seconds only; after a restart it is all we
+         * have, see fk_sim_resume). */
         int just_started =
             ev && ev->old && strcmp(fk_path_str(ev->old, "status.phase"), "Running") != 0;
-        if (d >= 0 && just_started && fair_time_parse_rfc3339(started, &start_ms) == 0) {
-            long delay = (long)(start_ms + d * 1000 - now_ms());
-            fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, key, uid, delay);
-        }
+        if (d >= 0 && just_started)
+            fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, key, uid, d * 1000);
     }
 }
 

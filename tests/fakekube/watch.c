@@ -138,6 +138,19 @@ static void end_watch(struct fk_server *s, struct fk_watcher *w)
     watcher_free(w);
 }
 
+static void close_abrupt(struct fk_server *s, struct fk_watcher *w)
+{
+    /* Calls fk_on_close, which unlinks and frees w. */
+    evhttp_connection_free(w->evcon);
+    for (struct fk_watcher *x = s->watchers; x; x = x->next) {
+        if (x == w) { /* the close callback did not run */
+            watcher_unlink(s, w);
+            watcher_free(w);
+            break;
+        }
+    }
+}
+
 void fk_watch_notify(struct fk_server *s, const struct fk_event *ev)
 {
     struct fk_watcher *w = s->watchers, *next;
@@ -145,9 +158,11 @@ void fk_watch_notify(struct fk_server *s, const struct fk_event *ev)
         next = w->next;
         deliver(w, ev);
         if (pending_output(w) > FK_MAX_WATCH_BUFFER) {
-            FAIR_WARN("fakekube", "msg=\"dropping slow watcher\" resource=%s",
+            /* Like the real server, give up on a watcher that does not
+             * read: close its connection (fk_on_close frees w). */
+            FAIR_WARN("fakekube", "msg=\"closing slow watcher\" resource=%s",
                       s->types[w->type].plural);
-            end_watch(s, w);
+            close_abrupt(s, w);
         }
     }
 }
@@ -160,7 +175,9 @@ static void bookmark_cb(evutil_socket_t fd, short what, void *arg)
     struct fk_server *s = w->srv;
     const struct fk_type *t = &s->types[w->type];
     char rv[32];
-    snprintf(rv, sizeof(rv), "%" PRIu64, s->rv);
+    /* Everything up to the current rv has been sent to this watcher (or
+     * did not match it); never below the rv the watch started from. */
+    snprintf(rv, sizeof(rv), "%" PRIu64, s->rv > w->from ? s->rv : w->from);
     json_t *obj = json_pack("{s:s,s:s,s:{s:s}}", "kind", t->kind, "apiVersion", t->api_version,
                             "metadata", "resourceVersion", rv);
     if (obj)
@@ -329,13 +346,7 @@ size_t fk_watch_drop_all(struct fk_server *s, int abrupt)
         struct fk_watcher *w = s->watchers;
         n++;
         if (abrupt) {
-            struct evhttp_connection *evcon = w->evcon;
-            /* Calls fk_on_close, which unlinks and frees w. */
-            evhttp_connection_free(evcon);
-            if (s->watchers == w) { /* closecb did not run */
-                watcher_unlink(s, w);
-                watcher_free(w);
-            }
+            close_abrupt(s, w);
         } else {
             end_watch(s, w);
         }

@@ -58,7 +58,8 @@ struct fair_fake {
     void *curl; /* a kept-alive CURL handle for fair_fake_request */
 };
 
-/* Starts a server with a fresh state dir; waits (at most 15 s) until it
+/* Starts a server with a fresh state dir; waits (at most 60 s: a restart loads
+ * the saved state first) until it
  * listens. opts may be NULL. Returns 0 or -1 (a message is printed). */
 int fair_fake_start(struct fair_fake *f, const struct fair_fake_opts *opts);
 /* SIGTERM and wait: the server saves its state. Returns 0 when it exited

@@ -313,10 +313,15 @@ static void test_restart_keeps_state(void **state)
     json_t *p = fair_fake_request_json(&fake, "POST", "/fake/persist", NULL, &code);
     assert_int_equal(code, 200);
     json_decref(p);
+    json_t *before_kill = fair_fake_state(&fake, "pods");
+    unsigned long long rv_at_kill = strtoull(jstr(before_kill, "resourceVersion"), NULL, 10);
+    json_decref(before_kill);
     assert_int_equal(fair_fake_kill9(&fake), 0);
     assert_int_equal(fair_fake_restart(&fake), 0);
     json_t *dump = fair_fake_state(&fake, "pods");
     assert_non_null(dump);
+    /* Saved while running: resourceVersions skip ahead so none is reused. */
+    assert_true(strtoull(jstr(dump, "resourceVersion"), NULL, 10) >= rv_at_kill + 100000);
     assert_int_equal(json_array_size(json_object_get(json_object_get(dump, "objects"), "pods")), 2);
     json_decref(dump);
 }
@@ -347,28 +352,50 @@ static void test_kubelet(void **state)
     json_t *p =
         fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/short", NULL, &code);
     assert_string_equal(jstr(p, "status.phase"), "Pending");
+    char wpath[160];
+    snprintf(wpath, sizeof(wpath),
+             "/api/v1/namespaces/default/pods?watch=1&fieldSelector=metadata.name%%3Dshort&"
+             "resourceVersion=%s",
+             jstr(p, "metadata.resourceVersion"));
     json_decref(p);
+    struct fair_fake_watch *w = fair_fake_watch_open(&fake, wpath);
+    assert_non_null(w);
     p = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods/short/binding",
                                "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{"
                                "\"name\":\"short\"},\"target\":{\"name\":\"node-0001\"}}",
                                &code);
     assert_int_equal(code, 201);
     json_decref(p);
-    p = wait_for_phase("short", "Running");
-    assert_non_null(jstr(p, "status.startTime"));
-    json_t *conds = json_object_get(json_object_get(p, "status"), "conditions");
-    int ready = 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c)
-    {
-        if (!strcmp(jstr(c, "type"), "Ready") && !strcmp(jstr(c, "status"), "True"))
-            ready = 1;
+    /* Follow the pod's updates: Running, then Succeeded. */
+    int running = 0, succeeded = 0;
+    json_t *ev = NULL;
+    while (!succeeded && fair_fake_watch_next(w, &ev, 10000) == 1) {
+        json_t *obj = json_object_get(ev, "object");
+        const char *phase = jstr(obj, "status.phase");
+        if (phase && !strcmp(phase, "Running") && !running) {
+            running = 1;
+            assert_non_null(jstr(obj, "status.startTime"));
+            json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
+            int ready = 0;
+            size_t i;
+            json_t *c;
+            json_array_foreach(conds, i, c)
+            {
+                if (!strcmp(jstr(c, "type"), "Ready") && !strcmp(jstr(c, "status"), "True"))
+                    ready = 1;
+            }
+            assert_true(ready);
+        } else if (phase && !strcmp(phase, "Succeeded")) {
+            assert_true(running); /* never Succeeded without Running first */
+            assert_string_equal(jstr(obj, "spec.nodeName"), "node-0001");
+            succeeded = 1;
+        }
+        json_decref(ev);
     }
-    assert_true(ready);
-    json_decref(p);
+    fair_fake_watch_close(w);
+    assert_true(running);
+    assert_true(succeeded);
     p = wait_for_phase("short", "Succeeded");
-    assert_string_equal(jstr(p, "spec.nodeName"), "node-0001");
     json_decref(p);
 }
 
