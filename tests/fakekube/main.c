@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -219,6 +220,13 @@ int main(int argc, char **argv)
     int rc = 1;
     memset(s, 0, sizeof(*s));
     signal(SIGPIPE, SIG_IGN);
+    /* Every watch holds a socket: raise the soft descriptor limit to the
+     * hard one so that --max-watchers, not EMFILE, is what bounds them. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     if (parse_args(argc, argv))
         return 2;
     int lvl = fair_log_level_parse(o_log_level);

@@ -28,6 +28,7 @@ struct fk_watcher {
     char *name; /* metadata.name=X field selector fast path; NULL: any */
     struct fk_selector labels, fields;
     uint64_t from; /* events at or before this rv are not sent */
+    int bookmarks; /* allowWatchBookmarks=true */
     struct event *bookmark_ev;
     struct event *timeout_ev;
 };
@@ -190,6 +191,10 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct fk_watcher *w = arg;
+    /* Like the watch cache, send a last bookmark before a timeout ends the
+     * stream, so that the client can resume from it. */
+    if (w->bookmarks)
+        bookmark_cb(-1, 0, w);
     end_watch(w->srv, w);
 }
 
@@ -301,7 +306,8 @@ int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, co
                 deliver(w, ev);
         }
     }
-    if (truthy(query_get(query, "allowWatchBookmarks")) && s->bookmark_ms > 0) {
+    w->bookmarks = truthy(query_get(query, "allowWatchBookmarks"));
+    if (w->bookmarks && s->bookmark_ms > 0) {
         w->bookmark_ev = event_new(s->base, -1, EV_PERSIST, bookmark_cb, w);
         struct timeval tv = {s->bookmark_ms / 1000, (s->bookmark_ms % 1000) * 1000};
         if (w->bookmark_ev)

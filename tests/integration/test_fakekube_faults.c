@@ -66,20 +66,26 @@ static long long mono_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void create_pod(const char *name, const char *duration)
+static void create_pod_exit(const char *name, const char *duration, const char *exit_code)
 {
     char body[1024];
     long code = 0;
     snprintf(body, sizeof(body),
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
-             "\"annotations\":{\"sim.fairshare.dev/duration-seconds\":\"%s\"}},\"spec\":{"
+             "\"annotations\":{\"sim.fairshare.dev/duration-seconds\":\"%s\","
+             "\"sim.fairshare.dev/exit-code\":\"%s\"}},\"spec\":{"
              "\"schedulerName\":\"fairshare\",\"containers\":[{\"name\":\"main\",\"image\":"
              "\"trainer\"}]}}",
-             name, duration);
+             name, duration, exit_code);
     json_t *r =
         fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods", body, &code);
     assert_int_equal(code, 201);
     json_decref(r);
+}
+
+static void create_pod(const char *name, const char *duration)
+{
+    create_pod_exit(name, duration, "0");
 }
 
 struct raw_result {
@@ -331,7 +337,7 @@ static json_t *wait_for_phase(const char *name, const char *phase)
     char path[128];
     long code = 0;
     snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s", name);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 600; i++) {
         json_t *p = fair_fake_request_json(&fake, "GET", path, NULL, &code);
         const char *ph = jstr(p, "status.phase");
         if (ph && strcmp(ph, phase) == 0)
@@ -396,6 +402,22 @@ static void test_kubelet(void **state)
     assert_true(running);
     assert_true(succeeded);
     p = wait_for_phase("short", "Succeeded");
+    json_decref(p);
+
+    /* With an exit code the pod fails instead. */
+    create_pod_exit("crash", "0", "3");
+    p = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods/crash/binding",
+                               "{\"metadata\":{\"name\":\"crash\"},\"target\":{\"name\":"
+                               "\"node-0000\"}}",
+                               &code);
+    assert_int_equal(code, 201);
+    json_decref(p);
+    p = wait_for_phase("crash", "Failed");
+    json_t *cs =
+        json_array_get(json_object_get(json_object_get(p, "status"), "containerStatuses"), 0);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(cs, "state"), "terminated"), "exitCode")),
+                     3);
     json_decref(p);
 }
 

@@ -101,6 +101,33 @@ static void test_finalizers_and_preconditions(void **state)
     free(resp);
     assert_int_equal(get_code("/api/v1/namespaces/life/pods/fin"), 404);
 
+    /* Graceful deletion with a finalizer: after the grace period the pod
+     * waits for its finalizer, then goes when it is removed. */
+    make_pod("finslow", ",\"finalizers\":[\"fairshare.dev/ledger\"]");
+    r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/life/pods/finslow?gracePeriodSeconds=1", NULL, &code);
+    assert_int_equal(code, 200);
+    json_decref(r);
+    int zeroed = 0;
+    for (int i = 0; i < 600 && !zeroed; i++) {
+        r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/life/pods/finslow", NULL,
+                                   &code);
+        assert_int_equal(code, 200);
+        zeroed = jint(r, "metadata", "deletionGracePeriodSeconds") == 0;
+        json_decref(r);
+        if (!zeroed) {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(zeroed);
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/life/pods/finslow",
+                         "application/merge-patch+json", "{\"metadata\":{\"finalizers\":[]}}",
+                         &code, &resp);
+    assert_int_equal(code, 200);
+    free(resp);
+    assert_int_equal(get_code("/api/v1/namespaces/life/pods/finslow"), 404);
+
     make_pod("pre", NULL);
     r = fair_fake_request_json(
         &fake, "DELETE", "/api/v1/namespaces/life/pods/pre",
@@ -136,7 +163,7 @@ static void test_graceful_delete_survives_restart(void **state)
     json_decref(r);
     assert_int_equal(fair_fake_restart(&fake), 0);
     int gone = 0;
-    for (int i = 0; i < 150 && !gone; i++) {
+    for (int i = 0; i < 600 && !gone; i++) {
         gone = get_code("/api/v1/namespaces/life/pods/slow") == 404;
         if (!gone) {
             struct timespec ts = {0, 50 * 1000000L};
