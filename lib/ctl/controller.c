@@ -1338,10 +1338,45 @@ static void finish_shutdown(void *ctx)
         c->shutdown_done(c->shutdown_ctx);
 }
 
+/* At a clean stop the leader knows which pods are alive right now: a last
+ * reconcile moves the ledger's heartbeat to now, so their running time up
+ * to the stop counts (a crash loses at most one sample period instead). */
+static void ledger_final_heartbeat(struct fair_ctl *c)
+{
+    struct fair_ctl_snapshot s;
+    struct fair_error err = {0};
+    size_t n[INF_COUNT] = {0};
+    if (!c->ledger || !c->leader_now || !all_synced(c))
+        return;
+    for (int i = 0; i < INF_COUNT; i++)
+        if (collect(c, i, &n[i]))
+            return;
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = c->cfg->scheduler_name,
+        .now_ms = wall(c),
+        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
+        .nnodes = n[INF_NODES],
+        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
+        .nprojects = n[INF_PROJECTS],
+        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
+        .nqueues = n[INF_QUEUES],
+        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
+        .npods = n[INF_PODS],
+        .overlay = overlay, /* binds sent and not yet seen count as running */
+        .overlay_ctx = c};
+    if (fair_ctl_snapshot_build(&in, &s, &err)) {
+        FAIR_WARN(COMP, "msg=\"no final ledger heartbeat\" err=\"%s\"", err.msg);
+        return;
+    }
+    ledger_reconcile(c, &s);
+    fair_ctl_snapshot_release(&s);
+}
+
 void fair_ctl_shutdown(struct fair_ctl *c, void (*done)(void *ctx), void *ctx)
 {
+    drop_bind_queue(c); /* planned binds not sent: never placed */
+    ledger_final_heartbeat(c);
     c->stopping = true;
-    drop_bind_queue(c);
     c->shutdown_done = done;
     c->shutdown_ctx = ctx;
     if (c->cycle_ev)
