@@ -266,6 +266,25 @@ static void on_delete(void *obj, void *ctx)
     mark_dirty(ctx);
 }
 
+/* A deleted Queue or Project: forget what was last written for it. */
+static void on_queue_delete(void *obj, void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    const struct fair_kmeta *m = obj;
+    if (m->name)
+        fair_ctl_status_forget(&c->status, "Queue", m->name);
+    mark_dirty(c);
+}
+
+static void on_project_delete(void *obj, void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    const struct fair_kmeta *m = obj;
+    if (m->name)
+        fair_ctl_status_forget(&c->status, "Project", m->name);
+    mark_dirty(c);
+}
+
 static void on_pod_update(void *old_, void *new_, void *ctx)
 {
     struct fair_ctl *c = ctx;
@@ -1270,6 +1289,10 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
         if (i == INF_PODS) {
             h.on_update = on_pod_update;
             h.on_delete = on_pod_delete;
+        } else if (i == INF_QUEUES) {
+            h.on_delete = on_queue_delete;
+        } else if (i == INF_PROJECTS) {
+            h.on_delete = on_project_delete;
         }
         if ((rc = fair_informer_new(c->kc, &io, &h, &c->inf[i], err)))
             goto out;
