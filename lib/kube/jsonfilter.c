@@ -273,7 +273,7 @@ static const struct fair_jfield *find_field(const struct fair_jfield *f, const c
 {
     *found = false;
     for (; f->key; f++)
-        if (n && f->key[0] == k[0] && !strncmp(f->key, k, n) && f->key[n] == '\0') {
+        if (n && f->key[0] == k[0] && strnlen(f->key, n + 1) == n && !memcmp(f->key, k, n)) {
             *found = true;
             return f->sub;
         }
