@@ -120,8 +120,11 @@ static int read_string(struct parser *ps, const char **out, size_t *len)
 {
     const char *start = ++ps->p;
     const char *q = start;
-    while (q < ps->end && *q != '"' && *q != '\\')
+    while (q < ps->end && *q != '"' && *q != '\\') {
+        if ((unsigned char)*q < 0x20)
+            return fail(ps, FAIR_EPARSE, "control character in string");
         q++;
+    }
     if (q >= ps->end)
         return fail(ps, FAIR_EPARSE, "unterminated string");
     if (*q == '"') {
@@ -156,6 +159,8 @@ static int read_string(struct parser *ps, const char **out, size_t *len)
     char *o = ps->tmp;
     for (const char *p = start; p < close;) {
         if (*p != '\\') {
+            if ((unsigned char)*p < 0x20)
+                return fail(ps, FAIR_EPARSE, "control character in string");
             *o++ = *p++;
             continue;
         }
