@@ -102,26 +102,40 @@ static int get_int(const json_t *parent, const char *key, const char *path, int6
     return 0;
 }
 
-/* Appends a message to *problem ("a; b"). Allocation failure only loses
- * the message. */
+/* Set by add_problem() when it could not record a message. The decoders
+ * clear it on entry and fail with FAIR_ENOMEM when it is set on exit: an
+ * object whose problem was lost must not pass for a valid one. Per thread,
+ * since the simulator may decode on several. */
+static _Thread_local bool problem_lost;
+
+/* Appends a message to *problem ("a; b"). On allocation failure the
+ * message is lost and problem_lost is set. */
 __attribute__((format(printf, 2, 3))) static void add_problem(char **problem, const char *fmt,
                                                              ...)
 {
     struct fair_buf b;
+    int rc = 0;
     fair_buf_init(&b, 2048);
     if (*problem) {
-        fair_buf_appends(&b, *problem);
-        fair_buf_appends(&b, "; ");
+        rc = fair_buf_appends(&b, *problem);
+        if (rc != FAIR_ENOMEM)
+            rc = fair_buf_appends(&b, "; ");
     }
-    va_list ap;
-    va_start(ap, fmt);
-    fair_buf_vappendf(&b, fmt, ap);
-    va_end(ap);
-    char *s = fair_buf_detach(&b);
+    if (rc != FAIR_ENOMEM) {
+        va_list ap;
+        va_start(ap, fmt);
+        rc = fair_buf_vappendf(&b, fmt, ap);
+        va_end(ap);
+    }
+    /* FAIR_ERANGE (over 2048 bytes) keeps what fits. */
+    char *s = rc == FAIR_ENOMEM ? NULL : fair_buf_detach(&b);
     if (s) {
         fair_free(*problem);
         *problem = s;
+    } else {
+        problem_lost = true;
     }
+    fair_buf_release(&b);
 }
 
 int fair_kquantity_decode(const json_t *v, int milli, int64_t *out, const char *what,
@@ -514,6 +528,7 @@ int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_erro
 {
     int rc = 0;
     *out = NULL;
+    problem_lost = false;
     struct fair_kpod *p = fair_calloc(1, sizeof *p);
     if (!p)
         return fair_error_set(err, FAIR_ENOMEM, "pod: out of memory");
@@ -591,6 +606,8 @@ int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_erro
     if ((rc = pod_conditions(status, p, err)))
         goto out;
 out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
     if (rc) {
         if (rc == FAIR_ENOMEM && err && !err->msg[0])
             fair_error_set(err, rc, "out of memory");
@@ -825,6 +842,7 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
 {
     int rc = 0;
     *out = NULL;
+    problem_lost = false;
     struct fair_kproject *p = fair_calloc(1, sizeof *p);
     if (!p)
         return fair_error_set(err, FAIR_ENOMEM, "project: out of memory");
@@ -878,6 +896,8 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
         }
     }
 out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
     if (rc) {
         if (rc == FAIR_ENOMEM && err && !err->msg[0])
             fair_error_set(err, rc, "out of memory");
@@ -893,6 +913,7 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
 {
     int rc = 0;
     *out = NULL;
+    problem_lost = false;
     struct fair_kqueue *q = fair_calloc(1, sizeof *q);
     if (!q)
         return fair_error_set(err, FAIR_ENOMEM, "queue: out of memory");
@@ -913,6 +934,8 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
             add_problem(&q->problem, "spec.reclaimMinRuntime: %s", de.msg);
     }
 out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
     if (rc) {
         if (rc == FAIR_ENOMEM && err && !err->msg[0])
             fair_error_set(err, rc, "out of memory");
