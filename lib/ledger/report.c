@@ -918,7 +918,9 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
     if (rc) {
         if (rc == FAIR_ENOMEM)
             goto out;
-        rc = http_error(body, content_type, status, rc == FAIR_EBUSY ? 503 : 500, err.msg);
+        /* EINVAL/ERANGE: the query's fault (e.g. a period over 100 years). */
+        int code = rc == FAIR_EBUSY ? 503 : rc == FAIR_EINVAL || rc == FAIR_ERANGE ? 400 : 500;
+        rc = http_error(body, content_type, status, code, err.msg);
         goto out;
     }
     fair_buf_reset(body);
