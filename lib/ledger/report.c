@@ -482,8 +482,13 @@ int fair_price_parse(const char *s, int64_t *micro, struct fair_error *err)
     }
     if (!digits)
         goto bad;
-    for (int f = frac < 0 ? 0 : frac; f < 6; f++)
+    /* Check the cap before each scaling step: 15 digits times 10^6 would
+     * overflow int64. */
+    for (int f = frac < 0 ? 0 : frac; f < 6; f++) {
+        if (v >= 1000000000000000LL)
+            goto bad;
         v *= 10;
+    }
     if (v >= 1000000000000000LL)
         goto bad;
     *micro = v;
