@@ -40,7 +40,10 @@
 /* Runs op(ctx) with allocation k failing for k = 0, 1, ... until it
  * succeeds. op returns 0 or a FAIR_E* code and must clean up after itself
  * on failure. Returns the number of failed runs. */
-static long each_failure(int (*op)(void *ctx), void *ctx)
+static long each_failure_named(const char *name, int (*op)(void *ctx), void *ctx);
+#define each_failure(op, ctx) each_failure_named(#op, op, ctx)
+
+static long each_failure_named(const char *name, int (*op)(void *ctx), void *ctx)
 {
     long failures = 0;
     json_set_alloc_funcs(fair_malloc, fair_free);
@@ -61,6 +64,7 @@ static long each_failure(int (*op)(void *ctx), void *ctx)
         assert_true(k < MAX_SITES);
     }
     json_set_alloc_funcs(malloc, free);
+    printf("oom: op=%s allocation_sites_failed=%ld\n", name, failures);
     return failures;
 }
 
