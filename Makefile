@@ -12,13 +12,19 @@ all: build
 deps:
 	@sh scripts/install-deps.sh
 
+# Builds print only warnings and errors (no per-file progress lines).
+QUIET = -DCMAKE_RULE_MESSAGES=OFF -DCMAKE_TARGET_MESSAGES=OFF
+QUIET_BUILD = -- --no-print-directory
+
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@echo "== building ($(BUILD)/)"
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(QUIET) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) $(QUIET_BUILD)
 
 build-asan: deps
-	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DFAIR_SANITIZE=ON >/dev/null
-	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@echo "== building with ASan + UBSan ($(BUILD_ASAN)/)"
+	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DFAIR_SANITIZE=ON $(QUIET) >/dev/null
+	@cmake --build $(BUILD_ASAN) -j $(JOBS) $(QUIET_BUILD)
 
 # All tests, in the normal build and under ASan+UBSan.
 test: test-normal test-asan
@@ -37,8 +43,8 @@ demo: build
 	@sh scripts/demo.sh $(BUILD)
 
 bench: deps
-	@cmake -S . -B $(BUILD_BENCH) -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build $(BUILD_BENCH) -j $(JOBS)
+	@cmake -S . -B $(BUILD_BENCH) -DCMAKE_BUILD_TYPE=Release $(QUIET) >/dev/null
+	@cmake --build $(BUILD_BENCH) -j $(JOBS) $(QUIET_BUILD)
 	@sh scripts/bench.sh $(BUILD_BENCH)
 
 fuzz:

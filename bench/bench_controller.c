@@ -135,9 +135,9 @@ static int fake_start(struct fake *f, int nodes)
     snprintf(portfile, sizeof portfile, "%s/port", f->dir);
     snprintf(log, sizeof log, "%s/fakekube.log", f->dir);
     snprintf(n, sizeof n, "%d", nodes);
-    char *argv[] = {bin, "--state-dir", statedir, "--port-file", portfile, "--nodes", n,
-                    "--gpus-per-node", "8", "--history", "400000", "--persist-ms", "0",
-                    "--bookmark-ms", "0", "--log-level", "error", NULL};
+    char *argv[] = {bin, "--state-dir",     statedir, "--port-file", portfile, "--nodes",
+                    n,   "--gpus-per-node", "8",      "--history",   "400000", "--persist-ms",
+                    "0", "--bookmark-ms",   "0",      "--log-level", "error",  NULL};
     f->pid = spawn(argv, log);
     struct stat st;
     for (int i = 0; i < 600 && (stat(portfile, &st) != 0 || st.st_size == 0); i++)
@@ -337,13 +337,14 @@ static int ctl_start(struct ctl *c, struct fake *f)
     FILE *fp = fopen(cfg, "w");
     if (!fp)
         return -1;
-    fprintf(fp, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-                "leaderElection: {enabled: false}\ncycleInterval: 1s\n"
-                "kubeAPI: {qps: 100000, burst: 100000}\nlogLevel: %s\n",
+    fprintf(fp,
+            "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
+            "leaderElection: {enabled: false}\ncycleInterval: 1s\n"
+            "kubeAPI: {qps: 100000, burst: 100000}\nlogLevel: %s\n",
             getenv("BENCH_LOG_LEVEL") ? getenv("BENCH_LOG_LEVEL") : "warn");
     fclose(fp);
-    char *argv[] = {bin, "--kubeconfig", kc, "--config", cfg, "--ledger", ledger,
-                    "--listen", listen, NULL};
+    char *argv[] = {bin,        "--kubeconfig", kc,         "--config", cfg,
+                    "--ledger", ledger,         "--listen", listen,     NULL};
     c->pid = spawn(argv, c->log);
     for (int i = 0; i < 2400; i++) {
         long code = 0;
@@ -396,55 +397,70 @@ out:
     return rc;
 }
 
-/* The minimal client: patch the devices, then bind; node i/16, device
- * (i%16)/2, every request queued at once as the controller does. */
+/* The minimal client: patch the devices, then bind (node i/16, device
+ * (i%16)/2), and with `events` also the Scheduled Event, as the controller
+ * writes them; at most 256 pods in flight, as the controller does. */
+#define MINIMAL_WINDOW 256
+
 struct minimal {
-    long pods, done, failed;
-    bool events; /* also the Scheduled Event, as the controller writes it */
-    long pending; /* requests still to answer */
+    long pods, next, finished, failed, inflight;
+    bool events;
     struct fake *f;
 };
-
-static void minimal_one_done(struct minimal *m)
-{
-    if (--m->pending == 0)
-        event_base_loopbreak(m->f->base);
-}
-
-static void minimal_event_done(const struct fair_kresponse *resp, void *ctx)
-{
-    struct minimal *m = ctx;
-    if (resp->rc && m->failed++ < 3)
-        fprintf(stderr, "bench: event failed: %s\n", resp->err.msg);
-    minimal_one_done(m);
-}
 
 struct minimal_req {
     struct minimal *m;
     long i;
 };
 
+static void minimal_start(struct minimal *m);
+
+static void minimal_finish(struct minimal_req *r, bool ok)
+{
+    struct minimal *m = r->m;
+    if (!ok)
+        m->failed++;
+    free(r);
+    m->inflight--;
+    m->finished++;
+    if (m->finished == m->pods)
+        event_base_loopbreak(m->f->base);
+    else
+        minimal_start(m);
+}
+
+static void minimal_event_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct minimal_req *r = ctx;
+    if (resp->rc && r->m->failed < 3)
+        fprintf(stderr, "bench: event failed: %s\n", resp->err.msg);
+    minimal_finish(r, resp->rc == 0);
+}
+
 static void minimal_bound(const struct fair_kresponse *resp, void *ctx)
 {
     struct minimal_req *r = ctx;
     struct minimal *m = r->m;
-    if (resp->rc && m->failed++ < 3)
-        fprintf(stderr, "bench: bind failed: %s\n", resp->err.msg);
-    if (m->events && !resp->rc) {
-        char name[32], msg[200];
-        snprintf(name, sizeof name, "p-%06ld", r->i);
-        snprintf(msg, sizeof msg, "Bound bench/%s to node node-%04ld, GPUs %ld (queue q)", name,
-                 r->i / 16, (r->i % 16) / 2);
-        struct fair_kevent_ref ref = {.api_version = "v1", .kind = "Pod", .namespace_ = "bench",
-                                      .name = name};
-        struct fair_error err = {0};
-        m->pending++;
-        if (fair_kclient_event(m->f->kc, &ref, "Normal", "Scheduled", msg, "minimal",
-                               minimal_event_done, m, &err))
-            m->pending--;
+    if (resp->rc) {
+        if (m->failed < 3)
+            fprintf(stderr, "bench: bind failed: %s\n", resp->err.msg);
+        minimal_finish(r, false);
+        return;
     }
-    free(r);
-    minimal_one_done(m);
+    if (!m->events) {
+        minimal_finish(r, true);
+        return;
+    }
+    char name[32], msg[200];
+    snprintf(name, sizeof name, "p-%06ld", r->i);
+    snprintf(msg, sizeof msg, "Bound bench/%s to node node-%04ld, GPUs %ld (queue q)", name,
+             r->i / 16, (r->i % 16) / 2);
+    struct fair_kevent_ref ref = {
+        .api_version = "v1", .kind = "Pod", .namespace_ = "bench", .name = name};
+    struct fair_error err = {0};
+    if (fair_kclient_event(m->f->kc, &ref, "Normal", "Scheduled", msg, "minimal",
+                           minimal_event_done, r, &err))
+        minimal_finish(r, false);
 }
 
 static void minimal_patched(const struct fair_kresponse *resp, void *ctx)
@@ -455,11 +471,28 @@ static void minimal_patched(const struct fair_kresponse *resp, void *ctx)
     char name[32], node[32];
     snprintf(name, sizeof name, "p-%06ld", r->i);
     snprintf(node, sizeof node, "node-%04ld", r->i / 16);
-    if (resp->rc || fair_kclient_bind(m->f->kc, "bench", name, NULL, node, NULL, 0, minimal_bound,
-                                      r, &err)) {
-        m->failed++;
-        free(r);
-        minimal_one_done(m);
+    if (resp->rc ||
+        fair_kclient_bind(m->f->kc, "bench", name, NULL, node, NULL, 0, minimal_bound, r, &err))
+        minimal_finish(r, false);
+}
+
+static void minimal_start(struct minimal *m)
+{
+    while (m->inflight < MINIMAL_WINDOW && m->next < m->pods) {
+        long i = m->next++;
+        char name[32], patch[200];
+        struct fair_error err = {0};
+        snprintf(name, sizeof name, "p-%06ld", i);
+        snprintf(patch, sizeof patch,
+                 "{\"metadata\":{\"annotations\":{\"fairshare.dev/gpu-devices\":\"%ld\"}}}",
+                 (i % 16) / 2);
+        struct minimal_req *r = malloc(sizeof *r);
+        r->m = m;
+        r->i = i;
+        m->inflight++;
+        if (fair_kclient_merge_patch(m->f->kc, &fair_kres_pods, "bench", name, NULL, patch,
+                                     minimal_patched, r, &err))
+            minimal_finish(r, false);
     }
 }
 
@@ -472,26 +505,10 @@ static int bench_minimal(int nodes, long pods, bool events, double *rate)
     struct pump p = {.f = &f, .total = pods, .window = 64, .make = make_pending};
     if (pump_run(&p))
         goto out;
-    struct minimal m = {.pods = pods, .f = &f, .events = events, .pending = pods};
+    struct minimal m = {.pods = pods, .f = &f, .events = events};
     double t0 = now_s();
-    for (long i = 0; i < pods; i++) {
-        char name[32], patch[200];
-        struct fair_error err = {0};
-        snprintf(name, sizeof name, "p-%06ld", i);
-        snprintf(patch, sizeof patch,
-                 "{\"metadata\":{\"annotations\":{\"fairshare.dev/gpu-devices\":\"%ld\"}}}",
-                 (i % 16) / 2);
-        struct minimal_req *r = malloc(sizeof *r);
-        r->m = &m;
-        r->i = i;
-        if (fair_kclient_merge_patch(f.kc, &fair_kres_pods, "bench", name, NULL, patch,
-                                     minimal_patched, r, &err)) {
-            free(r);
-            m.failed++;
-            m.pending--;
-        }
-    }
-    if (m.pending > 0)
+    minimal_start(&m);
+    if (m.finished < pods)
         event_base_dispatch(f.base);
     double t1 = now_s();
     *rate = (double)pods / (t1 - t0);
@@ -526,8 +543,8 @@ static int bench_memory(int nodes, long pods, long *rss, long *hwm)
     *hwm = rss_kb(c.pid, "VmHWM");
     double sum = metric(c.port, "fairshare_cycle_duration_seconds_sum");
     double cnt = metric(c.port, "fairshare_cycle_duration_seconds_count");
-    printf("controller: start to ready %.2f s; mean cycle %.1f ms over %.0f cycles\n",
-           tready - t0, cnt > 0 ? sum / cnt * 1000 : -1, cnt);
+    printf("controller: start to ready %.2f s; mean cycle %.1f ms over %.0f cycles\n", tready - t0,
+           cnt > 0 ? sum / cnt * 1000 : -1, cnt);
     rc = 0;
     if (getenv("BENCH_SHOW_CYCLES")) {
         char cmd[400];

@@ -5,7 +5,8 @@
 # gpushare and multigpu variants. Prints one table per variant, then a
 # Markdown summary: GPUs left unallocated when the arrived GPU requests
 # reach 100% of the cluster's capacity, and how many fewer our placement
-# (fairshare = the engine) and the experimental FGD leave than the best
+# (fairshare = the engine) and the experimental FGD (knowing the trace's
+# pod mix in advance, or learning it online) leave than the best
 # baseline (first, random or best fit).
 #
 # Usage: scripts/fragmentation.sh            (from the source tree)
@@ -39,16 +40,17 @@ end=$(date +%s)
 echo
 echo "Unallocated GPUs at 100% arrived (mean of $REPEATS seeds; cluster: 6212 GPUs)"
 echo
-echo "| trace | first-fit | random-fit | best-fit | fairshare | fgd | fairshare vs best baseline | fgd vs best baseline |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| trace | first-fit | random-fit | best-fit | fairshare | fgd | fgd-online | fairshare vs best baseline | fgd vs best baseline | fgd-online vs best baseline |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for v in $VARIANTS; do
     awk -F, -v v="$v" 'NR > 1 { u[$2] = $4 }
         END {
             best = u["first-fit"]; if (u["random-fit"] < best) best = u["random-fit"];
             if (u["best-fit"] < best) best = u["best-fit"];
-            printf "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %+.1f%% | %+.1f%% |\n", v,
+            printf "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %+.1f%% | %+.1f%% | %+.1f%% |\n", v,
                 u["first-fit"], u["random-fit"], u["best-fit"], u["fairshare"], u["fgd"],
-                100 * (best - u["fairshare"]) / best, 100 * (best - u["fgd"]) / best
+                u["fgd-online"], 100 * (best - u["fairshare"]) / best,
+                100 * (best - u["fgd"]) / best, 100 * (best - u["fgd-online"]) / best
         }' "$OUT/$v/frag.csv"
 done
 echo

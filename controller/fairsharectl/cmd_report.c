@@ -195,6 +195,8 @@ int fair_cmd_report(int argc, char **argv)
         return usage_error("%s", err.msg);
     if (p.to_ms <= p.from_ms)
         return usage_error("%s", "--to must be after --from");
+    if (p.to_ms - p.from_ms > FAIR_REPORT_MAX_PERIOD_MS)
+        return usage_error("%s", "the period is longer than 100 years");
     if (o.price && fair_price_parse(o.price, &prices.default_micro, &err))
         return usage_error("%s", err.msg);
     if (o.server) {

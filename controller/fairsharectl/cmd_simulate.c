@@ -35,7 +35,8 @@ static void usage(FILE *f)
             "  --projects FILE       Project/Queue manifests (YAML); default: one queue\n"
             "  --compare FILE        a second Project/Queue file, reported side by side\n"
             "  --placement POLICY    fairshare (the engine, default), first-fit,\n"
-            "                        random-fit, best-fit or fgd (experimental)\n"
+            "                        random-fit, best-fit, fgd or fgd-online\n"
+            "                        (experimental)\n"
             "  --out DIR             write timeseries.csv, queues.csv, summary.csv,\n"
             "                        report.html (the fragmentation mode: frag.csv)\n"
             "  --seed N              random seed (random fit, sampling); default 1\n"
@@ -191,7 +192,8 @@ static int run_fragmentation(const struct opts *o, struct fair_sim_trace *t)
             best_name = rows[k].policy;
         }
     for (size_t k = 0; best > 0 && k < npol; k++)
-        if (pols[k] == FAIR_SIM_POLICY_ENGINE || pols[k] == FAIR_SIM_POLICY_FGD)
+        if (pols[k] == FAIR_SIM_POLICY_ENGINE || pols[k] == FAIR_SIM_POLICY_FGD ||
+            pols[k] == FAIR_SIM_POLICY_FGD_ONLINE)
             printf("%-12s %-10s leaves %.1f%% fewer GPUs unallocated than the best baseline "
                    "(%s)\n",
                    label, rows[k].policy, 100.0 * (best - rows[k].unallocated_gpu) / best,
@@ -276,7 +278,7 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
         done++;
         labeled[i] = (struct fair_sim_labeled){
             .label = i == 0 ? "base" : "compare",
-            .source = files[i] ? files[i] : "(default: one queue per trace queue)",
+            .source = files[i] ? files[i] : "(default config)",
             .policy = fair_sim_policy_name(pol),
             .run = &runs[i],
             .cfg = &cfg[i],
@@ -439,7 +441,7 @@ int fair_cmd_simulate(int argc, char **argv)
         fair_sim_policy_parse(o.placement, &pol)) {
         fprintf(stderr,
                 "fairsharectl simulate: --placement \"%s\": want fairshare, first-fit, "
-                "random-fit, best-fit or fgd%s\n\n",
+                "random-fit, best-fit, fgd or fgd-online%s\n\n",
                 o.placement, o.frag ? " (or all)" : "");
         usage(stderr);
         return 2;

@@ -36,9 +36,9 @@ struct fair_informer {
     int64_t backoff_ms;     /* the next delay before jitter */
     int64_t watch_start_ms; /* monotonic */
     int64_t last_list_ms;
-    uint64_t watch_events;  /* events in the current watch */
+    uint64_t watch_events; /* events in the current watch */
     bool synced;
-    bool unpaged;           /* the next list asks for everything at once */
+    bool unpaged; /* the next list asks for everything at once */
     uint32_t rng;
     struct fair_informer_stats stats;
 };
@@ -203,8 +203,10 @@ static void on_list_page(const struct fair_kresponse *resp, void *ctx)
     if (resp->rc == FAIR_EGONE && inf->continue_token) {
         /* The continue token expired: list again in one piece, as
          * client-go does, so that a busy server cannot starve paging. */
-        FAIR_INFO(COMP, "msg=\"continue token expired; listing again without paging\" "
-                  "resource=%s", kind(inf));
+        FAIR_INFO(COMP,
+                  "msg=\"continue token expired; listing again without paging\" "
+                  "resource=%s",
+                  kind(inf));
         inf->stats.gone++;
         inf->unpaged = true;
         start_list(inf);
@@ -227,13 +229,16 @@ static void on_list_page(const struct fair_kresponse *resp, void *ctx)
     json_t *items = json_object_get(resp->json, "items");
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it) {
+    json_array_foreach(items, i, it)
+    {
         void *obj = NULL;
         struct fair_error err = {0};
         if (inf->opt.type->decode(it, &obj, &err)) {
             inf->stats.decode_errors++;
-            FAIR_WARN(COMP, "msg=\"skipping object that cannot be decoded\" resource=%s "
-                      "error=\"%s\"", kind(inf), err.msg);
+            FAIR_WARN(COMP,
+                      "msg=\"skipping object that cannot be decoded\" resource=%s "
+                      "error=\"%s\"",
+                      kind(inf), err.msg);
             continue;
         }
         int rc = fair_store_put_take(inf->relist, obj, NULL);
@@ -269,8 +274,8 @@ static int request_page(struct fair_informer *inf)
         .continue_token = inf->continue_token,
     };
     struct fair_error err = {0};
-    int rc = fair_kclient_list(inf->c, inf->opt.res, inf->ns, &o, on_list_page, inf, &inf->req,
-                               &err);
+    int rc =
+        fair_kclient_list(inf->c, inf->opt.res, inf->ns, &o, on_list_page, inf, &inf->req, &err);
     if (rc)
         FAIR_WARN(COMP, "msg=\"cannot start list\" resource=%s error=\"%s\"", kind(inf), err.msg);
     return rc;
@@ -327,8 +332,10 @@ static void on_watch_event(const struct fair_kwatch_event *ev, void *ctx)
         struct fair_error err = {0};
         if (inf->opt.type->decode(ev->object, &obj, &err)) {
             inf->stats.decode_errors++;
-            FAIR_WARN(COMP, "msg=\"skipping object that cannot be decoded\" resource=%s "
-                      "error=\"%s\"", kind(inf), err.msg);
+            FAIR_WARN(COMP,
+                      "msg=\"skipping object that cannot be decoded\" resource=%s "
+                      "error=\"%s\"",
+                      kind(inf), err.msg);
         } else {
             upsert(inf, obj);
         }
@@ -395,8 +402,7 @@ static void start_watch(struct fair_informer *inf)
     inf->stats.watches++;
     if (fair_kclient_watch(inf->c, inf->opt.res, inf->ns, &o, on_watch_event, on_watch_done, inf,
                            &inf->req, &err)) {
-        FAIR_WARN(COMP, "msg=\"cannot start watch\" resource=%s error=\"%s\"", kind(inf),
-                  err.msg);
+        FAIR_WARN(COMP, "msg=\"cannot start watch\" resource=%s error=\"%s\"", kind(inf), err.msg);
         inf->stats.errors++;
         backoff(inf, NEXT_WATCH);
     }

@@ -54,12 +54,12 @@ struct fair_informer_options {
 };
 
 struct fair_informer_stats {
-    uint64_t lists;    /* completed lists (1 + relists) */
-    uint64_t watches;  /* watch streams started */
-    uint64_t events;   /* watch events applied (bookmarks excluded) */
+    uint64_t lists;   /* completed lists (1 + relists) */
+    uint64_t watches; /* watch streams started */
+    uint64_t events;  /* watch events applied (bookmarks excluded) */
     uint64_t bookmarks;
-    uint64_t gone;     /* 410s seen */
-    uint64_t errors;   /* failed requests / streams */
+    uint64_t gone;          /* 410s seen */
+    uint64_t errors;        /* failed requests / streams */
     uint64_t decode_errors; /* objects that could not be decoded (skipped) */
 };
 
@@ -68,7 +68,9 @@ int fair_informer_new(struct fair_kclient *c, const struct fair_informer_options
                       const struct fair_informer_handlers *h, struct fair_informer **out,
                       struct fair_error *err);
 int fair_informer_start(struct fair_informer *inf, struct fair_error *err);
-/* Stops (cancels requests and timers) and frees, with its store. */
+/* Stops (cancels requests and timers) and frees, with its store. Not from
+ * inside one of its own handlers: stop the loop first (or defer the free
+ * to a timer). */
 void fair_informer_free(struct fair_informer *inf);
 
 bool fair_informer_has_synced(const struct fair_informer *inf);

@@ -24,11 +24,11 @@ struct fair_leader {
     struct event *tick_timer;
     struct event *deadline_timer;
     struct event *done_timer;
-    struct fair_kreq *req;      /* the request in flight, or NULL */
-    struct call *req_call;      /* its context, freed by its callback */
-    bool busy;                  /* an attempt is in flight */
+    struct fair_kreq *req; /* the request in flight, or NULL */
+    struct call *req_call; /* its context, freed by its callback */
+    bool busy;             /* an attempt is in flight */
     int64_t busy_since;
-    uint64_t attempt;           /* responses of older attempts are ignored */
+    uint64_t attempt; /* responses of older attempts are ignored */
     bool leading;
     bool started, stopping, lost;
     /* What we last saw of the Lease. */
@@ -189,8 +189,8 @@ static void write_lease(struct fair_leader *l, bool create, bool release)
     fair_buf_init(&p, 4096);
     struct fair_error err = {0};
     int rc = FAIR_ENOMEM;
-    if (body && call && fair_kpath(&p, &fair_kres_leases, l->ns, create ? NULL : l->name, NULL,
-                                   &err) == 0) {
+    if (body && call &&
+        fair_kpath(&p, &fair_kres_leases, l->ns, create ? NULL : l->name, NULL, &err) == 0) {
         call->l = l;
         call->attempt = l->attempt;
         rc = fair_kclient_request(l->c, create ? "POST" : "PUT", fair_buf_str(&p), NULL, body,
@@ -349,9 +349,10 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct fair_leader *l = arg;
     if (l->leading && mono() - l->last_renew_ms >= l->opt.renew_deadline_ms) {
-        FAIR_WARN(COMP, "msg=\"could not renew the lease within the renew deadline\" "
-                  "lease=%s/%s deadline_ms=%lld", l->ns, l->name,
-                  (long long)l->opt.renew_deadline_ms);
+        FAIR_WARN(COMP,
+                  "msg=\"could not renew the lease within the renew deadline\" "
+                  "lease=%s/%s deadline_ms=%lld",
+                  l->ns, l->name, (long long)l->opt.renew_deadline_ms);
         lose(l);
     } else if (l->leading) {
         arm(l->deadline_timer, l->last_renew_ms + l->opt.renew_deadline_ms - mono());
@@ -390,8 +391,10 @@ int fair_leader_new(struct fair_kclient *c, const struct fair_leader_options *op
     if (l->opt.retry_ms <= 0)
         l->opt.retry_ms = 2000;
     int rc = 0;
-    if (l->opt.renew_deadline_ms >= l->opt.lease_ms || l->opt.retry_ms >= l->opt.renew_deadline_ms) {
-        rc = fair_error_set(err, FAIR_EINVAL, "leader election: want retry (%lld ms) < renew "
+    if (l->opt.renew_deadline_ms >= l->opt.lease_ms ||
+        l->opt.retry_ms >= l->opt.renew_deadline_ms) {
+        rc = fair_error_set(err, FAIR_EINVAL,
+                            "leader election: want retry (%lld ms) < renew "
                             "deadline (%lld ms) < lease duration (%lld ms)",
                             (long long)l->opt.retry_ms, (long long)l->opt.renew_deadline_ms,
                             (long long)l->opt.lease_ms);

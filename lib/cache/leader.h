@@ -32,9 +32,9 @@
 struct fair_leader;
 
 struct fair_leader_options {
-    const char *ns;       /* Lease namespace; default the client's */
-    const char *name;     /* Lease name; required */
-    const char *identity; /* default $POD_NAME, else the hostname */
+    const char *ns;            /* Lease namespace; default the client's */
+    const char *name;          /* Lease name; required */
+    const char *identity;      /* default $POD_NAME, else the hostname */
     int64_t lease_ms;          /* default 15000 */
     int64_t renew_deadline_ms; /* default 10000; < lease_ms */
     int64_t retry_ms;          /* default 2000; < renew_deadline_ms */

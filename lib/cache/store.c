@@ -15,8 +15,8 @@ struct fair_store {
     const struct fair_ktype *type;
     void **by_uid;
     void **by_name;
-    size_t cap;  /* power of two, both tables */
-    size_t len;  /* live objects */
+    size_t cap;       /* power of two, both tables */
+    size_t len;       /* live objects */
     size_t used_uid;  /* live + tombstones in by_uid */
     size_t used_name; /* live + tombstones in by_name */
 };
@@ -233,8 +233,7 @@ void *fair_store_remove(struct fair_store *s, const char *uid)
     s->by_uid[slot] = TOMB;
     struct fair_kmeta *m = fair_kobj_meta(obj);
     size_t mask = s->cap - 1;
-    for (size_t i = hash_name(m->namespace_, m->name) & mask; s->by_name[i];
-         i = (i + 1) & mask) {
+    for (size_t i = hash_name(m->namespace_, m->name) & mask; s->by_name[i]; i = (i + 1) & mask) {
         if (s->by_name[i] == obj) {
             s->by_name[i] = TOMB;
             break;

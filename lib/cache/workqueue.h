@@ -25,9 +25,9 @@
 struct fair_workqueue;
 
 struct fair_workqueue_options {
-    size_t max_len;        /* default FAIR_WORKQUEUE_DEFAULT_MAX */
-    int64_t base_delay_ms; /* default 5 */
-    int64_t max_delay_ms;  /* default 1000000 (client-go's 1000 s) */
+    size_t max_len;                 /* default FAIR_WORKQUEUE_DEFAULT_MAX */
+    int64_t base_delay_ms;          /* default 5 */
+    int64_t max_delay_ms;           /* default 1000000 (client-go's 1000 s) */
     const struct fair_clock *clock; /* default the system clock; borrowed */
 };
 

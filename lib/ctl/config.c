@@ -31,8 +31,8 @@ static const struct fair_ctl_config_entry table[] = {
      3600 * 1000, "how long followers wait before taking over a lease that is not renewed"},
     {"leaderElection.renewDeadline", FAIR_CFG_DURATION, OFF(renew_deadline_ms), "10s", 500,
      3600 * 1000, "the leader steps down when it cannot renew for this long"},
-    {"leaderElection.retryPeriod", FAIR_CFG_DURATION, OFF(retry_period_ms), "2s", 100,
-     600 * 1000, "time between attempts to acquire or renew the lease"},
+    {"leaderElection.retryPeriod", FAIR_CFG_DURATION, OFF(retry_period_ms), "2s", 100, 600 * 1000,
+     "time between attempts to acquire or renew the lease"},
     {"metricsAddress", FAIR_CFG_ADDRESS, OFF(metrics_address), "127.0.0.1:8080", 0, 0,
      "host:port for /healthz, /readyz, /metrics, the dashboard and reports; \"0\" turns it off"},
     {"ledger.path", FAIR_CFG_STRING, OFF(ledger_path), "fairshare-ledger.db", 0, 4096,
@@ -54,7 +54,7 @@ static const struct fair_ctl_config_entry table[] = {
     {"kubeAPI.timeout", FAIR_CFG_DURATION, OFF(api_timeout_ms), "30s", 100, 600 * 1000,
      "timeout of one API request (watches excepted)"},
     {"logLevel", FAIR_CFG_LOGLEVEL, OFF(log_level), "info", 0, 0, "debug, info, warn or error"},
-    {"events.perPodInterval", FAIR_CFG_DURATION, OFF(event_interval_ms), "30s", 0, DAY_MS,
+    {"events.perPodInterval", FAIR_CFG_DURATION, OFF(event_interval_ms), "5m", 0, DAY_MS,
      "at most one FailedScheduling Event per pod and reason in this time"},
     {"statusUpdateInterval", FAIR_CFG_DURATION, OFF(status_interval_ms), "1s", 0, 600 * 1000,
      "Queue and Project status is written at most this often per object"},
@@ -73,13 +73,20 @@ const struct fair_ctl_config_entry *fair_ctl_config_table(void)
 static const char *type_name(enum fair_ctl_config_type t)
 {
     switch (t) {
-    case FAIR_CFG_BOOL: return "boolean";
-    case FAIR_CFG_STRING: return "string";
-    case FAIR_CFG_NAME: return "name";
-    case FAIR_CFG_DURATION: return "duration";
-    case FAIR_CFG_INT: return "integer";
-    case FAIR_CFG_LOGLEVEL: return "log level";
-    case FAIR_CFG_ADDRESS: return "address";
+    case FAIR_CFG_BOOL:
+        return "boolean";
+    case FAIR_CFG_STRING:
+        return "string";
+    case FAIR_CFG_NAME:
+        return "name";
+    case FAIR_CFG_DURATION:
+        return "duration";
+    case FAIR_CFG_INT:
+        return "integer";
+    case FAIR_CFG_LOGLEVEL:
+        return "log level";
+    case FAIR_CFG_ADDRESS:
+        return "address";
     }
     return "?";
 }
@@ -236,8 +243,8 @@ static int set_text(struct fair_ctl_config *cfg, const struct fair_ctl_config_en
             char lo[32], hi[32];
             fair_duration_format_ms(e->min, lo, sizeof lo);
             fair_duration_format_ms(e->max, hi, sizeof hi);
-            return fair_error_set(err, FAIR_ERANGE, "%skey %s: %s is out of range [%s, %s]",
-                                  where, e->name, text, lo, hi);
+            return fair_error_set(err, FAIR_ERANGE, "%skey %s: %s is out of range [%s, %s]", where,
+                                  e->name, text, lo, hi);
         }
         *(int64_t *)(base + e->offset) = ms;
         return 0;
@@ -284,8 +291,7 @@ void fair_ctl_config_release(struct fair_ctl_config *cfg)
     if (!cfg)
         return;
     for (const struct fair_ctl_config_entry *e = table; e->name; e++) {
-        if (e->type == FAIR_CFG_STRING || e->type == FAIR_CFG_NAME ||
-            e->type == FAIR_CFG_ADDRESS) {
+        if (e->type == FAIR_CFG_STRING || e->type == FAIR_CFG_NAME || e->type == FAIR_CFG_ADDRESS) {
             char **slot = (char **)((char *)cfg + e->offset);
             fair_free(*slot);
             *slot = NULL;
@@ -377,9 +383,8 @@ static int load_map(struct fair_ctl_config *cfg, json_t *obj, const char *prefix
         }
         /* A quoted or plain number for a duration key is a common slip. */
         if (e->type == FAIR_CFG_DURATION && json_is_integer(val))
-            return fair_error_set(err, FAIR_EINVAL,
-                                  "%skey %s: %s has no unit (write e.g. \"%ss\")", where, path, s,
-                                  s);
+            return fair_error_set(err, FAIR_EINVAL, "%skey %s: %s has no unit (write e.g. \"%ss\")",
+                                  where, path, s, s);
         int rc = set_text(cfg, e, s, where, err);
         if (rc)
             return rc;
@@ -394,8 +399,8 @@ int fair_ctl_config_load_text(struct fair_ctl_config *cfg, const char *name, con
     int rc = 0;
     char where[300];
     snprintf(where, sizeof where, "%s: ", name);
-    struct fair_yaml_limits lim = {.max_bytes = FAIR_CTL_CONFIG_MAX_BYTES, .max_depth = 8,
-                                   .max_nodes = 1000, .max_docs = 2};
+    struct fair_yaml_limits lim = {
+        .max_bytes = FAIR_CTL_CONFIG_MAX_BYTES, .max_depth = 8, .max_nodes = 1000, .max_docs = 2};
     rc = fair_yaml_parse(name, text, len, &lim, &docs, err);
     if (rc)
         goto out;
@@ -432,8 +437,7 @@ out:
     return rc;
 }
 
-int fair_ctl_config_load_file(struct fair_ctl_config *cfg, const char *path,
-                              struct fair_error *err)
+int fair_ctl_config_load_file(struct fair_ctl_config *cfg, const char *path, struct fair_error *err)
 {
     char *data = NULL;
     size_t len = 0;
@@ -448,8 +452,8 @@ out:
 
 void fair_ctl_config_print_help(FILE *f)
 {
-    fprintf(f, "Configuration file keys (apiVersion: %s, kind: %s):\n",
-            FAIR_CTL_CONFIG_API_VERSION, FAIR_CTL_CONFIG_KIND);
+    fprintf(f, "Configuration file keys (apiVersion: %s, kind: %s):\n", FAIR_CTL_CONFIG_API_VERSION,
+            FAIR_CTL_CONFIG_KIND);
     for (const struct fair_ctl_config_entry *e = table; e->name; e++)
         fprintf(f, "  %-30s %-9s default %-22s %s\n", e->name, type_name(e->type),
                 *e->default_value ? e->default_value : "\"\"", e->help);

@@ -33,6 +33,13 @@
 /* Writes about pending pods (conditions + Events) per cycle: binds and
  * evictions always go first; the rest waits for the next cycle. */
 #define MAX_TELLS_PER_CYCLE 200
+/* Binds in flight at once. Every request waits for a connection inside the
+ * client, and its timeout runs while it waits: queueing 10,000 binds at
+ * once makes the last ones time out. The rest waits for the next cycle,
+ * which the answers trigger. */
+#define MAX_BINDS_IN_FLIGHT 256
+/* Other requests (Events, conditions) outstanding at once. */
+#define MAX_REQS_OUTSTANDING 2048
 /* Status writes per cycle. */
 #define MAX_STATUS_PER_CYCLE 100
 /* How often old ledger rows are pruned. */
@@ -54,8 +61,16 @@ struct req {
     int evict_reason;
 };
 
-enum { REQ_ANNOTATE, REQ_BIND, REQ_EVICT_MARK, REQ_EVICT, REQ_EVENT, REQ_POD_STATUS, REQ_OBJ_STATUS,
-       REQ_UNMARK };
+enum {
+    REQ_ANNOTATE,
+    REQ_BIND,
+    REQ_EVICT_MARK,
+    REQ_EVICT,
+    REQ_EVENT,
+    REQ_POD_STATUS,
+    REQ_OBJ_STATUS,
+    REQ_UNMARK
+};
 
 struct fair_ctl {
     struct event_base *base;
@@ -71,9 +86,10 @@ struct fair_ctl {
     struct fair_ledger *ledger;
     struct fair_workqueue *wq;
     struct event *cycle_ev;
-    int64_t cycle_due; /* monotonic ms the timer is armed for; -1: not armed */
+    int64_t cycle_due;          /* monotonic ms the timer is armed for; -1: not armed */
     int64_t last_cycle_ms;      /* monotonic end of the last cycle */
     int64_t last_cycle_cost_ms; /* how long it took */
+    bool more_work;             /* the last cycle left binds for later */
     struct event *flush_ev;
     bool leader_now;
     bool started;
@@ -86,6 +102,8 @@ struct fair_ctl {
     struct fair_ctl_status_table status;
     struct fair_ctl_metrics metrics;
     struct req *reqs; /* outstanding */
+    size_t nreqs;
+    size_t binds_in_flight; /* requests of REQ_ANNOTATE/REQ_BIND */
     /* Scratch arrays for the snapshot input, reused between cycles. */
     const void **arr[INF_COUNT];
     size_t arr_cap[INF_COUNT];
@@ -112,6 +130,9 @@ static struct req *req_new(struct fair_ctl *c, int kind)
         return NULL;
     r->c = c;
     r->kind = kind;
+    c->nreqs++;
+    if (kind == REQ_ANNOTATE || kind == REQ_BIND)
+        c->binds_in_flight++;
     r->next = c->reqs;
     if (c->reqs)
         c->reqs->prev = r;
@@ -124,6 +145,9 @@ static void req_free(struct req *r)
     if (!r)
         return;
     struct fair_ctl *c = r->c;
+    c->nreqs--;
+    if (r->kind == REQ_ANNOTATE || r->kind == REQ_BIND)
+        c->binds_in_flight--;
     if (r->prev)
         r->prev->next = r->next;
     else if (c->reqs == r)
@@ -239,8 +263,9 @@ static void on_pod_update(void *old_, void *new_, void *ctx)
         if (n->phase == FAIR_KPOD_SUCCEEDED)
             ledger_close(c, n, FAIR_LEDGER_COMPLETED);
         else if (n->phase == FAIR_KPOD_FAILED)
-            ledger_close(c, n, e && e->op == FAIR_CTL_OP_EVICTING ? FAIR_LEDGER_PREEMPTED
-                                                                  : FAIR_LEDGER_FAILED);
+            ledger_close(c, n,
+                         e && e->op == FAIR_CTL_OP_EVICTING ? FAIR_LEDGER_PREEMPTED
+                                                            : FAIR_LEDGER_FAILED);
     }
     mark_dirty(c);
 }
@@ -270,9 +295,8 @@ static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
     struct fair_ctl *c = r->c;
     if (resp->rc && resp->rc != FAIR_ENOTFOUND) {
         note_api_error(c, resp);
-        FAIR_DEBUG(COMP, "msg=\"request failed\" kind=%d obj=%s/%s status=%ld err=\"%s\"",
-                   r->kind, r->ns ? r->ns : "", r->name ? r->name : "", resp->status,
-                   resp->err.msg);
+        FAIR_DEBUG(COMP, "msg=\"request failed\" kind=%d obj=%s/%s status=%ld err=\"%s\"", r->kind,
+                   r->ns ? r->ns : "", r->name ? r->name : "", resp->status, resp->err.msg);
     }
     if (r->kind == REQ_OBJ_STATUS) {
         if (resp->rc)
@@ -298,8 +322,10 @@ static void send_event(struct fair_ctl *c, const struct fair_kpod *p, const char
         return;
     r->ns = dup0(p->meta.namespace_);
     r->name = dup0(p->meta.name);
-    struct fair_kevent_ref ref = {.api_version = "v1", .kind = "Pod",
-                                  .namespace_ = p->meta.namespace_, .name = p->meta.name,
+    struct fair_kevent_ref ref = {.api_version = "v1",
+                                  .kind = "Pod",
+                                  .namespace_ = p->meta.namespace_,
+                                  .name = p->meta.name,
                                   .uid = p->meta.uid};
     if (fair_kclient_event(c->kc, &ref, type, reason, message, c->cfg->scheduler_name,
                            on_simple_done, r, &err)) {
@@ -329,12 +355,12 @@ static void patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int k
     r->ns = dup0(p->meta.namespace_);
     r->name = dup0(p->meta.name);
     fair_time_format_rfc3339(wall(c), ts, sizeof ts);
-    doc = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type", type,
-                    "status", status, "reason", reason, "message", message,
-                    "lastTransitionTime", ts);
+    doc =
+        json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type", type,
+                  "status", status, "reason", reason, "message", message, "lastTransitionTime", ts);
     body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    if (!body || fair_kpath(&path, &fair_kres_pods, p->meta.namespace_, p->meta.name, "status",
-                            &err)) {
+    if (!body ||
+        fair_kpath(&path, &fair_kres_pods, p->meta.namespace_, p->meta.name, "status", &err)) {
         req_free(r);
         goto out;
     }
@@ -354,8 +380,7 @@ out:
 /* Tells the owner of a pending pod why it waits: the PodScheduled=False
  * condition (only when its reason changes) and a FailedScheduling Event
  * (when the reason changes, or at most once per events.perPodInterval). */
-static int tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why,
-                        const char *message)
+static int tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why, const char *message)
 {
     int sent = 0;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_ensure(&c->pods, p->meta.uid);
@@ -397,8 +422,8 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
         return;
     }
     c->metrics.binds++;
-    FAIR_INFO(COMP, "msg=\"bound\" pod=%s/%s node=%s gpus=\"%s\" queue=%s", r->ns, r->name,
-              r->node, r->devices, r->queue);
+    FAIR_INFO(COMP, "msg=\"bound\" pod=%s/%s node=%s gpus=\"%s\" queue=%s", r->ns, r->name, r->node,
+              r->devices, r->queue);
     char msg[512];
     if (*r->devices)
         snprintf(msg, sizeof msg, "Bound %s/%s to node %s, GPUs %s (queue %s)", r->ns, r->name,
@@ -410,11 +435,18 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
     send_event(c, &tmp, "Normal", "Scheduled", msg);
     if (c->ledger && r->gpu_milli > 0 && c->leader_now) {
         struct fair_error err = {0};
-        struct fair_ledger_interval_info info = {
-            .uid = r->uid, .namespace_ = r->ns, .pod = r->name, .queue = r->queue,
-            .project = r->project, .team = r->team, .cost_center = r->cost_center,
-            .node = r->node, .gpu_model = r->gpu_model, .gpu_milli = r->gpu_milli,
-            .inquota_milli = r->inquota_milli, .start_ms = wall(c)};
+        struct fair_ledger_interval_info info = {.uid = r->uid,
+                                                 .namespace_ = r->ns,
+                                                 .pod = r->name,
+                                                 .queue = r->queue,
+                                                 .project = r->project,
+                                                 .team = r->team,
+                                                 .cost_center = r->cost_center,
+                                                 .node = r->node,
+                                                 .gpu_model = r->gpu_model,
+                                                 .gpu_milli = r->gpu_milli,
+                                                 .inquota_milli = r->inquota_milli,
+                                                 .start_ms = wall(c)};
         if (fair_ledger_interval_open(c->ledger, &info, &err))
             FAIR_WARN(COMP, "msg=\"ledger open failed\" pod=%s/%s err=\"%s\"", r->ns, r->name,
                       err.msg);
@@ -426,8 +458,7 @@ static void send_bind(struct fair_ctl *c, struct req *r)
 {
     struct fair_error err = {0};
     r->kind = REQ_BIND;
-    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, NULL, 0, on_bind_done, r,
-                          &err)) {
+    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, NULL, 0, on_bind_done, r, &err)) {
         FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
         fair_ctl_podmem_end(&c->pods, r->uid);
         req_free(r);
@@ -440,8 +471,9 @@ static void on_annotate_done(const struct fair_kresponse *resp, void *ctx)
     struct fair_ctl *c = r->c;
     if (resp->rc) {
         note_api_error(c, resp);
-        FAIR_WARN(COMP, "msg=\"gpu-devices annotation failed; not binding\" pod=%s/%s status=%ld "
-                        "err=\"%s\"",
+        FAIR_WARN(COMP,
+                  "msg=\"gpu-devices annotation failed; not binding\" pod=%s/%s status=%ld "
+                  "err=\"%s\"",
                   r->ns, r->name, resp->status, resp->err.msg);
         fair_ctl_podmem_end(&c->pods, r->uid);
         mark_dirty(c);
@@ -451,8 +483,8 @@ static void on_annotate_done(const struct fair_kresponse *resp, void *ctx)
     send_bind(c, r);
 }
 
-static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s, const struct fair_action *a,
-                    int64_t *queue_alloc)
+static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                    const struct fair_action *a, int64_t *queue_alloc)
 {
     const struct fair_pod *p = &s->snap.pods[a->pod];
     const struct fair_node *node = &s->snap.nodes[a->node];
@@ -468,8 +500,7 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s, const
     if (!r)
         goto fail;
     const struct fair_queue *q = p->queue >= 0 ? &s->snap.queues[p->queue] : NULL;
-    const struct fair_kproject *kproj =
-        q && q->project >= 0 ? s->kprojects[q->project] : NULL;
+    const struct fair_kproject *kproj = q && q->project >= 0 ? s->kprojects[q->project] : NULL;
     int64_t inq = 0;
     if (q) {
         int64_t room = q->q.guaranteed.v[FAIR_RES_GPU] - queue_alloc[p->queue];
@@ -504,8 +535,8 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s, const
     r->kind = REQ_ANNOTATE;
     if (fair_kclient_merge_patch(c->kc, &fair_kres_pods, p->namespace_, p->name, NULL, patch,
                                  on_annotate_done, r, &err)) {
-        FAIR_WARN(COMP, "msg=\"annotation not sent\" pod=%s/%s err=\"%s\"", p->namespace_,
-                  p->name, err.msg);
+        FAIR_WARN(COMP, "msg=\"annotation not sent\" pod=%s/%s err=\"%s\"", p->namespace_, p->name,
+                  err.msg);
         goto fail;
     }
     return;
@@ -523,8 +554,7 @@ static void send_eviction(struct fair_ctl *c, struct req *r)
     struct fair_error err = {0};
     r->kind = REQ_EVICT;
     if (fair_kclient_evict(c->kc, r->ns, r->name, on_evict_done, r, &err)) {
-        FAIR_WARN(COMP, "msg=\"eviction not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name,
-                  err.msg);
+        FAIR_WARN(COMP, "msg=\"eviction not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
         fair_ctl_podmem_end(&c->pods, r->uid);
         req_free(r);
     }
@@ -560,8 +590,9 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
         fair_ctl_podmem_end(&c->pods, r->uid);
         if (e)
             e->protect_until_ms = mono(c) + c->cfg->evict_backoff_ms;
-        FAIR_INFO(COMP, "msg=\"eviction refused by a PodDisruptionBudget; choosing another "
-                        "victim\" pod=%s/%s",
+        FAIR_INFO(COMP,
+                  "msg=\"eviction refused by a PodDisruptionBudget; choosing another "
+                  "victim\" pod=%s/%s",
                   r->ns, r->name);
         struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
         patch_condition(c, &tmp, REQ_UNMARK, "DisruptionTarget", "False", "EvictionBlocked",
@@ -573,8 +604,8 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
     if (resp->rc) {
         if (resp->rc != FAIR_ENOTFOUND)
             note_api_error(c, resp);
-        FAIR_WARN(COMP, "msg=\"eviction failed\" pod=%s/%s status=%ld err=\"%s\"", r->ns,
-                  r->name, resp->status, resp->err.msg);
+        FAIR_WARN(COMP, "msg=\"eviction failed\" pod=%s/%s status=%ld err=\"%s\"", r->ns, r->name,
+                  resp->status, resp->err.msg);
         fair_ctl_podmem_end(&c->pods, r->uid);
         mark_dirty(c);
         req_free(r);
@@ -640,8 +671,8 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     fair_buf_init(&path, 4096);
     fair_time_format_rfc3339(wall(c), ts, sizeof ts);
     json_t *doc = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
-                            "DisruptionTarget", "status", "True", "reason",
-                            "PreemptionByScheduler", "message", msg, "lastTransitionTime", ts);
+                            "DisruptionTarget", "status", "True", "reason", "PreemptionByScheduler",
+                            "message", msg, "lastTransitionTime", ts);
     char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     if (!body || fair_kpath(&path, &fair_kres_pods, p->namespace_, p->name, "status", &err) ||
         fair_kclient_request(c->kc, "PATCH", fair_buf_str(&path),
@@ -670,18 +701,22 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
                          const struct fair_share_status *fig, const struct fair_kquota *spec,
                          const char *invalid, const char *overcommit, int *budget)
 {
-    struct fair_ctl_status_input in = {
-        .kind = kind, .name = name, .generation = gen, .figures = fig,
-        .spec_guaranteed = spec->guaranteed, .now_ms = wall(c), .mono_ms = mono(c),
-        .min_interval_ms = c->cfg->status_interval_ms};
+    struct fair_ctl_status_input in = {.kind = kind,
+                                       .name = name,
+                                       .generation = gen,
+                                       .figures = fig,
+                                       .spec_guaranteed = spec->guaranteed,
+                                       .now_ms = wall(c),
+                                       .mono_ms = mono(c),
+                                       .min_interval_ms = c->cfg->status_interval_ms};
     in.conds[FAIR_CTL_COND_READY] = (struct fair_ctl_cond){
         !invalid, invalid ? "Invalid" : "Active",
         invalid ? "the spec cannot be used; see the Invalid condition" : "scheduling"};
     in.conds[FAIR_CTL_COND_INVALID] = (struct fair_ctl_cond){
         invalid != NULL, invalid ? "InvalidSpec" : "Valid", invalid ? invalid : ""};
-    in.conds[FAIR_CTL_COND_OVERCOMMITTED] = (struct fair_ctl_cond){
-        overcommit != NULL, overcommit ? "Overcommitted" : "WithinParent",
-        overcommit ? overcommit : ""};
+    in.conds[FAIR_CTL_COND_OVERCOMMITTED] =
+        (struct fair_ctl_cond){overcommit != NULL, overcommit ? "Overcommitted" : "WithinParent",
+                               overcommit ? overcommit : ""};
     char *patch = NULL;
     if (*budget <= 0)
         return;
@@ -695,8 +730,8 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
         fair_free(patch);
         return;
     }
-    const struct fair_kres *res = strcmp(kind, "Queue") == 0 ? &fair_kres_queues
-                                                              : &fair_kres_projects;
+    const struct fair_kres *res =
+        strcmp(kind, "Queue") == 0 ? &fair_kres_queues : &fair_kres_projects;
     if (fair_kclient_merge_patch(c->kc, res, NULL, name, "status", patch, on_simple_done, r,
                                  &err)) {
         fair_ctl_status_failed(&c->status, kind, name);
@@ -710,7 +745,8 @@ static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s
                            const struct fair_result *res)
 {
     int budget = MAX_STATUS_PER_CYCLE;
-    const struct fair_kproject *const *kp = (const struct fair_kproject *const *)c->arr[INF_PROJECTS];
+    const struct fair_kproject *const *kp =
+        (const struct fair_kproject *const *)c->arr[INF_PROJECTS];
     const struct fair_kqueue *const *kq = (const struct fair_kqueue *const *)c->arr[INF_QUEUES];
     for (size_t i = 0; i < s->ninput_projects; i++) {
         int32_t ix = s->project_index[i];
@@ -765,11 +801,17 @@ static void ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot 
         const struct fair_kproject *kproj = q->project >= 0 ? s->kprojects[q->project] : NULL;
         const struct fair_node *node = &s->snap.nodes[p->node];
         live[n++] = (struct fair_ledger_interval_info){
-            .uid = p->uid, .namespace_ = p->namespace_, .pod = p->name, .queue = q->q.name,
-            .project = q->project_name, .team = project_team(s, q->project),
+            .uid = p->uid,
+            .namespace_ = p->namespace_,
+            .pod = p->name,
+            .queue = q->q.name,
+            .project = q->project_name,
+            .team = project_team(s, q->project),
             .cost_center = kproj && kproj->cost_center ? kproj->cost_center : "",
-            .node = node->name, .gpu_model = node->gpu_model ? node->gpu_model : "",
-            .gpu_milli = p->request.v[FAIR_RES_GPU], .inquota_milli = 0,
+            .node = node->name,
+            .gpu_model = node->gpu_model ? node->gpu_model : "",
+            .gpu_milli = p->request.v[FAIR_RES_GPU],
+            .inquota_milli = 0,
             .start_ms = p->started_ms ? p->started_ms : wall(c)};
     }
     size_t closed = 0, opened = 0;
@@ -795,11 +837,14 @@ static void ledger_sample(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
         const struct fair_queue *q = &s->snap.queues[i];
         const struct fair_share_status *f = &res->queues[i];
         int64_t pend = f->demand.v[FAIR_RES_GPU] - f->allocated.v[FAIR_RES_GPU];
-        rows[i] = (struct fair_ledger_sample_row){
-            .queue = q->q.name, .project = q->project_name, .team = project_team(s, q->project),
-            .allocated = f->allocated.v[FAIR_RES_GPU], .guaranteed = f->guaranteed.v[FAIR_RES_GPU],
-            .fair_share = f->fair_share.v[FAIR_RES_GPU], .pending = pend > 0 ? pend : 0,
-            .lent = -1};
+        rows[i] = (struct fair_ledger_sample_row){.queue = q->q.name,
+                                                  .project = q->project_name,
+                                                  .team = project_team(s, q->project),
+                                                  .allocated = f->allocated.v[FAIR_RES_GPU],
+                                                  .guaranteed = f->guaranteed.v[FAIR_RES_GPU],
+                                                  .fair_share = f->fair_share.v[FAIR_RES_GPU],
+                                                  .pending = pend > 0 ? pend : 0,
+                                                  .lent = -1};
     }
     if (fair_ledger_sample(c->ledger, now, rows, s->snap.nqueues, &err))
         FAIR_WARN(COMP, "msg=\"ledger sample failed\" err=\"%s\"", err.msg);
@@ -878,13 +923,18 @@ static void run_cycle(struct fair_ctl *c)
             goto out;
     fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms);
     struct fair_ctl_snapshot_input in = {
-        .scheduler_name = c->cfg->scheduler_name, .now_ms = wall(c),
-        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES], .nnodes = n[INF_NODES],
+        .scheduler_name = c->cfg->scheduler_name,
+        .now_ms = wall(c),
+        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
+        .nnodes = n[INF_NODES],
         .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
         .nprojects = n[INF_PROJECTS],
-        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES], .nqueues = n[INF_QUEUES],
-        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS], .npods = n[INF_PODS],
-        .overlay = overlay, .overlay_ctx = c};
+        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
+        .nqueues = n[INF_QUEUES],
+        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
+        .npods = n[INF_PODS],
+        .overlay = overlay,
+        .overlay_ctx = c};
     if (fair_ctl_snapshot_build(&in, &s, &err)) {
         FAIR_ERROR(COMP, "msg=\"snapshot failed\" err=\"%s\"", err.msg);
         goto out;
@@ -909,12 +959,16 @@ static void run_cycle(struct fair_ctl *c)
         goto out;
     for (size_t i = 0; i < s.snap.nqueues; i++)
         queue_alloc[i] = res.queues[i].allocated.v[FAIR_RES_GPU];
-    size_t binds = 0, evicts = 0;
+    size_t binds = 0, evicts = 0, deferred = 0;
     for (size_t i = 0; i < res.nactions; i++) {
         const struct fair_action *a = &res.actions[i];
         if (a->pod < 0 || (size_t)a->pod >= s.snap.npods)
             continue;
         if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes) {
+            if (c->binds_in_flight >= MAX_BINDS_IN_FLIGHT) {
+                deferred++;
+                continue;
+            }
             do_bind(c, &s, a, queue_alloc);
             binds++;
         } else if (a->kind == FAIR_ACTION_EVICT) {
@@ -932,21 +986,20 @@ static void run_cycle(struct fair_ctl *c)
             continue;
         int why = fair_ctl_effective_why(&s, &res, i);
         pending++;
-        if (told >= MAX_TELLS_PER_CYCLE)
+        if (told >= MAX_TELLS_PER_CYCLE || c->nreqs >= MAX_REQS_OUTSTANDING)
             continue;
         fair_ctl_pending_message(&s, &res, i, msg, sizeof msg);
         told += tell_pending(c, s.kpods[i], why, msg);
     }
     for (size_t i = 0; i < s.nrejected; i++) {
         pending++;
-        if (told >= MAX_TELLS_PER_CYCLE)
+        if (told >= MAX_TELLS_PER_CYCLE || c->nreqs >= MAX_REQS_OUTSTANDING)
             continue;
         fair_ctl_rejected_message(&s.rejected[i], msg, sizeof msg);
-        told += tell_pending(c, s.rejected[i].pod, FAIR_CTL_WHY_CTL + (int)s.rejected[i].reason,
-                             msg);
+        told +=
+            tell_pending(c, s.rejected[i].pod, FAIR_CTL_WHY_CTL + (int)s.rejected[i].reason, msg);
     }
-    if (told >= MAX_TELLS_PER_CYCLE)
-        arm_cycle(c, c->cfg->cycle_min_interval_ms); /* the rest next time */
+    c->more_work = told >= MAX_TELLS_PER_CYCLE || deferred > 0; /* the rest next time */
 
     write_statuses(c, &s, &res);
     if (c->ledger)
@@ -971,12 +1024,13 @@ static void run_cycle(struct fair_ctl *c)
     if (fair_log_get_level() <= FAIR_LOG_DEBUG) {
         struct timespec ts_end;
         clock_gettime(CLOCK_MONOTONIC, &ts_end);
-#define MS(a, b) ((double)((b).tv_sec - (a).tv_sec) * 1e3 + (double)((b).tv_nsec - (a).tv_nsec) / 1e6)
+#define MS(a, b)                                                                                   \
+    ((double)((b).tv_sec - (a).tv_sec) * 1e3 + (double)((b).tv_nsec - (a).tv_nsec) / 1e6)
         FAIR_DEBUG(COMP,
-                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu evictions=%zu snapshot_ms=%.2f "
-                   "engine_ms=%.2f rest_ms=%.2f",
-                   s.snap.npods, pending, binds, evicts, MS(ts0, ts_snap), MS(ts_snap, ts_eng),
-                   MS(ts_eng, ts_end));
+                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu deferred=%zu evictions=%zu "
+                   "snapshot_ms=%.2f engine_ms=%.2f rest_ms=%.2f",
+                   s.snap.npods, pending, binds, deferred, evicts, MS(ts0, ts_snap),
+                   MS(ts_snap, ts_eng), MS(ts_eng, ts_end));
 #undef MS
     }
 out:
@@ -1010,6 +1064,11 @@ static void on_cycle_timer(evutil_socket_t fd, short what, void *arg)
         run_cycle(c);
     c->last_cycle_ms = mono(c);
     c->last_cycle_cost_ms = c->last_cycle_ms - t0;
+    if (c->more_work) {
+        c->more_work = false;
+        int64_t gap = c->cfg->cycle_min_interval_ms;
+        arm_cycle(c, c->last_cycle_cost_ms > gap ? c->last_cycle_cost_ms : gap);
+    }
     arm_cycle(c, c->cfg->cycle_interval_ms);
 }
 
@@ -1126,8 +1185,10 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
     };
     for (int i = 0; i < INF_COUNT; i++) {
         struct fair_informer_options io = {.res = kinds[i].res, .type = kinds[i].type};
-        struct fair_informer_handlers h = {.on_add = on_add, .on_update = on_update,
-                                           .on_delete = on_delete, .on_synced = on_synced,
+        struct fair_informer_handlers h = {.on_add = on_add,
+                                           .on_update = on_update,
+                                           .on_delete = on_delete,
+                                           .on_synced = on_synced,
                                            .ctx = c};
         if (i == INF_PODS) {
             h.on_update = on_pod_update;
@@ -1144,7 +1205,8 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
                                          .renew_deadline_ms = c->cfg->renew_deadline_ms,
                                          .retry_ms = c->cfg->retry_period_ms};
         struct fair_leader_callbacks cb = {.on_started_leading = on_started_leading,
-                                           .on_stopped_leading = on_stopped_leading, .ctx = c};
+                                           .on_stopped_leading = on_stopped_leading,
+                                           .ctx = c};
         if ((rc = fair_leader_new(c->kc, &lo, &cb, &c->leader, err)))
             goto out;
     }
@@ -1167,7 +1229,8 @@ int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
         if ((rc = fair_ledger_open(&lo, &c->ledger, err)))
             return rc;
         int64_t ms = c->cfg->ledger_flush_ms;
-        struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+        struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                             .tv_usec = (suseconds_t)(ms % 1000) * 1000};
         event_add(c->flush_ev, &tv);
     }
     for (int i = 0; i < INF_COUNT; i++)

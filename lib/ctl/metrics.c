@@ -105,10 +105,10 @@ static const struct gauge gauges[] = {
 int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o)
 {
     int rc = 0;
-#define P(...)                                          \
-    do {                                                \
-        if ((rc = fair_buf_appendf(o, __VA_ARGS__)))    \
-            return rc;                                  \
+#define P(...)                                                                                     \
+    do {                                                                                           \
+        if ((rc = fair_buf_appendf(o, __VA_ARGS__)))                                               \
+            return rc;                                                                             \
     } while (0)
     for (size_t g = 0; g < sizeof gauges / sizeof gauges[0]; g++) {
         P("# HELP %s %s\n# TYPE %s gauge\n", gauges[g].name, gauges[g].help, gauges[g].name);
@@ -116,18 +116,32 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
             const struct fair_share_status *f = &m->queues[i].figures;
             double v = 0;
             switch (gauges[g].what) {
-            case 0: v = gpus(f->guaranteed.v[FAIR_RES_GPU]); break;
-            case 1: v = gpus(f->fair_share.v[FAIR_RES_GPU]); break;
-            case 2: v = gpus(f->allocated.v[FAIR_RES_GPU]); break;
-            case 3: v = gpus(f->borrowed.v[FAIR_RES_GPU]); break;
-            case 4: v = gpus(f->lent.v[FAIR_RES_GPU]); break;
+            case 0:
+                v = gpus(f->guaranteed.v[FAIR_RES_GPU]);
+                break;
+            case 1:
+                v = gpus(f->fair_share.v[FAIR_RES_GPU]);
+                break;
+            case 2:
+                v = gpus(f->allocated.v[FAIR_RES_GPU]);
+                break;
+            case 3:
+                v = gpus(f->borrowed.v[FAIR_RES_GPU]);
+                break;
+            case 4:
+                v = gpus(f->lent.v[FAIR_RES_GPU]);
+                break;
             case 5: {
                 int64_t d = f->demand.v[FAIR_RES_GPU] - f->allocated.v[FAIR_RES_GPU];
                 v = gpus(d > 0 ? d : 0);
                 break;
             }
-            case 6: v = f->pending_pods; break;
-            case 7: v = f->running_pods; break;
+            case 6:
+                v = f->pending_pods;
+                break;
+            case 7:
+                v = f->running_pods;
+                break;
             }
             P("%s{queue=\"%s\",project=\"%s\"} %g\n", gauges[g].name, m->queues[i].queue,
               m->queues[i].project, v);

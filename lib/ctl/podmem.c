@@ -31,8 +31,7 @@ void fair_ctl_podmem_release(struct fair_ctl_podmem *m)
     memset(m, 0, sizeof *m);
 }
 
-struct fair_ctl_podmem_entry *fair_ctl_podmem_get(const struct fair_ctl_podmem *m,
-                                                  const char *uid)
+struct fair_ctl_podmem_entry *fair_ctl_podmem_get(const struct fair_ctl_podmem *m, const char *uid)
 {
     int32_t i = fair_ctl_index_get(&m->by_uid, uid);
     return i < 0 ? NULL : m->v[i];

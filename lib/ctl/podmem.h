@@ -31,15 +31,15 @@ enum fair_ctl_op { FAIR_CTL_OP_NONE = 0, FAIR_CTL_OP_BINDING, FAIR_CTL_OP_EVICTI
 struct fair_ctl_podmem_entry {
     char *uid;
     enum fair_ctl_op op;
-    char *op_node;          /* BINDING: the target node */
-    uint64_t op_devices;    /* BINDING: the devices given */
-    int64_t op_start_ms;    /* monotonic */
+    char *op_node;            /* BINDING: the target node */
+    uint64_t op_devices;      /* BINDING: the devices given */
+    int64_t op_start_ms;      /* monotonic */
     int64_t protect_until_ms; /* monotonic; 0: not protected */
-    int last_event_why;     /* FAIR_CTL_WHY_* of the last Event; -1: none */
-    int64_t last_event_ms;  /* monotonic */
-    int last_cond_why;      /* FAIR_CTL_WHY_* of the last condition written; -1 */
+    int last_event_why;       /* FAIR_CTL_WHY_* of the last Event; -1: none */
+    int64_t last_event_ms;    /* monotonic */
+    int last_cond_why;        /* FAIR_CTL_WHY_* of the last condition written; -1 */
     int64_t last_cond_ms;
-    bool ledger_open;       /* an interval is open in the ledger */
+    bool ledger_open; /* an interval is open in the ledger */
 };
 
 struct fair_ctl_podmem {
@@ -53,8 +53,7 @@ void fair_ctl_podmem_init(struct fair_ctl_podmem *m);
 void fair_ctl_podmem_release(struct fair_ctl_podmem *m);
 
 /* The entry of uid, or NULL. Borrowed. */
-struct fair_ctl_podmem_entry *fair_ctl_podmem_get(const struct fair_ctl_podmem *m,
-                                                  const char *uid);
+struct fair_ctl_podmem_entry *fair_ctl_podmem_get(const struct fair_ctl_podmem *m, const char *uid);
 /* The entry of uid, created when absent. NULL on FAIR_ENOMEM/ERANGE. */
 struct fair_ctl_podmem_entry *fair_ctl_podmem_ensure(struct fair_ctl_podmem *m, const char *uid);
 /* Starts an operation (node copied; may be NULL). Returns FAIR_EBUSY when

@@ -11,26 +11,42 @@ const char *fair_ctl_why_reason(int why)
 {
     if (why >= FAIR_CTL_WHY_CTL) {
         switch ((enum fair_ctl_reason)(why - FAIR_CTL_WHY_CTL)) {
-        case FAIR_CTL_REASON_UNKNOWN_QUEUE: return "UnknownQueue";
-        case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED: return "NamespaceNotAllowed";
-        case FAIR_CTL_REASON_INVALID_QUEUE: return "InvalidQueue";
-        case FAIR_CTL_REASON_BAD_POD: return "InvalidPod";
-        case FAIR_CTL_REASON_NONE: break;
+        case FAIR_CTL_REASON_UNKNOWN_QUEUE:
+            return "UnknownQueue";
+        case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED:
+            return "NamespaceNotAllowed";
+        case FAIR_CTL_REASON_INVALID_QUEUE:
+            return "InvalidQueue";
+        case FAIR_CTL_REASON_BAD_POD:
+            return "InvalidPod";
+        case FAIR_CTL_REASON_NONE:
+            break;
         }
         return "Unschedulable";
     }
     switch ((enum fair_pending_reason)why) {
-    case FAIR_PENDING_NONE: return "Scheduled";
-    case FAIR_PENDING_UNKNOWN_QUEUE: return "UnknownQueue";
-    case FAIR_PENDING_INVALID_QUEUE: return "InvalidQueue";
-    case FAIR_PENDING_OVER_LIMIT: return "OverLimit";
-    case FAIR_PENDING_OVER_GUARANTEE: return "OverGuarantee";
-    case FAIR_PENDING_WAITING_RECLAIM: return "WaitingForReclaim";
-    case FAIR_PENDING_NO_NODE_FITS: return "NoNodeFits";
-    case FAIR_PENDING_GANG_INCOMPLETE: return "GangIncomplete";
-    case FAIR_PENDING_GANG_NO_FIT: return "GangDoesNotFit";
-    case FAIR_PENDING_FAIR_SHARE: return "FairShare";
-    case FAIR_PENDING_INVALID_POD: return "InvalidPod";
+    case FAIR_PENDING_NONE:
+        return "Scheduled";
+    case FAIR_PENDING_UNKNOWN_QUEUE:
+        return "UnknownQueue";
+    case FAIR_PENDING_INVALID_QUEUE:
+        return "InvalidQueue";
+    case FAIR_PENDING_OVER_LIMIT:
+        return "OverLimit";
+    case FAIR_PENDING_OVER_GUARANTEE:
+        return "OverGuarantee";
+    case FAIR_PENDING_WAITING_RECLAIM:
+        return "WaitingForReclaim";
+    case FAIR_PENDING_NO_NODE_FITS:
+        return "NoNodeFits";
+    case FAIR_PENDING_GANG_INCOMPLETE:
+        return "GangIncomplete";
+    case FAIR_PENDING_GANG_NO_FIT:
+        return "GangDoesNotFit";
+    case FAIR_PENDING_FAIR_SHARE:
+        return "FairShare";
+    case FAIR_PENDING_INVALID_POD:
+        return "InvalidPod";
     }
     return "Unschedulable";
 }
@@ -196,11 +212,20 @@ void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, si
 {
     const char *head = "cannot be scheduled";
     switch (rj->reason) {
-    case FAIR_CTL_REASON_UNKNOWN_QUEUE: head = "unknown queue"; break;
-    case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED: head = "namespace not allowed"; break;
-    case FAIR_CTL_REASON_INVALID_QUEUE: head = "invalid queue"; break;
-    case FAIR_CTL_REASON_BAD_POD: head = "invalid pod"; break;
-    case FAIR_CTL_REASON_NONE: break;
+    case FAIR_CTL_REASON_UNKNOWN_QUEUE:
+        head = "unknown queue";
+        break;
+    case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED:
+        head = "namespace not allowed";
+        break;
+    case FAIR_CTL_REASON_INVALID_QUEUE:
+        head = "invalid queue";
+        break;
+    case FAIR_CTL_REASON_BAD_POD:
+        head = "invalid pod";
+        break;
+    case FAIR_CTL_REASON_NONE:
+        break;
     }
     snprintf(out, n, "%s: %s", head, rj->message);
 }

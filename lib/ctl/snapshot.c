@@ -12,11 +12,16 @@
 const char *fair_ctl_reason_str(enum fair_ctl_reason r)
 {
     switch (r) {
-    case FAIR_CTL_REASON_NONE: return "None";
-    case FAIR_CTL_REASON_UNKNOWN_QUEUE: return "UnknownQueue";
-    case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED: return "NamespaceNotAllowed";
-    case FAIR_CTL_REASON_INVALID_QUEUE: return "InvalidQueue";
-    case FAIR_CTL_REASON_BAD_POD: return "InvalidPod";
+    case FAIR_CTL_REASON_NONE:
+        return "None";
+    case FAIR_CTL_REASON_UNKNOWN_QUEUE:
+        return "UnknownQueue";
+    case FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED:
+        return "NamespaceNotAllowed";
+    case FAIR_CTL_REASON_INVALID_QUEUE:
+        return "InvalidQueue";
+    case FAIR_CTL_REASON_BAD_POD:
+        return "InvalidPod";
     }
     return "?";
 }
@@ -284,8 +289,8 @@ static int assign_devices(struct fair_ctl_snapshot *s, const bool *unknown)
     return 0;
 }
 
-int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
-                            struct fair_ctl_snapshot *out, struct fair_error *err)
+int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fair_ctl_snapshot *out,
+                            struct fair_error *err)
 {
     struct build b = {.in = in, .out = out};
     bool *unknown = NULL;
@@ -312,9 +317,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
     out->pods = fair_calloc(npod ? npod : 1, sizeof *out->pods);
     out->kpods = fair_calloc(npod ? npod : 1, sizeof *out->kpods);
     unknown = fair_calloc(npod ? npod : 1, sizeof *unknown);
-    if (!out->nodes || !out->knodes || !out->projects || !out->kprojects ||
-        !out->project_index || !out->project_problem || !out->queues || !out->kqueues ||
-        !out->queue_index || !out->queue_problem || !out->pods || !out->kpods || !unknown) {
+    if (!out->nodes || !out->knodes || !out->projects || !out->kprojects || !out->project_index ||
+        !out->project_problem || !out->queues || !out->kqueues || !out->queue_index ||
+        !out->queue_problem || !out->pods || !out->kpods || !unknown) {
         rc = FAIR_ENOMEM;
         goto out;
     }
@@ -330,7 +335,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
         struct fair_node *n = &out->nodes[n_out];
         n->name = k->meta.name;
         n->gpu_model = k->gpu_model;
-        n->gpu_count = k->gpu_count < 0 ? 0
+        n->gpu_count = k->gpu_count < 0                        ? 0
                        : k->gpu_count > FAIR_MAX_GPUS_PER_NODE ? FAIR_MAX_GPUS_PER_NODE
                                                                : k->gpu_count;
         n->allocatable = k->allocatable;
@@ -477,7 +482,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
         } else if (ours) {
             if (pod_gpu(k, &gpu, msg, sizeof msg))
                 gpu = k->request.v[FAIR_RES_GPU] > 0 ? k->request.v[FAIR_RES_GPU]
-                                                      : k->gpu_fraction_milli;
+                                                     : k->gpu_fraction_milli;
             queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
         }
         int32_t node_idx = -1;
@@ -513,7 +518,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
             uint64_t mask = 0;
             if (ov.kind == FAIR_CTL_OVERLAY_BINDING && !(k->node_name && *k->node_name)) {
                 mask = ov.gpu_devices;
-            } else if (gpu > 0 && k->gpu_devices && fair_ctl_parse_devices(k->gpu_devices, &mask) == 0) {
+            } else if (gpu > 0 && k->gpu_devices &&
+                       fair_ctl_parse_devices(k->gpu_devices, &mask) == 0) {
                 /* annotated by us */
             } else if (gpu > 0) {
                 unknown[pod_out] = true;

@@ -41,10 +41,10 @@
 /* Reasons the controller finds before the engine runs. */
 enum fair_ctl_reason {
     FAIR_CTL_REASON_NONE = 0,
-    FAIR_CTL_REASON_UNKNOWN_QUEUE,       /* no such queue, or none named */
+    FAIR_CTL_REASON_UNKNOWN_QUEUE,         /* no such queue, or none named */
     FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED, /* isolation */
-    FAIR_CTL_REASON_INVALID_QUEUE,       /* the queue or its project is invalid */
-    FAIR_CTL_REASON_BAD_POD,             /* bad annotation or request */
+    FAIR_CTL_REASON_INVALID_QUEUE,         /* the queue or its project is invalid */
+    FAIR_CTL_REASON_BAD_POD,               /* bad annotation or request */
 };
 
 /* Overlay of one pod, found by UID through the lookup callback. */
@@ -118,8 +118,8 @@ struct fair_ctl_snapshot {
 
 /* Builds *out (caller storage; zeroed first). Returns 0 or FAIR_ENOMEM /
  * FAIR_ERANGE; on failure *out is released. */
-int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in,
-                            struct fair_ctl_snapshot *out, struct fair_error *err);
+int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fair_ctl_snapshot *out,
+                            struct fair_error *err);
 
 void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s);
 

@@ -113,15 +113,15 @@ int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ct
         const struct fair_ctl_cond *cd = &in->conds[c];
         bool st = cd->status;
         /* A condition keeps its transition time while its status holds. */
-        int64_t since = e->cond_known[c] && e->cond_status[c] == st ? e->cond_since_ms[c]
-                                                                    : in->now_ms;
+        int64_t since =
+            e->cond_known[c] && e->cond_status[c] == st ? e->cond_since_ms[c] : in->now_ms;
         char ts[40];
         fair_time_format_rfc3339(since, ts, sizeof ts);
-        json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s}", "type", cond_names[c], "status",
-                              st ? "True" : "False", "observedGeneration",
-                              (json_int_t)in->generation, "lastTransitionTime", ts, "reason",
-                              cd->reason ? cd->reason : "Unknown", "message",
-                              cd->message ? cd->message : "");
+        json_t *o =
+            json_pack("{s:s, s:s, s:I, s:s, s:s, s:s}", "type", cond_names[c], "status",
+                      st ? "True" : "False", "observedGeneration", (json_int_t)in->generation,
+                      "lastTransitionTime", ts, "reason", cd->reason ? cd->reason : "Unknown",
+                      "message", cd->message ? cd->message : "");
         if (!o || json_array_append_new(conds, o)) {
             rc = FAIR_ENOMEM;
             goto out;

@@ -18,8 +18,12 @@
 #include "ctl/index.h"
 #include "engine/engine.h"
 
-enum fair_ctl_cond_type { FAIR_CTL_COND_READY, FAIR_CTL_COND_INVALID, FAIR_CTL_COND_OVERCOMMITTED,
-                          FAIR_CTL_COND_COUNT };
+enum fair_ctl_cond_type {
+    FAIR_CTL_COND_READY,
+    FAIR_CTL_COND_INVALID,
+    FAIR_CTL_COND_OVERCOMMITTED,
+    FAIR_CTL_COND_COUNT
+};
 
 struct fair_ctl_cond {
     bool status; /* True / False */
@@ -28,8 +32,8 @@ struct fair_ctl_cond {
 };
 
 struct fair_ctl_status_entry {
-    char *key;       /* "Queue/name" or "Project/name" */
-    char *last_text; /* status JSON last written; NULL: never */
+    char *key;             /* "Queue/name" or "Project/name" */
+    char *last_text;       /* status JSON last written; NULL: never */
     int64_t last_write_ms; /* monotonic */
     bool cond_known[FAIR_CTL_COND_COUNT];
     bool cond_status[FAIR_CTL_COND_COUNT];

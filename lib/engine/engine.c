@@ -64,6 +64,8 @@ struct acct {
     size_t first, count, cursor; /* queues: pending pods in e->order */
     int32_t minvprio;            /* queues: lowest priority of a victim */
     bool has_victim;
+    bool blocked;       /* damped cycle: a pod found no room ... */
+    int32_t block_prio; /* ... at this priority: lower ones wait */
     /* Smallest unconstrained request a victim search failed for, per mode:
      * bigger ones are not searched again this cycle. */
     struct fail_entry fail[2][FAIL_ENTRIES];
@@ -116,6 +118,9 @@ struct eng {
     int searches;
     /* A wave of evictions is still terminating: take no new victims. */
     bool damp;
+    /* A pod owed room (its guarantee) got none this cycle: pass 2 hands
+     * out nothing above fair share, or it would be reclaimed next cycle. */
+    bool starved;
 };
 
 static void *eng_calloc(struct eng *e, size_t n, size_t size)
@@ -885,12 +890,24 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             *reason = (uint8_t)why;
             return 0;
         }
+        struct acct *q = &e->q[p->queue];
+        if (pass == 1 && q->blocked && p->priority < q->block_prio) {
+            /* The room may be the higher-priority pod's once the wave is
+             * gone: taking it now would only get this pod preempted. */
+            *reason = FAIR_PENDING_NO_NODE_FITS;
+            e->pflags[pi] |= PF_NOFIT;
+            return 0;
+        }
         uint64_t mask = 0;
         int32_t rank = fair_place_find(&e->pl, p, &p->request, pass == 2, &mask);
         if (rank < 0) {
             if (pass == 1) {
                 *reason = FAIR_PENDING_NO_NODE_FITS;
                 e->pflags[pi] |= PF_NOFIT;
+                if (e->damp && (!q->blocked || p->priority > q->block_prio)) {
+                    q->blocked = true;
+                    q->block_prio = p->priority;
+                }
             }
             return 0;
         }
@@ -1524,6 +1541,7 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     }
     if (j == g->count)
         return 0;
+    e->starved = true;
     /* Undo, latest first: each member's reservation, then its victims. */
     int32_t cur = -1;
     for (size_t k = e->res->nactions; k-- > nact;) {
@@ -1550,16 +1568,13 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     return 0;
 }
 
-static int reclaim_phase(struct eng *e)
+/* One wave at a time: while pods that look like earlier victims are
+ * still terminating (preemptible pods of a queue above its fair share, or
+ * below a higher-priority pod waiting in their queue), no new victim is
+ * taken. Other deletions (finished work) do not hold it. */
+static void compute_damp(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
-    int rc = build_victims(e);
-    if (rc)
-        return rc;
-    /* One wave at a time: while pods that look like earlier victims are
-     * still terminating (preemptible pods of a queue above its fair share,
-     * or below a higher-priority pod waiting in their queue), no new
-     * victim is taken. Other deletions (finished work) do not hold it. */
     for (size_t i = 0; i < s->npods && !e->damp; i++) {
         const struct fair_pod *p = &s->pods[i];
         if (p->state != FAIR_POD_BOUND || !p->terminating || !p->preemptible ||
@@ -1573,6 +1588,33 @@ static int reclaim_phase(struct eng *e)
         if (q->count && s->pods[e->order[q->first]].priority > p->priority)
             e->damp = true;
     }
+}
+
+/* Whether pod would fit on some node if that node were empty. */
+static bool could_fit(const struct eng *e, const struct fair_pod *p)
+{
+    for (size_t r = 0; r < e->pl.nnodes; r++) {
+        const struct fair_node *n = &e->s->nodes[e->pl.nodes[r].idx];
+        bool room = true;
+        for (int k = 0; k < NRES; k++)
+            if (n->allocatable.v[k] < p->request.v[k])
+                room = false;
+        if (room && p->request.v[GPU] >= FAIR_GPU_DEVICE_MILLI &&
+            p->request.v[GPU] / FAIR_GPU_DEVICE_MILLI > n->gpu_count)
+            room = false;
+        if (room && fair_place_static_ok(&e->pl, (int32_t)r, p))
+            return true;
+    }
+    return false;
+}
+
+static int reclaim_phase(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    int rc = build_victims(e);
+    if (rc)
+        return rc;
+
     /* Queues in admission order at the start of the phase. */
     heap_build(e);
     while (e->nheap) {
@@ -1605,6 +1647,8 @@ static int reclaim_phase(struct eng *e)
                 rc = search_for(e, &sr, &found);
                 if (rc)
                     return rc;
+                if (!found && !e->starved && could_fit(e, p))
+                    e->starved = true;
             }
             if (found || !q->has_victim || q->minvprio >= p->priority)
                 continue;
@@ -1811,6 +1855,7 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     rc = build_order(&e);
     if (rc)
         goto nomem;
+    compute_damp(&e);
     rc = run_pass(&e, 1);
     if (rc)
         goto nomem;
@@ -1818,9 +1863,11 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     if (rc)
         goto nomem;
     fair_place_forget(&e.pl);
-    rc = run_pass(&e, 2);
-    if (rc)
-        goto nomem;
+    if (!e.starved) {
+        rc = run_pass(&e, 2);
+        if (rc)
+            goto nomem;
+    }
     rc = figures(&e);
     if (rc)
         goto nomem;

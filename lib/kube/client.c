@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -125,8 +126,8 @@ static void socket_action(struct fair_kclient *c, curl_socket_t fd, int action)
 static void on_socket_event(evutil_socket_t fd, short kind, void *arg)
 {
     struct fair_kclient *c = arg;
-    int action = ((kind & EV_READ) ? CURL_CSELECT_IN : 0) |
-                 ((kind & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    int action =
+        ((kind & EV_READ) ? CURL_CSELECT_IN : 0) | ((kind & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     socket_action(c, fd, action);
 }
 
@@ -367,11 +368,13 @@ static int start_transfer(struct fair_kreq *r)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->opt.connect_timeout_ms);
-    if (!r->watch)
+    if (!r->watch) {
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->opt.request_timeout_ms);
-    else /* a stalled watch (no bytes, not even bookmarks) is dropped */
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L),
-            curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 660L);
+    } else {
+        /* A stalled watch (no bytes, not even bookmarks) is dropped. */
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 660L);
+    }
     if (!strcmp(r->method, "GET")) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else {
@@ -475,8 +478,8 @@ static void complete(struct fair_kreq *r, CURLcode cc)
                                      "TLS to %s failed: %s (check the CA of %s)", c->cfg.server,
                                      detail, c->cfg.source ? c->cfg.source : "the configuration");
         } else if (cc == CURLE_OPERATION_TIMEDOUT) {
-            resp.rc = fair_error_set(&resp.err, FAIR_ETIMEDOUT, "%s %s: timed out: %s",
-                                     r->method, r->url, detail);
+            resp.rc = fair_error_set(&resp.err, FAIR_ETIMEDOUT, "%s %s: timed out: %s", r->method,
+                                     r->url, detail);
         } else if (r->watch && resp.status == 200 &&
                    (cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR ||
                     cc == CURLE_HTTP2_STREAM || cc == CURLE_HTTP2 || cc == CURLE_GOT_NOTHING)) {
@@ -485,8 +488,7 @@ static void complete(struct fair_kreq *r, CURLcode cc)
             resp.rc = fair_error_set(&resp.err, FAIR_EIO, "%s %s: stream cut: %s", r->method,
                                      r->url, detail);
         } else {
-            resp.rc = fair_error_set(&resp.err, FAIR_EHTTP, "%s %s: %s", r->method, r->url,
-                                     detail);
+            resp.rc = fair_error_set(&resp.err, FAIR_EHTTP, "%s %s: %s", r->method, r->url, detail);
         }
     } else {
         resp.rc = fair_khttp_code(resp.status);
@@ -775,8 +777,8 @@ static int send_res(struct fair_kclient *c, const char *method, const struct fai
     fair_buf_init(&p, 8192);
     int rc = fair_kpath(&p, r, ns, name, sub, err);
     if (!rc)
-        rc = fair_kclient_request(c, method, fair_buf_str(&p), ctype, body,
-                                  body ? strlen(body) : 0, flags, cb, ctx, NULL, err);
+        rc = fair_kclient_request(c, method, fair_buf_str(&p), ctype, body, body ? strlen(body) : 0,
+                                  flags, cb, ctx, NULL, err);
     fair_buf_release(&p);
     return rc;
 }
@@ -806,7 +808,7 @@ int fair_kclient_list(struct fair_kclient *c, const struct fair_kres *r, const c
         /* The list's own fields and a Status' stay whole; items are
          * filtered like watch events. */
         static const char *const whole[] = {"kind", "apiVersion", "metadata",
-                                            "code", "reason", "message"};
+                                            "code", "reason",     "message"};
         for (size_t i = 0; i < 6; i++)
             req->list_filter[i] = (struct fair_jfield){whole[i], NULL};
         req->list_filter[6] = (struct fair_jfield){"items", opts->filter};
@@ -835,8 +837,8 @@ int fair_kclient_merge_patch(struct fair_kclient *c, const struct fair_kres *r, 
                              const char *name, const char *sub, const char *patch,
                              fair_kclient_cb cb, void *ctx, struct fair_error *err)
 {
-    return send_res(c, "PATCH", r, ns, name, sub, "application/merge-patch+json", patch, 0, cb,
-                    ctx, err);
+    return send_res(c, "PATCH", r, ns, name, sub, "application/merge-patch+json", patch, 0, cb, ctx,
+                    err);
 }
 
 int fair_kclient_delete(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
@@ -872,18 +874,18 @@ int fair_kclient_bind(struct fair_kclient *c, const char *ns, const char *pod, c
             json_object_set_new(a, kv[2 * i], json_string(kv[2 * i + 1]));
         json_object_set_new(md, "annotations", a);
     }
-    json_t *b = md ? json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind",
-                               "Binding", "metadata", md, "target", "apiVersion", "v1", "kind",
-                               "Node", "name", node)
-                   : NULL;
+    json_t *b =
+        md ? json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Binding",
+                       "metadata", md, "target", "apiVersion", "v1", "kind", "Node", "name", node)
+           : NULL;
     return send_json_take(c, "POST", &fair_kres_pods, ns, pod, "binding", b, 0, cb, ctx, err);
 }
 
-int fair_kclient_evict(struct fair_kclient *c, const char *ns, const char *pod,
-                       fair_kclient_cb cb, void *ctx, struct fair_error *err)
+int fair_kclient_evict(struct fair_kclient *c, const char *ns, const char *pod, fair_kclient_cb cb,
+                       void *ctx, struct fair_error *err)
 {
-    json_t *b = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "policy/v1", "kind",
-                          "Eviction", "metadata", "name", pod, "namespace", ns);
+    json_t *b = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "policy/v1", "kind", "Eviction",
+                          "metadata", "name", pod, "namespace", ns);
     return send_json_take(c, "POST", &fair_kres_pods, ns, pod, "eviction", b,
                           FAIR_KREQ_NO_RETRY_429, cb, ctx, err);
 }
@@ -905,14 +907,14 @@ int fair_kclient_event(struct fair_kclient *c, const struct fair_kevent_ref *o, 
     /* Event messages are capped by the API server at 1 KiB. */
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", message ? message : "");
-    json_t *b = inv ? json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:{s:s}, s:s, "
-                                "s:s, s:i, s:s}",
-                                "apiVersion", "v1", "kind", "Event", "metadata", "generateName",
-                                gen, "namespace", ns, "involvedObject", inv, "type", type,
-                                "reason", reason, "message", msg, "source", "component",
-                                component, "firstTimestamp", now, "lastTimestamp", now, "count",
-                                1, "reportingComponent", component)
-                    : NULL;
+    json_t *b =
+        inv ? json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:{s:s}, s:s, "
+                        "s:s, s:i, s:s}",
+                        "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen,
+                        "namespace", ns, "involvedObject", inv, "type", type, "reason", reason,
+                        "message", msg, "source", "component", component, "firstTimestamp", now,
+                        "lastTimestamp", now, "count", 1, "reportingComponent", component)
+            : NULL;
     return send_json_take(c, "POST", &fair_kres_events, ns, NULL, NULL, b, 0, cb, ctx, err);
 }
 
@@ -963,8 +965,8 @@ static void sync_cb(const struct fair_kresponse *resp, void *ctx)
 }
 
 int fair_kclient_request_sync(struct fair_kclient *c, const char *method, const char *path,
-                              const char *body, unsigned flags, long *status_out,
-                              char **body_out, struct fair_error *err)
+                              const char *body, unsigned flags, long *status_out, char **body_out,
+                              struct fair_error *err)
 {
     struct sync_ctx s = {0};
     const char *ctype = !strcmp(method, "PATCH") ? "application/merge-patch+json" : NULL;

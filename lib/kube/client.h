@@ -41,16 +41,16 @@ struct fair_kclient; /* opaque */
 struct fair_kreq;    /* opaque handle of one request in flight */
 
 struct fair_kclient_options {
-    double qps;               /* default 50; < 0: no client-side limit */
-    int burst;                /* default 100 */
-    long max_host_connections; /* default 16 */
-    long connect_timeout_ms;  /* default 10000 */
-    long request_timeout_ms;  /* non-watch requests; default 60000 */
-    size_t max_body;          /* largest response body; default 64 MiB */
-    size_t max_event;         /* largest watch event; default 4 MiB */
-    int max_retries;          /* 429 retries per request; default 5 */
-    int64_t max_retry_after_ms; /* cap on a Retry-After; default 30000 */
-    const char *user_agent;   /* default "fairshare/0.1" */
+    double qps;                     /* default 50; < 0: no client-side limit */
+    int burst;                      /* default 100 */
+    long max_host_connections;      /* default 16 */
+    long connect_timeout_ms;        /* default 10000 */
+    long request_timeout_ms;        /* non-watch requests; default 60000 */
+    size_t max_body;                /* largest response body; default 64 MiB */
+    size_t max_event;               /* largest watch event; default 4 MiB */
+    int max_retries;                /* 429 retries per request; default 5 */
+    int64_t max_retry_after_ms;     /* cap on a Retry-After; default 30000 */
+    const char *user_agent;         /* default "fairshare/0.1" */
     const struct fair_clock *clock; /* default the system clock; borrowed */
 };
 
@@ -62,7 +62,9 @@ void fair_kclient_options_default(struct fair_kclient_options *opt);
 int fair_kclient_new(struct event_base *base, const struct fair_kconfig *cfg,
                      const struct fair_kclient_options *opt, struct fair_kclient **out,
                      struct fair_error *err);
-/* Cancels what is in flight (no callbacks) and frees. NULL is a no-op. */
+/* Cancels what is in flight (no callbacks) and frees. NULL is a no-op.
+ * Not from inside a request callback. The client, like everything on the
+ * loop, is used from the loop's thread only. */
 void fair_kclient_free(struct fair_kclient *c);
 
 struct event_base *fair_kclient_base(struct fair_kclient *c);
@@ -71,20 +73,20 @@ const char *fair_kclient_namespace(const struct fair_kclient *c);
 
 /* The result of a request, borrowed for the duration of the callback. */
 struct fair_kresponse {
-    int rc;       /* 0 on 2xx, else a FAIR_E* code (see above) */
-    long status;  /* HTTP status; 0 when no answer came */
+    int rc;                /* 0 on 2xx, else a FAIR_E* code (see above) */
+    long status;           /* HTTP status; 0 when no answer came */
     struct fair_error err; /* set when rc != 0: what failed, on which path */
-    const char *reason; /* the Status' reason ("Conflict", ...) or "" */
-    const char *body;   /* NUL-terminated; "" when none */
+    const char *reason;    /* the Status' reason ("Conflict", ...) or "" */
+    const char *body;      /* NUL-terminated; "" when none */
     size_t body_len;
-    json_t *json;       /* body parsed as JSON, or NULL; borrowed */
-    int retries;        /* 429 retries done */
+    json_t *json; /* body parsed as JSON, or NULL; borrowed */
+    int retries;  /* 429 retries done */
 };
 
 typedef void (*fair_kclient_cb)(const struct fair_kresponse *resp, void *ctx);
 
 /* Request flags. */
-#define FAIR_KREQ_NO_RETRY_429 0x1u /* surface every 429 to the caller */
+#define FAIR_KREQ_NO_RETRY_429 0x1u  /* surface every 429 to the caller */
 #define FAIR_KREQ_NO_RATE_LIMIT 0x2u /* bypass the token bucket (leases) */
 
 /* A resource type: API group ("" for core), version, plural resource. */
@@ -168,8 +170,8 @@ int fair_kclient_bind(struct fair_kclient *c, const char *ns, const char *pod, c
 
 /* POST pods/NAME/eviction with a policy/v1 Eviction. Never retried on
  * 429: resp->rc == FAIR_ETOOMANY means a PodDisruptionBudget blocks it. */
-int fair_kclient_evict(struct fair_kclient *c, const char *ns, const char *pod,
-                       fair_kclient_cb cb, void *ctx, struct fair_error *err);
+int fair_kclient_evict(struct fair_kclient *c, const char *ns, const char *pod, fair_kclient_cb cb,
+                       void *ctx, struct fair_error *err);
 
 /* A core/v1 Event about an object. type "Normal" or "Warning". */
 struct fair_kevent_ref {
@@ -177,12 +179,11 @@ struct fair_kevent_ref {
     const char *kind;        /* "Pod", "Queue", ... */
     const char *namespace_;  /* NULL for cluster-scoped (the Event goes to "default") */
     const char *name;
-    const char *uid;         /* may be NULL */
+    const char *uid; /* may be NULL */
 };
-int fair_kclient_event(struct fair_kclient *c, const struct fair_kevent_ref *obj,
-                       const char *type, const char *reason, const char *message,
-                       const char *component, fair_kclient_cb cb, void *ctx,
-                       struct fair_error *err);
+int fair_kclient_event(struct fair_kclient *c, const struct fair_kevent_ref *obj, const char *type,
+                       const char *reason, const char *message, const char *component,
+                       fair_kclient_cb cb, void *ctx, struct fair_error *err);
 
 /* A WATCH stream from opts->resource_version (allowWatchBookmarks=true).
  * on_event runs for every event (borrowed; see kube/watch.h); on_done
@@ -200,15 +201,15 @@ int fair_kclient_watch(struct fair_kclient *c, const struct fair_kres *r, const 
  * receives a copy of the body (caller frees), status_out the HTTP status.
  * For tests and the CLI: never call it from inside a loop callback. */
 int fair_kclient_request_sync(struct fair_kclient *c, const char *method, const char *path,
-                              const char *body, unsigned flags, long *status_out,
-                              char **body_out, struct fair_error *err);
+                              const char *body, unsigned flags, long *status_out, char **body_out,
+                              struct fair_error *err);
 
 /* Counters, for metrics and tests. */
 struct fair_kclient_stats {
-    uint64_t requests;   /* transfers started (retries included) */
+    uint64_t requests; /* transfers started (retries included) */
     uint64_t retries_429;
     uint64_t errors;
-    uint64_t throttled;  /* requests that waited for the token bucket */
+    uint64_t throttled; /* requests that waited for the token bucket */
 };
 void fair_kclient_stats(const struct fair_kclient *c, struct fair_kclient_stats *out);
 

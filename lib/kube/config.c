@@ -141,8 +141,8 @@ struct kc {
     struct fair_error *err;
 };
 
-__attribute__((format(printf, 3, 4))) static int kc_fail(struct kc *k, int code,
-                                                        const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int kc_fail(struct kc *k, int code, const char *fmt,
+                                                         ...)
 {
     char msg[FAIR_ERROR_MSG_MAX];
     va_list ap;
@@ -179,7 +179,8 @@ static int kc_find(struct kc *k, const json_t *root, const char *key, const char
         return kc_fail(k, FAIR_EINVAL, "%s: want a list", key);
     size_t i;
     const json_t *e;
-    json_array_foreach(arr, i, e) {
+    json_array_foreach(arr, i, e)
+    {
         if (!json_is_object(e))
             return kc_fail(k, FAIR_EINVAL, "%s[%zu]: want a mapping", key, i);
         const json_t *n = json_object_get(e, "name");
@@ -229,7 +230,8 @@ static int kc_blob(struct kc *k, const json_t *o, const char *key, const char *w
     snprintf(dkey, sizeof dkey, "%s-data", key);
     const char *b64, *file;
     int rc;
-    if ((rc = kc_str(k, o, dkey, where, false, &b64)) || (rc = kc_str(k, o, key, where, false, &file)))
+    if ((rc = kc_str(k, o, dkey, where, false, &b64)) ||
+        (rc = kc_str(k, o, key, where, false, &file)))
         return rc;
     if (b64) {
         rc = fair_base64_decode(b64, strlen(b64), data, len);
@@ -256,10 +258,11 @@ static int check_server(const char *server, const char *source, struct fair_erro
     if (!strncmp(server, "http://", 7))
         return fair_error_set(err, FAIR_EINVAL,
                               "%s: server %s uses plain http://; Fairshare only talks to the API "
-                              "server over https:// (fix the server URL)", source, server);
-    if (strncmp(server, "https://", 8) || !server[8])
-        return fair_error_set(err, FAIR_EINVAL, "%s: server \"%s\" is not an https:// URL",
+                              "server over https:// (fix the server URL)",
                               source, server);
+    if (strncmp(server, "https://", 8) || !server[8])
+        return fair_error_set(err, FAIR_EINVAL, "%s: server \"%s\" is not an https:// URL", source,
+                              server);
     if (strlen(server) > 2048)
         return fair_error_set(err, FAIR_ERANGE, "%s: server URL too long", source);
     return 0;
@@ -278,8 +281,7 @@ static int read_token_file(struct fair_kconfig *cfg, int64_t mono_now_ms, struct
 {
     struct stat st;
     if (stat(cfg->token_file, &st) != 0)
-        return fair_error_set(err, FAIR_EIO, "token file %s: %s", cfg->token_file,
-                              strerror(errno));
+        return fair_error_set(err, FAIR_EIO, "token file %s: %s", cfg->token_file, strerror(errno));
     char *data = NULL;
     size_t len = 0;
     int rc = fair_read_file(cfg->token_file, 64 * 1024, &data, &len, err);
@@ -305,9 +307,9 @@ int fair_kconfig_refresh_token(struct fair_kconfig *cfg, int64_t mono_now_ms,
     if (!cfg->token_file)
         return 0;
     struct stat st;
-    bool changed = stat(cfg->token_file, &st) == 0 &&
-                   (st.st_mtim.tv_sec != cfg->token_mtime.tv_sec ||
-                    st.st_mtim.tv_nsec != cfg->token_mtime.tv_nsec);
+    bool changed =
+        stat(cfg->token_file, &st) == 0 && (st.st_mtim.tv_sec != cfg->token_mtime.tv_sec ||
+                                            st.st_mtim.tv_nsec != cfg->token_mtime.tv_nsec);
     if (!changed && mono_now_ms - cfg->token_read_ms < FAIR_KCONFIG_TOKEN_REFRESH_MS)
         return 0;
     return read_token_file(cfg, mono_now_ms, err);
@@ -390,8 +392,10 @@ int fair_kconfig_load_kubeconfig(const char *path, const char *context, struct f
             (rc = kc_blob(&k, user, "client-key", where, &cfg->key, &cfg->key_len)))
             goto out;
         if (!cfg->cert != !cfg->key) {
-            rc = kc_fail(&k, FAIR_EINVAL, "%s: client-certificate and client-key go together "
-                         "(one is missing)", where);
+            rc = kc_fail(&k, FAIR_EINVAL,
+                         "%s: client-certificate and client-key go together "
+                         "(one is missing)",
+                         where);
             goto out;
         }
         const char *token, *token_file;
@@ -418,8 +422,10 @@ int fair_kconfig_load_kubeconfig(const char *path, const char *context, struct f
         }
         if (json_object_get(user, "exec") || json_object_get(user, "auth-provider")) {
             if (!cfg->token && !cfg->cert) {
-                rc = kc_fail(&k, FAIR_EINVAL, "%s: exec and auth-provider plugins are not "
-                             "supported; use a token or a client certificate", where);
+                rc = kc_fail(&k, FAIR_EINVAL,
+                             "%s: exec and auth-provider plugins are not "
+                             "supported; use a token or a client certificate",
+                             where);
                 goto out;
             }
         }
@@ -456,7 +462,8 @@ int fair_kconfig_load_incluster(const char *sa_dir, struct fair_kconfig *cfg,
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     if (!host || !host[0] || !port || !port[0]) {
-        rc = fair_error_set(err, FAIR_EINVAL, "in-cluster config: KUBERNETES_SERVICE_HOST and "
+        rc = fair_error_set(err, FAIR_EINVAL,
+                            "in-cluster config: KUBERNETES_SERVICE_HOST and "
                             "KUBERNETES_SERVICE_PORT must be set (not running in a pod?)");
         goto out;
     }
@@ -524,7 +531,8 @@ int fair_kconfig_load(const char *kubeconfig, struct fair_kconfig *cfg, struct f
         return fair_kconfig_load_incluster(NULL, cfg, err);
     const char *home = getenv("HOME");
     if (!home || !home[0])
-        return fair_error_set(err, FAIR_EINVAL, "no kube configuration: pass --kubeconfig, set "
+        return fair_error_set(err, FAIR_EINVAL,
+                              "no kube configuration: pass --kubeconfig, set "
                               "KUBECONFIG, or run in a pod");
     struct fair_buf b;
     fair_buf_init(&b, 4096);

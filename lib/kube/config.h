@@ -27,20 +27,20 @@
 
 /* Caller-owned; every pointer is owned by the struct. */
 struct fair_kconfig {
-    char *server;      /* "https://host:port" without a trailing '/' */
-    char *ca;          /* PEM bundle; NULL: the system's CAs */
+    char *server; /* "https://host:port" without a trailing '/' */
+    char *ca;     /* PEM bundle; NULL: the system's CAs */
     size_t ca_len;
-    char *cert;        /* client certificate, PEM; NULL if none */
+    char *cert; /* client certificate, PEM; NULL if none */
     size_t cert_len;
-    char *key;         /* client key, PEM; NULL if none */
+    char *key; /* client key, PEM; NULL if none */
     size_t key_len;
-    char *token;       /* bearer token (current value); NULL if none */
-    char *token_file;  /* where token comes from, re-read on rotation */
+    char *token;      /* bearer token (current value); NULL if none */
+    char *token_file; /* where token comes from, re-read on rotation */
     struct timespec token_mtime;
     int64_t token_read_ms; /* monotonic ms of the last read */
-    char *namespace_;  /* the context's (or pod's) namespace; "default" */
-    bool insecure;     /* insecure-skip-tls-verify: true */
-    char *source;      /* "kubeconfig /path (context x)" or "in-cluster": for messages */
+    char *namespace_;      /* the context's (or pod's) namespace; "default" */
+    bool insecure;         /* insecure-skip-tls-verify: true */
+    char *source;          /* "kubeconfig /path (context x)" or "in-cluster": for messages */
 };
 
 void fair_kconfig_init(struct fair_kconfig *cfg);

@@ -85,8 +85,8 @@ static inline struct fair_kmeta *fair_kobj_meta(void *obj)
 
 /* Kubernetes' Status object (the body of every API error). */
 struct fair_kstatus {
-    int code;         /* HTTP code in the Status (0 when absent) */
-    char reason[64];  /* "NotFound", "Conflict", "TooManyRequests", ... */
+    int code;        /* HTTP code in the Status (0 when absent) */
+    char reason[64]; /* "NotFound", "Conflict", "TooManyRequests", ... */
     char message[384];
 };
 

@@ -22,15 +22,14 @@ struct parser {
 static int fail(struct parser *ps, int code, const char *what)
 {
     if (!ps->rc)
-        ps->rc = fair_error_set(ps->err, code, "JSON: %s at byte %zu", what,
-                                (size_t)(ps->p - ps->s));
+        ps->rc =
+            fair_error_set(ps->err, code, "JSON: %s at byte %zu", what, (size_t)(ps->p - ps->s));
     return ps->rc;
 }
 
 static void ws(struct parser *ps)
 {
-    while (ps->p < ps->end &&
-           (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
         ps->p++;
 }
 
@@ -85,8 +84,8 @@ static int skip_value(struct parser *ps)
     }
     const char *start = ps->p;
     while (ps->p < ps->end &&
-           ((*ps->p >= '0' && *ps->p <= '9') || (*ps->p >= 'a' && *ps->p <= 'z') ||
-            *ps->p == '-' || *ps->p == '+' || *ps->p == '.' || *ps->p == 'E'))
+           ((*ps->p >= '0' && *ps->p <= '9') || (*ps->p >= 'a' && *ps->p <= 'z') || *ps->p == '-' ||
+            *ps->p == '+' || *ps->p == '.' || *ps->p == 'E'))
         ps->p++;
     if (ps->p == start)
         return fail(ps, FAIR_EPARSE, "unexpected character");
@@ -205,14 +204,30 @@ static int read_string(struct parser *ps, const char **out, size_t *len)
         char c = p[1];
         p += 2;
         switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '/': *o++ = '/'; break;
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
-        case 'n': *o++ = '\n'; break;
-        case 'r': *o++ = '\r'; break;
-        case 't': *o++ = '\t'; break;
+        case '"':
+            *o++ = '"';
+            break;
+        case '\\':
+            *o++ = '\\';
+            break;
+        case '/':
+            *o++ = '/';
+            break;
+        case 'b':
+            *o++ = '\b';
+            break;
+        case 'f':
+            *o++ = '\f';
+            break;
+        case 'n':
+            *o++ = '\n';
+            break;
+        case 'r':
+            *o++ = '\r';
+            break;
+        case 't':
+            *o++ = '\t';
+            break;
         case 'u': {
             unsigned cp, lo;
             if (close - p < 4 || hex4(p, &cp))

@@ -27,6 +27,10 @@ void fair_kpod_free(struct fair_kpod *p)
 {
     if (!p)
         return;
+    if (p->packed) {
+        fair_free(p);
+        return;
+    }
     fair_kmeta_release(&p->meta);
     fair_free(p->scheduler_name);
     fair_free(p->node_name);

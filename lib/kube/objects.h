@@ -64,6 +64,10 @@ struct fair_kpod {
     /* Any decode problem that should be told to the user (bad annotation
      * value, ...); NULL when the pod is fine. */
     char *problem;
+    /* Set by fair_kpod_decode(): the struct, its arrays and its strings
+     * are one allocation (fair_kpod_free() frees just that). A pod built
+     * by hand leaves it false and owns each string and array. */
+    bool packed;
 };
 
 struct fair_knode {

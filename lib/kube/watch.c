@@ -43,7 +43,8 @@ int fair_kframer_feed(struct fair_kframer *f, const char *data, size_t n, fair_k
         if (f->partial.len + take > f->max_event)
             return fair_error_set(err, FAIR_ERANGE,
                                   "watch event larger than %zu bytes (limit); dropping the "
-                                  "stream", f->max_event);
+                                  "stream",
+                                  f->max_event);
         if (!nl) {
             rc = fair_buf_append(&f->partial, data, take);
             if (rc)
@@ -80,8 +81,7 @@ int fair_kwatch_event_parse(const char *line, size_t len, struct fair_kwatch_eve
     return fair_kwatch_event_parse_filtered(line, len, NULL, ev, root_out, err);
 }
 
-int fair_kwatch_event_parse_filtered(const char *line, size_t len,
-                                     const struct fair_jfield *filter,
+int fair_kwatch_event_parse_filtered(const char *line, size_t len, const struct fair_jfield *filter,
                                      struct fair_kwatch_event *ev, json_t **root_out,
                                      struct fair_error *err)
 {
@@ -93,8 +93,7 @@ int fair_kwatch_event_parse_filtered(const char *line, size_t len,
     struct fair_error pe = {0};
     int rc = fair_json_parse_filtered(line, len, event_filter, &root, &pe);
     if (rc)
-        return fair_error_set(err, rc == FAIR_ENOMEM ? rc : FAIR_EPARSE, "watch event: %s",
-                              pe.msg);
+        return fair_error_set(err, rc == FAIR_ENOMEM ? rc : FAIR_EPARSE, "watch event: %s", pe.msg);
     const char *type = json_string_value(json_object_get(root, "type"));
     json_t *obj = json_object_get(root, "object");
     int i;
@@ -103,8 +102,9 @@ int fair_kwatch_event_parse_filtered(const char *line, size_t len,
             break;
     if (!type || i == 5 || !json_is_object(obj)) {
         json_decref(root);
-        return fair_error_set(err, FAIR_EPARSE, "watch event: want {\"type\": ADDED|MODIFIED|"
-                                                "DELETED|BOOKMARK|ERROR, \"object\": {...}}");
+        return fair_error_set(err, FAIR_EPARSE,
+                              "watch event: want {\"type\": ADDED|MODIFIED|"
+                              "DELETED|BOOKMARK|ERROR, \"object\": {...}}");
     }
     ev->type = (enum fair_kwatch_type)i;
     ev->object = obj;

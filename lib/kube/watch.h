@@ -33,9 +33,9 @@ struct fair_kwatch_event {
     enum fair_kwatch_type type;
     json_t *object;
     const char *resource_version; /* object's metadata.resourceVersion, or NULL */
-    int code;             /* ERROR only */
-    const char *reason;   /* ERROR only; "" otherwise */
-    const char *message;  /* ERROR only; "" otherwise */
+    int code;                     /* ERROR only */
+    const char *reason;           /* ERROR only; "" otherwise */
+    const char *message;          /* ERROR only; "" otherwise */
 };
 
 /* Called with each complete line; a non-zero return stops the feed and is
@@ -65,8 +65,7 @@ int fair_kwatch_event_parse(const char *line, size_t len, struct fair_kwatch_eve
 
 /* The same, parsing the event's object through filter (the fields of the
  * object to keep, see kube/jsonfilter.h; NULL keeps everything). */
-int fair_kwatch_event_parse_filtered(const char *line, size_t len,
-                                     const struct fair_jfield *filter,
+int fair_kwatch_event_parse_filtered(const char *line, size_t len, const struct fair_jfield *filter,
                                      struct fair_kwatch_event *ev, json_t **root_out,
                                      struct fair_error *err);
 

@@ -14,6 +14,14 @@
 
 enum op_kind { OP_OPEN, OP_CLOSE, OP_SAMPLE };
 
+#define DCACHE_SLOTS 8192 /* open addressing, filled at most half */
+#define DCACHE_KEY_MAX (6 * (FAIR_LEDGER_NAME_MAX + 8))
+
+struct dim_entry {
+    char *key; /* NULL: free slot */
+    int64_t id;
+};
+
 struct sample_op {
     int64_t now_ms;
     size_t n;
@@ -40,6 +48,12 @@ struct fair_ledger {
     struct op *ops; /* ring buffer */
     size_t cap, head, count;
     struct fair_ledger_stats st;
+    /* dims rows already in the database: key -> id, so that a flush does
+     * not look them up again. Entries are added inside a transaction, so
+     * the cache is cleared whenever one rolls back. */
+    struct dim_entry *dcache;
+    size_t ndcache;
+    int64_t tx_maxlen; /* longest interval closed in the open transaction */
 };
 
 static const char *const end_names[] = {"open",      "completed", "failed",
@@ -283,6 +297,9 @@ void fair_ledger_free(struct fair_ledger *l)
     }
     if (l->db)
         sqlite3_close(l->db);
+    for (size_t i = 0; l->dcache && i < DCACHE_SLOTS; i++)
+        fair_free(l->dcache[i].key);
+    fair_free(l->dcache);
     fair_free(l->ops);
     fair_free(l->path);
     fair_free(l);
@@ -302,6 +319,37 @@ void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *ou
 {
     *out = l->st;
     out->queued = l->count;
+}
+
+int fair_ledger_metrics(const struct fair_ledger *l, struct fair_buf *out)
+{
+    struct fair_ledger_stats s;
+    fair_ledger_stats(l, &s);
+    int rc = fair_buf_appendf(
+        out,
+        "# HELP fairshare_ledger_queued_records Ledger records waiting for the next flush.\n"
+        "# TYPE fairshare_ledger_queued_records gauge\n"
+        "fairshare_ledger_queued_records %zu\n"
+        "# HELP fairshare_ledger_flushed_records_total Ledger records committed.\n"
+        "# TYPE fairshare_ledger_flushed_records_total counter\n"
+        "fairshare_ledger_flushed_records_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_dropped_records_total Ledger records lost (queue full and "
+        "flush failed).\n"
+        "# TYPE fairshare_ledger_dropped_records_total counter\n"
+        "fairshare_ledger_dropped_records_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_flushes_total Ledger transactions committed.\n"
+        "# TYPE fairshare_ledger_flushes_total counter\n"
+        "fairshare_ledger_flushes_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_flush_errors_total Ledger flushes that failed and were "
+        "retried.\n"
+        "# TYPE fairshare_ledger_flush_errors_total counter\n"
+        "fairshare_ledger_flush_errors_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_heartbeat_seconds Last committed heartbeat (Unix time).\n"
+        "# TYPE fairshare_ledger_heartbeat_seconds gauge\n"
+        "fairshare_ledger_heartbeat_seconds %" PRId64 ".%03" PRId64 "\n",
+        s.queued, s.flushed, s.dropped, s.flushes, s.flush_errors, s.heartbeat_ms / 1000,
+        s.heartbeat_ms % 1000);
+    return rc ? FAIR_ENOMEM : 0;
 }
 
 int fair_ledger_meta_get(struct fair_ledger *l, const char *key, int64_t *out,
@@ -324,8 +372,16 @@ int fair_ledger_meta_get(struct fair_ledger *l, const char *key, int64_t *out,
 
 /* ---- the write queue ---- */
 
+/* Optional names may be NULL or "": both are stored as "". */
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
 static int check_name(const char *field, const char *s, int may_be_empty, struct fair_error *err)
 {
+    if (!s && may_be_empty)
+        return 0;
     if (!s)
         return fair_error_set(err, FAIR_EINVAL, "ledger: interval field %s is missing", field);
     size_t n = strnlen(s, FAIR_LEDGER_NAME_MAX + 1);
@@ -342,14 +398,14 @@ static char *pack_strings(const char *const *s, const char **dst, size_t n)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += strlen(s[i]) + 1;
+        total += strlen(nz(s[i])) + 1;
     char *block = fair_malloc(total ? total : 1);
     if (!block)
         return NULL;
     char *p = block;
     for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(s[i]) + 1;
-        memcpy(p, s[i], k);
+        size_t k = strlen(nz(s[i])) + 1;
+        memcpy(p, nz(s[i]), k);
         dst[i] = p;
         p += k;
     }
@@ -389,8 +445,8 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
     if ((rc = check_name("namespace", in->namespace_, 0, err)) ||
         (rc = check_name("pod", in->pod, 0, err)) ||
         (rc = check_name("queue", in->queue, 0, err)) ||
-        (rc = check_name("project", in->project, 0, err)) ||
-        (rc = check_name("team", in->team, 0, err)) ||
+        (rc = check_name("project", in->project, 1, err)) ||
+        (rc = check_name("team", in->team, 1, err)) ||
         (rc = check_name("cost_center", in->cost_center, 1, err)) ||
         (rc = check_name("node", in->node, 1, err)) ||
         (rc = check_name("gpu_model", in->gpu_model, 1, err)))
@@ -530,8 +586,8 @@ int fair_ledger_sample(struct fair_ledger *l, int64_t now_ms,
     }
     for (size_t i = 0; i < n; i++) {
         if ((rc = check_name("sample queue", rows[i].queue, 0, err)) ||
-            (rc = check_name("sample project", rows[i].project, 0, err)) ||
-            (rc = check_name("sample team", rows[i].team, 0, err)))
+            (rc = check_name("sample project", rows[i].project, 1, err)) ||
+            (rc = check_name("sample team", rows[i].team, 1, err)))
             goto out;
         op.sample.rows[i] = rows[i];
         src[3 * i] = rows[i].queue;
@@ -628,9 +684,50 @@ static int step_done(struct fair_ledger *l, sqlite3_stmt *st, const char *what,
     return 0;
 }
 
+static void dcache_clear(struct fair_ledger *l)
+{
+    for (size_t i = 0; l->dcache && i < DCACHE_SLOTS; i++) {
+        fair_free(l->dcache[i].key);
+        l->dcache[i].key = NULL;
+    }
+    l->ndcache = 0;
+}
+
+/* Length-prefixed, so that no name can collide with another split. */
+static size_t dcache_key(const char *const v[6], char *key, size_t n)
+{
+    size_t len = 0;
+    for (int i = 0; i < 6 && len < n; i++)
+        len += (size_t)snprintf(key + len, n - len, "%zu:%s", strlen(v[i]), v[i]);
+    return len;
+}
+
+static struct dim_entry *dcache_slot(struct fair_ledger *l, const char *key, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ULL;
+    size_t i = (size_t)h & (DCACHE_SLOTS - 1);
+    while (l->dcache[i].key && strcmp(l->dcache[i].key, key) != 0)
+        i = (i + 1) & (DCACHE_SLOTS - 1);
+    return &l->dcache[i];
+}
+
 static int dim_id(struct fair_ledger *l, struct stmts *s, const char *const v[6], int64_t *id,
                   struct fair_error *err)
 {
+    char key[DCACHE_KEY_MAX];
+    size_t klen = dcache_key(v, key, sizeof(key));
+    struct dim_entry *slot = NULL;
+    if (!l->dcache)
+        l->dcache = fair_calloc(DCACHE_SLOTS, sizeof(*l->dcache)); /* NULL: no cache */
+    if (l->dcache && klen < sizeof(key)) {
+        slot = dcache_slot(l, key, klen);
+        if (slot->key) {
+            *id = slot->id;
+            return 0;
+        }
+    }
     for (int i = 0; i < 6; i++) {
         sqlite3_bind_text(s->dim_ins, i + 1, v[i], -1, SQLITE_STATIC);
         sqlite3_bind_text(s->dim_get, i + 1, v[i], -1, SQLITE_STATIC);
@@ -646,6 +743,10 @@ static int dim_id(struct fair_ledger *l, struct stmts *s, const char *const v[6]
     if (src != SQLITE_ROW)
         return fair_ledger_sql_error(l, src == SQLITE_DONE ? SQLITE_INTERNAL : src,
                                      "read dimension", err);
+    if (slot && l->ndcache < DCACHE_SLOTS / 2 && (slot->key = fair_strdup(key)) != NULL) {
+        slot->id = *id;
+        l->ndcache++;
+    }
     return 0;
 }
 
@@ -667,8 +768,8 @@ static int64_t floor_div(int64_t a, int64_t b)
 static int do_open(struct fair_ledger *l, struct stmts *s,
                    const struct fair_ledger_interval_info *in, struct fair_error *err)
 {
-    const char *v[6] = {in->namespace_, in->queue,       in->project,
-                        in->team,       in->cost_center, in->gpu_model};
+    const char *v[6] = {in->namespace_, in->queue,           nz(in->project),
+                        nz(in->team),   nz(in->cost_center), nz(in->gpu_model)};
     int64_t dim = 0;
     int rc = dim_id(l, s, v, &dim, err);
     if (rc)
@@ -676,7 +777,7 @@ static int do_open(struct fair_ledger *l, struct stmts *s,
     sqlite3_bind_text(s->open, 1, in->uid, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s->open, 2, dim);
     sqlite3_bind_text(s->open, 3, in->pod, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s->open, 4, in->node, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s->open, 4, nz(in->node), -1, SQLITE_STATIC);
     sqlite3_bind_int64(s->open, 5, in->gpu_milli);
     sqlite3_bind_int64(s->open, 6, in->inquota_milli);
     sqlite3_bind_int64(s->open, 7, in->start_ms);
@@ -734,9 +835,8 @@ static int do_close(struct fair_ledger *l, struct stmts *s, const char *uid, int
             if (rc)
                 return rc;
         }
-        rc = meta_set(l, s, "max_closed_len_ms", end - start, 1, err);
-        if (rc)
-            return rc;
+        if (end - start > l->tx_maxlen)
+            l->tx_maxlen = end - start; /* written once, before the commit */
     }
     if (closed)
         *closed = 1;
@@ -870,6 +970,8 @@ int fair_ledger_flush(struct fair_ledger *l, struct fair_error *err)
             break;
         }
     }
+    if (!rc && l->tx_maxlen)
+        rc = meta_set(l, &s, "max_closed_len_ms", l->tx_maxlen, 1, err);
     if (rc)
         goto out;
     /* "batches" counts committed flushes (the crash test reads it). */
@@ -901,7 +1003,9 @@ out:
     stmts_free(&s);
     if (in_tx)
         sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    l->tx_maxlen = 0;
     if (rc) {
+        dcache_clear(l); /* it may hold ids of rows that were rolled back */
         l->st.flush_errors++;
         FAIR_WARN("ledger",
                   "msg=\"flush failed; records kept for the next flush\" queued=%zu "
@@ -996,6 +1100,8 @@ int fair_ledger_reconcile(struct fair_ledger *l, int64_t now_ms,
             nopened++;
     }
     rc = meta_set(l, &s, "heartbeat_ms", now_ms, 1, err);
+    if (!rc && l->tx_maxlen)
+        rc = meta_set(l, &s, "max_closed_len_ms", l->tx_maxlen, 1, err);
     if (rc)
         goto out;
     stmts_free(&s);
@@ -1011,6 +1117,9 @@ out:
     stmts_free(&s);
     if (in_tx)
         sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    l->tx_maxlen = 0;
+    if (rc)
+        dcache_clear(l);
     for (size_t i = 0; i < ngone; i++)
         fair_free(gone[i]);
     fair_free(gone);

@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 
 struct sqlite3;
@@ -89,9 +90,11 @@ int fair_ledger_open(const struct fair_ledger_options *o, struct fair_ledger **o
 /* Flushes what is queued (errors are logged), then closes. NULL: no-op. */
 void fair_ledger_free(struct fair_ledger *l);
 
-/* One placement. All strings are borrowed and copied; each must be
- * non-empty (cost_center, node and gpu_model may be "") and at most
- * FAIR_LEDGER_NAME_MAX bytes. */
+/* One placement. All strings are borrowed and copied, at most
+ * FAIR_LEDGER_NAME_MAX bytes. uid, namespace_, pod and queue are required;
+ * project, team, cost_center, node and gpu_model may be NULL or "" (stored
+ * as "", reported as "(none)"), so that a pod is never left out of the
+ * ledger because its project lacks a label. */
 struct fair_ledger_interval_info {
     const char *uid;
     const char *namespace_;
@@ -121,7 +124,7 @@ int fair_ledger_interval_close(struct fair_ledger *l, const char *uid, int64_t e
 
 /* One queue at one sample time, GPU milli-units. */
 struct fair_ledger_sample_row {
-    const char *queue; /* borrowed, copied */
+    const char *queue; /* borrowed, copied; project and team may be NULL or "" */
     const char *project;
     const char *team;
     int64_t allocated;
@@ -177,6 +180,12 @@ struct fair_ledger_stats {
     int64_t heartbeat_ms; /* last committed heartbeat, 0 if none */
 };
 void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *out);
+
+/* Appends the stats in the Prometheus text format, for /metrics:
+ * fairshare_ledger_queued_records, fairshare_ledger_flushed_records_total,
+ * fairshare_ledger_dropped_records_total, fairshare_ledger_flushes_total,
+ * fairshare_ledger_flush_errors_total, fairshare_ledger_heartbeat_seconds. */
+int fair_ledger_metrics(const struct fair_ledger *l, struct fair_buf *out);
 
 /* Online backup (SQLite's backup API) of the whole database into dest,
  * written to dest + ".tmp" and renamed, so dest is always a complete

@@ -189,6 +189,13 @@ static const char *coltext(sqlite3_stmt *st, int i)
     return s ? s : "";
 }
 
+/* A group key: a team or project left empty is reported as "(none)". */
+static const char *keytext(sqlite3_stmt *st, int i)
+{
+    const char *s = coltext(st, i);
+    return *s ? s : "(none)";
+}
+
 /* Runs an interval query whose columns are: key, model, gpu, inquota,
  * preempted, pods, [alive]. */
 static int run_interval_q(struct fair_ledger *l, struct acc *a, const char *sql,
@@ -202,7 +209,7 @@ static int run_interval_q(struct fair_ledger *l, struct acc *a, const char *sql,
     for (int i = 0; i < nbinds; i++)
         sqlite3_bind_int64(st, i + 1, binds[i]);
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        struct fair_report_row *row = row_get(a, coltext(st, 0));
+        struct fair_report_row *row = row_get(a, keytext(st, 0));
         if (!row) {
             rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
             goto out;
@@ -238,7 +245,7 @@ static int run_lent_q(struct fair_ledger *l, struct acc *a, const char *sql, con
         int64_t lent = col64(st, 1);
         if (!lent)
             continue;
-        struct fair_report_row *row = row_get(a, coltext(st, 0));
+        struct fair_report_row *row = row_get(a, keytext(st, 0));
         if (!row) {
             rc = fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
             goto out;
@@ -266,7 +273,7 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
         return fair_error_set(err, FAIR_EINVAL,
                               "report: the period is empty (--to must be "
                               "after --from)");
-    if (p->to_ms - p->from_ms > 100 * 366 * DAY)
+    if (p->to_ms - p->from_ms > FAIR_REPORT_MAX_PERIOD_MS)
         return fair_error_set(err, FAIR_ERANGE, "report: the period is longer than 100 years");
     if ((unsigned)p->by > FAIR_REPORT_BY_NAMESPACE)
         return fair_error_set(err, FAIR_EINVAL, "report: bad grouping");
@@ -462,40 +469,33 @@ void fair_prices_release(struct fair_prices *p)
 
 int fair_price_parse(const char *s, int64_t *micro, struct fair_error *err)
 {
+    /* At most 9 integer digits and 6 decimals: v < 10^15 cannot overflow. */
     int64_t v = 0;
-    int digits = 0, frac = -1;
-    const char *p = s;
+    int idigits = 0, frac = -1;
     if (!s || !*s)
         goto bad;
-    for (; *p; p++) {
+    for (const char *p = s; *p; p++) {
         if (*p == '.' && frac < 0) {
             frac = 0;
             continue;
         }
         if (!isdigit((unsigned char)*p))
             goto bad;
-        if (frac >= 0 && ++frac > 6)
-            goto bad;
-        if (++digits > 15)
+        if (frac >= 0 ? ++frac > 6 : ++idigits > 9)
             goto bad;
         v = v * 10 + (*p - '0');
     }
-    if (!digits)
+    if (!idigits && frac <= 0)
         goto bad;
-    /* Check the cap before each scaling step: 15 digits times 10^6 would
-     * overflow int64. */
-    for (int f = frac < 0 ? 0 : frac; f < 6; f++) {
-        if (v >= 1000000000000000LL)
-            goto bad;
+    for (int f = frac < 0 ? 0 : frac; f < 6; f++)
         v *= 10;
-    }
-    if (v >= 1000000000000000LL)
-        goto bad;
     *micro = v;
     return 0;
 bad:
     return fair_error_set(err, FAIR_EINVAL,
-                          "bad price \"%.40s\": a non-negative decimal, at most 6 decimals", s);
+                          "bad price \"%.40s\": a non-negative decimal below 10^9, at most 6 "
+                          "decimals",
+                          s ? s : "");
 }
 
 int fair_prices_load(struct fair_prices *p, const char *path, struct fair_error *err)
@@ -923,8 +923,9 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
     if (rc) {
         if (rc == FAIR_ENOMEM)
             goto out;
-        /* EINVAL/ERANGE: the query's fault (e.g. a period over 100 years). */
-        int code = rc == FAIR_EBUSY ? 503 : rc == FAIR_EINVAL || rc == FAIR_ERANGE ? 400 : 500;
+        /* Bad parameters the checks above let through are still the
+         * client's fault (400); a locked database is temporary (503). */
+        int code = rc == FAIR_EINVAL || rc == FAIR_ERANGE ? 400 : rc == FAIR_EBUSY ? 503 : 500;
         rc = http_error(body, content_type, status, code, err.msg);
         goto out;
     }

@@ -40,6 +40,9 @@ int fair_report_tz_parse(const char *s, int *minutes, struct fair_error *err);
 /* "YYYY-MM-DD" (midnight in the zone tz_min) or a full RFC 3339 time. */
 int fair_report_date_parse(const char *s, int tz_min, int64_t *out_ms, struct fair_error *err);
 
+/* The longest period a report covers: 100 years. */
+#define FAIR_REPORT_MAX_PERIOD_MS (100LL * 366 * 86400000LL)
+
 struct fair_report_params {
     int64_t from_ms; /* inclusive */
     int64_t to_ms;   /* exclusive; > from_ms, at most 100 years later */

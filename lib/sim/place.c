@@ -21,7 +21,7 @@ uint64_t fair_sim_rand(uint64_t *state)
 }
 
 static const char *const policy_names[FAIR_SIM_POLICY_COUNT] = {
-    "fairshare", "first-fit", "random-fit", "best-fit", "fgd",
+    "fairshare", "first-fit", "random-fit", "best-fit", "fgd", "fgd-online",
 };
 
 const char *fair_sim_policy_name(enum fair_sim_policy p)
@@ -155,7 +155,7 @@ int fair_sim_cluster_bind(struct fair_sim_cluster *c, size_t node, uint64_t devi
                 s->gpu_free[d] = 0;
     s->gpu_free_total -= job->gpu_milli;
     s->pods++;
-    s->frag_valid = false;
+    s->frag_epoch = 0;
     c->gpu_allocated += job->gpu_milli;
     return 0;
 }
@@ -175,7 +175,7 @@ void fair_sim_cluster_unbind(struct fair_sim_cluster *c, size_t node, uint64_t d
                 s->gpu_free[d] = FULL;
     s->gpu_free_total += job->gpu_milli;
     s->pods--;
-    s->frag_valid = false;
+    s->frag_epoch = 0;
     c->gpu_allocated -= job->gpu_milli;
 }
 
@@ -231,7 +231,8 @@ int fair_sim_placer_init(struct fair_sim_placer *p, enum fair_sim_policy policy,
     if (policy == FAIR_SIM_POLICY_ENGINE || (unsigned)policy >= FAIR_SIM_POLICY_COUNT)
         return fair_error_set(err, FAIR_EINVAL, "simulator: policy %d is not a baseline",
                               (int)policy);
-    if (policy != FAIR_SIM_POLICY_FGD)
+    p->epoch = 1;
+    if (policy != FAIR_SIM_POLICY_FGD && policy != FAIR_SIM_POLICY_FGD_ONLINE)
         return 0;
     /* Target workload: the distinct (cpu, gpu, models) of the trace's jobs
      * with their frequency. Memory is left out, as in the paper. */
@@ -256,12 +257,23 @@ int fair_sim_placer_init(struct fair_sim_placer *p, enum fair_sim_policy policy,
     }
     p->types = all;
     p->ntypes = n;
+    if (policy == FAIR_SIM_POLICY_FGD_ONLINE) {
+        p->seen = fair_calloc(n ? n : 1, sizeof(*p->seen));
+        if (!p->seen) {
+            rc = fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+            p->types[i].count = 0; /* nothing known yet */
+        p->next_refresh = 1;
+    }
 out:
     return rc;
 }
 
 void fair_sim_placer_release(struct fair_sim_placer *p)
 {
+    fair_free(p->seen);
     fair_free(p->types);
     memset(p, 0, sizeof(*p));
 }
@@ -317,9 +329,9 @@ static int64_t fgd_delta(struct fair_sim_placer *p, struct fair_sim_cluster *c, 
 {
     struct fair_sim_nstate *s = &c->n[node];
     const struct fair_sim_node *n = &c->trace->nodes[node];
-    if (!s->frag_valid) {
+    if (s->frag_epoch != p->epoch) {
         s->frag = frag_of(p, s->cpu_free, s->gpu_free, n->gpu_count, n->model);
-        s->frag_valid = true;
+        s->frag_epoch = p->epoch;
     }
     int32_t g[FAIR_MAX_GPUS_PER_NODE];
     memcpy(g, s->gpu_free, sizeof(g));
@@ -355,6 +367,27 @@ static int64_t fgd_delta(struct fair_sim_placer *p, struct fair_sim_cluster *c, 
     return best;
 }
 
+/* FGD_ONLINE: counts job into the workload seen so far, and now and then
+ * makes those counts the weights (which invalidates the cached node
+ * fragmentation: the epoch changes). */
+static void observe(struct fair_sim_placer *p, const struct fair_sim_job *job)
+{
+    struct fair_sim_podtype key = {.cpu_milli = job->cpu_milli,
+                                   .gpu_milli = job->gpu_milli,
+                                   .model_mask = job->gpu_milli ? job->model_mask : 0};
+    const struct fair_sim_podtype *m = bsearch(&key, p->types, p->ntypes, sizeof(key), type_cmp);
+    if (m)
+        p->seen[m - p->types]++;
+    if (++p->observed < p->next_refresh)
+        return;
+    for (size_t i = 0; i < p->ntypes; i++)
+        p->types[i].count = p->seen[i];
+    p->epoch++;
+    if (p->epoch == 0)
+        p->epoch = 1;
+    p->next_refresh = p->observed < 256 ? 2 * p->observed : p->observed + 256;
+}
+
 /* ---- policies ----------------------------------------------------------- */
 
 int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
@@ -364,6 +397,8 @@ int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
     int32_t best = -1;
     uint64_t best_dev = 0;
     uint64_t seen = 0;
+    if (p->policy == FAIR_SIM_POLICY_FGD_ONLINE)
+        observe(p, job);
     for (size_t i = 0; i < c->nnodes; i++) {
         if (!fair_sim_fits(c, i, job))
             continue;
@@ -391,7 +426,8 @@ int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
             }
             break;
         }
-        case FAIR_SIM_POLICY_FGD: {
+        case FAIR_SIM_POLICY_FGD:
+        case FAIR_SIM_POLICY_FGD_ONLINE: {
             uint64_t dev = 0;
             int64_t score = fgd_delta(p, c, i, job, &dev);
             if (score < best_score) {
@@ -408,7 +444,7 @@ int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
     if (best < 0)
         return FAIR_ENOTFOUND;
     *node_out = best;
-    if (p->policy == FAIR_SIM_POLICY_FGD) {
+    if (p->policy == FAIR_SIM_POLICY_FGD || p->policy == FAIR_SIM_POLICY_FGD_ONLINE) {
         *devices_out = best_dev;
     } else {
         const struct fair_sim_nstate *s = &c->n[best];

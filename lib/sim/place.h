@@ -25,9 +25,10 @@ struct fair_sim_nstate {
     int64_t gpu_free_total; /* sum of gpu_free */
     int32_t gpu_free[FAIR_MAX_GPUS_PER_NODE];
     int32_t pods;
-    /* FGD's cached fragmentation of this node (valid when frag_valid). */
+    /* FGD's cached fragmentation of this node, valid while frag_epoch
+     * equals the placer's epoch (0: never valid; binds reset it). */
     int64_t frag;
-    bool frag_valid;
+    uint32_t frag_epoch;
 };
 
 struct fair_sim_cluster {
@@ -70,6 +71,10 @@ enum fair_sim_policy {
     FAIR_SIM_POLICY_RANDOM_FIT,
     FAIR_SIM_POLICY_BEST_FIT,
     FAIR_SIM_POLICY_FGD,
+    /* FGD that learns the target workload from the pods it has been asked
+     * to place so far (as a controller would), instead of knowing the
+     * whole trace in advance. */
+    FAIR_SIM_POLICY_FGD_ONLINE,
     FAIR_SIM_POLICY_COUNT,
 };
 
@@ -87,9 +92,14 @@ struct fair_sim_podtype {
 
 struct fair_sim_placer {
     enum fair_sim_policy policy;
-    uint64_t rng; /* xorshift state for random fit */
-    struct fair_sim_podtype *types;
+    uint64_t rng;                   /* xorshift state for random fit */
+    struct fair_sim_podtype *types; /* sorted; counts are the weights */
     size_t ntypes;
+    uint32_t epoch; /* bumped when the weights change */
+    /* FGD_ONLINE: pods seen per type, copied into the weights at 1, 2, 4,
+     * ..., 256 pods seen, then every 256. */
+    int64_t *seen;
+    size_t observed, next_refresh;
 };
 
 /* policy must not be ENGINE (that one lives in sim/engine_place.h). The
@@ -98,7 +108,8 @@ int fair_sim_placer_init(struct fair_sim_placer *p, enum fair_sim_policy policy,
                          const struct fair_sim_trace *t, struct fair_error *err);
 void fair_sim_placer_release(struct fair_sim_placer *p);
 
-/* Chooses a node and devices for job without changing the cluster.
+/* Chooses a node and devices for job without changing the cluster (FGD_ONLINE
+ * also counts the job into its target workload, every call).
  * Returns 0 (with *node and *devices set) or FAIR_ENOTFOUND. */
 int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
                    const struct fair_sim_job *job, int32_t *node, uint64_t *devices);

@@ -437,8 +437,9 @@ int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_l
     if (!rc)
         rc = fair_buf_appends(b, "<h2>Queues: allocated (solid) against fair share "
                                  "(dashed), in GPUs</h2>\n");
-    /* One chart per queue name; runs that lack the queue are skipped. */
-    const struct fair_sim_config *c0 = runs[0].cfg;
+    /* One chart per queue name; runs that lack the queue are skipped.
+     * At most FAIR_SIM_MAX_CHARTS charts: queues.csv has every queue. */
+    size_t charts = 0, skipped = 0;
     for (size_t r = 0; !rc && r < n; r++) {
         const struct fair_sim_config *cfg = runs[r].cfg;
         for (size_t q = 0; !rc && q < cfg->nqueues; q++) {
@@ -447,6 +448,11 @@ int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_l
                 seen = fair_sim_config_queue(runs[e].cfg, cfg->queues[q].q.name) >= 0;
             if (seen)
                 continue;
+            if (charts >= FAIR_SIM_MAX_CHARTS) {
+                skipped++;
+                continue;
+            }
+            charts++;
             size_t ns = 0;
             char lab[2 * FAIR_SIM_MAX_RUNS][96];
             for (size_t x = r; x < n; x++) {
@@ -466,7 +472,9 @@ int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_l
             rc = chart(b, t, "", 0, s, ns);
         }
     }
-    (void)c0;
+    if (!rc && skipped)
+        rc = fair_buf_appendf(
+            b, "<p>%zu more queues are not charted; queues.csv has them all.</p>\n", skipped);
     if (!rc)
         rc = fair_buf_appends(b, "<h2>Wait times and preemptions</h2>\n<p>Wait: from arrival "
                                  "to first start. Lost GPU-h: work thrown away by evictions "
@@ -501,7 +509,7 @@ int fair_sim_write_reports(const char *dir, const char *title, const struct fair
     int rc = 0;
     for (int i = 0; i < 4 && !rc; i++) {
         struct fair_buf b;
-        fair_buf_init(&b, FAIR_BUF_DEFAULT_MAX);
+        fair_buf_init(&b, FAIR_SIM_MAX_REPORT_BYTES);
         switch (i) {
         case 0:
             rc = fair_sim_csv_timeseries(&b, runs, n);

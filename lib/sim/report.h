@@ -15,6 +15,8 @@
 #include "sim/replay.h"
 
 #define FAIR_SIM_MAX_RUNS 4
+#define FAIR_SIM_MAX_CHARTS 40                      /* queue charts in the HTML report */
+#define FAIR_SIM_MAX_REPORT_BYTES ((size_t)1 << 30) /* per output file */
 
 struct fair_sim_labeled {
     const char *label;  /* "base", "compare": the config column */

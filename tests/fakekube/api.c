@@ -7,6 +7,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/quantity.h"
 
 #include <ctype.h>
 #include <event2/buffer.h>
@@ -812,6 +813,129 @@ static int check_kind(struct fk_server *s, struct evhttp_request *req, const str
     return 0;
 }
 
+/* A quantity given as a JSON number becomes the string the real server
+ * would write back ("1", "500m"). */
+static void normalize_quantities(json_t *list)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(list, tmp, k, v)
+    {
+        if (json_is_integer(v)) {
+            char b[32];
+            snprintf(b, sizeof(b), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            json_object_set_new(list, k, json_string(b));
+        } else if (json_is_real(v)) {
+            char b[48];
+            double milli = json_real_value(v) * 1000.0;
+            long long m = (long long)(milli + (milli >= 0 ? 0.5 : -0.5));
+            if (m % 1000 == 0)
+                snprintf(b, sizeof(b), "%lld", m / 1000);
+            else
+                snprintf(b, sizeof(b), "%lldm", m);
+            json_object_set_new(list, k, json_string(b));
+        }
+    }
+}
+
+/* Extended resources (such as nvidia.com/gpu) are whole numbers and cannot
+ * be overcommitted: the request must equal the limit. */
+static int is_extended(const char *k)
+{
+    return strchr(k, '/') && strncmp(k, "kubernetes.io/", 14) != 0 &&
+           strncmp(k, "requests.", 9) != 0;
+}
+
+/* Defaults and validates container resources as the pod strategy and
+ * validation do: requests default to limits; quantities must parse;
+ * extended resources are integers with request == limit. Also sets
+ * status.qosClass. Returns 0, or -1 after replying 422. */
+static int pod_resources(struct fk_server *s, struct evhttp_request *req, const struct fk_type *t,
+                         const char *name, json_t *pod)
+{
+    static const char *const lists[] = {"initContainers", "containers", NULL};
+    json_t *spec = json_object_get(pod, "spec");
+    int any = 0, guaranteed = 1;
+    char field[200], detail[300];
+    for (size_t li = 0; lists[li]; li++) {
+        size_t ci;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, lists[li]), ci, c)
+        {
+            json_t *res = json_object_get(c, "resources");
+            json_t *lim = json_object_get(res, "limits");
+            json_t *rq = json_object_get(res, "requests");
+            if (json_is_object(lim))
+                normalize_quantities(lim);
+            if (json_is_object(rq))
+                normalize_quantities(rq);
+            if (json_is_object(lim) && json_object_size(lim) > 0) {
+                if (!json_is_object(rq)) {
+                    rq = json_object();
+                    json_object_set_new(res, "requests", rq);
+                }
+                const char *k;
+                json_t *v;
+                json_object_foreach(lim, k, v)
+                {
+                    if (!json_object_get(rq, k))
+                        json_object_set(rq, k, v);
+                }
+            }
+            for (int pass = 0; pass < 2; pass++) {
+                json_t *m = pass ? lim : rq;
+                const char *k;
+                json_t *v;
+                json_object_foreach(m, k, v)
+                {
+                    int64_t q, ql;
+                    snprintf(field, sizeof(field), "spec.%s[%zu].resources.%s[%s]", lists[li], ci,
+                             pass ? "limits" : "requests", k);
+                    if (!json_is_string(v) ||
+                        fair_quantity_parse_milli(json_string_value(v), &q, NULL) != 0 || q < 0) {
+                        reply_invalid(s, req, t, name, field,
+                                      "Invalid value: quantities must match the regular "
+                                      "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+                        return -1;
+                    }
+                    if (!is_extended(k) || pass)
+                        continue;
+                    if (q % 1000 != 0) {
+                        snprintf(detail, sizeof(detail),
+                                 "Invalid value: \"%s\": must be an integer", json_string_value(v));
+                        reply_invalid(s, req, t, name, field, detail);
+                        return -1;
+                    }
+                    json_t *lv = json_object_get(lim, k);
+                    if (!lv || fair_quantity_parse_milli(json_string_value(lv), &ql, NULL) != 0 ||
+                        ql != q) {
+                        snprintf(detail, sizeof(detail),
+                                 "Invalid value: \"%s\": must be equal to %s limit of %s",
+                                 json_string_value(v), k, lv ? json_string_value(lv) : "0");
+                        reply_invalid(s, req, t, name, field, detail);
+                        return -1;
+                    }
+                }
+            }
+            static const char *const qos[] = {"cpu", "memory", NULL};
+            for (size_t qi = 0; qos[qi]; qi++) {
+                json_t *l = json_object_get(lim, qos[qi]);
+                json_t *r = json_object_get(rq, qos[qi]);
+                if (l || r)
+                    any = 1;
+                if (!l || !r || !json_equal(l, r))
+                    guaranteed = 0;
+            }
+        }
+    }
+    json_object_set_new(json_object_get(pod, "status"), "qosClass",
+                        json_string(!any         ? "BestEffort"
+                                    : guaranteed ? "Guaranteed"
+                                                 : "Burstable"));
+    return 0;
+}
+
 static void pod_defaults(struct fk_server *s, json_t *pod)
 {
     json_t *spec = json_object_get(pod, "spec");
@@ -920,6 +1044,8 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
     switch (r->type) {
     case FK_PODS:
         pod_defaults(s, obj);
+        if (pod_resources(s, req, t, name, obj) != 0)
+            goto out;
         break;
     case FK_NAMESPACES:
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
@@ -1068,6 +1194,25 @@ static void apply_update(struct fk_server *s, struct evhttp_request *req, const 
         if (t->generation && spec_differs(old, res)) {
             json_int_t g = json_integer_value(json_object_get(ometa, "generation"));
             json_object_set_new(meta, "generation", json_integer(g + 1));
+        }
+    }
+    if (json_object_get(ometa, "deletionTimestamp")) {
+        /* No new finalizers on an object being deleted. */
+        json_t *of = json_object_get(ometa, "finalizers");
+        size_t fi;
+        json_t *fv;
+        json_array_foreach(json_object_get(json_object_get(res, "metadata"), "finalizers"), fi, fv)
+        {
+            size_t oj;
+            json_t *ov;
+            int had = 0;
+            json_array_foreach(of, oj, ov) had |= json_equal(ov, fv);
+            if (!had) {
+                reply_invalid(s, req, t, r->name, "metadata.finalizers",
+                              "Forbidden: no new finalizers can be added if the object is being "
+                              "deleted");
+                goto out;
+            }
         }
     }
     json_object_set_new(meta_of(res), "resourceVersion", json_string(orv));
@@ -1460,6 +1605,82 @@ out:
     json_decref(body);
 }
 
+/* DELETE on a collection (deletecollection): deletes every object that
+ * matches the selectors, each as a single DELETE would (graceful for bound
+ * pods), and answers with the list of what it deleted. */
+static void handle_delete_collection(struct fk_server *s, struct evhttp_request *req,
+                                     const struct route *r, struct evkeyvalq *q)
+{
+    const struct fk_type *t = &s->types[r->type];
+    struct fk_selector labels, fields;
+    char err[256];
+    char **doomed = NULL;
+    size_t cnt = 0;
+    json_t *items = NULL;
+    memset(&labels, 0, sizeof(labels));
+    memset(&fields, 0, sizeof(fields));
+    if (fk_selector_parse(evhttp_find_header(q, "labelSelector"), 0, &labels, err, sizeof(err)) ||
+        fk_selector_parse(evhttp_find_header(q, "fieldSelector"), 1, &fields, err, sizeof(err)) ||
+        fk_selector_check_fields(&fields, r->type, err, sizeof(err))) {
+        fk_reply(s, req, 400, fk_status(400, "BadRequest", "%s", err));
+        goto out;
+    }
+    int bad = 0;
+    long grace = query_long(q, "gracePeriodSeconds", -1, &bad);
+    if (bad) {
+        fk_reply(s, req, 400, fk_status(400, "BadRequest", "invalid gracePeriodSeconds"));
+        goto out;
+    }
+    size_t n;
+    char **keys = fk_sorted_keys(s, r->type, &n);
+    /* Copy the matching keys first: deleting invalidates the key array. */
+    doomed = fair_calloc(n ? n : 1, sizeof(char *));
+    items = json_array();
+    if (!doomed || !items)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        json_t *obj = fk_get(s, r->type, keys[i]);
+        if (r->ns && t->namespaced && strcmp(fk_meta_str(obj, "namespace"), r->ns) != 0)
+            continue;
+        if (!fk_selector_match(&labels, obj) || !fk_selector_match(&fields, obj))
+            continue;
+        if (!(doomed[cnt] = fair_strdup(keys[i])))
+            goto oom;
+        cnt++;
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *obj = fk_get(s, r->type, doomed[i]);
+        if (!obj)
+            continue;
+        long g = grace;
+        if (g < 0 && r->type == FK_PODS)
+            g = (long)json_integer_value(
+                json_object_get(json_object_get(obj, "spec"), "terminationGracePeriodSeconds"));
+        json_t *res = fk_delete_object(s, r->type, doomed[i], g < 0 ? 0 : g);
+        if (res) {
+            json_object_del(res, "kind");
+            json_object_del(res, "apiVersion");
+            json_array_append_new(items, res);
+        }
+    }
+    char rvbuf[32], lk[96];
+    snprintf(rvbuf, sizeof(rvbuf), "%" PRIu64, s->rv);
+    snprintf(lk, sizeof(lk), "%sList", t->kind);
+    fk_reply(s, req, 200,
+             json_pack("{s:s,s:s,s:{s:s},s:O}", "kind", lk, "apiVersion", t->api_version,
+                       "metadata", "resourceVersion", rvbuf, "items", items));
+    goto out;
+oom:
+    fk_reply(s, req, 500, fk_status(500, "InternalError", "out of memory"));
+out:
+    for (size_t i = 0; doomed && i < cnt; i++)
+        fair_free(doomed[i]);
+    fair_free(doomed);
+    json_decref(items);
+    fk_selector_release(&labels);
+    fk_selector_release(&fields);
+}
+
 /* ---- /fake/ endpoints ---- */
 
 static void handle_fake(struct fk_server *s, struct evhttp_request *req, const char *what,
@@ -1543,7 +1764,7 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         fk_hist_compact(s);
         reply_json(s, req, 200, json_pack("{s:I}", "historyFloor", (json_int_t)s->hist_floor), 0);
     } else if (!strcmp(what, "persist")) {
-        int rc = fk_persist(s);
+        int rc = fk_persist(s, 0);
         reply_json(s, req, rc ? 500 : 200, json_pack("{s:b}", "persisted", rc == 0), 0);
     } else if (!strcmp(what, "reset")) {
         s->nfaults = 0;
@@ -1782,6 +2003,8 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
             handle_list(s, req, &r, &q);
         else if (method == EVHTTP_REQ_POST && (r.ns || !t->namespaced))
             handle_create(s, req, &r);
+        else if (method == EVHTTP_REQ_DELETE && r.type != FK_NAMESPACES)
+            handle_delete_collection(s, req, &r, &q);
         else
             fk_reply(s, req, 405,
                      fk_status(405, "MethodNotAllowed",

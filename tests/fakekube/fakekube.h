@@ -25,6 +25,7 @@
 #define FK_MAX_BODY ((size_t)3 << 20) /* the real server's 3 MB request cap */
 #define FK_MAX_JSON_DEPTH 100
 #define FK_MAX_FAULTS 32
+#define FK_CRASH_RV_GAP 100000                 /* rvs skipped after loading a crash-time save */
 #define FK_MAX_WATCH_BUFFER ((size_t)64 << 20) /* slow watcher is dropped */
 
 enum fk_type_id {
@@ -159,7 +160,8 @@ char **fk_sorted_keys(struct fk_server *s, int type, size_t *n);
 /* The history event with the given rv, or NULL when not retained. */
 const struct fk_event *fk_hist_at(const struct fk_server *s, uint64_t rv);
 void fk_hist_compact(struct fk_server *s);
-int fk_persist(struct fk_server *s);
+/* Saves DIR/state.json; clean=1 only for the save at exit. */
+int fk_persist(struct fk_server *s, int clean);
 int fk_load(struct fk_server *s);
 /* metadata helpers: borrowed strings, "" when missing */
 const char *fk_meta_str(const json_t *obj, const char *field);

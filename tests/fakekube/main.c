@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -145,7 +146,7 @@ static void persist_cb(evutil_socket_t fd, short what, void *arg)
     int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000;
     if (!s->dirty || now_ms < s->persist_next_ms)
         return;
-    fk_persist(s);
+    fk_persist(s, 0);
     gettimeofday(&now, NULL);
     int64_t took = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000 - now_ms;
     s->persist_next_ms = now_ms + 10 * took;
@@ -219,6 +220,13 @@ int main(int argc, char **argv)
     int rc = 1;
     memset(s, 0, sizeof(*s));
     signal(SIGPIPE, SIG_IGN);
+    /* Every watch holds a socket: raise the soft descriptor limit to the
+     * hard one so that --max-watchers, not EMFILE, is what bounds them. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     if (parse_args(argc, argv))
         return 2;
     int lvl = fair_log_level_parse(o_log_level);
@@ -245,7 +253,14 @@ int main(int argc, char **argv)
     s->kubelet_delay_ms = (int)o_kubelet_delay;
     s->persist_ms = (int)o_persist;
 
-    s->base = event_base_new();
+    /* Precise timers: the coarse monotonic clock libevent prefers can fire
+     * an injected latency a few ms early. */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    s->base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
     if (!s->base || fk_store_init(s, (size_t)o_history) != 0)
         goto out;
     if (load_token(s) != 0) {
@@ -316,7 +331,7 @@ int main(int argc, char **argv)
     struct timeval pdb_tv = {0, 200 * 1000};
     if (!s->pdb_ev || event_add(s->pdb_ev, &pdb_tv))
         goto out;
-    fk_persist(s);
+    fk_persist(s, 0);
     if (o_port_file && write_port_file(o_port_file, s->port) != 0) {
         fprintf(stderr, "fakekube: cannot write --port-file %s\n", o_port_file);
         goto out;
@@ -324,7 +339,7 @@ int main(int argc, char **argv)
     FAIR_INFO("fakekube", "msg=listening port=%d state_dir=%s resourceVersion=%llu", s->port,
               s->state_dir, (unsigned long long)s->rv);
     event_base_dispatch(s->base);
-    rc = fk_persist(s) == 0 ? 0 : 1;
+    rc = fk_persist(s, 1) == 0 ? 0 : 1;
 out:
     if (s->http)
         fk_watch_release_all(s);

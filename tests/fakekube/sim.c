@@ -18,6 +18,7 @@
 #include <sys/time.h>
 
 #define DURATION_ANNOTATION "sim.fairshare.dev/duration-seconds"
+#define EXIT_CODE_ANNOTATION "sim.fairshare.dev/exit-code"
 
 struct fk_timer {
     struct fk_timer *next, *prev;
@@ -87,16 +88,18 @@ static long duration_seconds(const json_t *pod)
     return (*end || v < 0 || v > 10L * 365 * 86400) ? -1 : v;
 }
 
-static void container_statuses(json_t *status, const json_t *pod, int running, const char *ts)
+static void container_statuses(json_t *status, const json_t *pod, int running, int exit_code,
+                               const char *ts)
 {
     json_t *arr = json_array();
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
     {
-        json_t *state = running ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
-                                : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", 0,
-                                            "reason", "Completed", "finishedAt", ts);
+        json_t *state =
+            running ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
+                    : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", exit_code, "reason",
+                                exit_code ? "Error" : "Completed", "finishedAt", ts);
         json_array_append_new(arr,
                               json_pack("{s:s,s:b,s:o,s:i,s:s}", "name", fk_path_str(c, "name"),
                                         "ready", running, "state", state, "restartCount", 0,
@@ -124,7 +127,7 @@ static void kubelet_run(struct fk_server *s, const char *key, json_t *pod)
     set_condition(status, "Initialized", "True", NULL, ts);
     set_condition(status, "ContainersReady", "True", NULL, ts);
     set_condition(status, "Ready", "True", NULL, ts);
-    container_statuses(status, nw, 1, ts);
+    container_statuses(status, nw, 1, 0, ts);
     fk_put(s, FK_PODS, key, nw, FK_MODIFIED);
 }
 
@@ -136,10 +139,20 @@ static void kubelet_succeed(struct fk_server *s, const char *key, json_t *pod)
     char ts[32];
     fk_now_rfc3339(ts, sizeof(ts));
     json_t *status = json_object_get(nw, "status");
-    json_object_set_new(status, "phase", json_string("Succeeded"));
+    /* sim.fairshare.dev/exit-code: "N" (N != 0) makes the pod fail instead. */
+    const char *ec = json_string_value(json_object_get(
+        json_object_get(json_object_get(nw, "metadata"), "annotations"), EXIT_CODE_ANNOTATION));
+    int code = 0;
+    if (ec) {
+        char *end;
+        long v = strtol(ec, &end, 10);
+        if (!*end && v > 0 && v < 256)
+            code = (int)v;
+    }
+    json_object_set_new(status, "phase", json_string(code ? "Failed" : "Succeeded"));
     set_condition(status, "Ready", "False", "PodCompleted", ts);
     set_condition(status, "ContainersReady", "False", "PodCompleted", ts);
-    container_statuses(status, nw, 0, ts);
+    container_statuses(status, nw, 0, code, ts);
     fk_put(s, FK_PODS, key, nw, FK_MODIFIED);
 }
 
@@ -156,8 +169,19 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         const char *phase = fk_path_str(obj, "status.phase");
         switch (t->kind) {
         case FK_TIMER_FINALIZE:
-            if (deleting && json_array_size(json_object_get(meta, "finalizers")) == 0)
+            if (deleting && json_array_size(json_object_get(meta, "finalizers")) == 0) {
                 json_decref(fk_remove(s, t->type, t->key));
+            } else if (deleting &&
+                       json_integer_value(json_object_get(meta, "deletionGracePeriodSeconds"))) {
+                /* The kubelet's final delete (grace 0): the pod now goes
+                 * as soon as an update removes its last finalizer. */
+                json_t *nw = json_deep_copy(obj);
+                if (nw) {
+                    json_object_set_new(json_object_get(nw, "metadata"),
+                                        "deletionGracePeriodSeconds", json_integer(0));
+                    fk_put(s, t->type, t->key, nw, FK_MODIFIED);
+                }
+            }
             break;
         case FK_TIMER_RUN:
             if (!deleting && !strcmp(phase, "Pending") && *fk_path_str(obj, "spec.nodeName"))
@@ -226,15 +250,13 @@ void fk_sim_pod_written(struct fk_server *s, const char *key, const json_t *pod)
             fk_timer_add(s, FK_TIMER_RUN, FK_PODS, key, uid, s->kubelet_delay_ms);
     } else if (!strcmp(phase, "Running")) {
         long d = duration_seconds(pod);
-        const char *started = fk_path_str(pod, "status.startTime");
-        int64_t start_ms;
-        /* Schedule once: on the write that made it Running. */
+        /* Schedule once: on the write that made it Running, N s from now
+         * (startTime has whole seconds only; after a restart it is all we
+         * have, see fk_sim_resume). */
         int just_started =
             ev && ev->old && strcmp(fk_path_str(ev->old, "status.phase"), "Running") != 0;
-        if (d >= 0 && just_started && fair_time_parse_rfc3339(started, &start_ms) == 0) {
-            long delay = (long)(start_ms + d * 1000 - now_ms());
-            fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, key, uid, delay);
-        }
+        if (d >= 0 && just_started)
+            fk_timer_add(s, FK_TIMER_SUCCEED, FK_PODS, key, uid, d * 1000);
     }
 }
 

@@ -321,7 +321,7 @@ static int state_path(const struct fk_server *s, const char *name, char *out, si
     return (w < 0 || (size_t)w >= n) ? -1 : 0;
 }
 
-int fk_persist(struct fk_server *s)
+int fk_persist(struct fk_server *s, int clean)
 {
     char path[600], tmp[600];
     int rc = -1;
@@ -331,7 +331,7 @@ int fk_persist(struct fk_server *s)
         goto out;
     char rvbuf[32];
     snprintf(rvbuf, sizeof(rvbuf), "%" PRIu64, s->rv);
-    root = json_pack("{s:s,s:{}}", "resourceVersion", rvbuf, "objects");
+    root = json_pack("{s:s,s:b,s:{}}", "resourceVersion", rvbuf, "cleanShutdown", clean, "objects");
     if (!root)
         goto out;
     json_t *objs = json_object_get(root, "objects");
@@ -390,6 +390,16 @@ int fk_load(struct fk_server *s)
         goto out;
     }
     s->rv = rv;
+    if (!json_is_true(json_object_get(root, "cleanShutdown"))) {
+        /* Saved while running, then killed: clients may have seen later
+         * resourceVersions. Skip ahead so that none is ever reused; their
+         * watches from those get 410, as after a real apiserver restart. */
+        s->rv += FK_CRASH_RV_GAP;
+        FAIR_WARN("fakekube",
+                  "msg=\"state was not saved at exit; skipping resourceVersions\" "
+                  "gap=%d resourceVersion=%llu",
+                  FK_CRASH_RV_GAP, (unsigned long long)s->rv);
+    }
     json_t *objs = json_object_get(root, "objects");
     for (int i = 0; i < FK_NTYPES; i++) {
         struct fk_type *t = &s->types[i];

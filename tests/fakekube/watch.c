@@ -28,6 +28,7 @@ struct fk_watcher {
     char *name; /* metadata.name=X field selector fast path; NULL: any */
     struct fk_selector labels, fields;
     uint64_t from; /* events at or before this rv are not sent */
+    int bookmarks; /* allowWatchBookmarks=true */
     struct event *bookmark_ev;
     struct event *timeout_ev;
 };
@@ -138,6 +139,19 @@ static void end_watch(struct fk_server *s, struct fk_watcher *w)
     watcher_free(w);
 }
 
+static void close_abrupt(struct fk_server *s, struct fk_watcher *w)
+{
+    /* Calls fk_on_close, which unlinks and frees w. */
+    evhttp_connection_free(w->evcon);
+    for (struct fk_watcher *x = s->watchers; x; x = x->next) {
+        if (x == w) { /* the close callback did not run */
+            watcher_unlink(s, w);
+            watcher_free(w);
+            break;
+        }
+    }
+}
+
 void fk_watch_notify(struct fk_server *s, const struct fk_event *ev)
 {
     struct fk_watcher *w = s->watchers, *next;
@@ -145,9 +159,11 @@ void fk_watch_notify(struct fk_server *s, const struct fk_event *ev)
         next = w->next;
         deliver(w, ev);
         if (pending_output(w) > FK_MAX_WATCH_BUFFER) {
-            FAIR_WARN("fakekube", "msg=\"dropping slow watcher\" resource=%s",
+            /* Like the real server, give up on a watcher that does not
+             * read: close its connection (fk_on_close frees w). */
+            FAIR_WARN("fakekube", "msg=\"closing slow watcher\" resource=%s",
                       s->types[w->type].plural);
-            end_watch(s, w);
+            close_abrupt(s, w);
         }
     }
 }
@@ -160,7 +176,9 @@ static void bookmark_cb(evutil_socket_t fd, short what, void *arg)
     struct fk_server *s = w->srv;
     const struct fk_type *t = &s->types[w->type];
     char rv[32];
-    snprintf(rv, sizeof(rv), "%" PRIu64, s->rv);
+    /* Everything up to the current rv has been sent to this watcher (or
+     * did not match it); never below the rv the watch started from. */
+    snprintf(rv, sizeof(rv), "%" PRIu64, s->rv > w->from ? s->rv : w->from);
     json_t *obj = json_pack("{s:s,s:s,s:{s:s}}", "kind", t->kind, "apiVersion", t->api_version,
                             "metadata", "resourceVersion", rv);
     if (obj)
@@ -173,6 +191,10 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct fk_watcher *w = arg;
+    /* Like the watch cache, send a last bookmark before a timeout ends the
+     * stream, so that the client can resume from it. */
+    if (w->bookmarks)
+        bookmark_cb(-1, 0, w);
     end_watch(w->srv, w);
 }
 
@@ -284,7 +306,8 @@ int fk_watch_start(struct fk_server *s, struct evhttp_request *req, int type, co
                 deliver(w, ev);
         }
     }
-    if (truthy(query_get(query, "allowWatchBookmarks")) && s->bookmark_ms > 0) {
+    w->bookmarks = truthy(query_get(query, "allowWatchBookmarks"));
+    if (w->bookmarks && s->bookmark_ms > 0) {
         w->bookmark_ev = event_new(s->base, -1, EV_PERSIST, bookmark_cb, w);
         struct timeval tv = {s->bookmark_ms / 1000, (s->bookmark_ms % 1000) * 1000};
         if (w->bookmark_ev)
@@ -329,13 +352,7 @@ size_t fk_watch_drop_all(struct fk_server *s, int abrupt)
         struct fk_watcher *w = s->watchers;
         n++;
         if (abrupt) {
-            struct evhttp_connection *evcon = w->evcon;
-            /* Calls fk_on_close, which unlinks and frees w. */
-            evhttp_connection_free(evcon);
-            if (s->watchers == w) { /* closecb did not run */
-                watcher_unlink(s, w);
-                watcher_free(w);
-            }
+            close_abrupt(s, w);
         } else {
             end_watch(s, w);
         }

@@ -128,7 +128,7 @@ static int spawn(struct fair_fake *f, int port)
         _exit(127);
     }
     f->pid = pid;
-    long long deadline = mono_ms() + 15000;
+    long long deadline = mono_ms() + 60000;
     while (mono_ms() < deadline) {
         int p = read_port(port_file);
         if (p > 0) {
@@ -145,7 +145,7 @@ static int spawn(struct fair_fake *f, int port)
         }
         sleep_ms(10);
     }
-    fprintf(stderr, "helper_fakekube: fakekube did not start within 15 s; see %s\n", f->log_path);
+    fprintf(stderr, "helper_fakekube: fakekube did not start within 60 s; see %s\n", f->log_path);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     f->pid = 0;
@@ -172,7 +172,7 @@ int fair_fake_start(struct fair_fake *f, const struct fair_fake_opts *opts)
 
 static int wait_exit(struct fair_fake *f, int *status)
 {
-    long long deadline = mono_ms() + 20000;
+    long long deadline = mono_ms() + 60000;
     while (mono_ms() < deadline) {
         pid_t r = waitpid(f->pid, status, WNOHANG);
         if (r == f->pid) {
@@ -188,7 +188,7 @@ static int wait_exit(struct fair_fake *f, int *status)
     kill(f->pid, SIGKILL);
     waitpid(f->pid, status, 0);
     f->pid = 0;
-    fprintf(stderr, "helper_fakekube: fakekube did not stop within 20 s; killed\n");
+    fprintf(stderr, "helper_fakekube: fakekube did not stop within 60 s; killed\n");
     return -1;
 }
 

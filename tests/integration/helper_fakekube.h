@@ -17,7 +17,14 @@
  * the CA, so a client's kubeconfig stays valid; the server's watch history
  * is empty after it, so watches from an older resourceVersion get 410.
  * State reaches disk on SIGTERM and every persist_ms (default 2 s), so after
- * fair_fake_kill9 the last writes may be lost, as with a crash.
+ * fair_fake_kill9 the last writes may be lost, as with a crash (and the
+ * server then skips 100,000 resourceVersions so that none is reused).
+ *
+ * Simulated pods: with .kubelet, the annotations
+ * sim.fairshare.dev/duration-seconds: "N" (Succeeded N s after Running) and
+ * sim.fairshare.dev/exit-code: "C" (Failed with exit code C instead).
+ * Debugging: FAIR_FAKEKUBE_LOG_LEVEL=debug logs every request to
+ * DIR/fakekube.log; FAIR_KEEP_FAKEKUBE_DIR=1 keeps DIR.
  *
  * The server gets SIGTERM when the test process dies (PR_SET_PDEATHSIG), so
  * a crashed test leaves no server behind.
@@ -58,8 +65,9 @@ struct fair_fake {
     void *curl; /* a kept-alive CURL handle for fair_fake_request */
 };
 
-/* Starts a server with a fresh state dir; waits (at most 15 s) until it
- * listens. opts may be NULL. Returns 0 or -1 (a message is printed). */
+/* Starts a server with a fresh state dir and waits until it listens (at
+ * most 60 s; a restart loads the saved state first). opts may be NULL.
+ * Returns 0 or -1 (a message is printed). */
 int fair_fake_start(struct fair_fake *f, const struct fair_fake_opts *opts);
 /* SIGTERM and wait: the server saves its state. Returns 0 when it exited
  * with status 0 (under ASan this also means it leaked nothing). */

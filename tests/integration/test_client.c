@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/yaml.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/decode.h"
@@ -32,8 +33,8 @@ static int setup(void **state)
 {
     (void)state;
     fair_log_set_level(FAIR_LOG_WARN);
-    struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 4, .grace_seconds = -1,
-                               .bookmark_ms = -1};
+    struct fair_fake_opts o = {
+        .nodes = 2, .gpus_per_node = 4, .grace_seconds = -1, .bookmark_ms = -1};
     if (fair_fake_start(&fake, &o) != 0)
         return -1;
     if (fair_fake_create_namespace(&fake, "team-a"))
@@ -134,7 +135,8 @@ static void test_crud_and_errors(void **state)
     struct result r = {0};
     create_pod("p1", "{\"fairshare.dev/queue\":\"q1\"}");
     /* GET, decoded into the plain struct. */
-    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "p1", record, &r, NULL), 0);
+    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "p1", record, &r, NULL),
+                     0);
     wait_for(&r);
     assert_int_equal(r.rc, 0);
     struct fair_kpod *pod = NULL;
@@ -155,7 +157,8 @@ static void test_crud_and_errors(void **state)
     reset(&r);
     /* 409 AlreadyExists on a second create. */
     char *b = pod_body("p1", NULL);
-    assert_int_equal(fair_kclient_create(client, &fair_kres_pods, "team-a", b, record, &r, NULL), 0);
+    assert_int_equal(fair_kclient_create(client, &fair_kres_pods, "team-a", b, record, &r, NULL),
+                     0);
     fair_free(b);
     wait_for(&r);
     assert_int_equal(r.rc, FAIR_ECONFLICT);
@@ -208,7 +211,8 @@ static void test_conflict_retried_after_reread(void **state)
     (void)state;
     struct result r = {0};
     create_pod("c1", NULL);
-    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "c1", record, &r, NULL), 0);
+    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "c1", record, &r, NULL),
+                     0);
     wait_for(&r);
     json_t *stale = json_incref(r.json);
     reset(&r);
@@ -225,12 +229,12 @@ static void test_conflict_retried_after_reread(void **state)
     int conflicts = 0;
     json_t *obj = stale;
     for (int attempt = 0; attempt < 5; attempt++) {
-        json_object_set_new(json_object_get(obj, "metadata"), "labels",
-                            json_pack("{s:s, s:s}", "mine", "1", "other",
-                                      jpath(json_object_get(obj, "metadata"), "labels", "other")
-                                          ? jpath(json_object_get(obj, "metadata"), "labels",
-                                                  "other")
-                                          : ""));
+        json_object_set_new(
+            json_object_get(obj, "metadata"), "labels",
+            json_pack("{s:s, s:s}", "mine", "1", "other",
+                      jpath(json_object_get(obj, "metadata"), "labels", "other")
+                          ? jpath(json_object_get(obj, "metadata"), "labels", "other")
+                          : ""));
         char *body = json_dumps(obj, JSON_COMPACT);
         assert_int_equal(fair_kclient_update(client, &fair_kres_pods, "team-a", "c1", NULL, body,
                                              record, &r, NULL),
@@ -274,9 +278,8 @@ static void test_paged_list(void **state)
     do {
         struct result r = {0};
         o.continue_token = cont;
-        assert_int_equal(fair_kclient_list(client, &fair_kres_pods, "team-a", &o, record, &r, NULL,
-                                           NULL),
-                         0);
+        assert_int_equal(
+            fair_kclient_list(client, &fair_kres_pods, "team-a", &o, record, &r, NULL, NULL), 0);
         wait_for(&r);
         assert_int_equal(r.rc, 0);
         pages++;
@@ -312,13 +315,32 @@ static void test_429_retry(void **state)
     assert_int_equal(r.status, 429);
     assert_int_equal(r.retries, 0);
     reset(&r);
+    /* Retries are bounded: with max_retries 2, the third 429 surfaces. */
+    struct fair_kconfig cfg;
+    struct fair_error cerr = {0};
+    assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &cerr), 0);
+    struct fair_kclient_options o = {.max_retries = 2};
+    struct fair_kclient *c2;
+    assert_int_equal(fair_kclient_new(base, &cfg, &o, &c2, &cerr), 0);
+    fair_kconfig_release(&cfg);
+    assert_int_equal(fair_fake_fail_next(&fake, 429, 3, "/api/v1/nodes", "GET", 0), 0);
+    assert_int_equal(fair_kclient_get(c2, &fair_kres_nodes, NULL, NULL, record, &r, NULL), 0);
+    wait_for(&r);
+    assert_int_equal(r.rc, FAIR_ETOOMANY);
+    assert_int_equal(r.retries, 2);
+    reset(&r);
+    struct fair_kclient_stats st;
+    fair_kclient_stats(c2, &st);
+    assert_int_equal(st.requests, 3);
+    assert_int_equal(st.retries_429, 2);
+    fair_kclient_free(c2);
     /* 500: not retried by the client. */
     assert_int_equal(fair_fake_fail_next(&fake, 500, 1, "/api/v1/nodes", "GET", 0), 0);
     long status = 0;
     struct fair_error err = {0};
-    assert_int_equal(fair_kclient_request_sync(client, "GET", "/api/v1/nodes", NULL, 0, &status,
-                                               NULL, &err),
-                     FAIR_EHTTP);
+    assert_int_equal(
+        fair_kclient_request_sync(client, "GET", "/api/v1/nodes", NULL, 0, &status, NULL, &err),
+        FAIR_EHTTP);
     assert_int_equal(status, 500);
     assert_non_null(strstr(err.msg, "HTTP 500"));
     assert_int_equal(fair_fake_reset_faults(&fake), 0);
@@ -343,34 +365,32 @@ static void test_bind_evict_pdb(void **state)
     struct result r = {0};
     create_pod("e1", "{\"app\":\"guarded\"}");
     create_pod("e2", "{\"app\":\"free\"}");
-    /* Bind e1 with an annotation in the Binding. */
+    /* Bind e1 with an annotation carried by the Binding. */
     const char *kv[] = {"fairshare.dev/gpu-devices", "0"};
-    assert_int_equal(fair_kclient_bind(client, "team-a", "e1", NULL, "node-0000", kv, 1, record,
-                                       &r, NULL),
-                     0);
+    assert_int_equal(
+        fair_kclient_bind(client, "team-a", "e1", NULL, "node-0000", kv, 1, record, &r, NULL), 0);
     wait_for(&r);
     if (r.rc)
         fail_msg("bind: %s", r.msg);
     reset(&r);
-    assert_int_equal(fair_kclient_bind(client, "team-a", "e2", NULL, "node-0001", NULL, 0, record,
-                                       &r, NULL),
-                     0);
+    assert_int_equal(
+        fair_kclient_bind(client, "team-a", "e2", NULL, "node-0001", NULL, 0, record, &r, NULL), 0);
     wait_for(&r);
     assert_int_equal(r.rc, 0);
     reset(&r);
-    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "e1", record, &r, NULL), 0);
+    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "e1", record, &r, NULL),
+                     0);
     wait_for(&r);
     struct fair_kpod *pod = NULL;
     assert_int_equal(fair_kpod_decode(r.json, &pod, NULL), 0);
     assert_string_equal(pod->node_name, "node-0000");
-    /* The real API server copies the Binding's annotations onto the pod;
-     * the fake server does not (yet), so pod->gpu_devices is not checked. */
+    /* The API server copies the Binding's annotations onto the pod. */
+    assert_string_equal(pod->gpu_devices, "0");
     fair_kpod_free(pod);
     reset(&r);
     /* Binding it again: 409. */
-    assert_int_equal(fair_kclient_bind(client, "team-a", "e1", NULL, "node-0001", NULL, 0, record,
-                                       &r, NULL),
-                     0);
+    assert_int_equal(
+        fair_kclient_bind(client, "team-a", "e1", NULL, "node-0001", NULL, 0, record, &r, NULL), 0);
     wait_for(&r);
     assert_int_equal(r.rc, FAIR_ECONFLICT);
     reset(&r);
@@ -379,15 +399,14 @@ static void test_bind_evict_pdb(void **state)
     /* A PDB that allows no disruption of app=guarded. */
     struct fair_error err = {0};
     long status = 0;
-    assert_int_equal(
-        fair_kclient_request_sync(client, "POST",
-                                  "/apis/policy/v1/namespaces/team-a/poddisruptionbudgets",
-                                  "{\"apiVersion\":\"policy/v1\",\"kind\":"
-                                  "\"PodDisruptionBudget\",\"metadata\":{\"name\":\"guard\"},"
-                                  "\"spec\":{\"minAvailable\":1,\"selector\":{\"matchLabels\":{"
-                                  "\"app\":\"guarded\"}}}}",
-                                  0, &status, NULL, &err),
-        0);
+    assert_int_equal(fair_kclient_request_sync(
+                         client, "POST", "/apis/policy/v1/namespaces/team-a/poddisruptionbudgets",
+                         "{\"apiVersion\":\"policy/v1\",\"kind\":"
+                         "\"PodDisruptionBudget\",\"metadata\":{\"name\":\"guard\"},"
+                         "\"spec\":{\"minAvailable\":1,\"selector\":{\"matchLabels\":{"
+                         "\"app\":\"guarded\"}}}}",
+                         0, &status, NULL, &err),
+                     0);
     assert_int_equal(status, 201);
     /* Eviction blocked: 429 reaches the caller at once, never retried. */
     assert_int_equal(fair_kclient_evict(client, "team-a", "e1", record, &r, NULL), 0);
@@ -402,7 +421,8 @@ static void test_bind_evict_pdb(void **state)
     wait_for(&r);
     assert_int_equal(r.rc, 0);
     reset(&r);
-    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "e2", record, &r, NULL), 0);
+    assert_int_equal(fair_kclient_get(client, &fair_kres_pods, "team-a", "e2", record, &r, NULL),
+                     0);
     wait_for(&r);
     assert_int_equal(r.rc, FAIR_ENOTFOUND); /* grace 0: gone at once */
     reset(&r);
@@ -451,21 +471,38 @@ static void test_event_and_lease(void **state)
 static void test_wrong_ca(void **state)
 {
     (void)state;
-    struct fair_kconfig cfg;
+    /* A second fake server has its own CA: trusting only that one must
+     * fail TLS against the first. */
+    struct fair_fake other;
+    assert_int_equal(fair_fake_start(&other, NULL), 0);
+    char *other_ca = NULL;
+    size_t other_len = 0;
     struct fair_error err = {0};
+    assert_int_equal(fair_read_file(other.ca_path, 1 << 20, &other_ca, &other_len, &err), 0);
+    assert_int_equal(fair_fake_stop(&other), 0);
+    fair_fake_release(&other);
+    struct fair_kconfig cfg;
     assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err), 0);
-    /* The system's CAs do not know the fake server's test CA. */
+    fair_free(cfg.ca);
+    cfg.ca = other_ca;
+    cfg.ca_len = other_len;
+    struct fair_kclient *c2;
+    assert_int_equal(fair_kclient_new(base, &cfg, NULL, &c2, &err), 0);
+    assert_int_equal(
+        fair_kclient_request_sync(c2, "GET", "/api/v1/nodes", NULL, 0, NULL, NULL, &err),
+        FAIR_ETLS);
+    assert_non_null(strstr(err.msg, "TLS to https://127.0.0.1:"));
+    assert_non_null(strstr(err.msg, "check the CA of kubeconfig"));
+    fair_kclient_free(c2);
+    /* The system's CAs do not know the test CA either. */
     fair_free(cfg.ca);
     cfg.ca = NULL;
     cfg.ca_len = 0;
-    struct fair_kclient *c2;
     assert_int_equal(fair_kclient_new(base, &cfg, NULL, &c2, &err), 0);
     fair_kconfig_release(&cfg);
-    assert_int_equal(fair_kclient_request_sync(c2, "GET", "/api/v1/nodes", NULL, 0, NULL, NULL,
-                                               &err),
-                     FAIR_ETLS);
-    assert_non_null(strstr(err.msg, "TLS to https://127.0.0.1:"));
-    assert_non_null(strstr(err.msg, "check the CA of kubeconfig"));
+    assert_int_equal(
+        fair_kclient_request_sync(c2, "GET", "/api/v1/nodes", NULL, 0, NULL, NULL, &err),
+        FAIR_ETLS);
     fair_kclient_free(c2);
 }
 

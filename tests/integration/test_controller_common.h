@@ -53,21 +53,63 @@ static __attribute__((unused)) void nap(long ms)
 
 /* Polls expr every 50 ms until it holds or ms pass; evaluates to whether
  * it held. */
-#define WAIT_UNTIL(expr, ms)                                                                      \
-    ({                                                                                            \
-        long long deadline_ = now_ms() + (ms);                                                    \
-        bool ok_ = false;                                                                         \
-        for (;;) {                                                                                \
-            if (expr) {                                                                           \
-                ok_ = true;                                                                       \
-                break;                                                                            \
-            }                                                                                     \
-            if (now_ms() > deadline_)                                                             \
-                break;                                                                            \
-            nap(50);                                                                              \
-        }                                                                                         \
-        ok_;                                                                                      \
+#define WAIT_UNTIL(expr, ms)                                                                       \
+    ({                                                                                             \
+        long long deadline_ = now_ms() + (ms);                                                     \
+        bool ok_ = false;                                                                          \
+        for (;;) {                                                                                 \
+            if (expr) {                                                                            \
+                ok_ = true;                                                                        \
+                break;                                                                             \
+            }                                                                                      \
+            if (now_ms() > deadline_)                                                              \
+                break;                                                                             \
+            nap(50);                                                                               \
+        }                                                                                          \
+        ok_;                                                                                       \
     })
+
+/* Everything a test started, so that a failed test (cmocka jumps out of
+ * it) still stops its processes: tc_teardown() kills what is left. The
+ * structs must outlive the test function: tests declare them static. */
+static struct ctl *tc_ctls[16];
+static int tc_nctls;
+static struct fair_fake *tc_fakes[8];
+static int tc_nfakes;
+
+static __attribute__((unused)) void tc_track_ctl(struct ctl *c)
+{
+    for (int i = 0; i < tc_nctls; i++)
+        if (tc_ctls[i] == c)
+            return;
+    if (tc_nctls < 16)
+        tc_ctls[tc_nctls++] = c;
+}
+
+static __attribute__((unused)) int tc_fake_start(struct fair_fake *f,
+                                                 const struct fair_fake_opts *o)
+{
+    memset(f, 0, sizeof *f);
+    int rc = fair_fake_start(f, o);
+    if (rc == 0 && tc_nfakes < 8)
+        tc_fakes[tc_nfakes++] = f;
+    return rc;
+}
+
+static __attribute__((unused)) int tc_teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < tc_nctls; i++)
+        if (tc_ctls[i]->pid > 0) {
+            kill(tc_ctls[i]->pid, SIGKILL);
+            waitpid(tc_ctls[i]->pid, NULL, 0);
+            tc_ctls[i]->pid = 0;
+        }
+    for (int i = 0; i < tc_nfakes; i++)
+        fair_fake_release(tc_fakes[i]);
+    tc_nctls = tc_nfakes = 0;
+    return 0;
+}
 
 static __attribute__((unused)) int free_port(void)
 {
@@ -94,8 +136,8 @@ static __attribute__((unused)) void ctl_dump_log(const struct ctl *c, int lines)
 
 /* Starts the controller against fake; extra arguments may be NULL-ended
  * (NULL: none). The ledger and the log live in the fake's state dir. */
-static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fake *f, const char *tag,
-                          const char *const *extra)
+static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fake *f,
+                                                  const char *tag, const char *const *extra)
 {
     if (!c->port)
         c->port = free_port();
@@ -140,6 +182,7 @@ static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fak
         _exit(127);
     }
     c->pid = pid;
+    tc_track_ctl(c);
     return 0;
 }
 
@@ -265,7 +308,8 @@ static __attribute__((unused)) void ctl_kill9(struct ctl *c)
 
 /* ---- objects ---- */
 
-static __attribute__((unused)) void must_create(struct fair_fake *f, const char *path, const char *body)
+static __attribute__((unused)) void must_create(struct fair_fake *f, const char *path,
+                                                const char *body)
 {
     long code = 0;
     char *resp = NULL;
@@ -278,8 +322,9 @@ static __attribute__((unused)) void must_create(struct fair_fake *f, const char 
 }
 
 /* namespaces: a JSON array text such as "[\"team-a\"]". */
-static __attribute__((unused)) void mk_project(struct fair_fake *f, const char *name, const char *gpus,
-                       const char *namespaces, const char *default_queue)
+static __attribute__((unused)) void mk_project(struct fair_fake *f, const char *name,
+                                               const char *gpus, const char *namespaces,
+                                               const char *default_queue)
 {
     char body[2048];
     snprintf(body, sizeof body,
@@ -291,8 +336,8 @@ static __attribute__((unused)) void mk_project(struct fair_fake *f, const char *
     must_create(f, "/apis/fairshare.dev/v1alpha1/projects", body);
 }
 
-static __attribute__((unused)) void mk_queue(struct fair_fake *f, const char *name, const char *project, const char *gpus,
-                     int weight)
+static __attribute__((unused)) void mk_queue(struct fair_fake *f, const char *name,
+                                             const char *project, const char *gpus, int weight)
 {
     char body[2048];
     snprintf(body, sizeof body,
@@ -306,15 +351,16 @@ static __attribute__((unused)) void mk_queue(struct fair_fake *f, const char *na
 /* A pod asking for `gpus` whole GPUs (NULL: none) or the annotation
  * fraction (NULL: none). labels/annotations/spec_extra: extra JSON members
  * such as ",\"a\":\"b\"" (NULL: none). queue NULL: no queue label. */
-static __attribute__((unused)) void mk_pod_spec(struct fair_fake *f, const char *ns, const char *name,
-                                                const char *queue, const char *gpus,
-                                                const char *fraction, const char *labels,
-                                                const char *annotations, const char *spec_extra,
-                                                int grace)
+static __attribute__((unused)) void mk_pod_spec(struct fair_fake *f, const char *ns,
+                                                const char *name, const char *queue,
+                                                const char *gpus, const char *fraction,
+                                                const char *labels, const char *annotations,
+                                                const char *spec_extra, int grace)
 {
     char body[4096], path[256], lab[1024], ann[1024], res[256];
-    snprintf(lab, sizeof lab, "{\"app\":\"test\"%s%s%s%s}", queue ? ",\"fairshare.dev/queue\":\"" : "",
-             queue ? queue : "", queue ? "\"" : "", labels ? labels : "");
+    snprintf(lab, sizeof lab, "{\"app\":\"test\"%s%s%s%s}",
+             queue ? ",\"fairshare.dev/queue\":\"" : "", queue ? queue : "", queue ? "\"" : "",
+             labels ? labels : "");
     snprintf(ann, sizeof ann, "{\"test\":\"1\"%s%s%s%s}",
              fraction ? ",\"fairshare.dev/gpu-fraction\":\"" : "", fraction ? fraction : "",
              fraction ? "\"" : "", annotations ? annotations : "");
@@ -332,16 +378,17 @@ static __attribute__((unused)) void mk_pod_spec(struct fair_fake *f, const char 
     must_create(f, path, body);
 }
 
-static __attribute__((unused)) void mk_pod_full(struct fair_fake *f, const char *ns, const char *name,
-                                                const char *queue, const char *gpus,
-                                                const char *fraction, const char *labels,
-                                                const char *annotations, int grace)
+static __attribute__((unused)) void mk_pod_full(struct fair_fake *f, const char *ns,
+                                                const char *name, const char *queue,
+                                                const char *gpus, const char *fraction,
+                                                const char *labels, const char *annotations,
+                                                int grace)
 {
     mk_pod_spec(f, ns, name, queue, gpus, fraction, labels, annotations, NULL, grace);
 }
 
-static __attribute__((unused)) void mk_pod(struct fair_fake *f, const char *ns, const char *name, const char *queue,
-                   const char *gpus)
+static __attribute__((unused)) void mk_pod(struct fair_fake *f, const char *ns, const char *name,
+                                           const char *queue, const char *gpus)
 {
     mk_pod_spec(f, ns, name, queue, gpus, NULL, NULL, NULL, NULL, 0);
 }
@@ -410,7 +457,8 @@ static __attribute__((unused)) int count_pods(struct fair_fake *f, const char *n
     return n;
 }
 
-static __attribute__((unused)) json_t *get_pod(struct fair_fake *f, const char *ns, const char *name)
+static __attribute__((unused)) json_t *get_pod(struct fair_fake *f, const char *ns,
+                                               const char *name)
 {
     char path[256];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
@@ -419,7 +467,8 @@ static __attribute__((unused)) json_t *get_pod(struct fair_fake *f, const char *
 
 /* Events with reason (NULL: any) about pod ns/name (name NULL: any pod of
  * ns; ns NULL: any). Adds the number of distinct pods to *pods when given. */
-static __attribute__((unused)) int count_events(struct fair_fake *f, const char *reason, const char *ns, const char *name)
+static __attribute__((unused)) int count_events(struct fair_fake *f, const char *reason,
+                                                const char *ns, const char *name)
 {
     json_t *l = list(f, "/api/v1/events");
     if (!l)
@@ -447,8 +496,8 @@ static __attribute__((unused)) int count_events(struct fair_fake *f, const char 
 
 /* The message of the newest Event with reason about ns/name (malloc'd) or
  * NULL. */
-static __attribute__((unused)) char *event_message(struct fair_fake *f, const char *reason, const char *ns,
-                           const char *name)
+static __attribute__((unused)) char *event_message(struct fair_fake *f, const char *reason,
+                                                   const char *ns, const char *name)
 {
     json_t *l = list(f, "/api/v1/events");
     char *out = NULL;
@@ -479,12 +528,12 @@ static __attribute__((unused)) json_t *queue_status(struct fair_fake *f, const c
 }
 
 /* status.<field>.gpu of a Queue as text, compared with want. */
-static __attribute__((unused)) bool queue_gpu_is(struct fair_fake *f, const char *name, const char *field,
-                         const char *want)
+static __attribute__((unused)) bool queue_gpu_is(struct fair_fake *f, const char *name,
+                                                 const char *field, const char *want)
 {
     json_t *st = queue_status(f, name);
-    const char *v = st ? json_string_value(json_object_get(json_object_get(st, field), "gpu"))
-                       : NULL;
+    const char *v =
+        st ? json_string_value(json_object_get(json_object_get(st, field), "gpu")) : NULL;
     bool ok = v && strcmp(v, want) == 0;
     json_decref(st);
     return ok;
@@ -532,9 +581,9 @@ static __attribute__((unused)) char *pod_node(struct fair_fake *f, const char *n
     json_t *p = get_pod(f, ns, name);
     char *node = strdup(jpath(p, "spec.nodeName") ?: "");
     if (devices) {
-        const char *d = json_string_value(json_object_get(
-            json_object_get(json_object_get(p, "metadata"), "annotations"),
-            "fairshare.dev/gpu-devices"));
+        const char *d = json_string_value(
+            json_object_get(json_object_get(json_object_get(p, "metadata"), "annotations"),
+                            "fairshare.dev/gpu-devices"));
         *devices = d ? strdup(d) : NULL;
     }
     json_decref(p);
@@ -546,9 +595,9 @@ static __attribute__((unused)) char *pod_node(struct fair_fake *f, const char *n
 static __attribute__((unused)) void start_all(struct fair_fake *fake, struct ctl *c, int nodes,
                                               int gpus, const char *tag)
 {
-    struct fair_fake_opts o = {.nodes = nodes, .gpus_per_node = gpus, .kubelet = 1,
-                               .grace_seconds = 1};
-    assert_int_equal(fair_fake_start(fake, &o), 0);
+    struct fair_fake_opts o = {
+        .nodes = nodes, .gpus_per_node = gpus, .kubelet = 1, .grace_seconds = 1};
+    assert_int_equal(tc_fake_start(fake, &o), 0);
     assert_int_equal(ctl_start(c, fake, tag), 0);
     if (!WAIT_UNTIL(ctl_ready(c), WAIT_MS)) {
         ctl_dump_log(c, 40);

@@ -47,8 +47,9 @@ static void at_most_one_event_each(struct fair_fake *fake, const char *ns, const
 static void test_kill9_and_restart(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "kill9-first");
     teams(&fake);
     submit(&fake, "team-b", "b", "qb", 16, 2); /* 2 s grace: evictions stay in flight */
@@ -61,7 +62,8 @@ static void test_kill9_and_restart(void **state)
     assert_true(WAIT_UNTIL(count_events(&fake, "Preempted", "team-b", NULL) >= 1, WAIT_MS));
     ctl_kill9(&c);
     int bound_a_at_kill = count_pods(&fake, "team-a", 1);
-    struct ctl c2 = {.port = 0};
+    static struct ctl c2;
+    memset(&c2, 0, sizeof c2);
     snprintf(c2.ledger, sizeof c2.ledger, "%s", c.ledger); /* the same ledger file */
     assert_int_equal(ctl_start(&c2, &fake, "kill9-second"), 0);
     if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 8, WAIT_MS)) {
@@ -86,8 +88,9 @@ static void test_kill9_and_restart(void **state)
 static void test_apiserver_restart(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "apirestart");
     teams(&fake);
     submit(&fake, "team-b", "b", "qb", 16, 0);
@@ -134,13 +137,17 @@ static double leader_of(struct ctl *c)
 static void test_two_replicas(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
+    static struct fair_fake fake;
     struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
-    assert_int_equal(fair_fake_start(&fake, &o), 0);
+    assert_int_equal(tc_fake_start(&fake, &o), 0);
     const char *sys[] = {"fairshare-system", NULL};
     mk_namespaces(&fake, sys);
     teams(&fake);
-    struct ctl r1 = {.identity = "replica-1"}, r2 = {.identity = "replica-2"};
+    static struct ctl r1, r2;
+    memset(&r1, 0, sizeof r1);
+    memset(&r2, 0, sizeof r2);
+    r1.identity = "replica-1";
+    r2.identity = "replica-2";
     write_ha_config(&fake, r1.config, sizeof r1.config);
     snprintf(r2.config, sizeof r2.config, "%s", r1.config);
     assert_int_equal(ctl_start_args(&r1, &fake, "r1", NULL), 0);
@@ -185,9 +192,9 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kill9_and_restart),
-        cmocka_unit_test(test_apiserver_restart),
-        cmocka_unit_test(test_two_replicas),
+        cmocka_unit_test_teardown(test_kill9_and_restart, tc_teardown),
+        cmocka_unit_test_teardown(test_apiserver_restart, tc_teardown),
+        cmocka_unit_test_teardown(test_two_replicas, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

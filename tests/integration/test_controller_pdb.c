@@ -31,8 +31,9 @@ static int count_running(struct fair_fake *f, const char *ns)
 static void test_pdb_picks_another_victim(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 1, 4, "pdb");
     const char *ns[] = {"team-a", "team-b", NULL};
     mk_namespaces(&fake, ns);
@@ -86,7 +87,7 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pdb_picks_another_victim),
+        cmocka_unit_test_teardown(test_pdb_picks_another_victim, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

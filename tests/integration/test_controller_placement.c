@@ -24,8 +24,9 @@ static void two_teams(struct fair_fake *fake, const char *ga, const char *gb)
 static void test_fractions_packed(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "fractions");
     two_teams(&fake, "8", "8");
     char name[32];
@@ -72,8 +73,9 @@ static void test_fractions_packed(void **state)
 static void test_gang(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "gang");
     two_teams(&fake, "8", "8");
     const char *gang = ",\"fairshare.dev/gang\":\"job1\",\"fairshare.dev/gang-size\":\"3\"";
@@ -81,8 +83,7 @@ static void test_gang(void **state)
     mk_pod_full(&fake, "team-a", "w-1", "qa", "4", NULL, NULL, gang, 0);
     /* Two of three: nobody starts, and they say why. */
     if (!WAIT_UNTIL(pod_condition_is(&fake, "team-a", "w-0", "PodScheduled", "GangIncomplete") &&
-                        pod_condition_is(&fake, "team-a", "w-1", "PodScheduled",
-                                         "GangIncomplete"),
+                        pod_condition_is(&fake, "team-a", "w-1", "PodScheduled", "GangIncomplete"),
                     WAIT_MS)) {
         ctl_dump_log(&c, 40);
         fail_msg("no GangIncomplete condition");
@@ -103,8 +104,9 @@ static void test_gang(void **state)
 static void test_non_preemptible(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 2, 8, "nonpre");
     two_teams(&fake, "2", "14");
     const char *np = ",\"fairshare.dev/preemptible\":\"false\"";
@@ -129,8 +131,8 @@ static void test_non_preemptible(void **state)
     }
     assert_true(WAIT_UNTIL(
         pod_condition_is(&fake, "team-a", pending, "PodScheduled", "OverGuarantee"), WAIT_MS));
-    assert_true(WAIT_UNTIL(count_events(&fake, "FailedScheduling", "team-a", pending) >= 1,
-                           WAIT_MS));
+    assert_true(
+        WAIT_UNTIL(count_events(&fake, "FailedScheduling", "team-a", pending) >= 1, WAIT_MS));
     char *msg = event_message(&fake, "FailedScheduling", "team-a", pending);
     assert_non_null(msg);
     assert_non_null(strstr(msg, "non-preemptible pods run only within guaranteed GPUs"));
@@ -151,39 +153,37 @@ static void test_non_preemptible(void **state)
 static void test_isolation_and_unknown_queue(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
-    struct ctl c = {0};
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     start_all(&fake, &c, 1, 8, "isolation");
     two_teams(&fake, "4", "4");
     const char *ns[] = {"elsewhere", NULL};
     mk_namespaces(&fake, ns);
     mk_queue(&fake, "orphan", "no-such-project", "1", 1);
-    mk_pod(&fake, "team-b", "sneaky", "qa", "1");      /* B's namespace, A's queue */
-    mk_pod(&fake, "team-a", "typo", "q-a", "1");       /* no such queue */
-    mk_pod(&fake, "elsewhere", "stray", NULL, "1");    /* no label, no project */
-    mk_pod(&fake, "team-a", "lost", "orphan", "1");    /* queue of a missing project */
+    mk_pod(&fake, "team-b", "sneaky", "qa", "1");   /* B's namespace, A's queue */
+    mk_pod(&fake, "team-a", "typo", "q-a", "1");    /* no such queue */
+    mk_pod(&fake, "elsewhere", "stray", NULL, "1"); /* no label, no project */
+    mk_pod(&fake, "team-a", "lost", "orphan", "1"); /* queue of a missing project */
     mk_pod(&fake, "team-a", "fine", "qa", "1");
-    if (!WAIT_UNTIL(pod_condition_is(&fake, "team-b", "sneaky", "PodScheduled",
-                                     "NamespaceNotAllowed"),
-                    WAIT_MS)) {
+    if (!WAIT_UNTIL(
+            pod_condition_is(&fake, "team-b", "sneaky", "PodScheduled", "NamespaceNotAllowed"),
+            WAIT_MS)) {
         ctl_dump_log(&c, 40);
         fail_msg("no NamespaceNotAllowed condition");
     }
-    assert_true(WAIT_UNTIL(count_events(&fake, "FailedScheduling", "team-b", "sneaky") >= 1,
-                           WAIT_MS));
+    assert_true(
+        WAIT_UNTIL(count_events(&fake, "FailedScheduling", "team-b", "sneaky") >= 1, WAIT_MS));
     char *msg = event_message(&fake, "FailedScheduling", "team-b", "sneaky");
     assert_string_equal(msg, "namespace not allowed: namespace team-b is not in project a's "
                              "namespaces, so it cannot use queue qa");
     free(msg);
-    assert_true(WAIT_UNTIL(pod_condition_is(&fake, "team-a", "typo", "PodScheduled",
-                                            "UnknownQueue"),
-                           WAIT_MS));
-    assert_true(WAIT_UNTIL(pod_condition_is(&fake, "elsewhere", "stray", "PodScheduled",
-                                            "UnknownQueue"),
-                           WAIT_MS));
-    assert_true(WAIT_UNTIL(pod_condition_is(&fake, "team-a", "lost", "PodScheduled",
-                                            "InvalidQueue"),
-                           WAIT_MS));
+    assert_true(WAIT_UNTIL(
+        pod_condition_is(&fake, "team-a", "typo", "PodScheduled", "UnknownQueue"), WAIT_MS));
+    assert_true(WAIT_UNTIL(
+        pod_condition_is(&fake, "elsewhere", "stray", "PodScheduled", "UnknownQueue"), WAIT_MS));
+    assert_true(WAIT_UNTIL(
+        pod_condition_is(&fake, "team-a", "lost", "PodScheduled", "InvalidQueue"), WAIT_MS));
     assert_true(WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 1, WAIT_MS));
     assert_int_equal(count_pods(&fake, "team-b", 1), 0);
     assert_int_equal(count_pods(&fake, "elsewhere", 1), 0);
@@ -220,10 +220,10 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fractions_packed),
-        cmocka_unit_test(test_gang),
-        cmocka_unit_test(test_non_preemptible),
-        cmocka_unit_test(test_isolation_and_unknown_queue),
+        cmocka_unit_test_teardown(test_fractions_packed, tc_teardown),
+        cmocka_unit_test_teardown(test_gang, tc_teardown),
+        cmocka_unit_test_teardown(test_non_preemptible, tc_teardown),
+        cmocka_unit_test_teardown(test_isolation_and_unknown_queue, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -13,16 +13,17 @@
 static void test_lend_and_reclaim(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
+    static struct fair_fake fake;
     struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
-    assert_int_equal(fair_fake_start(&fake, &o), 0);
+    assert_int_equal(tc_fake_start(&fake, &o), 0);
     const char *ns[] = {"team-a", "team-b", NULL};
     mk_namespaces(&fake, ns);
     mk_project(&fake, "a", "8", "[\"team-a\"]", NULL);
     mk_project(&fake, "b", "8", "[\"team-b\"]", NULL);
     mk_queue(&fake, "qa", "a", "8", 1);
     mk_queue(&fake, "qb", "b", "8", 1);
-    struct ctl c = {0};
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     assert_int_equal(ctl_start(&c, &fake, "reclaim"), 0);
     if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
         ctl_dump_log(&c, 40);
@@ -104,9 +105,9 @@ static void test_lend_and_reclaim(void **state)
 static void test_weights_1_2_1(void **state)
 {
     (void)state;
-    struct fair_fake fake = {0};
+    static struct fair_fake fake;
     struct fair_fake_opts o = {.nodes = 2, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
-    assert_int_equal(fair_fake_start(&fake, &o), 0);
+    assert_int_equal(tc_fake_start(&fake, &o), 0);
     const char *ns[] = {"ml", NULL};
     mk_namespaces(&fake, ns);
     mk_project(&fake, "research", "0", "[\"ml\"]", NULL);
@@ -122,7 +123,8 @@ static void test_weights_1_2_1(void **state)
             snprintf(name, sizeof name, "%s-%02d", queues[q], i);
             mk_pod(&fake, "ml", name, queues[q], "1");
         }
-    struct ctl c = {0};
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
     assert_int_equal(ctl_start(&c, &fake, "weights"), 0);
     if (!WAIT_UNTIL(count_pods(&fake, "ml", 1) == 16, WAIT_MS)) {
         ctl_dump_log(&c, 60);
@@ -148,8 +150,8 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lend_and_reclaim),
-        cmocka_unit_test(test_weights_1_2_1),
+        cmocka_unit_test_teardown(test_lend_and_reclaim, tc_teardown),
+        cmocka_unit_test_teardown(test_weights_1_2_1, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

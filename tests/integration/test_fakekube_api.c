@@ -467,7 +467,7 @@ static void test_binding_and_eviction(void **state)
     json_decref(r);
     /* Grace period 1 s: poll with a generous bound. */
     int gone = 0;
-    for (int i = 0; i < 100 && !gone; i++) {
+    for (int i = 0; i < 300 && !gone; i++) {
         r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/evict/pods/e0", NULL, &code);
         json_decref(r);
         if (code == 404)
@@ -480,7 +480,7 @@ static void test_binding_and_eviction(void **state)
     assert_true(gone);
     /* The simulated disruption controller publishes the PDB's status. */
     int synced = 0;
-    for (int i = 0; i < 100 && !synced; i++) {
+    for (int i = 0; i < 600 && !synced; i++) {
         r = fair_fake_request_json(
             &fake, "GET", "/apis/policy/v1/namespaces/evict/poddisruptionbudgets/pdb", NULL, &code);
         json_t *st = json_object_get(r, "status");

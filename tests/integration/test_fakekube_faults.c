@@ -66,20 +66,26 @@ static long long mono_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void create_pod(const char *name, const char *duration)
+static void create_pod_exit(const char *name, const char *duration, const char *exit_code)
 {
     char body[1024];
     long code = 0;
     snprintf(body, sizeof(body),
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
-             "\"annotations\":{\"sim.fairshare.dev/duration-seconds\":\"%s\"}},\"spec\":{"
+             "\"annotations\":{\"sim.fairshare.dev/duration-seconds\":\"%s\","
+             "\"sim.fairshare.dev/exit-code\":\"%s\"}},\"spec\":{"
              "\"schedulerName\":\"fairshare\",\"containers\":[{\"name\":\"main\",\"image\":"
              "\"trainer\"}]}}",
-             name, duration);
+             name, duration, exit_code);
     json_t *r =
         fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods", body, &code);
     assert_int_equal(code, 201);
     json_decref(r);
+}
+
+static void create_pod(const char *name, const char *duration)
+{
+    create_pod_exit(name, duration, "0");
 }
 
 struct raw_result {
@@ -313,10 +319,15 @@ static void test_restart_keeps_state(void **state)
     json_t *p = fair_fake_request_json(&fake, "POST", "/fake/persist", NULL, &code);
     assert_int_equal(code, 200);
     json_decref(p);
+    json_t *before_kill = fair_fake_state(&fake, "pods");
+    unsigned long long rv_at_kill = strtoull(jstr(before_kill, "resourceVersion"), NULL, 10);
+    json_decref(before_kill);
     assert_int_equal(fair_fake_kill9(&fake), 0);
     assert_int_equal(fair_fake_restart(&fake), 0);
     json_t *dump = fair_fake_state(&fake, "pods");
     assert_non_null(dump);
+    /* Saved while running: resourceVersions skip ahead so none is reused. */
+    assert_true(strtoull(jstr(dump, "resourceVersion"), NULL, 10) >= rv_at_kill + 100000);
     assert_int_equal(json_array_size(json_object_get(json_object_get(dump, "objects"), "pods")), 2);
     json_decref(dump);
 }
@@ -326,7 +337,7 @@ static json_t *wait_for_phase(const char *name, const char *phase)
     char path[128];
     long code = 0;
     snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s", name);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 600; i++) {
         json_t *p = fair_fake_request_json(&fake, "GET", path, NULL, &code);
         const char *ph = jstr(p, "status.phase");
         if (ph && strcmp(ph, phase) == 0)
@@ -347,28 +358,66 @@ static void test_kubelet(void **state)
     json_t *p =
         fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/short", NULL, &code);
     assert_string_equal(jstr(p, "status.phase"), "Pending");
+    char wpath[160];
+    snprintf(wpath, sizeof(wpath),
+             "/api/v1/namespaces/default/pods?watch=1&fieldSelector=metadata.name%%3Dshort&"
+             "resourceVersion=%s",
+             jstr(p, "metadata.resourceVersion"));
     json_decref(p);
+    struct fair_fake_watch *w = fair_fake_watch_open(&fake, wpath);
+    assert_non_null(w);
     p = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods/short/binding",
                                "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{"
                                "\"name\":\"short\"},\"target\":{\"name\":\"node-0001\"}}",
                                &code);
     assert_int_equal(code, 201);
     json_decref(p);
-    p = wait_for_phase("short", "Running");
-    assert_non_null(jstr(p, "status.startTime"));
-    json_t *conds = json_object_get(json_object_get(p, "status"), "conditions");
-    int ready = 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c)
-    {
-        if (!strcmp(jstr(c, "type"), "Ready") && !strcmp(jstr(c, "status"), "True"))
-            ready = 1;
+    /* Follow the pod's updates: Running, then Succeeded. */
+    int running = 0, succeeded = 0;
+    json_t *ev = NULL;
+    while (!succeeded && fair_fake_watch_next(w, &ev, 10000) == 1) {
+        json_t *obj = json_object_get(ev, "object");
+        const char *phase = jstr(obj, "status.phase");
+        if (phase && !strcmp(phase, "Running") && !running) {
+            running = 1;
+            assert_non_null(jstr(obj, "status.startTime"));
+            json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
+            int ready = 0;
+            size_t i;
+            json_t *c;
+            json_array_foreach(conds, i, c)
+            {
+                if (!strcmp(jstr(c, "type"), "Ready") && !strcmp(jstr(c, "status"), "True"))
+                    ready = 1;
+            }
+            assert_true(ready);
+        } else if (phase && !strcmp(phase, "Succeeded")) {
+            assert_true(running); /* never Succeeded without Running first */
+            assert_string_equal(jstr(obj, "spec.nodeName"), "node-0001");
+            succeeded = 1;
+        }
+        json_decref(ev);
     }
-    assert_true(ready);
-    json_decref(p);
+    fair_fake_watch_close(w);
+    assert_true(running);
+    assert_true(succeeded);
     p = wait_for_phase("short", "Succeeded");
-    assert_string_equal(jstr(p, "spec.nodeName"), "node-0001");
+    json_decref(p);
+
+    /* With an exit code the pod fails instead. */
+    create_pod_exit("crash", "0", "3");
+    p = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/default/pods/crash/binding",
+                               "{\"metadata\":{\"name\":\"crash\"},\"target\":{\"name\":"
+                               "\"node-0000\"}}",
+                               &code);
+    assert_int_equal(code, 201);
+    json_decref(p);
+    p = wait_for_phase("crash", "Failed");
+    json_t *cs =
+        json_array_get(json_object_get(json_object_get(p, "status"), "containerStatuses"), 0);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(cs, "state"), "terminated"), "exitCode")),
+                     3);
     json_decref(p);
 }
 

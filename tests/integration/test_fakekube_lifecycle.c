@@ -88,12 +88,45 @@ static void test_finalizers_and_preconditions(void **state)
     /* Still there while the finalizer is. */
     assert_int_equal(get_code("/api/v1/namespaces/life/pods/fin"), 200);
     char *resp = NULL;
+    /* No new finalizers while it is being deleted. */
+    fair_fake_request_ct(
+        &fake, "PATCH", "/api/v1/namespaces/life/pods/fin", "application/merge-patch+json",
+        "{\"metadata\":{\"finalizers\":[\"fairshare.dev/ledger\",\"x/y\"]}}", &code, &resp);
+    assert_int_equal(code, 422);
+    free(resp);
     fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/life/pods/fin",
                          "application/merge-patch+json", "{\"metadata\":{\"finalizers\":null}}",
                          &code, &resp);
     assert_int_equal(code, 200);
     free(resp);
     assert_int_equal(get_code("/api/v1/namespaces/life/pods/fin"), 404);
+
+    /* Graceful deletion with a finalizer: after the grace period the pod
+     * waits for its finalizer, then goes when it is removed. */
+    make_pod("finslow", ",\"finalizers\":[\"fairshare.dev/ledger\"]");
+    r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/life/pods/finslow?gracePeriodSeconds=1", NULL, &code);
+    assert_int_equal(code, 200);
+    json_decref(r);
+    int zeroed = 0;
+    for (int i = 0; i < 600 && !zeroed; i++) {
+        r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/life/pods/finslow", NULL,
+                                   &code);
+        assert_int_equal(code, 200);
+        zeroed = jint(r, "metadata", "deletionGracePeriodSeconds") == 0;
+        json_decref(r);
+        if (!zeroed) {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(zeroed);
+    fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/life/pods/finslow",
+                         "application/merge-patch+json", "{\"metadata\":{\"finalizers\":[]}}",
+                         &code, &resp);
+    assert_int_equal(code, 200);
+    free(resp);
+    assert_int_equal(get_code("/api/v1/namespaces/life/pods/finslow"), 404);
 
     make_pod("pre", NULL);
     r = fair_fake_request_json(
@@ -130,7 +163,7 @@ static void test_graceful_delete_survives_restart(void **state)
     json_decref(r);
     assert_int_equal(fair_fake_restart(&fake), 0);
     int gone = 0;
-    for (int i = 0; i < 150 && !gone; i++) {
+    for (int i = 0; i < 600 && !gone; i++) {
         gone = get_code("/api/v1/namespaces/life/pods/slow") == 404;
         if (!gone) {
             struct timespec ts = {0, 50 * 1000000L};
@@ -156,6 +189,31 @@ static void test_namespace_delete_cascades(void **state)
     assert_int_equal(get_code("/api/v1/namespaces/doomed/configmaps/cfg"), 404);
     assert_int_equal(get_code("/api/v1/namespaces/doomed"), 404);
     assert_int_equal(get_code("/api/v1/namespaces/life"), 200);
+}
+
+static void test_delete_collection(void **state)
+{
+    (void)state;
+    long code = 0;
+    assert_int_equal(fair_fake_create_namespace(&fake, "coll"), 0);
+    const char *names[] = {"k1", "k2", "k3"};
+    for (int i = 0; i < 3; i++) {
+        char body[256];
+        snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"run\":\"%s\"}}}",
+                 names[i], i < 2 ? "a" : "b");
+        json_t *r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/coll/configmaps",
+                                           body, &code);
+        assert_int_equal(code, 201);
+        json_decref(r);
+    }
+    json_t *r = fair_fake_request_json(
+        &fake, "DELETE", "/api/v1/namespaces/coll/configmaps?labelSelector=run%3Da", NULL, &code);
+    assert_int_equal(code, 200);
+    assert_string_equal(jstr(r, "kind"), "ConfigMapList");
+    assert_int_equal(json_array_size(json_object_get(r, "items")), 2);
+    json_decref(r);
+    assert_int_equal(get_code("/api/v1/namespaces/coll/configmaps/k1"), 404);
+    assert_int_equal(get_code("/api/v1/namespaces/coll/configmaps/k3"), 200);
 }
 
 static void test_watch_timeout_limit_and_rv(void **state)
@@ -234,14 +292,67 @@ static void test_crd_and_discovery(void **state)
     fair_fake_release(&copy);
 }
 
+static json_t *post_pod(const char *resources, long *code)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"generateName\":\"res-\"},\"spec\":{\"containers\":[{\"name\":"
+             "\"c\",\"image\":\"i\",\"resources\":%s}]}}",
+             resources);
+    return fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/life/pods", body, code);
+}
+
+static void test_pod_resource_defaults(void **state)
+{
+    (void)state;
+    long code = 0;
+    /* Requests default to limits; numbers come back as strings. */
+    json_t *r =
+        post_pod("{\"limits\":{\"nvidia.com/gpu\":2,\"cpu\":\"4\",\"memory\":\"8Gi\"}}", &code);
+    assert_int_equal(code, 201);
+    json_t *res = json_object_get(
+        json_array_get(json_object_get(json_object_get(r, "spec"), "containers"), 0), "resources");
+    json_t *rq = json_object_get(res, "requests");
+    assert_string_equal(json_string_value(json_object_get(rq, "nvidia.com/gpu")), "2");
+    assert_string_equal(json_string_value(json_object_get(rq, "cpu")), "4");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "limits"), "nvidia.com/gpu")), "2");
+    assert_string_equal(jstr(r, "status.qosClass"), "Guaranteed");
+    json_decref(r);
+    r = post_pod("{\"requests\":{\"cpu\":\"500m\"}}", &code);
+    assert_int_equal(code, 201);
+    assert_string_equal(jstr(r, "status.qosClass"), "Burstable");
+    json_decref(r);
+    r = post_pod("{}", &code);
+    assert_string_equal(jstr(r, "status.qosClass"), "BestEffort");
+    json_decref(r);
+    /* Extended resources: whole numbers, request == limit. */
+    r = post_pod("{\"requests\":{\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"2\"}}",
+                 &code);
+    assert_int_equal(code, 422);
+    assert_string_equal(jstr(r, "reason"), "Invalid");
+    json_decref(r);
+    r = post_pod("{\"requests\":{\"nvidia.com/gpu\":\"1\"}}", &code);
+    assert_int_equal(code, 422);
+    json_decref(r);
+    r = post_pod("{\"limits\":{\"nvidia.com/gpu\":\"0.5\"}}", &code);
+    assert_int_equal(code, 422);
+    json_decref(r);
+    r = post_pod("{\"limits\":{\"cpu\":\"lots\"}}", &code);
+    assert_int_equal(code, 422);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_finalizers_and_preconditions),
         cmocka_unit_test(test_graceful_delete_survives_restart),
         cmocka_unit_test(test_namespace_delete_cascades),
+        cmocka_unit_test(test_delete_collection),
         cmocka_unit_test(test_watch_timeout_limit_and_rv),
         cmocka_unit_test(test_crd_and_discovery),
+        cmocka_unit_test(test_pod_resource_defaults),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -107,9 +107,8 @@ static void fk_create(const char *name)
              name);
     long code = 0;
     char *resp = NULL;
-    assert_int_equal(fair_fake_request(&fake, "POST", "/api/v1/namespaces/team-a/pods", body,
-                                       &code, &resp),
-                     0);
+    assert_int_equal(
+        fair_fake_request(&fake, "POST", "/api/v1/namespaces/team-a/pods", body, &code, &resp), 0);
     if (code != 201)
         fail_msg("create %s: %ld %s", name, code, resp);
     free(resp);
@@ -158,7 +157,8 @@ static bool store_equals_server(char *why, size_t n)
                  fair_store_len(s));
     size_t i;
     json_t *p;
-    json_array_foreach(pods, i, p) {
+    json_array_foreach(pods, i, p)
+    {
         if (!ok)
             break;
         json_t *md = json_object_get(p, "metadata");
@@ -306,8 +306,7 @@ static void test_informer_under_faults(void **state)
 
     /* 500s on the watch: backoff, then resume without loss. */
     uint64_t errors_before = st.errors;
-    assert_int_equal(fair_fake_fail_next(&fake, 500, 3, "/api/v1/namespaces/team-a/pods", "GET",
-                                         0),
+    assert_int_equal(fair_fake_fail_next(&fake, 500, 3, "/api/v1/namespaces/team-a/pods", "GET", 0),
                      0);
     assert_true(fair_fake_drop_watches(&fake, 1) >= 1);
     fk_patch("pre-3", 4);
@@ -339,10 +338,77 @@ static void test_informer_under_faults(void **state)
     assert_null(fair_store_get_by_name(fair_informer_store(inf), "team-a", "pre-5"));
 }
 
+/* An event over the client's max_event drops the stream; the informer
+ * relists and gets the object from the list instead. */
+static int big_adds;
+
+static void big_add(void *obj, void *ctx)
+{
+    (void)obj;
+    (void)ctx;
+    big_adds++;
+}
+
+static void test_oversized_event_relists(void **state)
+{
+    (void)state;
+    assert_int_equal(fair_fake_create_namespace(&fake, "big"), 0);
+    struct fair_kconfig cfg;
+    struct fair_error err = {0};
+    assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err), 0);
+    struct fair_kclient_options co = {.max_event = 4096};
+    struct fair_kclient *small = NULL;
+    assert_int_equal(fair_kclient_new(base, &cfg, &co, &small, &err), 0);
+    fair_kconfig_release(&cfg);
+    struct fair_informer_options o = {.res = &fair_kres_pods,
+                                      .type = &fair_ktype_pod,
+                                      .ns = "big",
+                                      .backoff_base_ms = 50,
+                                      .backoff_cap_ms = 200};
+    struct fair_informer_handlers h = {big_add, NULL, NULL, NULL, NULL};
+    struct fair_informer *bi = NULL;
+    assert_int_equal(fair_informer_new(small, &o, &h, &bi, &err), 0);
+    assert_int_equal(fair_informer_start(bi, &err), 0);
+    int64_t deadline = fair_mono_ms(fair_clock_system()) + 20000;
+    while (!fair_informer_has_synced(bi) && fair_mono_ms(fair_clock_system()) < deadline)
+        run_ms(20);
+    assert_true(fair_informer_has_synced(bi));
+    /* A pod with a 10 KB annotation: its watch event passes 4 KiB. */
+    static char body[12000];
+    char note[10001];
+    memset(note, 'x', sizeof note - 1);
+    note[sizeof note - 1] = '\0';
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"huge\","
+             "\"annotations\":{\"note\":\"%s\"}},\"spec\":{\"containers\":[{\"name\":\"m\","
+             "\"image\":\"x\"}]}}",
+             note);
+    long code = 0;
+    char *resp = NULL;
+    assert_int_equal(
+        fair_fake_request(&fake, "POST", "/api/v1/namespaces/big/pods", body, &code, &resp), 0);
+    free(resp);
+    assert_int_equal(code, 201);
+    struct fair_informer_stats st;
+    do {
+        run_ms(20);
+        fair_informer_get_stats(bi, &st);
+    } while ((st.lists < 2 || !fair_store_get_by_name(fair_informer_store(bi), "big", "huge")) &&
+             fair_mono_ms(fair_clock_system()) < deadline);
+    assert_true(st.lists >= 2);
+    assert_true(st.errors >= 1);
+    assert_non_null(fair_store_get_by_name(fair_informer_store(bi), "big", "huge"));
+    run_ms(300);
+    assert_int_equal(big_adds, 1);
+    fair_informer_free(bi);
+    fair_kclient_free(small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_informer_under_faults),
+        cmocka_unit_test(test_oversized_event_relists),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

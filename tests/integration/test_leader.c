@@ -82,9 +82,12 @@ static int teardown(void **state)
 static void new_cand(struct cand *c, const char *id)
 {
     memset(c, 0, sizeof *c);
-    struct fair_leader_options o = {.ns = "fairshare", .name = "fairshare-controller",
-                                    .identity = id, .lease_ms = 2000,
-                                    .renew_deadline_ms = 1200, .retry_ms = 200};
+    struct fair_leader_options o = {.ns = "fairshare",
+                                    .name = "fairshare-controller",
+                                    .identity = id,
+                                    .lease_ms = 2000,
+                                    .renew_deadline_ms = 1200,
+                                    .retry_ms = 200};
     struct fair_leader_callbacks cb = {started, stopped, new_leader, c};
     struct fair_error err = {0};
     assert_int_equal(fair_leader_new(client, &o, &cb, &c->l, &err), 0);
@@ -113,10 +116,10 @@ static void run_until(const int *flag, const char *what)
 static json_t *lease_spec(void)
 {
     long code = 0;
-    json_t *l = fair_fake_request_json(
-        &fake, "GET", "/apis/coordination.k8s.io/v1/namespaces/fairshare/leases/"
-                      "fairshare-controller",
-        NULL, &code);
+    json_t *l = fair_fake_request_json(&fake, "GET",
+                                       "/apis/coordination.k8s.io/v1/namespaces/fairshare/leases/"
+                                       "fairshare-controller",
+                                       NULL, &code);
     assert_int_equal(code, 200);
     json_t *spec = json_incref(json_object_get(l, "spec"));
     json_decref(l);
@@ -167,8 +170,7 @@ static void test_handover_and_lost_lease(void **state)
 
     /* b cannot renew: every Lease request fails. It stops leading, and
      * at that point the Lease still names it (nobody else could write). */
-    assert_int_equal(fair_fake_fail_next(&fake, 500, 1000000, "/apis/coordination.k8s.io", NULL,
-                                         0),
+    assert_int_equal(fair_fake_fail_next(&fake, 500, 1000000, "/apis/coordination.k8s.io", NULL, 0),
                      0);
     run_until(&b.stopped, "pod-b to step down");
     assert_false(fair_leader_is_leader(b.l));

@@ -265,6 +265,7 @@ static void test_usage_errors(void **state)
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--from", "2026-11-02",
          NULL},
         {"report", "--from", NULL},
+        {"report", "--from", "1900-01-01", "--to", "2026-12-01", "--db", db, NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int st = run(ctl(), bad[i], &out, &err);

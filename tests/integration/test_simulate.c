@@ -252,11 +252,12 @@ static void test_fragmentation_mode(void **state)
     if (rc)
         fail_msg("exit %d: %s", rc, err_buf);
     char *f = read_out(dir, "frag.csv");
-    assert_int_equal(count_lines(f), 6);
+    assert_int_equal(count_lines(f), 7); /* header + one row per policy */
     assert_true(starts_with(f, "trace,policy,repeats,unallocated_gpu,"));
     assert_non_null(strstr(f, "\npods_openb,fairshare,2,"));
     assert_non_null(strstr(f, "\npods_openb,first-fit,2,"));
     assert_non_null(strstr(f, "\npods_openb,fgd,2,"));
+    assert_non_null(strstr(f, "\npods_openb,fgd-online,2,"));
     assert_non_null(strstr(out_buf, "fewer GPUs unallocated than the best baseline"));
 }
 
@@ -276,6 +277,10 @@ static void test_real_trace(void **state)
                                 TRACE "/openb_node_list_gpu_node.csv",
                                 "--pods",
                                 TRACE "/openb_pod_list_default.csv",
+                                "--speedup",
+                                "200",
+                                "--horizon-hours",
+                                "48",
                                 "--out",
                                 dir,
                                 NULL};

@@ -34,6 +34,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.api_qps, 200);
     assert_int_equal(c.api_burst, 400);
     assert_int_equal(c.log_level, FAIR_LOG_INFO);
+    assert_int_equal(c.event_interval_ms, 5 * 60 * 1000);
     assert_string_equal(c.metrics_address, "127.0.0.1:8080");
     struct fair_error err = {0};
     assert_int_equal(fair_ctl_config_check(&c, &err), 0);
@@ -125,7 +126,8 @@ static const struct bad_case bad[] = {
     {HEAD "kubeAPI:\n  qps: 500\n  burst: 10\n", {"kubeAPI.burst", "at least"}},
     {HEAD "leaderElection:\n  enabled: yes\n", {"key leaderElection.enabled", "true or false"}},
     {HEAD "leaderElection:\n  enabled: [1]\n", {"key leaderElection.enabled", "list"}},
-    {HEAD "leaderElection:\n  leaseName: Bad_Name\n", {"key leaderElection.leaseName", "not a valid"}},
+    {HEAD "leaderElection:\n  leaseName: Bad_Name\n",
+     {"key leaderElection.leaseName", "not a valid"}},
     {HEAD "leaderElection:\n  leaseDuration: 5s\n  renewDeadline: 10s\n",
      {"leaderElection.renewDeadline", "shorter"}},
     {HEAD "schedulerName: \"\"\n", {"key schedulerName", "empty"}},
@@ -266,10 +268,14 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_full_file),
-        cmocka_unit_test(test_file_on_disk),   cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_set_and_null),   cmocka_unit_test(test_address),
-        cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_shipped_config),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_file_on_disk),
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_set_and_null),
+        cmocka_unit_test(test_address),
+        cmocka_unit_test(test_help_lists_every_key),
+        cmocka_unit_test(test_shipped_config),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

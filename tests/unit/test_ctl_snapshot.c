@@ -121,11 +121,16 @@ static void test_overlay(void *ctx, const char *uid, struct fair_ctl_overlay *ou
 static void build(struct fair_ctl_snapshot *s)
 {
     struct fair_ctl_snapshot_input in = {
-        .scheduler_name = "fairshare", .now_ms = 123456,
-        .nodes = node_ptrs, .nnodes = nn,
-        .projects = project_ptrs, .nprojects = np,
-        .queues = queue_ptrs, .nqueues = nq,
-        .pods = pod_ptrs, .npods = npod,
+        .scheduler_name = "fairshare",
+        .now_ms = 123456,
+        .nodes = node_ptrs,
+        .nnodes = nn,
+        .projects = project_ptrs,
+        .nprojects = np,
+        .queues = queue_ptrs,
+        .nqueues = nq,
+        .pods = pod_ptrs,
+        .npods = npod,
         .overlay = test_overlay,
     };
     struct fair_error err = {0};
@@ -202,21 +207,24 @@ static void test_queue_resolution_and_isolation(void **state)
     assert_int_equal(s.nrejected, 5);
     const struct fair_ctl_rejected *r = rejected(&s, "no-default");
     assert_int_equal(r->reason, FAIR_CTL_REASON_UNKNOWN_QUEUE);
-    assert_string_equal(r->message, "no fairshare.dev/queue label, and project b has no defaultQueue");
+    assert_string_equal(r->message,
+                        "no fairshare.dev/queue label, and project b has no defaultQueue");
     r = rejected(&s, "no-project");
     assert_int_equal(r->reason, FAIR_CTL_REASON_UNKNOWN_QUEUE);
-    assert_string_equal(r->message,
-                        "no fairshare.dev/queue label, and namespace elsewhere belongs to no Project");
+    assert_string_equal(
+        r->message, "no fairshare.dev/queue label, and namespace elsewhere belongs to no Project");
     r = rejected(&s, "missing-queue");
     assert_int_equal(r->reason, FAIR_CTL_REASON_UNKNOWN_QUEUE);
     assert_string_equal(r->message, "queue nope does not exist");
     r = rejected(&s, "wrong-ns");
     assert_int_equal(r->reason, FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED);
-    assert_string_equal(r->message,
-                        "namespace team-b is not in project a's namespaces, so it cannot use queue a-train");
+    assert_string_equal(
+        r->message,
+        "namespace team-b is not in project a's namespaces, so it cannot use queue a-train");
     r = rejected(&s, "orphan-pod");
     assert_int_equal(r->reason, FAIR_CTL_REASON_INVALID_QUEUE);
-    assert_string_equal(r->message, "queue orphan cannot be used: project nonexistent does not exist");
+    assert_string_equal(r->message,
+                        "queue orphan cannot be used: project nonexistent does not exist");
     assert_int_equal(fair_ctl_index_get(&s.queue_by_name, "b-main"), 2);
     assert_int_equal(fair_ctl_index_get(&s.node_by_name, "n2"), 1);
     fair_ctl_snapshot_release(&s);
@@ -281,7 +289,8 @@ static void test_foreign_pods_and_devices(void **state)
     struct fair_kpod *frac = add_pod("frac", "team-a", "fairshare", "a-train", 0, "n2");
     frac->gpu_fraction_milli = 500;
     frac->gpu_devices = "3";
-    struct fair_kpod *frac2 = add_pod("frac-unannotated", "team-a", "fairshare", "a-train", 0, "n2");
+    struct fair_kpod *frac2 =
+        add_pod("frac-unannotated", "team-a", "fairshare", "a-train", 0, "n2");
     frac2->gpu_fraction_milli = 250;
     struct fair_ctl_snapshot s;
     build(&s);
@@ -436,9 +445,15 @@ static void test_empty_and_alloc_failures(void **state)
     struct fair_kpod *g1 = add_pod("g1", "team-a", "fairshare", "a-train", 1000, NULL);
     g1->gang = "job";
     struct fair_ctl_snapshot_input in = {
-        .scheduler_name = "fairshare", .nodes = node_ptrs, .nnodes = nn,
-        .projects = project_ptrs, .nprojects = np, .queues = queue_ptrs, .nqueues = nq,
-        .pods = pod_ptrs, .npods = npod,
+        .scheduler_name = "fairshare",
+        .nodes = node_ptrs,
+        .nnodes = nn,
+        .projects = project_ptrs,
+        .nprojects = np,
+        .queues = queue_ptrs,
+        .nqueues = nq,
+        .pods = pod_ptrs,
+        .npods = npod,
     };
     for (long k = 0;; k++) {
         struct fair_error err = {0};

@@ -450,7 +450,8 @@ static void test_bad_nodes(void **state)
 }
 
 /* Runs cycles, applying actions, until one has none; returns the count.
- * No flip-flop: a pod the engine bound is not evicted in the next round. */
+ * No flip-flop: a pod the engine bound is not reclaimed in the next round
+ * (preemption may take it: a higher-priority pod of its own queue). */
 static int converge(struct ts *t, int max_rounds, bool terminate_first)
 {
     static char fresh[TS_MAXPODS][48];
@@ -461,9 +462,17 @@ static int converge(struct ts *t, int max_rounds, bool terminate_first)
             const struct fair_action *a = &t->res.actions[i];
             if (a->kind != FAIR_ACTION_EVICT)
                 continue;
+            if (a->reason == FAIR_EVICT_PREEMPT) {
+                assert_int_equal(a->for_queue, t->pods[a->pod].queue);
+                assert_true(t->pods[a->for_pod].priority > t->pods[a->pod].priority);
+                continue;
+            }
             for (size_t j = 0; j < nfresh; j++)
-                if (strcmp(fresh[j], t->pods[a->pod].uid) == 0)
+                if (strcmp(fresh[j], t->pods[a->pod].uid) == 0) {
+                    if (getenv("TS_DEBUG"))
+                        ts_dump(t);
                     fail_msg("round %d: pod %s bound last round is evicted", round, fresh[j]);
+                }
         }
         nfresh = 0;
         for (size_t i = 0; i < t->res.nactions && nfresh < TS_MAXPODS; i++)
@@ -522,7 +531,7 @@ static void random_cluster(struct ts *t, uint64_t seed)
 static void test_stability(void **state)
 {
     (void)state;
-    for (uint64_t seed = 1; seed <= 20; seed++) {
+    for (uint64_t seed = 1; seed <= 60; seed++) {
         struct ts *t = ts_new();
         random_cluster(t, seed);
         /* Fill the cluster, then a new wave of demand arrives. */
@@ -532,6 +541,19 @@ static void test_stability(void **state)
         for (int i = 0; i < 30; i++) {
             int p = ts_pod(t, (int)rnd(5), (int64_t)(1 + rnd(4)) * G);
             t->pods[p].priority = (int32_t)rnd(3);
+        }
+        /* Two gangs: 3 x 2 GPUs and 2 x 4 GPUs. */
+        int gq = (int)rnd(5);
+        for (int i = 0; i < 3; i++) {
+            int p = ts_pod(t, gq, 2 * G);
+            t->pods[p].gang = "g3";
+            t->pods[p].gang_size = 3;
+        }
+        gq = (int)rnd(5);
+        for (int i = 0; i < 2; i++) {
+            int p = ts_pod(t, gq, 4 * G);
+            t->pods[p].gang = "g2";
+            t->pods[p].gang_size = 2;
         }
         r = converge(t, 8, true);
         if (r < 0)
@@ -707,6 +729,56 @@ static void test_gang_reclaim(void **state)
     ts_free(t);
 }
 
+/* Reclaim decisions do not depend on input order: the same victims (by
+ * uid) and the same nodes (by name) with nodes and pods reversed. */
+static void build_reclaim(struct ts *t, bool reversed)
+{
+    const char *names[3] = {"node-a", "node-b", "node-c"};
+    for (int i = 0; i < 3; i++)
+        ts_node(t, names[reversed ? 2 - i : i], 8);
+    int a = ts_team(t, "a", 12 * G, 1);
+    int b = ts_team(t, "b", 0, 1);
+    struct fair_pod tmp[40];
+    size_t n = 0;
+    for (int i = 0; i < 24; i++) {
+        int node = i % 3;
+        int p = ts_bound(t, b, G, reversed ? 2 - node : node, (uint64_t)1 << (i / 3), 100 + i % 5);
+        t->pods[p].priority = i % 2;
+    }
+    for (int i = 0; i < 3; i++)
+        ts_pod(t, a, 4 * G);
+    ts_pod(t, a, 500);
+    if (reversed) {
+        for (size_t i = 0; i < t->npods; i++)
+            tmp[n++] = t->pods[t->npods - 1 - i];
+        memcpy(t->pods, tmp, n * sizeof(tmp[0]));
+    }
+}
+
+static void test_determinism_reclaim(void **state)
+{
+    (void)state;
+    struct ts *t1 = ts_new(), *t2 = ts_new();
+    build_reclaim(t1, false);
+    build_reclaim(t2, true);
+    assert_int_equal(ts_run(t1), 0);
+    assert_int_equal(ts_run(t2), 0);
+    assert_true(ts_count(t1, FAIR_ACTION_EVICT) >= 8);
+    assert_int_equal(t1->res.nactions, t2->res.nactions);
+    for (size_t i = 0; i < t1->res.nactions; i++) {
+        const struct fair_action *x = &t1->res.actions[i], *y = &t2->res.actions[i];
+        assert_int_equal(x->kind, y->kind);
+        assert_string_equal(t1->pods[x->pod].uid, t2->pods[y->pod].uid);
+        assert_string_equal(t1->nodes[x->node].name, t2->nodes[y->node].name);
+        if (x->kind == FAIR_ACTION_EVICT)
+            assert_string_equal(t1->pods[x->for_pod].uid, t2->pods[y->for_pod].uid);
+        else
+            assert_int_equal(x->gpu_devices, y->gpu_devices);
+    }
+    ts_free(t1);
+    ts_free(t2);
+}
+
 /* Every allocation failing in turn: FAIR_ENOMEM, an empty result, no leak
  * (the sanitizer build checks), and success once allocations work. */
 static void test_out_of_memory(void **state)
@@ -794,14 +866,15 @@ static void test_random_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fair_share_table),   cmocka_unit_test(test_project_caps_queues),
-        cmocka_unit_test(test_lend_then_reclaim),  cmocka_unit_test(test_min_runtime),
-        cmocka_unit_test(test_non_preemptible),    cmocka_unit_test(test_minimal_victims),
-        cmocka_unit_test(test_preempt_in_queue),   cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_bad_nodes),          cmocka_unit_test(test_stability),
-        cmocka_unit_test(test_determinism),        cmocka_unit_test(test_victim_order),
-        cmocka_unit_test(test_out_of_memory),      cmocka_unit_test(test_random_input),
-        cmocka_unit_test(test_unrelated_deletion), cmocka_unit_test(test_gang_reclaim),
+        cmocka_unit_test(test_fair_share_table),    cmocka_unit_test(test_project_caps_queues),
+        cmocka_unit_test(test_lend_then_reclaim),   cmocka_unit_test(test_min_runtime),
+        cmocka_unit_test(test_non_preemptible),     cmocka_unit_test(test_minimal_victims),
+        cmocka_unit_test(test_preempt_in_queue),    cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_nodes),           cmocka_unit_test(test_stability),
+        cmocka_unit_test(test_determinism),         cmocka_unit_test(test_victim_order),
+        cmocka_unit_test(test_out_of_memory),       cmocka_unit_test(test_random_input),
+        cmocka_unit_test(test_unrelated_deletion),  cmocka_unit_test(test_gang_reclaim),
+        cmocka_unit_test(test_determinism_reclaim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,27 +45,27 @@ static int teardown(void **state)
 }
 
 /* base64("CA-PEM") = Q0EtUEVN, ("CERT") = Q0VSVA==, ("KEY!") = S0VZIQ== */
-#define GOOD_TEXT \
-    "apiVersion: v1\n" \
-    "kind: Config\n" \
-    "current-context: dev\n" \
-    "clusters:\n" \
-    "- name: other\n" \
-    "  cluster: {server: https://other:1}\n" \
-    "- name: c1\n" \
-    "  cluster:\n" \
-    "    server: https://127.0.0.1:6443/\n" \
-    "    certificate-authority-data: Q0EtUEVN\n" \
-    "contexts:\n" \
-    "- name: dev\n" \
-    "  context: {cluster: c1, user: u1, namespace: team-a}\n" \
-    "- name: files\n" \
-    "  context: {cluster: c2, user: u2}\n" \
-    "users:\n" \
-    "- name: u1\n" \
-    "  user:\n" \
-    "    client-certificate-data: Q0VSVA==\n" \
-    "    client-key-data: S0VZIQ==\n" \
+#define GOOD_TEXT                                                                                  \
+    "apiVersion: v1\n"                                                                             \
+    "kind: Config\n"                                                                               \
+    "current-context: dev\n"                                                                       \
+    "clusters:\n"                                                                                  \
+    "- name: other\n"                                                                              \
+    "  cluster: {server: https://other:1}\n"                                                       \
+    "- name: c1\n"                                                                                 \
+    "  cluster:\n"                                                                                 \
+    "    server: https://127.0.0.1:6443/\n"                                                        \
+    "    certificate-authority-data: Q0EtUEVN\n"                                                   \
+    "contexts:\n"                                                                                  \
+    "- name: dev\n"                                                                                \
+    "  context: {cluster: c1, user: u1, namespace: team-a}\n"                                      \
+    "- name: files\n"                                                                              \
+    "  context: {cluster: c2, user: u2}\n"                                                         \
+    "users:\n"                                                                                     \
+    "- name: u1\n"                                                                                 \
+    "  user:\n"                                                                                    \
+    "    client-certificate-data: Q0VSVA==\n"                                                      \
+    "    client-key-data: S0VZIQ==\n"                                                              \
     "    token: abc123\n"
 static const char *good = GOOD_TEXT;
 
@@ -149,8 +149,8 @@ static void test_kubeconfig_malformed(void **state)
         {"current-context: x\n", NULL, FAIR_EINVAL, "context \"x\" not found in contexts"},
         {"- a\n", NULL, FAIR_EINVAL, "want a mapping at the top"},
         {"clusters: []\n", NULL, FAIR_EINVAL, "current-context: missing"},
-        {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: foo}\n", NULL,
-         FAIR_EINVAL, "contexts[0].context.cluster \"foo\" not found in clusters"},
+        {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: foo}\n", NULL, FAIR_EINVAL,
+         "contexts[0].context.cluster \"foo\" not found in clusters"},
         {"current-context: a\ncontexts:\n- name: a\n  context: {user: u}\n", NULL, FAIR_EINVAL,
          "contexts[0].context.cluster: missing"},
         {"current-context: a\ncontexts:\n- name: a\n  context: {cluster: c}\n"
@@ -265,9 +265,16 @@ static void test_base64(void **state)
         int rc;
         const char *out;
     } cases[] = {
-        {"", 0, ""},           {"Zg==", 0, "f"},      {"Zm8=", 0, "fo"},   {"Zm9v", 0, "foo"},
-        {"Zm9vYg", 0, "foob"}, {"Zm9v\nYmFy", 0, "foobar"}, {"Z", FAIR_EINVAL, NULL},
-        {"Zm9v!", FAIR_EINVAL, NULL}, {"Zg==Zg", FAIR_EINVAL, NULL}, {"Zg===", FAIR_EINVAL, NULL},
+        {"", 0, ""},
+        {"Zg==", 0, "f"},
+        {"Zm8=", 0, "fo"},
+        {"Zm9v", 0, "foo"},
+        {"Zm9vYg", 0, "foob"},
+        {"Zm9v\nYmFy", 0, "foobar"},
+        {"Z", FAIR_EINVAL, NULL},
+        {"Zm9v!", FAIR_EINVAL, NULL},
+        {"Zg==Zg", FAIR_EINVAL, NULL},
+        {"Zg===", FAIR_EINVAL, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL;
@@ -287,8 +294,10 @@ static void test_base64(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kubeconfig_data),      cmocka_unit_test(test_kubeconfig_files),
-        cmocka_unit_test(test_kubeconfig_malformed), cmocka_unit_test(test_incluster_and_rotation),
+        cmocka_unit_test(test_kubeconfig_data),
+        cmocka_unit_test(test_kubeconfig_files),
+        cmocka_unit_test(test_kubeconfig_malformed),
+        cmocka_unit_test(test_incluster_and_rotation),
         cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -35,8 +35,8 @@ static struct fair_kpod *pod_ok(const char *text)
 }
 
 #define POD_HEAD                                                                                   \
-    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-1\",\"namespace\":" \
-    "\"team-a\",\"uid\":\"u-1\",\"resourceVersion\":\"42\",\"creationTimestamp\":"              \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-1\",\"namespace\":"    \
+    "\"team-a\",\"uid\":\"u-1\",\"resourceVersion\":\"42\",\"creationTimestamp\":"                 \
     "\"2026-11-23T19:00:00Z\""
 
 static void test_pod_whole_gpus(void **state)
@@ -90,15 +90,15 @@ static void test_pod_whole_gpus(void **state)
 static void test_pod_fraction_gang(void **state)
 {
     (void)state;
-    struct fair_kpod *p = pod_ok(
-        POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\",\"fairshare.dev/preemptible\":"
-                 "\"false\"},\"annotations\":{\"fairshare.dev/gpu-fraction\":\"0.25\","
-                 "\"fairshare.dev/gang\":\"g1\",\"fairshare.dev/gang-size\":\"4\","
-                 "\"fairshare.dev/gpu-devices\":\"0,3\"},\"deletionTimestamp\":"
-                 "\"2026-11-23T19:00:01Z\"},"
-                 "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"a\"}]},"
-                 "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:00Z\","
-                 "\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}");
+    struct fair_kpod *p =
+        pod_ok(POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\",\"fairshare.dev/preemptible\":"
+                        "\"false\"},\"annotations\":{\"fairshare.dev/gpu-fraction\":\"0.25\","
+                        "\"fairshare.dev/gang\":\"g1\",\"fairshare.dev/gang-size\":\"4\","
+                        "\"fairshare.dev/gpu-devices\":\"0,3\"},\"deletionTimestamp\":"
+                        "\"2026-11-23T19:00:01Z\"},"
+                        "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"a\"}]},"
+                        "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:00Z\","
+                        "\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}");
     assert_int_equal(p->gpu_fraction_milli, 250);
     assert_int_equal(p->request.v[FAIR_RES_GPU], 250);
     assert_string_equal(p->gang, "g1");
@@ -129,10 +129,10 @@ static void test_pod_problems(void **state)
          "must be between 0 and 1"},
         {"\"annotations\":{\"fairshare.dev/gpu-fraction\":\"half\"}", "{}",
          "annotation fairshare.dev/gpu-fraction"},
-        {"\"annotations\":{\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"0\"}",
-         "{}", "gang-size: \"0\" must be an integer from 1"},
-        {"\"annotations\":{\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"4x\"}",
-         "{}", "must be an integer"},
+        {"\"annotations\":{\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"0\"}", "{}",
+         "gang-size: \"0\" must be an integer from 1"},
+        {"\"annotations\":{\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"4x\"}", "{}",
+         "must be an integer"},
         {"\"annotations\":{\"fairshare.dev/gang-size\":\"2\"}", "{}", "without fairshare.dev/gang"},
         {"\"labels\":{\"fairshare.dev/preemptible\":\"maybe\"}", "{}",
          "must be \"true\" or \"false\""},
@@ -190,12 +190,13 @@ static void test_pod_structural_errors(void **state)
 static void test_pod_alloc_failures(void **state)
 {
     (void)state;
-    json_t *j = load(POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\"},\"annotations\":{"
-                              "\"fairshare.dev/gang\":\"g\"}},\"spec\":{\"nodeName\":\"n\","
-                              "\"nodeSelector\":{\"a\":\"b\"},\"tolerations\":[{\"key\":\"k\"}],"
-                              "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
-                              "\"nvidia.com/gpu\":\"x\"}}}]},\"status\":{\"conditions\":[{"
-                              "\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"r\"}]}}");
+    json_t *j =
+        load(POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\"},\"annotations\":{"
+                      "\"fairshare.dev/gang\":\"g\"}},\"spec\":{\"nodeName\":\"n\","
+                      "\"nodeSelector\":{\"a\":\"b\"},\"tolerations\":[{\"key\":\"k\"}],"
+                      "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+                      "\"nvidia.com/gpu\":\"x\"}}}]},\"status\":{\"conditions\":[{"
+                      "\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"r\"}]}}");
     /* Every allocation site fails once; nothing leaks, nothing crashes. */
     for (long n = 0; n < 200; n++) {
         struct fair_kpod *p = NULL;
@@ -216,13 +217,14 @@ static void test_pod_alloc_failures(void **state)
 static void test_node(void **state)
 {
     (void)state;
-    json_t *j = load("{\"metadata\":{\"name\":\"gpu-1\",\"uid\":\"n-1\",\"labels\":{"
-                     "\"nvidia.com/gpu.product\":\"H100\",\"zone\":\"a\"}},"
-                     "\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gpu\",\"value\":"
-                     "\"yes\",\"effect\":\"NoSchedule\"},{\"key\":\"t\",\"effect\":\"NoExecute\"}]},"
-                     "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"95500m\","
-                     "\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\","
-                     "\"status\":\"True\"}]}}");
+    json_t *j =
+        load("{\"metadata\":{\"name\":\"gpu-1\",\"uid\":\"n-1\",\"labels\":{"
+             "\"nvidia.com/gpu.product\":\"H100\",\"zone\":\"a\"}},"
+             "\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gpu\",\"value\":"
+             "\"yes\",\"effect\":\"NoSchedule\"},{\"key\":\"t\",\"effect\":\"NoExecute\"}]},"
+             "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"95500m\","
+             "\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\","
+             "\"status\":\"True\"}]}}");
     struct fair_knode *n = NULL;
     struct fair_error err = {0};
     assert_int_equal(fair_knode_decode(j, &n, &err), 0);
@@ -256,11 +258,12 @@ static void test_node(void **state)
 static void test_project(void **state)
 {
     (void)state;
-    json_t *j = load("{\"apiVersion\":\"fairshare.dev/v1alpha1\",\"kind\":\"Project\","
-                     "\"metadata\":{\"name\":\"vision\",\"uid\":\"p-1\"},\"spec\":{"
-                     "\"guaranteed\":{\"gpu\":2.5,\"cpu\":\"8\",\"memory\":\"16Gi\"},"
-                     "\"limit\":{\"gpu\":8},\"overQuotaWeight\":3,\"overQuotaPriority\":2,"
-                     "\"costCenter\":\"CC-1\",\"namespaces\":[\"a\",\"b\"],\"defaultQueue\":\"d\"}}");
+    json_t *j =
+        load("{\"apiVersion\":\"fairshare.dev/v1alpha1\",\"kind\":\"Project\","
+             "\"metadata\":{\"name\":\"vision\",\"uid\":\"p-1\"},\"spec\":{"
+             "\"guaranteed\":{\"gpu\":2.5,\"cpu\":\"8\",\"memory\":\"16Gi\"},"
+             "\"limit\":{\"gpu\":8},\"overQuotaWeight\":3,\"overQuotaPriority\":2,"
+             "\"costCenter\":\"CC-1\",\"namespaces\":[\"a\",\"b\"],\"defaultQueue\":\"d\"}}");
     struct fair_kproject *p = NULL;
     struct fair_error err = {0};
     assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
@@ -391,10 +394,14 @@ static void test_status_and_codes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pod_whole_gpus),   cmocka_unit_test(test_pod_fraction_gang),
-        cmocka_unit_test(test_pod_problems),     cmocka_unit_test(test_pod_structural_errors),
-        cmocka_unit_test(test_pod_alloc_failures), cmocka_unit_test(test_node),
-        cmocka_unit_test(test_project),          cmocka_unit_test(test_queue_from_yaml),
+        cmocka_unit_test(test_pod_whole_gpus),
+        cmocka_unit_test(test_pod_fraction_gang),
+        cmocka_unit_test(test_pod_problems),
+        cmocka_unit_test(test_pod_structural_errors),
+        cmocka_unit_test(test_pod_alloc_failures),
+        cmocka_unit_test(test_node),
+        cmocka_unit_test(test_project),
+        cmocka_unit_test(test_queue_from_yaml),
         cmocka_unit_test(test_status_and_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

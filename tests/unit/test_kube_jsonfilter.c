@@ -19,7 +19,16 @@ static void test_unfiltered_equals_jansson(void **state)
 {
     (void)state;
     static const char *docs[] = {
-        "{}", "[]", "0", "-12", "1.5e3", "-0.25", "true", "false", "null", "\"\"",
+        "{}",
+        "[]",
+        "0",
+        "-12",
+        "1.5e3",
+        "-0.25",
+        "true",
+        "false",
+        "null",
+        "\"\"",
         "{\"a\":[1,2,{\"b\":null}],\"c\":\"x\\\"y\\\\z\\/\\n\\t\\u00e9\\u20ac\\ud83d\\ude00\"}",
         " { \"k\" : [ true , false ] , \"n\" : 123456789012345 } ",
         "[\"\xc3\xa9\", 1e-2, 0.0]",
@@ -52,8 +61,8 @@ static void test_filter_keeps_listed_fields(void **state)
 {
     (void)state;
     static const struct fair_jfield inner[] = {{"keep", NULL}, {NULL, NULL}};
-    static const struct fair_jfield top[] = {{"a", NULL}, {"list", inner}, {"obj", inner},
-                                             {NULL, NULL}};
+    static const struct fair_jfield top[] = {
+        {"a", NULL}, {"list", inner}, {"obj", inner}, {NULL, NULL}};
     const char *doc = "{\"a\":{\"x\":[1,{\"y\":2}]},\"skip\":{\"deep\":[[[\"]\\\"}\"]]],\"s\":"
                       "\"\\\\\"},\"list\":[{\"keep\":1,\"drop\":[1,2]},{\"drop\":\"x\"},5],"
                       "\"obj\":{\"drop\":true,\"keep\":\"k\"},\"tail\":-1.5e-3}";
@@ -138,7 +147,7 @@ static void same_pod(const struct fair_kpod *a, const struct fair_kpod *b)
 #define SAME_STR(f)                                                                                \
     do {                                                                                           \
         if ((a->f == NULL) != (b->f == NULL) || (a->f && strcmp(a->f, b->f)))                      \
-            fail_msg(#f " differs: %s / %s", a->f ? a->f : "(null)", b->f ? b->f : "(null)");     \
+            fail_msg(#f " differs: %s / %s", a->f ? a->f : "(null)", b->f ? b->f : "(null)");      \
     } while (0)
     SAME_STR(meta.uid);
     SAME_STR(meta.namespace_);
@@ -227,16 +236,17 @@ static void test_pod_filter_matches_decoder(void **state)
 static void test_node_filter_matches_decoder(void **state)
 {
     (void)state;
-    const char *doc = "{\"metadata\":{\"name\":\"n\",\"uid\":\"u\",\"labels\":{\"a\":\"b\","
-                      "\"nvidia.com/gpu.product\":\"H100\"},\"annotations\":{\"x\":\"y\"}},"
-                      "\"spec\":{\"podCIDR\":\"10.0.0.0/24\",\"unschedulable\":true,\"taints\":[{"
-                      "\"key\":\"k\",\"effect\":\"NoSchedule\"}]},\"status\":{\"allocatable\":{"
-                      "\"nvidia.com/gpu\":\"8\",\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},"
-                      "\"images\":[{\"names\":[\"a\"]}],\"conditions\":[{\"type\":\"Ready\","
-                      "\"status\":\"True\"}]}}";
+    const char *doc =
+        "{\"metadata\":{\"name\":\"n\",\"uid\":\"u\",\"labels\":{\"a\":\"b\","
+        "\"nvidia.com/gpu.product\":\"H100\"},\"annotations\":{\"x\":\"y\"}},"
+        "\"spec\":{\"podCIDR\":\"10.0.0.0/24\",\"unschedulable\":true,\"taints\":[{"
+        "\"key\":\"k\",\"effect\":\"NoSchedule\"}]},\"status\":{\"allocatable\":{"
+        "\"nvidia.com/gpu\":\"8\",\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},"
+        "\"images\":[{\"names\":[\"a\"]}],\"conditions\":[{\"type\":\"Ready\","
+        "\"status\":\"True\"}]}}";
     json_t *whole = json_loads(doc, 0, NULL), *part = NULL;
-    assert_int_equal(fair_json_parse_filtered(doc, strlen(doc), fair_ktype_node.filter, &part, NULL),
-                     0);
+    assert_int_equal(
+        fair_json_parse_filtered(doc, strlen(doc), fair_ktype_node.filter, &part, NULL), 0);
     assert_null(json_object_get(json_object_get(part, "status"), "images"));
     struct fair_knode *a = NULL, *b = NULL;
     assert_int_equal(fair_knode_decode(whole, &a, NULL), 0);

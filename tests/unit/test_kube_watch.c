@@ -143,8 +143,12 @@ static void test_event_parse_errors(void **state)
 {
     (void)state;
     static const char *bad[] = {
-        "{", "[]", "{\"type\":\"ADDED\"}", "{\"type\":\"RENAMED\",\"object\":{}}",
-        "{\"type\":5,\"object\":{}}", "{\"type\":\"ADDED\",\"object\":[]}",
+        "{",
+        "[]",
+        "{\"type\":\"ADDED\"}",
+        "{\"type\":\"RENAMED\",\"object\":{}}",
+        "{\"type\":5,\"object\":{}}",
+        "{\"type\":\"ADDED\",\"object\":[]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct fair_kwatch_event ev;
@@ -195,8 +199,8 @@ static void test_token_bucket(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_split),      cmocka_unit_test(test_event_size_limit),
-        cmocka_unit_test(test_callback_stops),   cmocka_unit_test(test_event_parse_errors),
+        cmocka_unit_test(test_every_split),    cmocka_unit_test(test_event_size_limit),
+        cmocka_unit_test(test_callback_stops), cmocka_unit_test(test_event_parse_errors),
         cmocka_unit_test(test_token_bucket),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

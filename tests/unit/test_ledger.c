@@ -252,6 +252,12 @@ static void test_dates_and_tz(void **state)
     assert_int_equal(micro, 2500000);
     assert_int_equal(fair_price_parse("-1", &micro, &err), FAIR_EINVAL);
     assert_int_equal(fair_price_parse("1.1234567", &micro, &err), FAIR_EINVAL);
+    assert_int_equal(fair_price_parse("11111111111111", &micro, &err), FAIR_EINVAL);
+    assert_int_equal(fair_price_parse(".", &micro, &err), FAIR_EINVAL);
+    assert_int_equal(fair_price_parse("999999999.999999", &micro, &err), 0);
+    assert_int_equal(micro, 999999999999999LL);
+    assert_int_equal(fair_price_parse(".5", &micro, &err), 0);
+    assert_int_equal(micro, 500000);
     char s[32];
     fair_gpu_hours_format(H / 4, s, sizeof(s));
     assert_string_equal(s, "0.250");
@@ -508,6 +514,13 @@ static void test_locked(void **state)
     fair_ledger_stats(l, &st);
     assert_int_equal(st.queued, 0);
     assert_int_equal(st.flushed, 1);
+    struct fair_buf m;
+    fair_buf_init(&m, 0);
+    assert_int_equal(fair_ledger_metrics(l, &m), 0);
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_flush_errors_total 1\n"));
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_flushed_records_total 1\n"));
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_queued_records 0\n"));
+    fair_buf_release(&m);
     fair_ledger_free(l);
 }
 
@@ -601,10 +614,14 @@ static void test_bad_input_and_backpressure(void **state)
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
     assert_non_null(strstr(err.msg, "inquota"));
     in.inquota_milli = 0;
-    in.team = "";
+    in.namespace_ = "";
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
-    in.team = NULL;
+    in.namespace_ = NULL;
     assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
+    in.namespace_ = "ns";
+    in.queue = "";
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EINVAL);
+    in.queue = "q";
     char longname[300];
     memset(longname, 'x', sizeof(longname) - 1);
     longname[sizeof(longname) - 1] = '\0';
@@ -667,6 +684,7 @@ static void test_http(void **state)
         "from=2026-11-01&to=2026-12-01&price=-3",
         "from=%zz&to=2026-12-01",
         "from",
+        "from=1013-11-01&to=2026-12-01",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(fair_report_http(l, bad[i], &body, &ct, &status), 0);
@@ -714,12 +732,23 @@ static void test_alloc_failures(void **state)
         fair_alloc_fail_after(k);
         int rc = fair_ledger_open(&o, &l, &err);
         if (!rc) {
-            struct fair_ledger_interval_info in = {
-                .uid = "m1", .namespace_ = "ns", .pod = "p", .queue = "q", .project = "p",
-                .team = "t", .cost_center = "", .node = "", .gpu_model = "A100",
-                .gpu_milli = 1000, .inquota_milli = 500, .start_ms = 1000};
-            struct fair_ledger_sample_row row = {.queue = "q", .project = "p", .team = "t",
-                                                 .allocated = 1000, .guaranteed = 500,
+            struct fair_ledger_interval_info in = {.uid = "m1",
+                                                   .namespace_ = "ns",
+                                                   .pod = "p",
+                                                   .queue = "q",
+                                                   .project = "p",
+                                                   .team = "t",
+                                                   .cost_center = "",
+                                                   .node = "",
+                                                   .gpu_model = "A100",
+                                                   .gpu_milli = 1000,
+                                                   .inquota_milli = 500,
+                                                   .start_ms = 1000};
+            struct fair_ledger_sample_row row = {.queue = "q",
+                                                 .project = "p",
+                                                 .team = "t",
+                                                 .allocated = 1000,
+                                                 .guaranteed = 500,
                                                  .lent = -1};
             int r1 = fair_ledger_interval_open(l, &in, &err);
             int r2 = fair_ledger_sample(l, 2000, &row, 1, &err);
@@ -748,6 +777,49 @@ static void test_alloc_failures(void **state)
     assert_true(failures > 0);
 }
 
+/* A pod of a queue whose project has no team (or no cost center, node or
+ * model yet) is still recorded: its GPU-hours show under "(none)". */
+static void test_optional_fields(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    struct fair_error err = {0};
+    struct fair_ledger_interval_info in = {.uid = "o1",
+                                           .namespace_ = "ns",
+                                           .pod = "p",
+                                           .queue = "q",
+                                           .project = "proj",
+                                           .team = NULL,
+                                           .cost_center = NULL,
+                                           .node = NULL,
+                                           .gpu_model = NULL,
+                                           .gpu_milli = 1000,
+                                           .inquota_milli = 0,
+                                           .start_ms = T("2026-11-01T00:00:00Z")};
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+    close_iv(l, "o1", T("2026-11-01T02:00:00Z"), FAIR_LEDGER_COMPLETED);
+    struct fair_ledger_sample_row row = {
+        .queue = "q", .project = NULL, .team = "", .allocated = 1000, .guaranteed = 0, .lent = -1};
+    assert_int_equal(fair_ledger_sample(l, T("2026-11-01T01:00:00Z"), &row, 1, &err), 0);
+    flush(l);
+    /* Reconcile takes the same (a live pod opened directly, not queued). */
+    in.uid = "o2";
+    in.start_ms = T("2026-11-01T03:00:00Z");
+    assert_int_equal(fair_ledger_reconcile(l, T("2026-11-01T04:00:00Z"), &in, 1, NULL, NULL, &err),
+                     0);
+    struct fair_report *r =
+        report(l, T("2026-11-01T00:00:00Z"), T("2026-11-02T00:00:00Z"), FAIR_REPORT_BY_TEAM);
+    assert_int_equal(r->n, 1);
+    assert_string_equal(r->rows[0].key, "(none)");
+    assert_int_equal(r->rows[0].gpu_mms, 3 * H);
+    assert_int_equal(r->rows[0].borrowed_mms, 3 * H);
+    fair_report_free(r);
+    r = report(l, T("2026-11-01T00:00:00Z"), T("2026-11-02T00:00:00Z"), FAIR_REPORT_BY_PROJECT);
+    assert_string_equal(r->rows[0].key, "proj");
+    fair_report_free(r);
+    fair_ledger_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -763,6 +835,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input_and_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_optional_fields, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -241,6 +241,25 @@ static void test_fgd(void **state)
     assert_int_equal(node, 0);
     assert_int_equal(dev, 0x1);
     fair_sim_placer_release(&ff);
+    /* FGD online knows only what it was asked to place: after one 0.5-GPU
+     * pod, nothing tells it to keep a device whole (device 0, like first
+     * fit); once a 1-GPU pod was seen, it keeps device 0 whole. */
+    struct fair_sim_placer on;
+    struct fair_sim_job o500 = job(500, 1000), o1000 = job(1000, 1000); /* the trace's shapes */
+    assert_int_equal(fair_sim_placer_init(&on, FAIR_SIM_POLICY_FGD_ONLINE, 1, &t, &err), 0);
+    assert_int_equal(fair_sim_place(&on, &c, &o500, &node, &dev), 0);
+    assert_int_equal(node, 0);
+    assert_int_equal(dev, 0x1);
+    assert_int_equal(fair_sim_place(&on, &c, &o1000, &node, &dev), 0);
+    assert_int_equal(node, 0);
+    assert_int_equal(dev, 0x1);
+    assert_int_equal(fair_sim_place(&on, &c, &o500, &node, &dev), 0);
+    assert_int_equal(node, 0);
+    assert_int_equal(dev, 0x2);
+    assert_int_equal(on.observed, 3);
+    assert_int_equal(on.types[0].count, 1); /* weights as of the 2nd pod */
+    assert_int_equal(on.types[1].count, 1);
+    fair_sim_placer_release(&on);
     fair_sim_placer_release(&p);
     fair_sim_cluster_release(&c);
     fair_sim_trace_release(&t);
