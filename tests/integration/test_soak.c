@@ -442,11 +442,24 @@ static bool log_has_sanitizer_report(const char *path, bool leaks)
     return hit;
 }
 
+/* A failed assertion leaves test_soak() by longjmp: the controller must
+ * not outlive the test (the fake has PR_SET_PDEATHSIG, the controller
+ * started by test_controller_common.h has not). */
+static struct soak *current;
+
+static void kill_controller(void)
+{
+    if (current && current->ctl.pid)
+        ctl_kill9(&current->ctl);
+}
+
 static void test_soak(void **state)
 {
     (void)state;
     struct soak *s = calloc(1, sizeof *s);
     assert_non_null(s);
+    current = s;
+    atexit(kill_controller);
     s->seen_name = calloc(MAX_PODS, sizeof *s->seen_name);
     s->seen_node = calloc(MAX_PODS, sizeof *s->seen_node);
     assert_non_null(s->seen_name);
@@ -577,6 +590,7 @@ static void test_soak(void **state)
     fair_fake_release(&s->fake);
     free(s->seen_name);
     free(s->seen_node);
+    current = NULL;
     free(s);
 }
 
