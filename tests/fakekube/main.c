@@ -355,6 +355,17 @@ out:
         event_free(s->persist_ev);
     if (s->pdb_ev)
         event_free(s->pdb_ev);
+    /* bufferevent_free() only drops a reference: a TLS connection is
+     * destroyed (SSL_free, close) by a finalizer that runs from the loop,
+     * and a connection that was mid-reply at the signal still has
+     * callbacks queued that hold a reference to it. event_base_free()
+     * cancels those without running them, so such a connection would
+     * never be freed (LeakSanitizer then fails the exit). Run the loop
+     * once more without blocking: it runs what is queued, which drops the
+     * last references and runs the finalizers. Nothing else is registered
+     * any more, so this returns at once. */
+    if (s->base)
+        event_base_loop(s->base, EVLOOP_NONBLOCK);
     fk_store_release(s);
     if (s->ssl)
         SSL_CTX_free(s->ssl);
