@@ -391,6 +391,13 @@ static int bench_binds(int nodes, long pods, double *rate, long *rss, long *hwm)
     printf("controller: start to ready %.2f s (lists %ld pods), ready to %ld binds %.2f s\n",
            tready - t0, pods, pods, t1 - tready);
     rc = bound >= pods ? 0 : -1;
+    if (getenv("BENCH_SHOW_CYCLES")) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "grep 'msg=\"cycle' '%s' | awk 'NR %% 20 == 1' | tail -n 15",
+                 c.log);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench: no cycle lines\n");
+    }
 out:
     stop(c.pid, SIGTERM);
     fake_stop(&f);
@@ -654,6 +661,7 @@ int main(int argc, char **argv)
     long rss = 0, hwm = 0, brss = 0, bhwm = 0;
     if (getenv("BENCH_ONLY_MEMORY"))
         goto memory;
+    bool only_binds = getenv("BENCH_ONLY_BINDS") != NULL;
     if (bench_binds(nodes, pods, &rate, &rss, &hwm) == 0)
         printf("binds: %d nodes x 8 GPUs, %ld pods of 0.5 GPU: %.0f pods/s; controller RSS %.1f "
                "MB (peak %.1f MB)\n",
@@ -672,6 +680,8 @@ int main(int argc, char **argv)
                mrate, mrate > 0 ? 100.0 * rate / mrate : 0);
     else
         printf("minimal client with events: FAILED\n");
+    if (only_binds)
+        goto done;
     if (bench_reclaim(100, &p50, &p99) == 0)
         printf("reclaim latency (starved pod created -> its eviction done): p50 %.1f ms, p99 %.1f "
                "ms\n",
@@ -684,6 +694,7 @@ memory:
                big_nodes, big_pods, brss / 1024.0, bhwm / 1024.0);
     else
         printf("memory: FAILED\n");
+done:
     curl_global_cleanup();
     return 0;
 }

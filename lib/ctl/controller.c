@@ -38,6 +38,8 @@
  * once makes the last ones time out. The rest waits for the next cycle,
  * which the answers trigger. */
 #define MAX_BINDS_IN_FLIGHT 256
+/* Least time between change-triggered cycles while binds are queued. */
+#define BUSY_CYCLE_GAP_MS 200
 /* Other requests (Events, conditions) outstanding at once. */
 #define MAX_REQS_OUTSTANDING 2048
 /* Status writes per cycle. */
@@ -59,9 +61,12 @@ struct req {
     char *obj_kind; /* status writes: "Queue" / "Project" */
     int64_t gpu_milli, inquota_milli;
     int evict_reason;
+    struct req *qnext; /* binds waiting for a slot */
+    bool bind_slot;    /* holds one of the MAX_BINDS_IN_FLIGHT slots */
 };
 
 enum {
+    REQ_QUEUED_BIND,
     REQ_ANNOTATE,
     REQ_BIND,
     REQ_EVICT_MARK,
@@ -89,7 +94,7 @@ struct fair_ctl {
     int64_t cycle_due;          /* monotonic ms the timer is armed for; -1: not armed */
     int64_t last_cycle_ms;      /* monotonic end of the last cycle */
     int64_t last_cycle_cost_ms; /* how long it took */
-    bool more_work;             /* the last cycle left binds for later */
+    bool more_work;             /* the last cycle left writes for later */
     struct event *flush_ev;
     bool leader_now;
     bool started;
@@ -103,7 +108,9 @@ struct fair_ctl {
     struct fair_ctl_metrics metrics;
     struct req *reqs; /* outstanding */
     size_t nreqs;
-    size_t binds_in_flight; /* requests of REQ_ANNOTATE/REQ_BIND */
+    size_t binds_in_flight;              /* binds sent and not answered */
+    struct req *bindq_head, *bindq_tail; /* planned binds waiting for a slot */
+    size_t nbindq;
     /* Scratch arrays for the snapshot input, reused between cycles. */
     const void **arr[INF_COUNT];
     size_t arr_cap[INF_COUNT];
@@ -131,8 +138,6 @@ static struct req *req_new(struct fair_ctl *c, int kind)
     r->c = c;
     r->kind = kind;
     c->nreqs++;
-    if (kind == REQ_ANNOTATE || kind == REQ_BIND)
-        c->binds_in_flight++;
     r->next = c->reqs;
     if (c->reqs)
         c->reqs->prev = r;
@@ -146,7 +151,7 @@ static void req_free(struct req *r)
         return;
     struct fair_ctl *c = r->c;
     c->nreqs--;
-    if (r->kind == REQ_ANNOTATE || r->kind == REQ_BIND)
+    if (r->bind_slot)
         c->binds_in_flight--;
     if (r->prev)
         r->prev->next = r->next;
@@ -209,6 +214,16 @@ static void mark_dirty(struct fair_ctl *c)
     int64_t gap = c->cfg->cycle_min_interval_ms;
     if (c->last_cycle_cost_ms > gap)
         gap = c->last_cycle_cost_ms;
+    /* While a plan is still being sent, most changes are our own binds
+     * landing; a cycle could add little and would take the loop from
+     * sending. New work waits a little longer (never past cycleInterval). */
+    if (c->nbindq > 0) {
+        int64_t slow = 4 * c->last_cycle_cost_ms;
+        if (slow < BUSY_CYCLE_GAP_MS)
+            slow = BUSY_CYCLE_GAP_MS;
+        if (slow > gap)
+            gap = slow;
+    }
     int64_t wait = gap - (mono(c) - c->last_cycle_ms);
     arm_cycle(c, wait > 0 ? wait : 0);
 }
@@ -251,13 +266,36 @@ static void on_delete(void *obj, void *ctx)
     mark_dirty(ctx);
 }
 
+/* A deleted Queue or Project: forget what was last written for it. */
+static void on_queue_delete(void *obj, void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    const struct fair_kmeta *m = obj;
+    if (m->name)
+        fair_ctl_status_forget(&c->status, "Queue", m->name);
+    mark_dirty(c);
+}
+
+static void on_project_delete(void *obj, void *ctx)
+{
+    struct fair_ctl *c = ctx;
+    const struct fair_kmeta *m = obj;
+    if (m->name)
+        fair_ctl_status_forget(&c->status, "Project", m->name);
+    mark_dirty(c);
+}
+
 static void on_pod_update(void *old_, void *new_, void *ctx)
 {
     struct fair_ctl *c = ctx;
     const struct fair_kpod *o = old_, *n = new_;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, n->meta.uid);
-    if (e && e->op == FAIR_CTL_OP_BINDING && n->node_name && *n->node_name)
-        fair_ctl_podmem_end(&c->pods, n->meta.uid); /* the bind is visible now */
+    if (e && e->op == FAIR_CTL_OP_BINDING && n->node_name && *n->node_name) {
+        /* The bind is visible now; nothing about the pod is worth keeping
+         * (what it was told while pending no longer matters). */
+        fair_ctl_podmem_remove(&c->pods, n->meta.uid);
+        e = NULL;
+    }
     bool was_done = o->phase == FAIR_KPOD_SUCCEEDED || o->phase == FAIR_KPOD_FAILED;
     if (!was_done && is_ours(c, n)) {
         if (n->phase == FAIR_KPOD_SUCCEEDED)
@@ -407,6 +445,8 @@ static int tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why, 
 
 /* ---- binds ---- */
 
+static void pump_binds(struct fair_ctl *c);
+
 static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
 {
     struct req *r = ctx;
@@ -419,6 +459,7 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
         fair_ctl_podmem_end(&c->pods, r->uid);
         mark_dirty(c);
         req_free(r);
+        pump_binds(c);
         return;
     }
     c->metrics.binds++;
@@ -452,6 +493,7 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
                       err.msg);
     }
     req_free(r);
+    pump_binds(c);
 }
 
 static void send_bind(struct fair_ctl *c, struct req *r)
@@ -478,17 +520,77 @@ static void on_annotate_done(const struct fair_kresponse *resp, void *ctx)
         fair_ctl_podmem_end(&c->pods, r->uid);
         mark_dirty(c);
         req_free(r);
+        pump_binds(c);
         return;
     }
     send_bind(c, r);
 }
 
+/* Sends a planned bind: the annotation patch first when it has devices. */
+static void start_bind(struct fair_ctl *c, struct req *r)
+{
+    struct fair_error err = {0};
+    r->bind_slot = true;
+    c->binds_in_flight++;
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
+    if (e)
+        e->op_start_ms = mono(c); /* in flight from now on */
+    if (!*r->devices) {
+        send_bind(c, r);
+        return;
+    }
+    /* The devices go on the pod first (a merge patch of the annotation),
+     * so that whatever starts the pod on the node finds them; the bind
+     * follows when the patch succeeded. */
+    char patch[400];
+    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"%s\":\"%s\"}}}",
+             FAIR_ANN_GPU_DEVICES, r->devices);
+    r->kind = REQ_ANNOTATE;
+    if (fair_kclient_merge_patch(c->kc, &fair_kres_pods, r->ns, r->name, NULL, patch,
+                                 on_annotate_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"annotation not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name,
+                  err.msg);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        req_free(r);
+    }
+}
+
+/* Sends queued binds while slots are free. Called after each cycle and
+ * whenever a bind is answered, so that a large plan flows out at the
+ * server's pace without a cycle per slot. */
+static void pump_binds(struct fair_ctl *c)
+{
+    while (c->bindq_head && c->binds_in_flight < MAX_BINDS_IN_FLIGHT && !c->stopping) {
+        struct req *r = c->bindq_head;
+        c->bindq_head = r->qnext;
+        if (!c->bindq_head)
+            c->bindq_tail = NULL;
+        c->nbindq--;
+        r->qnext = NULL;
+        start_bind(c, r);
+    }
+}
+
+/* Forgets the binds not sent yet (leadership lost, shutdown). */
+static void drop_bind_queue(struct fair_ctl *c)
+{
+    while (c->bindq_head) {
+        struct req *r = c->bindq_head;
+        c->bindq_head = r->qnext;
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        req_free(r);
+    }
+    c->bindq_tail = NULL;
+    c->nbindq = 0;
+}
+
+/* Commits one BIND of the plan: the pod counts as bound on its node from
+ * now on (podmem overlay), and the requests go out as slots free up. */
 static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
                     const struct fair_action *a, int64_t *queue_alloc)
 {
     const struct fair_pod *p = &s->snap.pods[a->pod];
     const struct fair_node *node = &s->snap.nodes[a->node];
-    struct fair_error err = {0};
     char devices[200] = "";
     int64_t gpu = p->request.v[FAIR_RES_GPU];
     if (gpu > 0)
@@ -496,7 +598,7 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_BINDING, node->name, a->gpu_devices,
                               mono(c)))
         return; /* already in flight */
-    struct req *r = req_new(c, REQ_BIND);
+    struct req *r = req_new(c, REQ_QUEUED_BIND);
     if (!r)
         goto fail;
     const struct fair_queue *q = p->queue >= 0 ? &s->snap.queues[p->queue] : NULL;
@@ -522,23 +624,16 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     if (!r->uid || !r->ns || !r->name || !r->node || !r->devices || !r->queue || !r->project ||
         !r->team || !r->cost_center || !r->gpu_model)
         goto fail;
-    if (!*devices) {
-        send_bind(c, r);
-        return;
-    }
-    /* The devices go on the pod first (a merge patch of the annotation),
-     * so that whatever starts the pod on the node finds them; the bind
-     * follows when the patch succeeded. */
-    char patch[400];
-    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"%s\":\"%s\"}}}",
-             FAIR_ANN_GPU_DEVICES, devices);
-    r->kind = REQ_ANNOTATE;
-    if (fair_kclient_merge_patch(c->kc, &fair_kres_pods, p->namespace_, p->name, NULL, patch,
-                                 on_annotate_done, r, &err)) {
-        FAIR_WARN(COMP, "msg=\"annotation not sent\" pod=%s/%s err=\"%s\"", p->namespace_, p->name,
-                  err.msg);
-        goto fail;
-    }
+    /* Queued, not in flight yet: it must not expire while it waits. */
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
+    if (e)
+        e->op_start_ms = INT64_MAX / 2;
+    if (c->bindq_tail)
+        c->bindq_tail->qnext = r;
+    else
+        c->bindq_head = r;
+    c->bindq_tail = r;
+    c->nbindq++;
     return;
 fail:
     req_free(r);
@@ -959,16 +1054,12 @@ static void run_cycle(struct fair_ctl *c)
         goto out;
     for (size_t i = 0; i < s.snap.nqueues; i++)
         queue_alloc[i] = res.queues[i].allocated.v[FAIR_RES_GPU];
-    size_t binds = 0, evicts = 0, deferred = 0;
+    size_t binds = 0, evicts = 0;
     for (size_t i = 0; i < res.nactions; i++) {
         const struct fair_action *a = &res.actions[i];
         if (a->pod < 0 || (size_t)a->pod >= s.snap.npods)
             continue;
         if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes) {
-            if (c->binds_in_flight >= MAX_BINDS_IN_FLIGHT) {
-                deferred++;
-                continue;
-            }
             do_bind(c, &s, a, queue_alloc);
             binds++;
         } else if (a->kind == FAIR_ACTION_EVICT) {
@@ -976,6 +1067,8 @@ static void run_cycle(struct fair_ctl *c)
             evicts++;
         }
     }
+
+    pump_binds(c);
 
     /* Then tell the owners of pending pods why they wait. */
     int told = 0;
@@ -999,7 +1092,7 @@ static void run_cycle(struct fair_ctl *c)
         told +=
             tell_pending(c, s.rejected[i].pod, FAIR_CTL_WHY_CTL + (int)s.rejected[i].reason, msg);
     }
-    c->more_work = told >= MAX_TELLS_PER_CYCLE || deferred > 0; /* the rest next time */
+    c->more_work = told >= MAX_TELLS_PER_CYCLE; /* the rest next time */
 
     write_statuses(c, &s, &res);
     if (c->ledger)
@@ -1027,9 +1120,9 @@ static void run_cycle(struct fair_ctl *c)
 #define MS(a, b)                                                                                   \
     ((double)((b).tv_sec - (a).tv_sec) * 1e3 + (double)((b).tv_nsec - (a).tv_nsec) / 1e6)
         FAIR_DEBUG(COMP,
-                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu deferred=%zu evictions=%zu "
+                   "msg=\"cycle\" pods=%zu pending=%zu binds=%zu queued=%zu evictions=%zu "
                    "snapshot_ms=%.2f engine_ms=%.2f rest_ms=%.2f",
-                   s.snap.npods, pending, binds, deferred, evicts, MS(ts0, ts_snap),
+                   s.snap.npods, pending, binds, c->nbindq, evicts, MS(ts0, ts_snap),
                    MS(ts_snap, ts_eng), MS(ts_eng, ts_end));
 #undef MS
     }
@@ -1121,6 +1214,7 @@ static void on_stopped_leading(void *ctx)
     struct fair_ctl *c = ctx;
     c->leader_now = false;
     c->metrics.leader = false;
+    drop_bind_queue(c);
     fair_ctl_podmem_clear_ops(&c->pods);
     if (c->stopping)
         return;
@@ -1160,6 +1254,8 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
     kopt.burst = (int)(c->cfg->api_burst > 1000000 ? 1000000 : c->cfg->api_burst);
     kopt.request_timeout_ms = (long)c->cfg->api_timeout_ms;
     kopt.user_agent = "fairshare-controller/0.1";
+    /* Each watch holds a connection for good: give requests their own 16. */
+    kopt.max_host_connections = 16 + INF_COUNT + 1;
     kopt.clock = c->clock;
     if ((rc = fair_kclient_new(base, &c->kcfg, &kopt, &c->kc, err)))
         goto out;
@@ -1193,6 +1289,10 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
         if (i == INF_PODS) {
             h.on_update = on_pod_update;
             h.on_delete = on_pod_delete;
+        } else if (i == INF_QUEUES) {
+            h.on_delete = on_queue_delete;
+        } else if (i == INF_PROJECTS) {
+            h.on_delete = on_project_delete;
         }
         if ((rc = fair_informer_new(c->kc, &io, &h, &c->inf[i], err)))
             goto out;
@@ -1261,8 +1361,44 @@ static void finish_shutdown(void *ctx)
         c->shutdown_done(c->shutdown_ctx);
 }
 
+/* At a clean stop the leader knows which pods are alive right now: a last
+ * reconcile moves the ledger's heartbeat to now, so their running time up
+ * to the stop counts (a crash loses at most one sample period instead). */
+static void ledger_final_heartbeat(struct fair_ctl *c)
+{
+    struct fair_ctl_snapshot s;
+    struct fair_error err = {0};
+    size_t n[INF_COUNT] = {0};
+    if (!c->ledger || !c->leader_now || !all_synced(c))
+        return;
+    for (int i = 0; i < INF_COUNT; i++)
+        if (collect(c, i, &n[i]))
+            return;
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = c->cfg->scheduler_name,
+        .now_ms = wall(c),
+        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
+        .nnodes = n[INF_NODES],
+        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
+        .nprojects = n[INF_PROJECTS],
+        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
+        .nqueues = n[INF_QUEUES],
+        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
+        .npods = n[INF_PODS],
+        .overlay = overlay, /* binds sent and not yet seen count as running */
+        .overlay_ctx = c};
+    if (fair_ctl_snapshot_build(&in, &s, &err)) {
+        FAIR_WARN(COMP, "msg=\"no final ledger heartbeat\" err=\"%s\"", err.msg);
+        return;
+    }
+    ledger_reconcile(c, &s);
+    fair_ctl_snapshot_release(&s);
+}
+
 void fair_ctl_shutdown(struct fair_ctl *c, void (*done)(void *ctx), void *ctx)
 {
+    drop_bind_queue(c); /* planned binds not sent: never placed */
+    ledger_final_heartbeat(c);
     c->stopping = true;
     c->shutdown_done = done;
     c->shutdown_ctx = ctx;

@@ -10,14 +10,14 @@
 static const char tomb_key[] = "";
 #define TOMB (tomb_key)
 
-static uint64_t hash(const char *s)
+static uint32_t hash(const char *s)
 {
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (; *s; s++) {
         h ^= (unsigned char)*s;
         h *= 1099511628211ULL;
     }
-    return h;
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 void fair_ctl_index_init(struct fair_ctl_index *ix)
@@ -42,7 +42,7 @@ static int rehash(struct fair_ctl_index *ix, size_t ncap)
         const char *k = ix->slots[i].key;
         if (!k || k == TOMB)
             continue;
-        size_t j = (size_t)hash(k) & (ncap - 1);
+        size_t j = (size_t)ix->slots[i].hash & (ncap - 1);
         while (ns[j].key)
             j = (j + 1) & (ncap - 1);
         ns[j] = ix->slots[i];
@@ -64,23 +64,25 @@ int fair_ctl_index_put(struct fair_ctl_index *ix, const char *key, int32_t value
         ix->slots[at].value = value;
         return 0;
     }
-    if ((ix->used + 1) * 4 >= ix->cap * 3) {
+    /* At most half full (tombstones included): short probe chains. */
+    if ((ix->used + 1) * 2 >= ix->cap) {
         size_t ncap = ix->cap ? ix->cap : 16;
-        while ((ix->count + 1) * 2 >= ncap)
+        while ((ix->count + 1) * 4 >= ncap)
             ncap *= 2;
         int rc = rehash(ix, ncap);
         if (rc)
             return rc;
     }
     size_t mask = ix->cap - 1;
-    size_t j = (size_t)hash(key) & mask;
+    uint32_t h = hash(key);
+    size_t j = (size_t)h & mask;
     size_t first_tomb = (size_t)-1;
     while (ix->slots[j].key) {
         const char *k = ix->slots[j].key;
         if (k == TOMB) {
             if (first_tomb == (size_t)-1)
                 first_tomb = j;
-        } else if (strcmp(k, key) == 0) {
+        } else if (ix->slots[j].hash == h && strcmp(k, key) == 0) {
             ix->slots[j].key = key;
             ix->slots[j].value = value;
             return 0;
@@ -93,6 +95,7 @@ int fair_ctl_index_put(struct fair_ctl_index *ix, const char *key, int32_t value
         ix->used++;
     }
     ix->slots[j].key = key;
+    ix->slots[j].hash = h;
     ix->slots[j].value = value;
     ix->count++;
     return 0;
@@ -103,10 +106,11 @@ static size_t find(const struct fair_ctl_index *ix, const char *key)
     if (!ix->cap || !key)
         return (size_t)-1;
     size_t mask = ix->cap - 1;
-    size_t j = (size_t)hash(key) & mask;
+    uint32_t h = hash(key);
+    size_t j = (size_t)h & mask;
     while (ix->slots[j].key) {
         const char *k = ix->slots[j].key;
-        if (k != TOMB && strcmp(k, key) == 0)
+        if (k != TOMB && ix->slots[j].hash == h && strcmp(k, key) == 0)
             return j;
         j = (j + 1) & mask;
     }

@@ -12,10 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FAIR_CTL_INDEX_MAX ((size_t)1 << 24)
+#define FAIR_CTL_INDEX_MAX ((size_t)1 << 25)
 
 struct fair_ctl_index_slot {
     const char *key; /* NULL: empty; tomb: removed */
+    uint32_t hash;   /* compared before the key */
     int32_t value;
 };
 

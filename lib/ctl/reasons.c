@@ -149,17 +149,16 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
         for (size_t i = 0; i < r->nactions; i++)
             if (r->actions[i].kind == FAIR_ACTION_EVICT && r->actions[i].for_pod == (int32_t)pod)
                 evicting++;
-        gpus(qs ? qs->fair_share.v[FAIR_RES_GPU] : 0, a, sizeof a);
         if (evicting)
             snprintf(out, n,
                      "waiting for reclaim: evicting %zu pod(s) of queues that borrowed GPUs, to "
-                     "give queue %s its share of %s GPUs",
-                     evicting, qname, a);
+                     "give queue %s back what it is owed",
+                     evicting, qname);
         else
             snprintf(out, n,
                      "waiting for reclaim: pods of queues that borrowed GPUs are terminating, to "
-                     "give queue %s its share of %s GPUs",
-                     qname, a);
+                     "give queue %s back what it is owed",
+                     qname);
         return;
     }
     case FAIR_PENDING_NO_NODE_FITS:

@@ -117,18 +117,64 @@ static bool project_has_namespace(const struct fair_kproject *p, const char *ns)
 }
 
 /* Working state of one build. */
+/* Pods of one namespace mostly name the same queue: successful
+ * resolutions are remembered per (namespace, queue label), direct-mapped. */
+#define MEMO_SLOTS 1024
+
+struct memo {
+    const char *ns;    /* borrowed from a pod; NULL: empty slot */
+    const char *queue; /* the label, or NULL */
+    int32_t index;
+};
+
 struct build {
     const struct fair_ctl_snapshot_input *in;
     struct fair_ctl_snapshot *out;
     struct fair_ctl_index project_by_name; /* input index */
     struct fair_ctl_index kqueue_by_name;  /* input index */
     struct fair_ctl_index project_by_ns;   /* input index of the project */
+    struct memo *memo;                     /* MEMO_SLOTS, or NULL */
 };
+
+static uint32_t str_hash(const char *s, uint32_t h)
+{
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
 
 /* Finds the queue of one of our pods. Returns its snapshot index, or -1
  * with *reason and msg set. */
+static int32_t resolve_queue_slow(struct build *b, const struct fair_kpod *p,
+                                  enum fair_ctl_reason *reason, char *msg, size_t msglen);
+
 static int32_t resolve_queue(struct build *b, const struct fair_kpod *p,
                              enum fair_ctl_reason *reason, char *msg, size_t msglen)
+{
+    const char *ns = p->meta.namespace_ ? p->meta.namespace_ : "";
+    const char *q = p->queue && *p->queue ? p->queue : NULL;
+    struct memo *m = NULL;
+    if (b->memo) {
+        m = &b->memo[str_hash(q, str_hash(ns, 2166136261u)) % MEMO_SLOTS];
+        if (m->ns && same_str(m->ns, ns) && same_str(m->queue, q))
+            return m->index;
+    }
+    int32_t idx = resolve_queue_slow(b, p, reason, msg, msglen);
+    if (m && idx >= 0) {
+        m->ns = ns;
+        m->queue = q;
+        m->index = idx;
+    }
+    return idx;
+}
+
+static int32_t resolve_queue_slow(struct build *b, const struct fair_kpod *p,
+                                  enum fair_ctl_reason *reason, char *msg, size_t msglen)
 {
     const struct fair_ctl_snapshot_input *in = b->in;
     const char *ns = p->meta.namespace_ ? p->meta.namespace_ : "";
@@ -325,6 +371,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     }
     out->ninput_projects = np;
     out->ninput_queues = nq;
+    b.memo = npod > 64 ? fair_calloc(MEMO_SLOTS, sizeof *b.memo) : NULL; /* optional */
 
     /* Nodes. */
     size_t n_out = 0;
@@ -539,6 +586,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         goto out;
 
 out:
+    fair_free(b.memo);
     fair_free(unknown);
     fair_ctl_index_release(&b.project_by_name);
     fair_ctl_index_release(&b.kqueue_by_name);

@@ -407,12 +407,13 @@ int fair_kconfig_load_kubeconfig(const char *path, const char *context, struct f
         if (!token && token_file) {
             struct fair_buf full;
             fair_buf_init(&full, 4096);
-            if (token_file[0] != '/')
-                fair_buf_appendf(&full, "%s/", k.dir);
-            fair_buf_appends(&full, token_file);
-            cfg->token_file = fair_buf_detach(&full);
-            if (!cfg->token_file)
+            /* A failed append must not leave a path relative to the
+             * working directory instead of the file's. */
+            if ((token_file[0] != '/' && fair_buf_appendf(&full, "%s/", k.dir)) ||
+                fair_buf_appends(&full, token_file) || !(cfg->token_file = fair_buf_detach(&full))) {
+                fair_buf_release(&full);
                 goto oom;
+            }
             struct fair_error te = {0};
             if ((rc = read_token_file(cfg, fair_mono_ms(fair_clock_system()), &te))) {
                 rc = kc_fail(&k, rc, "%s.tokenFile: %s", where, te.msg);
@@ -433,9 +434,11 @@ int fair_kconfig_load_kubeconfig(const char *path, const char *context, struct f
         goto oom;
     struct fair_buf src;
     fair_buf_init(&src, 4096);
-    fair_buf_appendf(&src, "kubeconfig %s (context %s)", path, ctx_name);
-    if (!(cfg->source = fair_buf_detach(&src)))
+    if (fair_buf_appendf(&src, "kubeconfig %s (context %s)", path, ctx_name) ||
+        !(cfg->source = fair_buf_detach(&src))) {
+        fair_buf_release(&src);
         goto oom;
+    }
     goto out;
 oom:
     rc = kc_fail(&k, FAIR_ENOMEM, "out of memory");

@@ -113,25 +113,39 @@ static int get_int(const json_t *parent, const char *key, const char *path, int6
     return 0;
 }
 
-/* Appends a message to *problem ("a; b"). Allocation failure only loses
- * the message. */
+/* Set by add_problem() when it could not record a message. The decoders
+ * clear it on entry and fail with FAIR_ENOMEM when it is set on exit: an
+ * object whose problem was lost must not pass for a valid one. Per thread,
+ * since the simulator may decode on several. */
+static _Thread_local bool problem_lost;
+
+/* Appends a message to *problem ("a; b"). On allocation failure the
+ * message is lost and problem_lost is set. */
 __attribute__((format(printf, 2, 3))) static void add_problem(char **problem, const char *fmt, ...)
 {
     struct fair_buf b;
+    int rc = 0;
     fair_buf_init(&b, 2048);
     if (*problem) {
-        fair_buf_appends(&b, *problem);
-        fair_buf_appends(&b, "; ");
+        rc = fair_buf_appends(&b, *problem);
+        if (rc != FAIR_ENOMEM)
+            rc = fair_buf_appends(&b, "; ");
     }
-    va_list ap;
-    va_start(ap, fmt);
-    fair_buf_vappendf(&b, fmt, ap);
-    va_end(ap);
-    char *s = fair_buf_detach(&b);
+    if (rc != FAIR_ENOMEM) {
+        va_list ap;
+        va_start(ap, fmt);
+        rc = fair_buf_vappendf(&b, fmt, ap);
+        va_end(ap);
+    }
+    /* FAIR_ERANGE (over 2048 bytes) keeps what fits. */
+    char *s = rc == FAIR_ENOMEM ? NULL : fair_buf_detach(&b);
     if (s) {
         fair_free(*problem);
         *problem = s;
+    } else {
+        problem_lost = true;
     }
+    fair_buf_release(&b);
 }
 
 int fair_kquantity_decode(const json_t *v, int milli, int64_t *out, const char *what,
@@ -685,7 +699,10 @@ int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_erro
     struct fair_kpod t;
     memset(&t, 0, sizeof t);
     *out = NULL;
+    problem_lost = false;
     int rc = pod_fill(obj, &t, err);
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
     if (!rc && !(*out = pod_pack(&t)))
         rc = fair_error_set(err, FAIR_ENOMEM, "out of memory");
     if (rc) {
@@ -927,6 +944,7 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
 {
     int rc = 0;
     *out = NULL;
+    problem_lost = false;
     struct fair_kproject *p = fair_calloc(1, sizeof *p);
     if (!p)
         return fair_error_set(err, FAIR_ENOMEM, "project: out of memory");
@@ -983,6 +1001,8 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
         }
     }
 out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
     if (rc) {
         if (rc == FAIR_ENOMEM && err && !err->msg[0])
             fair_error_set(err, rc, "out of memory");
@@ -998,6 +1018,7 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
 {
     int rc = 0;
     *out = NULL;
+    problem_lost = false;
     struct fair_kqueue *q = fair_calloc(1, sizeof *q);
     if (!q)
         return fair_error_set(err, FAIR_ENOMEM, "queue: out of memory");
@@ -1018,6 +1039,8 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
             add_problem(&q->problem, "spec.reclaimMinRuntime: %s", de.msg);
     }
 out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
     if (rc) {
         if (rc == FAIR_ENOMEM && err && !err->msg[0])
             fair_error_set(err, rc, "out of memory");

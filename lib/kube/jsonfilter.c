@@ -113,14 +113,53 @@ static int hex4(const char *p, unsigned *out)
     return 0;
 }
 
+/* Whether s[0..n) is valid UTF-8 by jansson's rules (no overlong forms,
+ * no surrogates, nothing above U+10FFFF), checked here so that jansson's
+ * constructors can be the _nocheck ones: their NULL then means out of
+ * memory only, never bad input. */
+static bool utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        unsigned c = *p++;
+        if (c < 0x80)
+            continue;
+        int more;
+        unsigned v, min;
+        if (c >= 0xC2 && c <= 0xDF) {
+            more = 1, v = c & 0x1F, min = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2, v = c & 0x0F, min = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3, v = c & 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (end - p < more)
+            return false;
+        for (int i = 0; i < more; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+            v = (v << 6) | (p[i] & 0x3F);
+        }
+        p += more;
+        if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+            return false;
+    }
+    return true;
+}
+
 /* Reads a string at ps->p into out and len: borrowed from the input when it
  * has no escapes, else unescaped into ps->tmp. */
 static int read_string(struct parser *ps, const char **out, size_t *len)
 {
     const char *start = ++ps->p;
     const char *q = start;
-    while (q < ps->end && *q != '"' && *q != '\\')
+    while (q < ps->end && *q != '"' && *q != '\\') {
+        if ((unsigned char)*q < 0x20)
+            return fail(ps, FAIR_EPARSE, "control character in string");
         q++;
+    }
     if (q >= ps->end)
         return fail(ps, FAIR_EPARSE, "unterminated string");
     if (*q == '"') {
@@ -155,6 +194,8 @@ static int read_string(struct parser *ps, const char **out, size_t *len)
     char *o = ps->tmp;
     for (const char *p = start; p < close;) {
         if (*p != '\\') {
+            if ((unsigned char)*p < 0x20)
+                return fail(ps, FAIR_EPARSE, "control character in string");
             *o++ = *p++;
             continue;
         }
@@ -288,7 +329,7 @@ static const struct fair_jfield *find_field(const struct fair_jfield *f, const c
 {
     *found = false;
     for (; f->key; f++)
-        if (n && f->key[0] == k[0] && !strncmp(f->key, k, n) && f->key[n] == '\0') {
+        if (n && f->key[0] == k[0] && strnlen(f->key, n + 1) == n && !memcmp(f->key, k, n)) {
             *found = true;
             return f->sub;
         }
@@ -331,11 +372,14 @@ static json_t *parse_object(struct parser *ps, const struct fair_jfield *filter)
                 keybuf[klen] = '\0';
                 key = keybuf;
             } else {
-                key_owner = json_stringn(k, klen); /* validates; NUL inside fails */
-                key = key_owner ? json_string_value(key_owner) : NULL;
-                if (!key || strlen(key) != klen) {
-                    json_decref(key_owner);
+                if (memchr(k, '\0', klen) || !utf8_valid(k, klen)) {
                     fail(ps, FAIR_EPARSE, "bad object key");
+                    goto bad;
+                }
+                key_owner = json_stringn_nocheck(k, klen);
+                key = key_owner ? json_string_value(key_owner) : NULL;
+                if (!key) {
+                    fail(ps, FAIR_ENOMEM, "out of memory");
                     goto bad;
                 }
             }
@@ -349,10 +393,16 @@ static json_t *parse_object(struct parser *ps, const struct fair_jfield *filter)
         ps->p++;
         if (keep) {
             json_t *v = parse_value(ps, sub);
-            if (!v || json_object_set_new(obj, key, v)) {
+            if (v && !utf8_valid(key, strlen(key))) {
+                json_decref(v);
+                json_decref(key_owner);
+                fail(ps, FAIR_EPARSE, "bad object key (not UTF-8)");
+                goto bad;
+            }
+            if (!v || json_object_set_new_nocheck(obj, key, v)) {
                 json_decref(key_owner);
                 if (v)
-                    fail(ps, FAIR_EPARSE, "bad object key (not UTF-8)");
+                    fail(ps, FAIR_ENOMEM, "out of memory");
                 goto bad;
             }
         } else if (skip_value(ps)) {
@@ -444,9 +494,13 @@ static json_t *parse_value(struct parser *ps, const struct fair_jfield *filter)
         size_t n;
         if (read_string(ps, &s, &n))
             return NULL;
-        v = json_stringn(s, n);
-        if (!v)
+        if (!utf8_valid(s, n)) {
             fail(ps, FAIR_EPARSE, "string is not valid UTF-8");
+            return NULL;
+        }
+        v = json_stringn_nocheck(s, n);
+        if (!v)
+            fail(ps, FAIR_ENOMEM, "out of memory");
         return v;
     }
     case 't':

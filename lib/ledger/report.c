@@ -588,16 +588,51 @@ static void milli_avg_format(int64_t mms, int64_t period_ms, char *out, size_t n
     snprintf(out, n, "%" PRId64 ".%03" PRId64, milli / 1000, milli % 1000);
 }
 
+/* Length of the valid UTF-8 sequence at p (2 to 4), or 0 when there is
+ * none (overlong forms, surrogates and values above U+10FFFF count as
+ * invalid, as in jansson). */
+static size_t utf8_seq(const unsigned char *p)
+{
+    size_t n;
+    unsigned v;
+    if (*p >= 0xC2 && *p <= 0xDF)
+        n = 2, v = *p & 0x1Fu;
+    else if (*p >= 0xE0 && *p <= 0xEF)
+        n = 3, v = *p & 0x0Fu;
+    else if (*p >= 0xF0 && *p <= 0xF4)
+        n = 4, v = *p & 0x07u;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) /* also stops at the NUL */
+            return 0;
+        v = (v << 6) | (p[i] & 0x3Fu);
+    }
+    if ((n == 3 && v < 0x800) || (n == 4 && v < 0x10000) || v > 0x10FFFF ||
+        (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+/* Bytes that are not UTF-8 (e.g. from a query string) become U+FFFD, so
+ * that the output is always valid JSON. */
 int fair_json_str(struct fair_buf *b, const char *s)
 {
     int rc = fair_buf_append(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
-        if (*p == '"' || *p == '\\')
+        size_t n;
+        if (*p == '"' || *p == '\\') {
             rc = fair_buf_appendf(b, "\\%c", *p);
-        else if (*p < 0x20)
+        } else if (*p < 0x20) {
             rc = fair_buf_appendf(b, "\\u%04x", *p);
-        else
+        } else if (*p < 0x80) {
             rc = fair_buf_append(b, p, 1);
+        } else if ((n = utf8_seq(p)) != 0) {
+            rc = fair_buf_append(b, p, n);
+            p += n - 1;
+        } else {
+            rc = fair_buf_append(b, "\\ufffd", 6);
+        }
     }
     return rc ? rc : fair_buf_append(b, "\"", 1);
 }

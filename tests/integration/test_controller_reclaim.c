@@ -98,6 +98,39 @@ static void test_lend_and_reclaim(void **state)
     assert_true(ctl_metric(&c, "fairshare_bind_errors_total") == 0);
 
     assert_int_equal(ctl_stop(&c), 0); /* clean exit (under ASan: no leaks) */
+
+    /* The ledger saw it all: 16 placements of B (8 of them preempted) and 8
+     * of A, read back through fairsharectl's report. */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s/fairsharectl report --db '%s' --from 2000-01-01 --to 2100-01-01 --by queue "
+             "--format json",
+             FAIR_BIN_DIR, c.ledger);
+    FILE *rp = popen(cmd, "r");
+    assert_non_null(rp);
+    json_error_t je;
+    json_t *rep = json_loadf(rp, 0, &je);
+    assert_int_equal(pclose(rp), 0);
+    assert_non_null(rep);
+    json_t *row;
+    size_t ri;
+    int seen = 0;
+    json_array_foreach(json_object_get(rep, "rows"), ri, row)
+    {
+        const char *q = json_string_value(json_object_get(row, "queue"));
+        json_int_t pods = json_integer_value(json_object_get(row, "pods"));
+        if (q && strcmp(q, "qb") == 0) {
+            assert_int_equal(pods, 16);
+            seen++;
+        } else if (q && strcmp(q, "qa") == 0) {
+            assert_int_equal(pods, 8);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 2);
+    assert_true(json_integer_value(json_object_get(json_object_get(rep, "total"), "gpu_milli_ms")) >
+                0);
+    json_decref(rep);
     assert_int_equal(fair_fake_stop(&fake), 0);
     fair_fake_release(&fake);
 }

@@ -20,11 +20,11 @@
 static struct fair_knode knodes[4];
 static struct fair_kproject kprojects[4];
 static struct fair_kqueue kqueues[6];
-static struct fair_kpod kpods[32];
+static struct fair_kpod kpods[160];
 static const struct fair_knode *node_ptrs[4];
 static const struct fair_kproject *project_ptrs[4];
 static const struct fair_kqueue *queue_ptrs[6];
-static const struct fair_kpod *pod_ptrs[32];
+static const struct fair_kpod *pod_ptrs[160];
 static size_t nn, np, nq, npod;
 
 static char *ns_a[] = {"team-a", "team-a-dev"};
@@ -407,6 +407,40 @@ static void test_overlays_gangs_nodes(void **state)
     fair_ctl_snapshot_release(&s);
 }
 
+/* Over 64 pods the resolutions are remembered per (namespace, label):
+ * the results must be the same as one by one. */
+static void test_many_pods_memo(void **state)
+{
+    (void)state;
+    standard_cluster();
+    static char names[150][16];
+    for (int i = 0; i < 150; i++) {
+        snprintf(names[i], sizeof names[i], "p%03d", i);
+        switch (i % 3) {
+        case 0:
+            add_pod(names[i], "team-a", "fairshare", "a-train", 1000, NULL);
+            break;
+        case 1:
+            add_pod(names[i], "team-a-dev", "fairshare", NULL, 1000, NULL);
+            break;
+        default:
+            add_pod(names[i], "team-b", "fairshare", "a-train", 1000, NULL);
+            break;
+        }
+    }
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.snap.npods, 100);
+    assert_int_equal(s.nrejected, 50);
+    for (size_t i = 0; i < s.snap.npods; i++) {
+        long n = strtol(s.snap.pods[i].name + 1, NULL, 10);
+        assert_int_equal(s.snap.pods[i].queue, n % 3 == 0 ? 1 : 0);
+    }
+    for (size_t i = 0; i < s.nrejected; i++)
+        assert_int_equal(s.rejected[i].reason, FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED);
+    fair_ctl_snapshot_release(&s);
+}
+
 static void test_devices_text(void **state)
 {
     (void)state;
@@ -480,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_foreign_pods_and_devices),
         cmocka_unit_test(test_bad_pods),
         cmocka_unit_test(test_overlays_gangs_nodes),
+        cmocka_unit_test(test_many_pods_memo),
         cmocka_unit_test(test_devices_text),
         cmocka_unit_test(test_empty_and_alloc_failures),
     };
