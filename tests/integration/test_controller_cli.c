@@ -141,6 +141,12 @@ static void test_endpoints(void **state)
     body = ctl_get(&c, "/api/v1/reports/gpu-hours?from=bad", &code);
     assert_int_equal(code, 400);
     free(body);
+    /* The dashboard the finance tour points to is the controller's own "/"
+     * (test_dashboard renders the same lib/httpd page in Chromium). */
+    body = ctl_get(&c, "/", &code);
+    assert_int_equal(code, 200);
+    assert_non_null(strstr(body, "<title>Fairshare GPU ledger</title>"));
+    free(body);
     body = ctl_get(&c, "/nope", &code);
     assert_int_equal(code, 404);
     free(body);
