@@ -996,6 +996,27 @@ static int collect(struct fair_ctl *c, int i, size_t *n_out)
     return 0;
 }
 
+/* Builds the snapshot of what the informers hold, n[i] objects collected
+ * from informer i; binds sent and not yet seen count as running. */
+static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
+                          struct fair_ctl_snapshot *s, struct fair_error *err)
+{
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = c->cfg->scheduler_name,
+        .now_ms = wall(c),
+        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
+        .nnodes = n[INF_NODES],
+        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
+        .nprojects = n[INF_PROJECTS],
+        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
+        .nqueues = n[INF_QUEUES],
+        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
+        .npods = n[INF_PODS],
+        .overlay = overlay,
+        .overlay_ctx = c};
+    return fair_ctl_snapshot_build(&in, s, err);
+}
+
 static bool all_synced(const struct fair_ctl *c)
 {
     for (int i = 0; i < INF_COUNT; i++)
@@ -1020,20 +1041,7 @@ static void run_cycle(struct fair_ctl *c)
         if (collect(c, i, &n[i]))
             goto out;
     fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms);
-    struct fair_ctl_snapshot_input in = {
-        .scheduler_name = c->cfg->scheduler_name,
-        .now_ms = wall(c),
-        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
-        .nnodes = n[INF_NODES],
-        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
-        .nprojects = n[INF_PROJECTS],
-        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
-        .nqueues = n[INF_QUEUES],
-        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
-        .npods = n[INF_PODS],
-        .overlay = overlay,
-        .overlay_ctx = c};
-    if (fair_ctl_snapshot_build(&in, &s, &err)) {
+    if (build_snapshot(c, n, &s, &err)) {
         FAIR_ERROR(COMP, "msg=\"snapshot failed\" err=\"%s\"", err.msg);
         goto out;
     }
@@ -1377,20 +1385,7 @@ static void ledger_final_heartbeat(struct fair_ctl *c)
     for (int i = 0; i < INF_COUNT; i++)
         if (collect(c, i, &n[i]))
             return;
-    struct fair_ctl_snapshot_input in = {
-        .scheduler_name = c->cfg->scheduler_name,
-        .now_ms = wall(c),
-        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
-        .nnodes = n[INF_NODES],
-        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
-        .nprojects = n[INF_PROJECTS],
-        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
-        .nqueues = n[INF_QUEUES],
-        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
-        .npods = n[INF_PODS],
-        .overlay = overlay, /* binds sent and not yet seen count as running */
-        .overlay_ctx = c};
-    if (fair_ctl_snapshot_build(&in, &s, &err)) {
+    if (build_snapshot(c, n, &s, &err)) {
         FAIR_WARN(COMP, "msg=\"no final ledger heartbeat\" err=\"%s\"", err.msg);
         return;
     }
