@@ -180,6 +180,15 @@ int fair_kquantity_decode(const json_t *v, int milli, int64_t *out, const char *
     return rc;
 }
 
+/* Completes the message of a failed decode: an out-of-memory failure that
+ * set none gets one, and the message names the object (kind and name). */
+static void name_failure(int rc, struct fair_error *err, const char *kind, const char *name)
+{
+    if (rc == FAIR_ENOMEM && err && !err->msg[0])
+        fair_error_set(err, rc, "out of memory");
+    fair_error_prefix(err, "%s %s: ", kind, name ? name : "?");
+}
+
 static int64_t parse_time(const json_t *parent, const char *key)
 {
     const json_t *v = json_object_get(parent, key);
@@ -818,9 +827,7 @@ int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_er
     }
 out:
     if (rc) {
-        if (rc == FAIR_ENOMEM && err && !err->msg[0])
-            fair_error_set(err, rc, "out of memory");
-        fair_error_prefix(err, "node %s: ", n->meta.name ? n->meta.name : "?");
+        name_failure(rc, err, "node", n->meta.name);
         fair_knode_free(n);
         return rc;
     }
@@ -1004,9 +1011,7 @@ out:
     if (!rc && problem_lost)
         rc = FAIR_ENOMEM;
     if (rc) {
-        if (rc == FAIR_ENOMEM && err && !err->msg[0])
-            fair_error_set(err, rc, "out of memory");
-        fair_error_prefix(err, "project %s: ", p->meta.name ? p->meta.name : "?");
+        name_failure(rc, err, "project", p->meta.name);
         fair_kproject_free(p);
         return rc;
     }
@@ -1042,9 +1047,7 @@ out:
     if (!rc && problem_lost)
         rc = FAIR_ENOMEM;
     if (rc) {
-        if (rc == FAIR_ENOMEM && err && !err->msg[0])
-            fair_error_set(err, rc, "out of memory");
-        fair_error_prefix(err, "queue %s: ", q->meta.name ? q->meta.name : "?");
+        name_failure(rc, err, "queue", q->meta.name);
         fair_kqueue_free(q);
         return rc;
     }
