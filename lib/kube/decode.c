@@ -243,6 +243,23 @@ int fair_kmeta_decode(const json_t *obj, struct fair_kmeta *m, struct fair_error
     return kmeta_decode(obj, m, false, err);
 }
 
+/* The spec, status and metadata.labels objects of a pod or node that
+ * kmeta_decode has accepted; each NULL where absent or null. */
+static int get_sections(const json_t *obj, const json_t **spec, const json_t **status,
+                        const json_t **labels, struct fair_error *err)
+{
+    int rc = 0;
+    *status = *labels = NULL;
+    *spec = get_obj(obj, "spec", "spec", &rc, err);
+    if (rc)
+        return rc;
+    *status = get_obj(obj, "status", "status", &rc, err);
+    if (rc)
+        return rc;
+    *labels = get_obj(json_object_get(obj, "metadata"), "labels", "metadata.labels", &rc, err);
+    return rc;
+}
+
 /* String-to-string maps (labels, annotations, nodeSelector). */
 static int map_get(const json_t *map, const char *key, const char *path, const char **out,
                    struct fair_error *err)
@@ -564,14 +581,8 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
     if ((rc = kmeta_decode(obj, &p->meta, true, err)))
         return rc;
     const json_t *md = json_object_get(obj, "metadata");
-    const json_t *spec = get_obj(obj, "spec", "spec", &rc, err);
-    if (rc)
-        return rc;
-    const json_t *status = get_obj(obj, "status", "status", &rc, err);
-    if (rc)
-        return rc;
-    const json_t *labels = get_obj(md, "labels", "metadata.labels", &rc, err);
-    if (rc)
+    const json_t *spec, *status, *labels;
+    if ((rc = get_sections(obj, &spec, &status, &labels, err)))
         return rc;
     const char *s;
     if ((rc = map_get(labels, FAIR_LABEL_QUEUE, "label " FAIR_LABEL_QUEUE, &s, err)))
@@ -739,15 +750,8 @@ int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_er
         return fair_error_set(err, FAIR_ENOMEM, "node: out of memory");
     if ((rc = fair_kmeta_decode(obj, &n->meta, err)))
         goto out;
-    const json_t *md = json_object_get(obj, "metadata");
-    const json_t *spec = get_obj(obj, "spec", "spec", &rc, err);
-    if (rc)
-        goto out;
-    const json_t *status = get_obj(obj, "status", "status", &rc, err);
-    if (rc)
-        goto out;
-    const json_t *labels = get_obj(md, "labels", "metadata.labels", &rc, err);
-    if (rc)
+    const json_t *spec, *status, *labels;
+    if ((rc = get_sections(obj, &spec, &status, &labels, err)))
         goto out;
     if ((rc = decode_labels(labels, "metadata.labels", false, &n->labels, &n->nlabels, err)))
         goto out;
