@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helper_run.h"
+
 #include "base/buf.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
@@ -134,45 +136,11 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static void slurp(const char *path, struct fair_buf *b)
-{
-    FILE *f = fopen(path, "r");
-    char chunk[4096];
-    size_t n;
-    fair_buf_reset(b);
-    assert_non_null(f);
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        assert_int_equal(fair_buf_append(b, chunk, n), 0);
-    fclose(f);
-}
-
 /* Runs prog with args (NULL-terminated); returns the exit status. */
 static int run(const char *prog, const char *const *args, struct fair_buf *out,
                struct fair_buf *err)
 {
-    char outp[160], errp[160];
-    snprintf(outp, sizeof(outp), "%s/stdout", dir);
-    snprintf(errp, sizeof(errp), "%s/stderr", dir);
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = prog;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
-            _exit(127);
-        execv(prog, (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    slurp(outp, out);
-    slurp(errp, err);
-    assert_true(WIFEXITED(st));
-    return WEXITSTATUS(st);
+    return fair_test_run(dir, prog, args, out, err);
 }
 
 static const char *ctl(void)

@@ -1,0 +1,53 @@
+/* Integration-test helper: runs programs with captured output and reads
+ * files whole (see helper_run.h), for the tests of fairsharectl. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "helper_run.h"
+
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void fair_test_slurp(const char *path, struct fair_buf *b)
+{
+    FILE *f = fopen(path, "r");
+    char chunk[4096];
+    size_t n;
+    fair_buf_reset(b);
+    assert_non_null(f);
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        assert_int_equal(fair_buf_append(b, chunk, n), 0);
+    fclose(f);
+}
+
+int fair_test_run(const char *dir, const char *prog, const char *const *args, struct fair_buf *out,
+                  struct fair_buf *err)
+{
+    char outp[160], errp[160];
+    snprintf(outp, sizeof(outp), "%s/stdout", dir);
+    snprintf(errp, sizeof(errp), "%s/stderr", dir);
+    const char *argv[24];
+    int n = 0;
+    argv[n++] = prog;
+    for (; args[n - 1] && n < 23; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
+            _exit(127);
+        execv(prog, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    fair_test_slurp(outp, out);
+    fair_test_slurp(errp, err);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}

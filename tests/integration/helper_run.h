@@ -1,0 +1,20 @@
+/* Integration-test helper: runs a program of the build (fairsharectl) as a
+ * child process with its output captured, and reads files whole. The
+ * functions fail the running cmocka test on unexpected errors. */
+#ifndef FAIR_TEST_HELPER_RUN_H
+#define FAIR_TEST_HELPER_RUN_H
+
+#include "base/buf.h"
+
+/* Reads the file at path into b (reset first); fails the test when the
+ * file cannot be opened or b cannot grow. */
+void fair_test_slurp(const char *path, struct fair_buf *b);
+
+/* Runs prog with args (NULL-terminated; at most 22 are passed on) and
+ * waits for it. Its stdout and stderr go to dir/stdout and dir/stderr
+ * (overwritten), then into out and err (reset first). Fails the test
+ * unless the program exits normally; returns its exit status. */
+int fair_test_run(const char *dir, const char *prog, const char *const *args, struct fair_buf *out,
+                  struct fair_buf *err);
+
+#endif
