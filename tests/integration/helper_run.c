@@ -9,6 +9,7 @@
 #include "helper_run.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,4 +51,27 @@ int fair_test_run(const char *dir, const char *prog, const char *const *args, st
     fair_test_slurp(errp, err);
     assert_true(WIFEXITED(st));
     return WEXITSTATUS(st);
+}
+
+void fair_test_dashboard_start(const char *db, pid_t *pid, char *url, size_t n)
+{
+    int fds[2];
+    const char *ctl = FAIR_BIN_DIR "/fairsharectl";
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(ctl, ctl, "dashboard", "--db", db, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    *pid = child;
+    FILE *f = fdopen(fds[0], "r");
+    assert_non_null(f);
+    assert_non_null(fgets(url, (int)n, f));
+    fclose(f);
+    url[strcspn(url, "\n")] = '\0';
 }

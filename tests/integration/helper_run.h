@@ -6,6 +6,9 @@
 
 #include "base/buf.h"
 
+#include <stddef.h>
+#include <sys/types.h>
+
 /* Reads the file at path into b (reset first); fails the test when the
  * file cannot be opened or b cannot grow. */
 void fair_test_slurp(const char *path, struct fair_buf *b);
@@ -16,5 +19,11 @@ void fair_test_slurp(const char *path, struct fair_buf *b);
  * unless the program exits normally; returns its exit status. */
 int fair_test_run(const char *dir, const char *prog, const char *const *args, struct fair_buf *out,
                   struct fair_buf *err);
+
+/* Starts fairsharectl dashboard on db, listening on a free loopback port,
+ * and reads the URL it prints ("http://127.0.0.1:PORT") into url (n
+ * bytes). *pid is set as soon as the child exists, so that a teardown can
+ * stop it when a later step fails the test. */
+void fair_test_dashboard_start(const char *db, pid_t *pid, char *url, size_t n);
 
 #endif

@@ -294,26 +294,9 @@ static void test_kubectl_plugin(void **state)
  * the base URL read from its first line of output. */
 static pid_t start_server(char *url, size_t n)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(ctl(), ctl(), "dashboard", "--db", db, "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    server_pid = pid;
-    FILE *f = fdopen(fds[0], "r");
-    assert_non_null(f);
-    assert_non_null(fgets(url, (int)n, f));
-    fclose(f);
-    url[strcspn(url, "\n")] = '\0';
+    fair_test_dashboard_start(db, &server_pid, url, n);
     assert_int_equal(strncmp(url, "http://127.0.0.1:", 17), 0);
-    return pid;
+    return server_pid;
 }
 
 static size_t sink(char *p, size_t s, size_t n, void *ud)
