@@ -8,7 +8,9 @@
 
 #include "helper_run.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,4 +76,20 @@ void fair_test_dashboard_start(const char *db, pid_t *pid, char *url, size_t n)
     assert_non_null(fgets(url, (int)n, f));
     fclose(f);
     url[strcspn(url, "\n")] = '\0';
+}
+
+void fair_test_stop_child(pid_t *pid)
+{
+    if (*pid > 0) {
+        kill(*pid, SIGTERM);
+        waitpid(*pid, NULL, 0);
+        *pid = 0;
+    }
+}
+
+int fair_test_remove_dir(const char *dir)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
 }

@@ -26,4 +26,11 @@ int fair_test_run(const char *dir, const char *prog, const char *const *args, st
  * stop it when a later step fails the test. */
 void fair_test_dashboard_start(const char *db, pid_t *pid, char *url, size_t n);
 
+/* Stops the child *pid (SIGTERM, then waits) when it is > 0, and sets
+ * *pid to 0: for teardowns after a test that failed midway. */
+void fair_test_stop_child(pid_t *pid);
+
+/* Removes dir and everything below it (rm -rf). Returns 0 or -1. */
+int fair_test_remove_dir(const char *dir);
+
 #endif

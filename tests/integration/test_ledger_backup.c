@@ -42,9 +42,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return fair_test_remove_dir(dir);
 }
 
 /* Runs fairsharectl with args (NULL-terminated); returns the exit status. */

@@ -126,14 +126,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (server_pid > 0) {
-        kill(server_pid, SIGTERM);
-        waitpid(server_pid, NULL, 0);
-        server_pid = 0;
-    }
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    fair_test_stop_child(&server_pid);
+    return fair_test_remove_dir(dir);
 }
 
 /* Runs prog with args (NULL-terminated); returns the exit status. */
