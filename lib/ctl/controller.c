@@ -836,6 +836,29 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
     fair_free(patch);
 }
 
+/* The status of one Project (obj FAIR_OBJ_PROJECT) or Queue: the engine's
+ * figures and problems where the snapshot kept it (ix >= 0, its index in
+ * res), else dropped, the snapshot's reason for leaving it out. */
+static void write_object_status(struct fair_ctl *c, const struct fair_result *res,
+                                enum fair_object_kind obj, int32_t ix, const char *dropped,
+                                const struct fair_kmeta *meta, const struct fair_kquota *quota,
+                                int *budget)
+{
+    bool project = obj == FAIR_OBJ_PROJECT;
+    const char *invalid = ix < 0 ? dropped : NULL;
+    const struct fair_problem *pi =
+        ix >= 0 ? find_problem(res, FAIR_PROBLEM_INVALID, obj, ix) : NULL;
+    const struct fair_problem *po =
+        ix >= 0 ? find_problem(res, FAIR_PROBLEM_OVERCOMMITTED, obj, ix) : NULL;
+    if (pi)
+        invalid = pi->message;
+    const struct fair_share_status *fig = NULL;
+    if (ix >= 0)
+        fig = project ? &res->projects[ix] : &res->queues[ix];
+    write_status(c, project ? "Project" : "Queue", meta->name, meta->generation, fig, quota,
+                 invalid, po ? po->message : NULL, budget);
+}
+
 static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
                            const struct fair_result *res)
 {
@@ -843,32 +866,12 @@ static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s
     const struct fair_kproject *const *kp =
         (const struct fair_kproject *const *)c->arr[INF_PROJECTS];
     const struct fair_kqueue *const *kq = (const struct fair_kqueue *const *)c->arr[INF_QUEUES];
-    for (size_t i = 0; i < s->ninput_projects; i++) {
-        int32_t ix = s->project_index[i];
-        const char *invalid = ix < 0 ? s->project_problem[i] : NULL;
-        const struct fair_problem *pi =
-            ix >= 0 ? find_problem(res, FAIR_PROBLEM_INVALID, FAIR_OBJ_PROJECT, ix) : NULL;
-        const struct fair_problem *po =
-            ix >= 0 ? find_problem(res, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_PROJECT, ix) : NULL;
-        if (pi)
-            invalid = pi->message;
-        write_status(c, "Project", kp[i]->meta.name, kp[i]->meta.generation,
-                     ix >= 0 ? &res->projects[ix] : NULL, &kp[i]->quota, invalid,
-                     po ? po->message : NULL, &budget);
-    }
-    for (size_t i = 0; i < s->ninput_queues; i++) {
-        int32_t ix = s->queue_index[i];
-        const char *invalid = ix < 0 ? s->queue_problem[i] : NULL;
-        const struct fair_problem *pi =
-            ix >= 0 ? find_problem(res, FAIR_PROBLEM_INVALID, FAIR_OBJ_QUEUE, ix) : NULL;
-        const struct fair_problem *po =
-            ix >= 0 ? find_problem(res, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_QUEUE, ix) : NULL;
-        if (pi)
-            invalid = pi->message;
-        write_status(c, "Queue", kq[i]->meta.name, kq[i]->meta.generation,
-                     ix >= 0 ? &res->queues[ix] : NULL, &kq[i]->quota, invalid,
-                     po ? po->message : NULL, &budget);
-    }
+    for (size_t i = 0; i < s->ninput_projects; i++)
+        write_object_status(c, res, FAIR_OBJ_PROJECT, s->project_index[i], s->project_problem[i],
+                            &kp[i]->meta, &kp[i]->quota, &budget);
+    for (size_t i = 0; i < s->ninput_queues; i++)
+        write_object_status(c, res, FAIR_OBJ_QUEUE, s->queue_index[i], s->queue_problem[i],
+                            &kq[i]->meta, &kq[i]->quota, &budget);
 }
 
 /* ---- ledger samples and reconcile ---- */
@@ -993,6 +996,27 @@ static int collect(struct fair_ctl *c, int i, size_t *n_out)
     return 0;
 }
 
+/* Builds the snapshot of what the informers hold, n[i] objects collected
+ * from informer i; binds sent and not yet seen count as running. */
+static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
+                          struct fair_ctl_snapshot *s, struct fair_error *err)
+{
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = c->cfg->scheduler_name,
+        .now_ms = wall(c),
+        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
+        .nnodes = n[INF_NODES],
+        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
+        .nprojects = n[INF_PROJECTS],
+        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
+        .nqueues = n[INF_QUEUES],
+        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
+        .npods = n[INF_PODS],
+        .overlay = overlay,
+        .overlay_ctx = c};
+    return fair_ctl_snapshot_build(&in, s, err);
+}
+
 static bool all_synced(const struct fair_ctl *c)
 {
     for (int i = 0; i < INF_COUNT; i++)
@@ -1017,20 +1041,7 @@ static void run_cycle(struct fair_ctl *c)
         if (collect(c, i, &n[i]))
             goto out;
     fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms);
-    struct fair_ctl_snapshot_input in = {
-        .scheduler_name = c->cfg->scheduler_name,
-        .now_ms = wall(c),
-        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
-        .nnodes = n[INF_NODES],
-        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
-        .nprojects = n[INF_PROJECTS],
-        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
-        .nqueues = n[INF_QUEUES],
-        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
-        .npods = n[INF_PODS],
-        .overlay = overlay,
-        .overlay_ctx = c};
-    if (fair_ctl_snapshot_build(&in, &s, &err)) {
+    if (build_snapshot(c, n, &s, &err)) {
         FAIR_ERROR(COMP, "msg=\"snapshot failed\" err=\"%s\"", err.msg);
         goto out;
     }
@@ -1374,20 +1385,7 @@ static void ledger_final_heartbeat(struct fair_ctl *c)
     for (int i = 0; i < INF_COUNT; i++)
         if (collect(c, i, &n[i]))
             return;
-    struct fair_ctl_snapshot_input in = {
-        .scheduler_name = c->cfg->scheduler_name,
-        .now_ms = wall(c),
-        .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
-        .nnodes = n[INF_NODES],
-        .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
-        .nprojects = n[INF_PROJECTS],
-        .queues = (const struct fair_kqueue *const *)c->arr[INF_QUEUES],
-        .nqueues = n[INF_QUEUES],
-        .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
-        .npods = n[INF_PODS],
-        .overlay = overlay, /* binds sent and not yet seen count as running */
-        .overlay_ctx = c};
-    if (fair_ctl_snapshot_build(&in, &s, &err)) {
+    if (build_snapshot(c, n, &s, &err)) {
         FAIR_WARN(COMP, "msg=\"no final ledger heartbeat\" err=\"%s\"", err.msg);
         return;
     }

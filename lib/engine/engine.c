@@ -1024,22 +1024,29 @@ static int cmp_vkey(const void *pa, const void *pb)
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
+/* Whether pod i may be evicted to reclaim or preempt: a bound, valid,
+ * preemptible pod of ours, not already leaving, that has run at least its
+ * queue's reclaimMinRuntime. build_victims counts and then fills with it. */
+static bool is_victim(const struct eng *e, size_t i)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct fair_pod *p = &s->pods[i];
+    if (p->state != FAIR_POD_BOUND ||
+        (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) || !p->preemptible ||
+        p->terminating)
+        return false;
+    return s->now_ms - p->started_ms >= s->queues[p->queue].reclaim_min_runtime_ms;
+}
+
 static int build_victims(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
     int rc = FAIR_ENOMEM;
     size_t nv = 0;
     struct vkey *vk = NULL;
-    for (size_t i = 0; i < s->npods; i++) {
-        const struct fair_pod *p = &s->pods[i];
-        if (p->state != FAIR_POD_BOUND ||
-            (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) ||
-            !p->preemptible || p->terminating)
-            continue;
-        if (s->now_ms - p->started_ms < s->queues[p->queue].reclaim_min_runtime_ms)
-            continue;
-        nv++;
-    }
+    for (size_t i = 0; i < s->npods; i++)
+        if (is_victim(e, i))
+            nv++;
     vk = fair_calloc(nv ? nv : 1, sizeof(*vk));
     e->vlist = eng_calloc(e, nv, sizeof(*e->vlist));
     e->voff = eng_calloc(e, s->nnodes + 1, sizeof(*e->voff));
@@ -1058,13 +1065,9 @@ static int build_victims(struct eng *e)
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
     for (size_t i = 0; i < s->npods; i++) {
+        if (!is_victim(e, i))
+            continue;
         const struct fair_pod *p = &s->pods[i];
-        if (p->state != FAIR_POD_BOUND ||
-            (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) ||
-            !p->preemptible || p->terminating)
-            continue;
-        if (s->now_ms - p->started_ms < s->queues[p->queue].reclaim_min_runtime_ms)
-            continue;
         const struct acct *q = &e->q[p->queue];
         vk[k++] = (struct vkey){s->projects[q->parent].q.over_quota_priority,
                                 s->queues[p->queue].q.over_quota_priority,

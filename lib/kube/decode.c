@@ -180,6 +180,15 @@ int fair_kquantity_decode(const json_t *v, int milli, int64_t *out, const char *
     return rc;
 }
 
+/* Completes the message of a failed decode: an out-of-memory failure that
+ * set none gets one, and the message names the object (kind and name). */
+static void name_failure(int rc, struct fair_error *err, const char *kind, const char *name)
+{
+    if (rc == FAIR_ENOMEM && err && !err->msg[0])
+        fair_error_set(err, rc, "out of memory");
+    fair_error_prefix(err, "%s %s: ", kind, name ? name : "?");
+}
+
 static int64_t parse_time(const json_t *parent, const char *key)
 {
     const json_t *v = json_object_get(parent, key);
@@ -232,6 +241,23 @@ out:
 int fair_kmeta_decode(const json_t *obj, struct fair_kmeta *m, struct fair_error *err)
 {
     return kmeta_decode(obj, m, false, err);
+}
+
+/* The spec, status and metadata.labels objects of a pod or node that
+ * kmeta_decode has accepted; each NULL where absent or null. */
+static int get_sections(const json_t *obj, const json_t **spec, const json_t **status,
+                        const json_t **labels, struct fair_error *err)
+{
+    int rc = 0;
+    *status = *labels = NULL;
+    *spec = get_obj(obj, "spec", "spec", &rc, err);
+    if (rc)
+        return rc;
+    *status = get_obj(obj, "status", "status", &rc, err);
+    if (rc)
+        return rc;
+    *labels = get_obj(json_object_get(obj, "metadata"), "labels", "metadata.labels", &rc, err);
+    return rc;
 }
 
 /* String-to-string maps (labels, annotations, nodeSelector). */
@@ -555,14 +581,8 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
     if ((rc = kmeta_decode(obj, &p->meta, true, err)))
         return rc;
     const json_t *md = json_object_get(obj, "metadata");
-    const json_t *spec = get_obj(obj, "spec", "spec", &rc, err);
-    if (rc)
-        return rc;
-    const json_t *status = get_obj(obj, "status", "status", &rc, err);
-    if (rc)
-        return rc;
-    const json_t *labels = get_obj(md, "labels", "metadata.labels", &rc, err);
-    if (rc)
+    const json_t *spec, *status, *labels;
+    if ((rc = get_sections(obj, &spec, &status, &labels, err)))
         return rc;
     const char *s;
     if ((rc = map_get(labels, FAIR_LABEL_QUEUE, "label " FAIR_LABEL_QUEUE, &s, err)))
@@ -730,15 +750,8 @@ int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_er
         return fair_error_set(err, FAIR_ENOMEM, "node: out of memory");
     if ((rc = fair_kmeta_decode(obj, &n->meta, err)))
         goto out;
-    const json_t *md = json_object_get(obj, "metadata");
-    const json_t *spec = get_obj(obj, "spec", "spec", &rc, err);
-    if (rc)
-        goto out;
-    const json_t *status = get_obj(obj, "status", "status", &rc, err);
-    if (rc)
-        goto out;
-    const json_t *labels = get_obj(md, "labels", "metadata.labels", &rc, err);
-    if (rc)
+    const json_t *spec, *status, *labels;
+    if ((rc = get_sections(obj, &spec, &status, &labels, err)))
         goto out;
     if ((rc = decode_labels(labels, "metadata.labels", false, &n->labels, &n->nlabels, err)))
         goto out;
@@ -818,9 +831,7 @@ int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_er
     }
 out:
     if (rc) {
-        if (rc == FAIR_ENOMEM && err && !err->msg[0])
-            fair_error_set(err, rc, "out of memory");
-        fair_error_prefix(err, "node %s: ", n->meta.name ? n->meta.name : "?");
+        name_failure(rc, err, "node", n->meta.name);
         fair_knode_free(n);
         return rc;
     }
@@ -1004,9 +1015,7 @@ out:
     if (!rc && problem_lost)
         rc = FAIR_ENOMEM;
     if (rc) {
-        if (rc == FAIR_ENOMEM && err && !err->msg[0])
-            fair_error_set(err, rc, "out of memory");
-        fair_error_prefix(err, "project %s: ", p->meta.name ? p->meta.name : "?");
+        name_failure(rc, err, "project", p->meta.name);
         fair_kproject_free(p);
         return rc;
     }
@@ -1042,9 +1051,7 @@ out:
     if (!rc && problem_lost)
         rc = FAIR_ENOMEM;
     if (rc) {
-        if (rc == FAIR_ENOMEM && err && !err->msg[0])
-            fair_error_set(err, rc, "out of memory");
-        fair_error_prefix(err, "queue %s: ", q->meta.name ? q->meta.name : "?");
+        name_failure(rc, err, "queue", q->meta.name);
         fair_kqueue_free(q);
         return rc;
     }

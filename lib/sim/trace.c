@@ -192,6 +192,52 @@ static int next_line(struct line_iter *it, const char **line, size_t *llen, stru
     return 0;
 }
 
+/* The checks both trace kinds make before their rows, then the header line
+ * into hdr. what names the rows ("nodes", "jobs"); loaded is how many the
+ * trace holds already. 0 or a negative FAIR_E* code. */
+static int read_header(struct line_iter *it, size_t loaded, const char *what, struct csv_row *hdr,
+                       const struct csv_row *row, struct fair_error *err)
+{
+    const char *line;
+    size_t llen;
+    if (!hdr || !row)
+        return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", it->name);
+    if (it->len > it->lim->max_bytes)
+        return fair_error_set(err, FAIR_ERANGE, "%s: larger than %zu bytes", it->name,
+                              it->lim->max_bytes);
+    if (loaded)
+        return fair_error_set(err, FAIR_EINVAL, "%s: %s already loaded", it->name, what);
+    int rc = next_line(it, &line, &llen, err);
+    if (rc == 0)
+        return fair_error_set(err, FAIR_EPARSE, "%s: empty file: expected a header line", it->name);
+    if (rc < 0)
+        return rc;
+    return csv_split(line, llen, hdr, it->name, it->lineno, err);
+}
+
+/* The next data row into row, checked against the header's width and the
+ * row limit (count rows of kind what are in already).
+ * 1: a row; 0: end of file; <0: error. */
+static int next_row(struct line_iter *it, const struct csv_row *hdr, struct csv_row *row,
+                    size_t count, const char *what, struct fair_error *err)
+{
+    const char *line;
+    size_t llen;
+    int rc = next_line(it, &line, &llen, err);
+    if (rc != 1)
+        return rc;
+    rc = csv_split(line, llen, row, it->name, it->lineno, err);
+    if (rc)
+        return rc;
+    if (row->n != hdr->n)
+        return fair_error_set(err, FAIR_EPARSE, "%s:%ld: %zu fields, the header has %zu", it->name,
+                              it->lineno, row->n, hdr->n);
+    if (count >= it->lim->max_rows)
+        return fair_error_set(err, FAIR_ERANGE, "%s:%ld: more than %zu %s", it->name, it->lineno,
+                              it->lim->max_rows, what);
+    return 1;
+}
+
 static int column(const struct csv_row *hdr, const char *name)
 {
     for (size_t i = 0; i < hdr->n; i++)
@@ -307,27 +353,7 @@ int fair_sim_trace_parse_nodes(struct fair_sim_trace *t, const char *name, const
     struct csv_row *hdr = fair_malloc(sizeof(*hdr));
     struct csv_row *row = fair_malloc(sizeof(*row));
     size_t cap = t->nnodes;
-    const char *line;
-    size_t llen;
-    if (!hdr || !row) {
-        rc = fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
-        goto out;
-    }
-    if (len > lim.max_bytes) {
-        rc = fair_error_set(err, FAIR_ERANGE, "%s: larger than %zu bytes", name, lim.max_bytes);
-        goto out;
-    }
-    if (t->nnodes) {
-        rc = fair_error_set(err, FAIR_EINVAL, "%s: nodes already loaded", name);
-        goto out;
-    }
-    rc = next_line(&it, &line, &llen, err);
-    if (rc <= 0) {
-        if (rc == 0)
-            rc = fair_error_set(err, FAIR_EPARSE, "%s: empty file: expected a header line", name);
-        goto out;
-    }
-    rc = csv_split(line, llen, hdr, name, it.lineno, err);
+    rc = read_header(&it, t->nnodes, "nodes", hdr, row, err);
     if (rc)
         goto out;
     int c_name = column(hdr, "sn");
@@ -342,20 +368,7 @@ int fair_sim_trace_parse_nodes(struct fair_sim_trace *t, const char *name, const
                             name, it.lineno);
         goto out;
     }
-    while ((rc = next_line(&it, &line, &llen, err)) == 1) {
-        rc = csv_split(line, llen, row, name, it.lineno, err);
-        if (rc)
-            goto out;
-        if (row->n != hdr->n) {
-            rc = fair_error_set(err, FAIR_EPARSE, "%s:%ld: %zu fields, the header has %zu", name,
-                                it.lineno, row->n, hdr->n);
-            goto out;
-        }
-        if (t->nnodes >= lim.max_rows) {
-            rc = fair_error_set(err, FAIR_ERANGE, "%s:%ld: more than %zu nodes", name, it.lineno,
-                                lim.max_rows);
-            goto out;
-        }
+    while ((rc = next_row(&it, hdr, row, t->nnodes, "nodes", err)) == 1) {
         struct fair_sim_node n = {.model = -1};
         int64_t v;
         const char *nm = field(row, c_name);
@@ -598,27 +611,7 @@ int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const 
     struct csv_row *hdr = fair_malloc(sizeof(*hdr));
     struct csv_row *row = fair_malloc(sizeof(*row));
     size_t cap = t->njobs;
-    const char *line;
-    size_t llen;
-    if (!hdr || !row) {
-        rc = fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
-        goto out;
-    }
-    if (len > lim.max_bytes) {
-        rc = fair_error_set(err, FAIR_ERANGE, "%s: larger than %zu bytes", name, lim.max_bytes);
-        goto out;
-    }
-    if (t->njobs) {
-        rc = fair_error_set(err, FAIR_EINVAL, "%s: jobs already loaded", name);
-        goto out;
-    }
-    rc = next_line(&it, &line, &llen, err);
-    if (rc <= 0) {
-        if (rc == 0)
-            rc = fair_error_set(err, FAIR_EPARSE, "%s: empty file: expected a header line", name);
-        goto out;
-    }
-    rc = csv_split(line, llen, hdr, name, it.lineno, err);
+    rc = read_header(&it, t->njobs, "jobs", hdr, row, err);
     if (rc)
         goto out;
     struct job_cols c = {
@@ -666,20 +659,7 @@ int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const 
     }
     t->simple_format = simple;
     t->has_times = simple || c.created >= 0;
-    while ((rc = next_line(&it, &line, &llen, err)) == 1) {
-        rc = csv_split(line, llen, row, name, it.lineno, err);
-        if (rc)
-            goto out;
-        if (row->n != hdr->n) {
-            rc = fair_error_set(err, FAIR_EPARSE, "%s:%ld: %zu fields, the header has %zu", name,
-                                it.lineno, row->n, hdr->n);
-            goto out;
-        }
-        if (t->njobs >= lim.max_rows) {
-            rc = fair_error_set(err, FAIR_ERANGE, "%s:%ld: more than %zu jobs", name, it.lineno,
-                                lim.max_rows);
-            goto out;
-        }
+    while ((rc = next_row(&it, hdr, row, t->njobs, "jobs", err)) == 1) {
         struct fair_sim_job j = {.line = it.lineno, .spec = -1};
         const char *nm = field(row, c.name);
         if (!*nm || strlen(nm) > 253) {

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1775,6 +1776,30 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
     }
 }
 
+/* GET, PUT and PATCH of one object (mode MODE_MAIN) or of its status
+ * subresource (MODE_STATUS). false: another method, left unanswered. */
+static bool handle_read_write(struct fk_server *s, struct evhttp_request *req,
+                              const struct fk_type *t, const struct route *r, const char *key,
+                              int method, int mode)
+{
+    if (method == EVHTTP_REQ_GET) {
+        json_t *obj = fk_get(s, r->type, key);
+        if (obj)
+            fk_reply(s, req, 200, json_incref(obj));
+        else
+            reply_not_found(s, req, t, r->name);
+    } else if (method == EVHTTP_REQ_PUT) {
+        json_t *body = read_body(s, req);
+        if (body)
+            apply_update(s, req, r, key, body, mode);
+    } else if (method == EVHTTP_REQ_PATCH) {
+        handle_patch(s, req, r, key, mode);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static const char *method_name(int m)
 {
     switch (m) {
@@ -2013,45 +2038,19 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
         goto out;
     }
     if (!r.sub) {
-        if (method == EVHTTP_REQ_GET) {
-            json_t *obj = fk_get(s, r.type, key);
-            if (obj)
-                fk_reply(s, req, 200, json_incref(obj));
-            else
-                reply_not_found(s, req, t, r.name);
-        } else if (method == EVHTTP_REQ_PUT) {
-            json_t *body = read_body(s, req);
-            if (body)
-                apply_update(s, req, &r, key, body, MODE_MAIN);
-        } else if (method == EVHTTP_REQ_PATCH) {
-            handle_patch(s, req, &r, key, MODE_MAIN);
-        } else if (method == EVHTTP_REQ_DELETE) {
+        if (method == EVHTTP_REQ_DELETE)
             handle_delete(s, req, &r, key, &q);
-        } else {
+        else if (!handle_read_write(s, req, t, &r, key, method, MODE_MAIN))
             fk_reply(s, req, 405,
                      fk_status(405, "MethodNotAllowed",
                                "the server does not allow this method on the "
                                "requested resource"));
-        }
         goto out;
     }
     if (!strcmp(r.sub, "status") && t->has_status) {
-        if (method == EVHTTP_REQ_GET) {
-            json_t *obj = fk_get(s, r.type, key);
-            if (obj)
-                fk_reply(s, req, 200, json_incref(obj));
-            else
-                reply_not_found(s, req, t, r.name);
-        } else if (method == EVHTTP_REQ_PUT) {
-            json_t *body = read_body(s, req);
-            if (body)
-                apply_update(s, req, &r, key, body, MODE_STATUS);
-        } else if (method == EVHTTP_REQ_PATCH) {
-            handle_patch(s, req, &r, key, MODE_STATUS);
-        } else {
+        if (!handle_read_write(s, req, t, &r, key, method, MODE_STATUS))
             fk_reply(s, req, 405,
                      fk_status(405, "MethodNotAllowed", "status: use GET, PUT or PATCH"));
-        }
         goto out;
     }
     if (r.type == FK_PODS && !strcmp(r.sub, "binding") && method == EVHTTP_REQ_POST) {

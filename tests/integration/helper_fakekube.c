@@ -564,3 +564,18 @@ void fair_fake_watch_close(struct fair_fake_watch *w)
     free(w->buf.data);
     free(w);
 }
+
+const char *fair_fake_json_str(const json_t *j, const char *path)
+{
+    char part[128];
+    const json_t *cur = j;
+    const char *p = path;
+    while (cur && *p) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        snprintf(part, sizeof(part), "%.*s", (int)len, p);
+        cur = json_object_get(cur, part);
+        p = dot ? dot + 1 : p + len;
+    }
+    return json_string_value(cur);
+}

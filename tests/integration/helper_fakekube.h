@@ -96,6 +96,12 @@ json_t *fair_fake_request_json(struct fair_fake *f, const char *method, const ch
 /* Creates a namespace (an existing one is fine). Returns 0 or -1. */
 int fair_fake_create_namespace(struct fair_fake *f, const char *ns);
 
+/* The string at a dotted path in j, e.g. "metadata.name" or "status.phase"
+ * (each step at most 127 bytes), borrowed from j; NULL where a step is
+ * absent or the value is not a string. Keys with dots in them (label keys)
+ * cannot be reached this way. */
+const char *fair_fake_json_str(const json_t *j, const char *path);
+
 /* Fault injection (see docs/fakekube.md). Return 0 or -1. */
 /* The next count requests whose path starts with prefix (NULL: any) and
  * whose method is verb (NULL: any) get code (500, 503, or 429 with a

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "helper_fakekube.h"
+#include "helper_kclient.h"
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -40,15 +41,7 @@ static int setup(void **state)
     if (fair_fake_create_namespace(&fake, "team-a"))
         return -1;
     base = event_base_new();
-    struct fair_kconfig cfg;
-    struct fair_error err = {0};
-    if (fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return -1;
-    }
-    int rc = fair_kclient_new(base, &cfg, NULL, &client, &err);
-    fair_kconfig_release(&cfg);
-    return rc;
+    return fair_fake_kclient_new(&fake, base, &client);
 }
 
 static int teardown(void **state)

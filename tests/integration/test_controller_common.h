@@ -395,21 +395,6 @@ static __attribute__((unused)) void mk_pod(struct fair_fake *f, const char *ns, 
 
 /* ---- queries ---- */
 
-static __attribute__((unused)) const char *jpath(const json_t *j, const char *path)
-{
-    char part[128];
-    const json_t *cur = j;
-    const char *p = path;
-    while (cur && *p) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        snprintf(part, sizeof part, "%.*s", (int)len, p);
-        cur = json_object_get(cur, part);
-        p = dot ? dot + 1 : p + len;
-    }
-    return json_string_value(cur);
-}
-
 static __attribute__((unused)) json_t *list(struct fair_fake *f, const char *path)
 {
     long code = 0;
@@ -424,8 +409,8 @@ static __attribute__((unused)) json_t *list(struct fair_fake *f, const char *pat
 /* A live pod is bound and neither finished nor being deleted. */
 static __attribute__((unused)) bool pod_live_bound(const json_t *p)
 {
-    const char *node = jpath(p, "spec.nodeName");
-    const char *phase = jpath(p, "status.phase");
+    const char *node = fair_fake_json_str(p, "spec.nodeName");
+    const char *phase = fair_fake_json_str(p, "status.phase");
     if (!node || !*node || json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"))
         return false;
     return !phase || (strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0);
@@ -448,7 +433,7 @@ static __attribute__((unused)) int count_pods(struct fair_fake *f, const char *n
     json_t *p;
     json_array_foreach(json_object_get(l, "items"), i, p)
     {
-        const char *node = jpath(p, "spec.nodeName");
+        const char *node = fair_fake_json_str(p, "spec.nodeName");
         bool has_node = node && *node;
         if (bound < 0 || (bound == 1 && pod_live_bound(p)) || (bound == 0 && !has_node))
             n++;
@@ -478,9 +463,9 @@ static __attribute__((unused)) int count_events(struct fair_fake *f, const char 
     json_t *e;
     json_array_foreach(json_object_get(l, "items"), i, e)
     {
-        const char *r = jpath(e, "reason");
-        const char *ons = jpath(e, "involvedObject.namespace");
-        const char *oname = jpath(e, "involvedObject.name");
+        const char *r = fair_fake_json_str(e, "reason");
+        const char *ons = fair_fake_json_str(e, "involvedObject.namespace");
+        const char *oname = fair_fake_json_str(e, "involvedObject.name");
         if (reason && (!r || strcmp(r, reason) != 0))
             continue;
         if (ns && (!ons || strcmp(ons, ns) != 0))
@@ -505,12 +490,13 @@ static __attribute__((unused)) char *event_message(struct fair_fake *f, const ch
     json_t *e;
     json_array_foreach(json_object_get(l, "items"), i, e)
     {
-        const char *r = jpath(e, "reason");
-        if (!r || strcmp(r, reason) != 0 || strcmp(jpath(e, "involvedObject.name") ?: "", name) ||
-            strcmp(jpath(e, "involvedObject.namespace") ?: "", ns))
+        const char *r = fair_fake_json_str(e, "reason");
+        if (!r || strcmp(r, reason) != 0 ||
+            strcmp(fair_fake_json_str(e, "involvedObject.name") ?: "", name) ||
+            strcmp(fair_fake_json_str(e, "involvedObject.namespace") ?: "", ns))
             continue;
         free(out);
-        out = strdup(jpath(e, "message") ?: "");
+        out = strdup(fair_fake_json_str(e, "message") ?: "");
     }
     json_decref(l);
     return out;
@@ -579,7 +565,7 @@ static __attribute__((unused)) char *pod_node(struct fair_fake *f, const char *n
                                               char **devices)
 {
     json_t *p = get_pod(f, ns, name);
-    char *node = strdup(jpath(p, "spec.nodeName") ?: "");
+    char *node = strdup(fair_fake_json_str(p, "spec.nodeName") ?: "");
     if (devices) {
         const char *d = json_string_value(
             json_object_get(json_object_get(json_object_get(p, "metadata"), "annotations"),

@@ -183,7 +183,7 @@ static void test_two_replicas(void **state)
     json_t *lease = list(&fake, "/apis/coordination.k8s.io/v1/namespaces/fairshare-system/leases/"
                                 "fairshare-test");
     assert_non_null(lease);
-    assert_string_equal(jpath(lease, "spec.holderIdentity"), follow->identity);
+    assert_string_equal(fair_fake_json_str(lease, "spec.holderIdentity"), follow->identity);
     json_decref(lease);
     stop_all(&fake, follow);
 }

@@ -20,7 +20,7 @@ static int count_running(struct fair_fake *f, const char *ns)
     json_t *p;
     json_array_foreach(json_object_get(l, "items"), i, p)
     {
-        const char *ph = jpath(p, "status.phase");
+        const char *ph = fair_fake_json_str(p, "status.phase");
         if (ph && strcmp(ph, "Running") == 0 && pod_live_bound(p))
             n++;
     }

@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helper_run.h"
+
 #include "base/buf.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
@@ -132,14 +134,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (server_pid > 0) {
-        kill(server_pid, SIGTERM);
-        waitpid(server_pid, NULL, 0);
-        server_pid = 0;
-    }
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    fair_test_stop_child(&server_pid);
+    return fair_test_remove_dir(dir);
 }
 
 static const char *find_chromium(void)
@@ -154,26 +150,8 @@ static const char *find_chromium(void)
 
 static pid_t start_server(char *url, size_t n)
 {
-    int fds[2];
-    const char *ctl = FAIR_BIN_DIR "/fairsharectl";
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(ctl, ctl, "dashboard", "--db", db, "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    server_pid = pid;
-    FILE *f = fdopen(fds[0], "r");
-    assert_non_null(f);
-    assert_non_null(fgets(url, (int)n, f));
-    fclose(f);
-    url[strcspn(url, "\n")] = '\0';
-    return pid;
+    fair_test_dashboard_start(db, &server_pid, url, n);
+    return server_pid;
 }
 
 /* Runs chromium headless with extra flags; stdout into out. */

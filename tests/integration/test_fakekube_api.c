@@ -35,21 +35,6 @@ static int teardown(void **state)
     return rc;
 }
 
-static const char *jstr(const json_t *j, const char *path)
-{
-    char part[128];
-    const json_t *cur = j;
-    const char *p = path;
-    while (cur && *p) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        snprintf(part, sizeof(part), "%.*s", (int)len, p);
-        cur = json_object_get(cur, part);
-        p = dot ? dot + 1 : p + len;
-    }
-    return json_string_value(cur);
-}
-
 static json_t *create_pod(const char *ns, const char *name, const char *labels_json, long *code)
 {
     char body[2048], path[256];
@@ -74,7 +59,7 @@ static void bind_pod(const char *ns, const char *name, const char *node, long ex
     json_t *r = fair_fake_request_json(&fake, "POST", path, body, &code);
     assert_int_equal(code, expect);
     if (expect == 409)
-        assert_string_equal(jstr(r, "reason"), "Conflict");
+        assert_string_equal(fair_fake_json_str(r, "reason"), "Conflict");
     json_decref(r);
 }
 
@@ -100,19 +85,19 @@ static void test_create_get_conflicts(void **state)
     long code = 0;
     json_t *p = create_pod("team-a", "alpha", "{\"app\":\"x\"}", &code);
     assert_int_equal(code, 201);
-    assert_non_null(jstr(p, "metadata.uid"));
-    assert_non_null(jstr(p, "metadata.creationTimestamp"));
-    assert_string_equal(jstr(p, "status.phase"), "Pending");
-    assert_string_equal(jstr(p, "metadata.namespace"), "team-a");
-    const char *rv1 = jstr(p, "metadata.resourceVersion");
+    assert_non_null(fair_fake_json_str(p, "metadata.uid"));
+    assert_non_null(fair_fake_json_str(p, "metadata.creationTimestamp"));
+    assert_string_equal(fair_fake_json_str(p, "status.phase"), "Pending");
+    assert_string_equal(fair_fake_json_str(p, "metadata.namespace"), "team-a");
+    const char *rv1 = fair_fake_json_str(p, "metadata.resourceVersion");
     assert_non_null(rv1);
     char stale_rv[32];
     snprintf(stale_rv, sizeof(stale_rv), "%s", rv1);
 
     json_t *dup = create_pod("team-a", "alpha", NULL, &code);
     assert_int_equal(code, 409);
-    assert_string_equal(jstr(dup, "reason"), "AlreadyExists");
-    assert_string_equal(jstr(dup, "message"), "pods \"alpha\" already exists");
+    assert_string_equal(fair_fake_json_str(dup, "reason"), "AlreadyExists");
+    assert_string_equal(fair_fake_json_str(dup, "message"), "pods \"alpha\" already exists");
     json_decref(dup);
 
     /* Update with the current rv succeeds and bumps the rv. */
@@ -123,8 +108,8 @@ static void test_create_get_conflicts(void **state)
     json_t *r =
         fair_fake_request_json(&fake, "PUT", "/api/v1/namespaces/team-a/pods/alpha", body, &code);
     assert_int_equal(code, 200);
-    assert_string_equal(jstr(r, "metadata.labels.tier"), "gold");
-    assert_true(strtoull(jstr(r, "metadata.resourceVersion"), NULL, 10) >
+    assert_string_equal(fair_fake_json_str(r, "metadata.labels.tier"), "gold");
+    assert_true(strtoull(fair_fake_json_str(r, "metadata.resourceVersion"), NULL, 10) >
                 strtoull(stale_rv, NULL, 10));
     json_decref(r);
     free(body);
@@ -135,16 +120,16 @@ static void test_create_get_conflicts(void **state)
     body = json_dumps(upd, 0);
     r = fair_fake_request_json(&fake, "PUT", "/api/v1/namespaces/team-a/pods/alpha", body, &code);
     assert_int_equal(code, 409);
-    assert_string_equal(jstr(r, "reason"), "Conflict");
-    assert_string_equal(jstr(r, "kind"), "Status");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "Conflict");
+    assert_string_equal(fair_fake_json_str(r, "kind"), "Status");
     json_decref(r);
     free(body);
     json_decref(upd);
 
     r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/team-a/pods/nope", NULL, &code);
     assert_int_equal(code, 404);
-    assert_string_equal(jstr(r, "reason"), "NotFound");
-    assert_string_equal(jstr(r, "message"), "pods \"nope\" not found");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "NotFound");
+    assert_string_equal(fair_fake_json_str(r, "message"), "pods \"nope\" not found");
     json_decref(r);
 
     /* Bad bodies. */
@@ -154,14 +139,14 @@ static void test_create_get_conflicts(void **state)
     r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/team-a/pods",
                                "{\"metadata\":{\"name\":\"nocontainers\"},\"spec\":{}}", &code);
     assert_int_equal(code, 422);
-    assert_string_equal(jstr(r, "reason"), "Invalid");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "Invalid");
     json_decref(r);
     r = create_pod("team-a", "Bad_Name", NULL, &code);
     assert_int_equal(code, 422);
     json_decref(r);
     r = create_pod("no-such-ns", "x", NULL, &code);
     assert_int_equal(code, 404);
-    assert_string_equal(jstr(r, "message"), "namespaces \"no-such-ns\" not found");
+    assert_string_equal(fair_fake_json_str(r, "message"), "namespaces \"no-such-ns\" not found");
     json_decref(r);
 
     /* generateName */
@@ -170,7 +155,7 @@ static void test_create_get_conflicts(void **state)
                                "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
                                &code);
     assert_int_equal(code, 201);
-    const char *gname = jstr(r, "metadata.name");
+    const char *gname = fair_fake_json_str(r, "metadata.name");
     assert_int_equal(strlen(gname), 9);
     assert_memory_equal(gname, "gen-", 4);
     json_decref(r);
@@ -208,19 +193,20 @@ static void test_list_paging_and_selectors(void **state)
         json_decref(page);
         page = next;
         assert_int_equal(code, 200);
-        assert_string_equal(jstr(page, "kind"), "PodList");
+        assert_string_equal(fair_fake_json_str(page, "kind"), "PodList");
         if (!first_rv[0])
-            snprintf(first_rv, sizeof(first_rv), "%s", jstr(page, "metadata.resourceVersion"));
+            snprintf(first_rv, sizeof(first_rv), "%s",
+                     fair_fake_json_str(page, "metadata.resourceVersion"));
         else
-            assert_string_equal(jstr(page, "metadata.resourceVersion"), first_rv);
+            assert_string_equal(fair_fake_json_str(page, "metadata.resourceVersion"), first_rv);
         size_t i;
         json_t *it;
         json_array_foreach(json_object_get(page, "items"), i, it)
         {
-            assert_string_equal(jstr(it, "metadata.name"), expect[seen]);
+            assert_string_equal(fair_fake_json_str(it, "metadata.name"), expect[seen]);
             seen++;
         }
-        cont = jstr(page, "metadata.continue");
+        cont = fair_fake_json_str(page, "metadata.continue");
         pages++;
         if (pages == 1)
             assert_int_equal(json_integer_value(json_object_get(json_object_get(page, "metadata"),
@@ -244,8 +230,8 @@ static void test_list_paging_and_selectors(void **state)
                                NULL, &code);
     assert_int_equal(code, 200);
     assert_int_equal(json_array_size(json_object_get(r, "items")), 1);
-    assert_string_equal(jstr(json_array_get(json_object_get(r, "items"), 0), "metadata.name"),
-                        "p3");
+    assert_string_equal(
+        fair_fake_json_str(json_array_get(json_object_get(r, "items"), 0), "metadata.name"), "p3");
     json_decref(r);
     r = fair_fake_request_json(
         &fake, "GET",
@@ -261,13 +247,13 @@ static void test_list_paging_and_selectors(void **state)
     /* A continue token from before a compaction has expired: 410. */
     r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/paging/pods?limit=2", NULL, &code);
     char tok[512];
-    snprintf(tok, sizeof(tok), "%s", jstr(r, "metadata.continue"));
+    snprintf(tok, sizeof(tok), "%s", fair_fake_json_str(r, "metadata.continue"));
     json_decref(r);
     assert_int_equal(fair_fake_compact(&fake), 0);
     snprintf(path, sizeof(path), "/api/v1/namespaces/paging/pods?limit=2&continue=%s", tok);
     r = fair_fake_request_json(&fake, "GET", path, NULL, &code);
     assert_int_equal(code, 410);
-    assert_string_equal(jstr(r, "reason"), "Expired");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "Expired");
     json_decref(r);
 }
 
@@ -277,9 +263,9 @@ static json_t *next_non_bookmark(struct fair_fake_watch *w, int *bookmarks)
         json_t *ev = NULL;
         int rc = fair_fake_watch_next(w, &ev, 5000);
         assert_int_equal(rc, 1);
-        if (strcmp(jstr(ev, "type"), "BOOKMARK") == 0) {
+        if (strcmp(fair_fake_json_str(ev, "type"), "BOOKMARK") == 0) {
             (*bookmarks)++;
-            assert_non_null(jstr(ev, "object.metadata.resourceVersion"));
+            assert_non_null(fair_fake_json_str(ev, "object.metadata.resourceVersion"));
             assert_null(json_object_get(json_object_get(ev, "object"), "spec"));
             json_decref(ev);
             continue;
@@ -300,7 +286,7 @@ static void test_watch_order_bookmarks_and_expiry(void **state)
     char path[256];
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/watched/pods?watch=1&resourceVersion=%s&allowWatchBookmarks=true",
-             jstr(l, "metadata.resourceVersion"));
+             fair_fake_json_str(l, "metadata.resourceVersion"));
     json_decref(l);
     struct fair_fake_watch *w = fair_fake_watch_open(&fake, path);
     assert_non_null(w);
@@ -308,7 +294,8 @@ static void test_watch_order_bookmarks_and_expiry(void **state)
     json_t *p = create_pod("watched", "w1", NULL, &code);
     assert_int_equal(code, 201);
     char created_rv[32];
-    snprintf(created_rv, sizeof(created_rv), "%s", jstr(p, "metadata.resourceVersion"));
+    snprintf(created_rv, sizeof(created_rv), "%s",
+             fair_fake_json_str(p, "metadata.resourceVersion"));
     json_decref(p);
     bind_pod("watched", "w1", "node-0000", 201);
     json_t *d = fair_fake_request_json(
@@ -318,24 +305,24 @@ static void test_watch_order_bookmarks_and_expiry(void **state)
 
     int bookmarks = 0;
     json_t *ev = next_non_bookmark(w, &bookmarks);
-    assert_string_equal(jstr(ev, "type"), "ADDED");
-    assert_string_equal(jstr(ev, "object.metadata.resourceVersion"), created_rv);
-    assert_string_equal(jstr(ev, "object.kind"), "Pod");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "ADDED");
+    assert_string_equal(fair_fake_json_str(ev, "object.metadata.resourceVersion"), created_rv);
+    assert_string_equal(fair_fake_json_str(ev, "object.kind"), "Pod");
     json_decref(ev);
     ev = next_non_bookmark(w, &bookmarks);
-    assert_string_equal(jstr(ev, "type"), "MODIFIED");
-    assert_string_equal(jstr(ev, "object.spec.nodeName"), "node-0000");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "MODIFIED");
+    assert_string_equal(fair_fake_json_str(ev, "object.spec.nodeName"), "node-0000");
     json_decref(ev);
     ev = next_non_bookmark(w, &bookmarks);
-    assert_string_equal(jstr(ev, "type"), "DELETED");
-    assert_string_equal(jstr(ev, "object.metadata.name"), "w1");
-    assert_string_equal(jstr(ev, "object.spec.nodeName"), "node-0000");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "DELETED");
+    assert_string_equal(fair_fake_json_str(ev, "object.metadata.name"), "w1");
+    assert_string_equal(fair_fake_json_str(ev, "object.spec.nodeName"), "node-0000");
     json_decref(ev);
     /* Bookmarks come every 200 ms; wait for at least one. */
     for (int i = 0; i < 50 && bookmarks == 0; i++) {
         int rc = fair_fake_watch_next(w, &ev, 5000);
         assert_int_equal(rc, 1);
-        if (strcmp(jstr(ev, "type"), "BOOKMARK") == 0)
+        if (strcmp(fair_fake_json_str(ev, "type"), "BOOKMARK") == 0)
             bookmarks++;
         json_decref(ev);
     }
@@ -354,9 +341,9 @@ static void test_watch_order_bookmarks_and_expiry(void **state)
     assert_non_null(w);
     assert_int_equal(fair_fake_watch_next(w, &ev, 5000), 1);
     assert_int_equal(fair_fake_watch_http_status(w), 200);
-    assert_string_equal(jstr(ev, "type"), "ERROR");
-    assert_string_equal(jstr(ev, "object.kind"), "Status");
-    assert_string_equal(jstr(ev, "object.reason"), "Expired");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "ERROR");
+    assert_string_equal(fair_fake_json_str(ev, "object.kind"), "Status");
+    assert_string_equal(fair_fake_json_str(ev, "object.reason"), "Expired");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(ev, "object"), "code")),
                      410);
     json_decref(ev);
@@ -379,11 +366,11 @@ static void test_watch_order_bookmarks_and_expiry(void **state)
     free(resp);
     int bm = 0;
     ev = next_non_bookmark(w, &bm);
-    assert_string_equal(jstr(ev, "type"), "ADDED");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "ADDED");
     json_decref(ev);
     ev = next_non_bookmark(w, &bm);
-    assert_string_equal(jstr(ev, "type"), "DELETED");
-    assert_string_equal(jstr(ev, "object.metadata.name"), "churn1");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "DELETED");
+    assert_string_equal(fair_fake_json_str(ev, "object.metadata.name"), "churn1");
     json_decref(ev);
     fair_fake_watch_close(w);
 }
@@ -439,7 +426,7 @@ static void test_binding_and_eviction(void **state)
     r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/evict/pods/e0/eviction", body,
                                &code);
     assert_int_equal(code, 201);
-    assert_string_equal(jstr(r, "status"), "Success");
+    assert_string_equal(fair_fake_json_str(r, "status"), "Success");
     json_decref(r);
 
     /* e0 is terminating: two healthy pods left, minAvailable 2 blocks. */
@@ -447,20 +434,21 @@ static void test_binding_and_eviction(void **state)
     r = fair_fake_request_json(&fake, "POST", "/api/v1/namespaces/evict/pods/e1/eviction", body,
                                &code);
     assert_int_equal(code, 429);
-    assert_string_equal(jstr(r, "reason"), "TooManyRequests");
-    assert_string_equal(jstr(r, "message"),
+    assert_string_equal(fair_fake_json_str(r, "reason"), "TooManyRequests");
+    assert_string_equal(fair_fake_json_str(r, "message"),
                         "Cannot evict pod as it would violate the pod's disruption budget.");
     assert_string_equal(
-        jstr(json_array_get(json_object_get(json_object_get(r, "details"), "causes"), 0), "reason"),
+        fair_fake_json_str(
+            json_array_get(json_object_get(json_object_get(r, "details"), "causes"), 0), "reason"),
         "DisruptionBudget");
     json_decref(r);
 
     r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/evict/pods/e0", NULL, &code);
     assert_int_equal(code, 200);
-    assert_non_null(jstr(r, "metadata.deletionTimestamp"));
+    assert_non_null(fair_fake_json_str(r, "metadata.deletionTimestamp"));
     json_t *dt = json_array_get(json_object_get(json_object_get(r, "status"), "conditions"), 1);
-    assert_string_equal(jstr(dt, "type"), "DisruptionTarget");
-    assert_string_equal(jstr(dt, "reason"), "EvictionByEvictionAPI");
+    assert_string_equal(fair_fake_json_str(dt, "type"), "DisruptionTarget");
+    assert_string_equal(fair_fake_json_str(dt, "reason"), "EvictionByEvictionAPI");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "metadata"),
                                                         "deletionGracePeriodSeconds")),
                      1);
@@ -638,8 +626,8 @@ static void test_patch_formats(void **state)
     r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/team-a/pods/gated", NULL, &code);
     json_t *conds = json_object_get(json_object_get(r, "status"), "conditions");
     assert_int_equal(json_array_size(conds), 2);
-    assert_string_equal(jstr(json_array_get(conds, 0), "type"), "PodScheduled");
-    assert_string_equal(jstr(json_array_get(conds, 1), "type"), "Ready");
+    assert_string_equal(fair_fake_json_str(json_array_get(conds, 0), "type"), "PodScheduled");
+    assert_string_equal(fair_fake_json_str(json_array_get(conds, 1), "type"), "Ready");
     json_decref(r);
     /* ... while a merge patch replaces the list. */
     fair_fake_request_ct(&fake, "PATCH", "/api/v1/namespaces/team-a/pods/gated/status",

@@ -38,21 +38,6 @@ static int teardown(void **state)
     return rc;
 }
 
-static const char *jstr(const json_t *j, const char *path)
-{
-    char part[128];
-    const json_t *cur = j;
-    const char *p = path;
-    while (cur && *p) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        snprintf(part, sizeof(part), "%.*s", (int)len, p);
-        cur = json_object_get(cur, part);
-        p = dot ? dot + 1 : p + len;
-    }
-    return json_string_value(cur);
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -161,7 +146,7 @@ static void test_auth_and_tls(void **state)
     assert_int_equal(code, 200);
     assert_int_equal(json_array_size(json_object_get(st, "items")), 2);
     json_t *node = json_array_get(json_object_get(st, "items"), 1);
-    assert_string_equal(jstr(node, "metadata.name"), "node-0001");
+    assert_string_equal(fair_fake_json_str(node, "metadata.name"), "node-0001");
     json_decref(st);
 
     /* Another fake server has another CA: verification must fail. */
@@ -200,7 +185,7 @@ static void test_fail_500_and_429(void **state)
     for (int i = 0; i < 2; i++) {
         r = fair_fake_request_json(&fake, "GET", "/api/v1/nodes", NULL, &code);
         assert_int_equal(code, 500);
-        assert_string_equal(jstr(r, "reason"), "InternalError");
+        assert_string_equal(fair_fake_json_str(r, "reason"), "InternalError");
         json_decref(r);
     }
     r = fair_fake_request_json(&fake, "GET", "/api/v1/nodes", NULL, &code);
@@ -252,7 +237,7 @@ static void test_drop_watches(void **state)
     json_t *ev = NULL;
     /* w2 starts with the two nodes as synthetic ADDED events. */
     assert_int_equal(fair_fake_watch_next(w2, &ev, 5000), 1);
-    assert_string_equal(jstr(ev, "type"), "ADDED");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "ADDED");
     json_decref(ev);
     assert_int_equal(fair_fake_drop_watches(&fake, 1), 2);
     int rc;
@@ -291,17 +276,19 @@ static void test_restart_keeps_state(void **state)
     json_t *after =
         fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/keeper", NULL, &code);
     assert_int_equal(code, 200);
-    assert_string_equal(jstr(after, "metadata.uid"), jstr(before, "metadata.uid"));
-    assert_string_equal(jstr(after, "metadata.resourceVersion"),
-                        jstr(before, "metadata.resourceVersion"));
-    unsigned long long old_rv = strtoull(jstr(before, "metadata.resourceVersion"), NULL, 10);
+    assert_string_equal(fair_fake_json_str(after, "metadata.uid"),
+                        fair_fake_json_str(before, "metadata.uid"));
+    assert_string_equal(fair_fake_json_str(after, "metadata.resourceVersion"),
+                        fair_fake_json_str(before, "metadata.resourceVersion"));
+    unsigned long long old_rv =
+        strtoull(fair_fake_json_str(before, "metadata.resourceVersion"), NULL, 10);
     json_decref(before);
     json_decref(after);
 
     /* The counter continues; the watch history does not survive. */
     create_pod("second", "1000");
     json_t *l = fair_fake_request_json(&fake, "GET", "/api/v1/pods", NULL, &code);
-    assert_true(strtoull(jstr(l, "metadata.resourceVersion"), NULL, 10) > old_rv);
+    assert_true(strtoull(fair_fake_json_str(l, "metadata.resourceVersion"), NULL, 10) > old_rv);
     assert_int_equal(json_array_size(json_object_get(l, "items")), 2);
     json_decref(l);
     char path[128];
@@ -309,7 +296,7 @@ static void test_restart_keeps_state(void **state)
     struct fair_fake_watch *w = fair_fake_watch_open(&fake, path);
     json_t *ev = NULL;
     assert_int_equal(fair_fake_watch_next(w, &ev, 5000), 1);
-    assert_string_equal(jstr(ev, "type"), "ERROR");
+    assert_string_equal(fair_fake_json_str(ev, "type"), "ERROR");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(ev, "object"), "code")),
                      410);
     json_decref(ev);
@@ -320,14 +307,16 @@ static void test_restart_keeps_state(void **state)
     assert_int_equal(code, 200);
     json_decref(p);
     json_t *before_kill = fair_fake_state(&fake, "pods");
-    unsigned long long rv_at_kill = strtoull(jstr(before_kill, "resourceVersion"), NULL, 10);
+    unsigned long long rv_at_kill =
+        strtoull(fair_fake_json_str(before_kill, "resourceVersion"), NULL, 10);
     json_decref(before_kill);
     assert_int_equal(fair_fake_kill9(&fake), 0);
     assert_int_equal(fair_fake_restart(&fake), 0);
     json_t *dump = fair_fake_state(&fake, "pods");
     assert_non_null(dump);
     /* Saved while running: resourceVersions skip ahead so none is reused. */
-    assert_true(strtoull(jstr(dump, "resourceVersion"), NULL, 10) >= rv_at_kill + 100000);
+    assert_true(strtoull(fair_fake_json_str(dump, "resourceVersion"), NULL, 10) >=
+                rv_at_kill + 100000);
     assert_int_equal(json_array_size(json_object_get(json_object_get(dump, "objects"), "pods")), 2);
     json_decref(dump);
 }
@@ -339,7 +328,7 @@ static json_t *wait_for_phase(const char *name, const char *phase)
     snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s", name);
     for (int i = 0; i < 600; i++) {
         json_t *p = fair_fake_request_json(&fake, "GET", path, NULL, &code);
-        const char *ph = jstr(p, "status.phase");
+        const char *ph = fair_fake_json_str(p, "status.phase");
         if (ph && strcmp(ph, phase) == 0)
             return p;
         json_decref(p);
@@ -357,12 +346,12 @@ static void test_kubelet(void **state)
     /* Unbound: stays Pending. */
     json_t *p =
         fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default/pods/short", NULL, &code);
-    assert_string_equal(jstr(p, "status.phase"), "Pending");
+    assert_string_equal(fair_fake_json_str(p, "status.phase"), "Pending");
     char wpath[160];
     snprintf(wpath, sizeof(wpath),
              "/api/v1/namespaces/default/pods?watch=1&fieldSelector=metadata.name%%3Dshort&"
              "resourceVersion=%s",
-             jstr(p, "metadata.resourceVersion"));
+             fair_fake_json_str(p, "metadata.resourceVersion"));
     json_decref(p);
     struct fair_fake_watch *w = fair_fake_watch_open(&fake, wpath);
     assert_non_null(w);
@@ -377,23 +366,24 @@ static void test_kubelet(void **state)
     json_t *ev = NULL;
     while (!succeeded && fair_fake_watch_next(w, &ev, 10000) == 1) {
         json_t *obj = json_object_get(ev, "object");
-        const char *phase = jstr(obj, "status.phase");
+        const char *phase = fair_fake_json_str(obj, "status.phase");
         if (phase && !strcmp(phase, "Running") && !running) {
             running = 1;
-            assert_non_null(jstr(obj, "status.startTime"));
+            assert_non_null(fair_fake_json_str(obj, "status.startTime"));
             json_t *conds = json_object_get(json_object_get(obj, "status"), "conditions");
             int ready = 0;
             size_t i;
             json_t *c;
             json_array_foreach(conds, i, c)
             {
-                if (!strcmp(jstr(c, "type"), "Ready") && !strcmp(jstr(c, "status"), "True"))
+                if (!strcmp(fair_fake_json_str(c, "type"), "Ready") &&
+                    !strcmp(fair_fake_json_str(c, "status"), "True"))
                     ready = 1;
             }
             assert_true(ready);
         } else if (phase && !strcmp(phase, "Succeeded")) {
             assert_true(running); /* never Succeeded without Running first */
-            assert_string_equal(jstr(obj, "spec.nodeName"), "node-0001");
+            assert_string_equal(fair_fake_json_str(obj, "spec.nodeName"), "node-0001");
             succeeded = 1;
         }
         json_decref(ev);

@@ -34,21 +34,6 @@ static int teardown(void **state)
     return rc;
 }
 
-static const char *jstr(const json_t *j, const char *path)
-{
-    char part[128];
-    const json_t *cur = j;
-    const char *p = path;
-    while (cur && *p) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        snprintf(part, sizeof(part), "%.*s", (int)len, p);
-        cur = json_object_get(cur, part);
-        p = dot ? dot + 1 : p + len;
-    }
-    return json_string_value(cur);
-}
-
 static long jint(const json_t *j, const char *a, const char *b)
 {
     return (long)json_integer_value(json_object_get(json_object_get(j, a), b));
@@ -83,7 +68,7 @@ static void test_finalizers_and_preconditions(void **state)
     json_t *r = fair_fake_request_json(
         &fake, "DELETE", "/api/v1/namespaces/life/pods/fin?gracePeriodSeconds=0", NULL, &code);
     assert_int_equal(code, 200);
-    assert_non_null(jstr(r, "metadata.deletionTimestamp"));
+    assert_non_null(fair_fake_json_str(r, "metadata.deletionTimestamp"));
     json_decref(r);
     /* Still there while the finalizer is. */
     assert_int_equal(get_code("/api/v1/namespaces/life/pods/fin"), 200);
@@ -135,7 +120,7 @@ static void test_finalizers_and_preconditions(void **state)
         "{\"uid\":\"not-the-uid\"}}",
         &code);
     assert_int_equal(code, 409);
-    assert_string_equal(jstr(r, "reason"), "Conflict");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "Conflict");
     json_decref(r);
     r = fair_fake_request_json(&fake, "DELETE", "/api/v1/namespaces/life/pods/pre",
                                "{\"gracePeriodSeconds\":0}", &code);
@@ -209,7 +194,7 @@ static void test_delete_collection(void **state)
     json_t *r = fair_fake_request_json(
         &fake, "DELETE", "/api/v1/namespaces/coll/configmaps?labelSelector=run%3Da", NULL, &code);
     assert_int_equal(code, 200);
-    assert_string_equal(jstr(r, "kind"), "ConfigMapList");
+    assert_string_equal(fair_fake_json_str(r, "kind"), "ConfigMapList");
     assert_int_equal(json_array_size(json_object_get(r, "items")), 2);
     json_decref(r);
     assert_int_equal(get_code("/api/v1/namespaces/coll/configmaps/k1"), 404);
@@ -238,7 +223,7 @@ static void test_watch_timeout_limit_and_rv(void **state)
     }
     json_t *r = fair_fake_request_json(&fake, "GET", "/api/v1/nodes?watch=1", NULL, &code);
     assert_int_equal(code, 429);
-    assert_string_equal(jstr(r, "reason"), "TooManyRequests");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "TooManyRequests");
     json_decref(r);
     for (int i = 0; i < 3; i++)
         fair_fake_watch_close(ws[i]);
@@ -246,7 +231,7 @@ static void test_watch_timeout_limit_and_rv(void **state)
     /* A list at a resourceVersion the server has not reached: 504. */
     r = fair_fake_request_json(&fake, "GET", "/api/v1/pods?resourceVersion=999999999", NULL, &code);
     assert_int_equal(code, 504);
-    assert_string_equal(jstr(r, "reason"), "Timeout");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "Timeout");
     json_decref(r);
 }
 
@@ -263,18 +248,18 @@ static void test_crd_and_discovery(void **state)
         &code);
     assert_int_equal(code, 201);
     json_t *c1 = json_array_get(json_object_get(json_object_get(r, "status"), "conditions"), 1);
-    assert_string_equal(jstr(c1, "type"), "Established");
-    assert_string_equal(jstr(c1, "status"), "True");
+    assert_string_equal(fair_fake_json_str(c1, "type"), "Established");
+    assert_string_equal(fair_fake_json_str(c1, "status"), "True");
     json_decref(r);
     r = fair_fake_request_json(&fake, "GET", "/apis/fairshare.dev/v1alpha1", NULL, &code);
     assert_int_equal(code, 200);
-    assert_string_equal(jstr(r, "kind"), "APIResourceList");
-    assert_string_equal(jstr(json_array_get(json_object_get(r, "resources"), 0), "name"),
-                        "projects");
+    assert_string_equal(fair_fake_json_str(r, "kind"), "APIResourceList");
+    assert_string_equal(
+        fair_fake_json_str(json_array_get(json_object_get(r, "resources"), 0), "name"), "projects");
     json_decref(r);
     r = fair_fake_request_json(&fake, "GET", "/version", NULL, &code);
     assert_int_equal(code, 200);
-    assert_string_equal(jstr(r, "major"), "1");
+    assert_string_equal(fair_fake_json_str(r, "major"), "1");
     json_decref(r);
     assert_int_equal(get_code("/apis/nope/v1/things"), 404);
     /* /fake/ endpoints need the token too. */
@@ -317,20 +302,20 @@ static void test_pod_resource_defaults(void **state)
     assert_string_equal(json_string_value(json_object_get(rq, "cpu")), "4");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(res, "limits"), "nvidia.com/gpu")), "2");
-    assert_string_equal(jstr(r, "status.qosClass"), "Guaranteed");
+    assert_string_equal(fair_fake_json_str(r, "status.qosClass"), "Guaranteed");
     json_decref(r);
     r = post_pod("{\"requests\":{\"cpu\":\"500m\"}}", &code);
     assert_int_equal(code, 201);
-    assert_string_equal(jstr(r, "status.qosClass"), "Burstable");
+    assert_string_equal(fair_fake_json_str(r, "status.qosClass"), "Burstable");
     json_decref(r);
     r = post_pod("{}", &code);
-    assert_string_equal(jstr(r, "status.qosClass"), "BestEffort");
+    assert_string_equal(fair_fake_json_str(r, "status.qosClass"), "BestEffort");
     json_decref(r);
     /* Extended resources: whole numbers, request == limit. */
     r = post_pod("{\"requests\":{\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"2\"}}",
                  &code);
     assert_int_equal(code, 422);
-    assert_string_equal(jstr(r, "reason"), "Invalid");
+    assert_string_equal(fair_fake_json_str(r, "reason"), "Invalid");
     json_decref(r);
     r = post_pod("{\"requests\":{\"nvidia.com/gpu\":\"1\"}}", &code);
     assert_int_equal(code, 422);

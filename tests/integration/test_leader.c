@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "helper_fakekube.h"
+#include "helper_kclient.h"
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -60,13 +61,7 @@ static int setup(void **state)
     if (fair_fake_start(&fake, NULL) != 0 || fair_fake_create_namespace(&fake, "fairshare"))
         return -1;
     base = event_base_new();
-    struct fair_kconfig cfg;
-    struct fair_error err = {0};
-    if (fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err))
-        return -1;
-    int rc = fair_kclient_new(base, &cfg, NULL, &client, &err);
-    fair_kconfig_release(&cfg);
-    return rc;
+    return fair_fake_kclient_new(&fake, base, &client);
 }
 
 static int teardown(void **state)

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helper_run.h"
+
 #include "base/buf.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
@@ -40,49 +42,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return fair_test_remove_dir(dir);
 }
 
-static void slurp(const char *path, struct fair_buf *b)
-{
-    FILE *f = fopen(path, "r");
-    char chunk[4096];
-    size_t n;
-    fair_buf_reset(b);
-    assert_non_null(f);
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        assert_int_equal(fair_buf_append(b, chunk, n), 0);
-    fclose(f);
-}
-
+/* Runs fairsharectl with args (NULL-terminated); returns the exit status. */
 static int ctl(const char *const *args, struct fair_buf *out, struct fair_buf *err)
 {
-    char outp[160], errp[160];
-    const char *prog = FAIR_BIN_DIR "/fairsharectl";
-    snprintf(outp, sizeof(outp), "%s/stdout", dir);
-    snprintf(errp, sizeof(errp), "%s/stderr", dir);
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = prog;
-    for (; args[n - 1] && n < 23; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
-            _exit(127);
-        execv(prog, (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    slurp(outp, out);
-    slurp(errp, err);
-    assert_true(WIFEXITED(st));
-    return WEXITSTATUS(st);
+    return fair_test_run(dir, FAIR_BIN_DIR "/fairsharectl", args, out, err);
 }
 
 static struct fair_ledger_interval_info info(const char *uid, int64_t milli, int64_t start)

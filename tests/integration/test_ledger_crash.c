@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "helper_run.h"
+
 #include "base/clock.h"
 #include "base/log.h"
 #include "ledger/ledger.h"
@@ -39,9 +41,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return fair_test_remove_dir(dir);
 }
 
 /* The writer: batch i opens pod c<i> (0.25 GPU, i%3 queues), closes

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helper_run.h"
+
 #include "base/buf.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
@@ -124,55 +126,15 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (server_pid > 0) {
-        kill(server_pid, SIGTERM);
-        waitpid(server_pid, NULL, 0);
-        server_pid = 0;
-    }
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void slurp(const char *path, struct fair_buf *b)
-{
-    FILE *f = fopen(path, "r");
-    char chunk[4096];
-    size_t n;
-    fair_buf_reset(b);
-    assert_non_null(f);
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        assert_int_equal(fair_buf_append(b, chunk, n), 0);
-    fclose(f);
+    fair_test_stop_child(&server_pid);
+    return fair_test_remove_dir(dir);
 }
 
 /* Runs prog with args (NULL-terminated); returns the exit status. */
 static int run(const char *prog, const char *const *args, struct fair_buf *out,
                struct fair_buf *err)
 {
-    char outp[160], errp[160];
-    snprintf(outp, sizeof(outp), "%s/stdout", dir);
-    snprintf(errp, sizeof(errp), "%s/stderr", dir);
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = prog;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
-            _exit(127);
-        execv(prog, (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    slurp(outp, out);
-    slurp(errp, err);
-    assert_true(WIFEXITED(st));
-    return WEXITSTATUS(st);
+    return fair_test_run(dir, prog, args, out, err);
 }
 
 static const char *ctl(void)
@@ -326,26 +288,9 @@ static void test_kubectl_plugin(void **state)
  * the base URL read from its first line of output. */
 static pid_t start_server(char *url, size_t n)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(ctl(), ctl(), "dashboard", "--db", db, "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    server_pid = pid;
-    FILE *f = fdopen(fds[0], "r");
-    assert_non_null(f);
-    assert_non_null(fgets(url, (int)n, f));
-    fclose(f);
-    url[strcspn(url, "\n")] = '\0';
+    fair_test_dashboard_start(db, &server_pid, url, n);
     assert_int_equal(strncmp(url, "http://127.0.0.1:", 17), 0);
-    return pid;
+    return server_pid;
 }
 
 static size_t sink(char *p, size_t s, size_t n, void *ud)

@@ -143,15 +143,16 @@ static long delete_pods(struct soak *s, const char *node)
     json_t *p;
     json_array_foreach(json_object_get(l, "items"), i, p)
     {
-        const char *nn = jpath(p, "spec.nodeName");
-        const char *phase = jpath(p, "status.phase");
+        const char *nn = fair_fake_json_str(p, "spec.nodeName");
+        const char *phase = fair_fake_json_str(p, "status.phase");
         bool hit = node ? (nn && !strcmp(nn, node))
                         : (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
         if (!hit)
             continue;
         char path[256];
-        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", jpath(p, "metadata.namespace"),
-                 jpath(p, "metadata.name"));
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s",
+                 fair_fake_json_str(p, "metadata.namespace"),
+                 fair_fake_json_str(p, "metadata.name"));
         long code = req_retry(s, "DELETE", path, NULL, "{\"gracePeriodSeconds\":0}");
         if (code != 200 && code != 404)
             fail_msg("deleting %s: HTTP %ld", path, code);
@@ -187,8 +188,8 @@ static void observe_binds(struct soak *s)
     json_t *p;
     json_array_foreach(json_object_get(l, "items"), i, p)
     {
-        const char *nn = jpath(p, "spec.nodeName");
-        const char *uid = jpath(p, "metadata.uid");
+        const char *nn = fair_fake_json_str(p, "spec.nodeName");
+        const char *uid = fair_fake_json_str(p, "metadata.uid");
         if (!nn || !*nn || !uid)
             continue;
         long j;
@@ -202,8 +203,9 @@ static void observe_binds(struct soak *s)
             snprintf(s->seen_node[j], sizeof s->seen_node[j], "%s", nn);
             s->nseen++;
         } else if (strcmp(s->seen_node[j], nn) != 0) {
-            fprintf(stderr, "soak: pod %s/%s moved from %s to %s\n", jpath(p, "metadata.namespace"),
-                    jpath(p, "metadata.name"), s->seen_node[j], nn);
+            fprintf(stderr, "soak: pod %s/%s moved from %s to %s\n",
+                    fair_fake_json_str(p, "metadata.namespace"),
+                    fair_fake_json_str(p, "metadata.name"), s->seen_node[j], nn);
             s->rebinds++;
         }
     }
@@ -308,7 +310,7 @@ static int queue_index(const char *q)
     return -1;
 }
 
-/* jpath splits at dots, which label keys contain: look those up whole. */
+/* fair_fake_json_str splits at dots, which label keys contain: look those up whole. */
 static const char *queue_label(const json_t *p)
 {
     return json_string_value(json_object_get(
@@ -330,7 +332,7 @@ static bool take_census(struct soak *s, struct census *c)
     json_array_foreach(json_object_get(pods, "items"), i, p)
     {
         int q = queue_index(queue_label(p));
-        const char *nn = jpath(p, "spec.nodeName");
+        const char *nn = fair_fake_json_str(p, "spec.nodeName");
         if (q < 0)
             continue;
         if (!nn || !*nn) {
@@ -341,7 +343,7 @@ static bool take_census(struct soak *s, struct census *c)
             continue;
         bool found = false;
         json_array_foreach(json_object_get(nodes, "items"), j, n) found =
-            found || !strcmp(jpath(n, "metadata.name") ?: "", nn);
+            found || !strcmp(fair_fake_json_str(n, "metadata.name") ?: "", nn);
         c->orphans += !found;
         c->bound++;
         /* Every pod here asks for whole GPUs in limits. */
@@ -404,17 +406,17 @@ static int scheduled_twice(struct soak *s)
     json_t *e, *e2;
     json_array_foreach(json_object_get(l, "items"), i, e)
     {
-        if (strcmp(jpath(e, "reason") ?: "", "Scheduled"))
+        if (strcmp(fair_fake_json_str(e, "reason") ?: "", "Scheduled"))
             continue;
         json_t *cnt = json_object_get(e, "count");
         if (json_is_integer(cnt) && json_integer_value(cnt) > 1)
             dup++;
-        const char *uid = jpath(e, "involvedObject.uid");
+        const char *uid = fair_fake_json_str(e, "involvedObject.uid");
         json_array_foreach(json_object_get(l, "items"), j, e2)
         {
-            if (j <= i || strcmp(jpath(e2, "reason") ?: "", "Scheduled"))
+            if (j <= i || strcmp(fair_fake_json_str(e2, "reason") ?: "", "Scheduled"))
                 continue;
-            const char *uid2 = jpath(e2, "involvedObject.uid");
+            const char *uid2 = fair_fake_json_str(e2, "involvedObject.uid");
             if (uid && uid2 && !strcmp(uid, uid2))
                 dup++;
         }
