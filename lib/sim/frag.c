@@ -11,50 +11,73 @@ int fair_sim_place_baseline(void *ctx, struct fair_sim_cluster *c, const struct 
     return fair_sim_place(ctx, c, job, node, devices);
 }
 
-int fair_sim_frag_run(const struct fair_sim_trace *t, fair_sim_place_fn place, void *ctx,
-                      const struct fair_sim_frag_opts *opts_in, struct fair_sim_frag_result *res,
-                      struct fair_error *err)
+int fair_sim_frag_draw_init(struct fair_sim_frag_draw *d, const struct fair_sim_trace *t,
+                            const struct fair_sim_frag_opts *opts_in, struct fair_error *err)
 {
-    int rc = 0;
     struct fair_sim_frag_opts opts = opts_in ? *opts_in : (struct fair_sim_frag_opts){0};
     if (opts.stop_percent <= 0)
         opts.stop_percent = 100;
     if (opts.max_pods == 0)
         opts.max_pods = 10000000;
+    memset(d, 0, sizeof(*d));
+    d->trace = t;
+    d->capacity_milli = fair_sim_trace_gpu_capacity(t);
+    if (t->njobs == 0 || d->capacity_milli == 0)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "fragmentation: needs at least one job and one GPU node");
+    bool any_gpu = false;
+    for (size_t i = 0; i < t->njobs; i++)
+        any_gpu |= t->jobs[i].gpu_milli > 0;
+    if (!any_gpu)
+        return fair_error_set(err, FAIR_EINVAL, "fragmentation: no job in the trace asks for a GPU");
+    d->rng = opts.seed * 0x9E3779B97F4A7C15ULL + 1;
+    d->stop_milli = d->capacity_milli * opts.stop_percent / 100;
+    d->max_pods = opts.max_pods;
+    return 0;
+}
+
+int fair_sim_frag_draw_next(struct fair_sim_frag_draw *d, const struct fair_sim_job **job,
+                            struct fair_error *err)
+{
+    if (d->arrived_milli >= d->stop_milli)
+        return 0;
+    if (d->pods >= d->max_pods)
+        return fair_error_set(err, FAIR_ERANGE, "fragmentation: more than %zu arrivals",
+                              d->max_pods);
+    *job = &d->trace->jobs[fair_sim_rand(&d->rng) % d->trace->njobs];
+    d->pods++;
+    d->arrived_milli += (*job)->gpu_milli;
+    return 1;
+}
+
+int fair_sim_frag_run(const struct fair_sim_trace *t, fair_sim_place_fn place, void *ctx,
+                      const struct fair_sim_frag_opts *opts, struct fair_sim_frag_result *res,
+                      struct fair_error *err)
+{
+    int rc = 0;
     memset(res, 0, sizeof(*res));
     res->first_fail_unallocated_milli = -1;
     res->first_fail_arrived_milli = -1;
+    struct fair_sim_frag_draw draw;
+    rc = fair_sim_frag_draw_init(&draw, t, opts, err);
+    if (rc)
+        return rc;
     struct fair_sim_cluster c;
     rc = fair_sim_cluster_init(&c, t, err);
     if (rc)
         return rc;
     res->capacity_milli = c.gpu_capacity;
-    if (t->njobs == 0 || c.gpu_capacity == 0) {
-        rc = fair_error_set(err, FAIR_EINVAL,
-                            "fragmentation: needs at least one job and one GPU node");
-        goto out;
-    }
-    bool any_gpu = false;
-    for (size_t i = 0; i < t->njobs; i++)
-        any_gpu |= t->jobs[i].gpu_milli > 0;
-    if (!any_gpu) {
-        rc = fair_error_set(err, FAIR_EINVAL, "fragmentation: no job in the trace asks for a GPU");
-        goto out;
-    }
-    uint64_t rng = opts.seed * 0x9E3779B97F4A7C15ULL + 1;
-    const int64_t stop = c.gpu_capacity * opts.stop_percent / 100;
     int next_point = 0;
-    while (res->arrived_milli < stop) {
-        if (res->pods_arrived >= opts.max_pods) {
-            rc = fair_error_set(err, FAIR_ERANGE, "fragmentation: more than %zu arrivals",
-                                opts.max_pods);
-            goto out;
-        }
-        /* Record the curve before this arrival crosses each 5% mark. */
+    for (;;) {
+        const struct fair_sim_job *job = NULL;
+        rc = fair_sim_frag_draw_next(&draw, &job, err);
+        if (rc <= 0)
+            break;
+        /* Record the curve before this arrival crosses each 5% mark (the
+         * draw itself leaves the cluster unchanged). */
         while (next_point < FAIR_SIM_FRAG_CURVE &&
                res->arrived_milli >= c.gpu_capacity * next_point * 5 / 100)
             res->curve_unallocated[next_point++] = fair_sim_cluster_unallocated(&c);
-        const struct fair_sim_job *job = &t->jobs[fair_sim_rand(&rng) % t->njobs];
         res->pods_arrived++;
         res->arrived_milli += job->gpu_milli;
         int32_t node = -1;
@@ -84,6 +107,9 @@ int fair_sim_frag_run(const struct fair_sim_trace *t, fair_sim_place_fn place, v
             goto out;
         }
     }
+    if (rc < 0)
+        goto out;
+    rc = 0;
     while (next_point < FAIR_SIM_FRAG_CURVE)
         res->curve_unallocated[next_point++] = fair_sim_cluster_unallocated(&c);
     res->allocated_milli = c.gpu_allocated;

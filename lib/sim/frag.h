@@ -50,6 +50,29 @@ struct fair_sim_frag_result {
     int64_t curve_unallocated[FAIR_SIM_FRAG_CURVE];
 };
 
+/* The arrival sequence, shared by fair_sim_frag_run() and the lower bound
+ * (sim/bound.h) so that both see exactly the same pods for the same opts:
+ * it depends on the seed, the stop ratio and the trace, never on the
+ * policy. A draw borrows its trace. */
+struct fair_sim_frag_draw {
+    const struct fair_sim_trace *trace;
+    uint64_t rng;
+    int64_t capacity_milli; /* GPU capacity of the trace's nodes */
+    int64_t stop_milli;     /* stop once arrived_milli reaches this */
+    int64_t arrived_milli;  /* GPU requests drawn so far */
+    size_t pods, max_pods;  /* pods drawn so far, and the cap */
+};
+
+/* 0, or FAIR_EINVAL (with a message) when the trace has no job, no GPU or
+ * no GPU job. opts may be NULL for the defaults. */
+int fair_sim_frag_draw_init(struct fair_sim_frag_draw *d, const struct fair_sim_trace *t,
+                            const struct fair_sim_frag_opts *opts, struct fair_error *err);
+/* Draws the next arrival: 1 with *job set (borrowed from the trace), 0 when
+ * the arrived GPU requests have reached the stop ratio, FAIR_ERANGE past
+ * max_pods. */
+int fair_sim_frag_draw_next(struct fair_sim_frag_draw *d, const struct fair_sim_job **job,
+                            struct fair_error *err);
+
 /* Runs the experiment on a fresh cluster built from t's nodes, drawing
  * from t's jobs (only their requests and model constraints are used). */
 int fair_sim_frag_run(const struct fair_sim_trace *t, fair_sim_place_fn place, void *ctx,
