@@ -29,7 +29,8 @@ int fair_sim_frag_draw_init(struct fair_sim_frag_draw *d, const struct fair_sim_
     for (size_t i = 0; i < t->njobs; i++)
         any_gpu |= t->jobs[i].gpu_milli > 0;
     if (!any_gpu)
-        return fair_error_set(err, FAIR_EINVAL, "fragmentation: no job in the trace asks for a GPU");
+        return fair_error_set(err, FAIR_EINVAL,
+                              "fragmentation: no job in the trace asks for a GPU");
     d->rng = opts.seed * 0x9E3779B97F4A7C15ULL + 1;
     d->stop_milli = d->capacity_milli * opts.stop_percent / 100;
     d->max_pods = opts.max_pods;

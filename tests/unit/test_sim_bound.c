@@ -1,0 +1,376 @@
+/* The fragmentation lower bound (sim/bound.h): hand-computed LPs, a
+ * brute-force check on tiny instances, agreement with the experiment's
+ * arrivals, bad input and allocation failure at every site. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "sim/bound.h"
+#include "sim/frag.h"
+#include "sim/place.h"
+#include "sim/trace.h"
+
+static int64_t bound_of(const int64_t *sizes, const int64_t *counts, size_t n, int64_t whole,
+                        int64_t devices, struct fair_sim_frag_bound *b)
+{
+    struct fair_error err = {0};
+    struct fair_sim_frag_hist h = {
+        .sizes = sizes, .counts = counts, .nsizes = n, .whole_gpus = whole, .devices = devices};
+    int rc = fair_sim_frag_bound_hist(&h, b, &err);
+    if (rc)
+        fail_msg("bound: %d %s", rc, err.msg);
+    assert_true(b->optimal);
+    return b->bound_milli;
+}
+
+/* The safe rounding may lose at most one milli-GPU against the exact LP. */
+static void assert_bound(int64_t got, int64_t exact)
+{
+    if (got > exact || got < exact - 1)
+        fail_msg("bound %lld, expected %lld (or 1 less)", (long long)got, (long long)exact);
+}
+
+static void test_hand_computed(void **state)
+{
+    (void)state;
+    struct fair_sim_frag_bound b;
+    /* 810 milli only, one per device at most: 190 lost on each device. */
+    const int64_t s810[] = {810}, n7[] = {7};
+    assert_bound(bound_of(s810, n7, 1, 0, 7, &b), 190 * 7);
+    assert_int_equal(b.capacity_milli, 7000);
+    assert_int_equal(b.arrived_milli, 810 * 7);
+    assert_int_equal(b.patterns, 1);
+    assert_int_equal(b.fraction_sizes, 1);
+    assert_true(b.lp_milli > 810 * 7 - 1e-6 && b.lp_milli < 810 * 7 + 1e-6);
+
+    /* 500 milli pairs up perfectly: nothing need be lost. */
+    const int64_t s500[] = {500}, n6[] = {6};
+    assert_int_equal(bound_of(s500, n6, 1, 0, 3, &b), 0);
+    assert_int_equal(b.patterns, 2); /* {500}, {500, 500} */
+
+    /* Whole GPUs only: more arrived than devices fills the cluster; fewer
+     * leave the rest free. */
+    assert_int_equal(bound_of(NULL, NULL, 0, 5, 3, &b), 0);
+    assert_int_equal(bound_of(NULL, NULL, 0, 2, 3, &b), 1000);
+    assert_int_equal(b.patterns, 0);
+
+    /* Mixed: two 810s and one whole GPU on two devices: the whole GPU and
+     * one 810 (1810); the other 810 is lost anyway. */
+    const int64_t n2[] = {2};
+    assert_bound(bound_of(s810, n2, 1, 1, 2, &b), 190);
+
+    /* Fractional optimum: three 500s and three 300s on two devices. The LP
+     * takes 1.5 devices of {500,500} and 0.5 of {300,300,300}: 1950, which
+     * its dual proves (u_dev = 900, u_500 = 50, u_300 = 0: 2x900 + 3x50).
+     * The integer optimum is 1900 (one device {500,500}, one {500,300}). */
+    const int64_t s53[] = {300, 500}, n33[] = {3, 3};
+    assert_bound(bound_of(s53, n33, 2, 0, 2, &b), 50);
+    assert_true(b.lp_milli > 1950 - 1e-6 && b.lp_milli < 1950 + 1e-6);
+    assert_int_equal(b.fraction_sizes, 2);
+
+    /* Nothing arrived: everything is unallocated. */
+    assert_int_equal(bound_of(NULL, NULL, 0, 0, 4, &b), 4000);
+    const int64_t n0[] = {0};
+    assert_int_equal(bound_of(s810, n0, 1, 0, 4, &b), 4000);
+    assert_int_equal(b.fraction_sizes, 0);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    struct fair_sim_frag_bound b;
+    struct fair_error err = {0};
+    const int64_t zero[] = {0}, full[] = {1000}, twice[] = {300, 300}, one[] = {1}, neg[] = {-1};
+    const int64_t n1[] = {1}, n11[] = {1, 1};
+    struct fair_sim_frag_hist h = {.sizes = zero, .counts = n1, .nsizes = 1, .devices = 2};
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_EINVAL);
+    assert_non_null(strstr(err.msg, "fraction size 0 (count 1) must be in 1..999"));
+    h.sizes = full;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_EINVAL);
+    h.sizes = one;
+    h.counts = neg;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_EINVAL);
+    h.sizes = twice;
+    h.counts = n11;
+    h.nsizes = 2;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_EINVAL);
+    assert_string_equal(err.msg, "fragmentation bound: fraction size 300 is listed twice");
+    h.nsizes = 1;
+    h.devices = -1;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_ERANGE);
+    h.devices = 2;
+    h.whole_gpus = (int64_t)INT32_MAX + 1;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_ERANGE);
+    h.whole_gpus = 0;
+    const int64_t big[] = {INT32_MAX};
+    h.counts = big;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), 0); /* the limit itself */
+    const int64_t big2[] = {INT32_MAX, 1}, two[] = {300, 301};
+    h.sizes = two;
+    h.counts = big2;
+    h.nsizes = 2;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_ERANGE);
+
+    /* Sizes 1..100, many of each: far more than the pattern cap. */
+    int64_t sizes[100], counts[100];
+    for (int i = 0; i < 100; i++) {
+        sizes[i] = i + 1;
+        counts[i] = 1000;
+    }
+    h.sizes = sizes;
+    h.counts = counts;
+    h.nsizes = 100;
+    assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_ERANGE);
+    assert_non_null(strstr(err.msg, "more than 500000 packing patterns of the 100 fraction"));
+}
+
+/* ---- brute force on tiny instances -------------------------------------- */
+
+static int64_t best;
+
+/* Items (decreasing, 1000 = a whole GPU) into devices; loads[d] == 1000 for
+ * a device taken whole. Empty devices are interchangeable, so an item goes
+ * to the first empty one only. */
+static void brute(const int64_t *items, size_t n, size_t i, int64_t *loads, size_t ndev,
+                  int64_t placed, int64_t left)
+{
+    if (placed > best)
+        best = placed;
+    if (i == n || placed + left <= best)
+        return;
+    bool empty_tried = false;
+    for (size_t d = 0; d < ndev; d++) {
+        if (loads[d] == 0) {
+            if (empty_tried)
+                continue;
+            empty_tried = true;
+        }
+        if (items[i] == 1000 ? loads[d] != 0 : loads[d] + items[i] > 1000)
+            continue;
+        loads[d] += items[i];
+        brute(items, n, i + 1, loads, ndev, placed + items[i], left - items[i]);
+        loads[d] -= items[i];
+    }
+    brute(items, n, i + 1, loads, ndev, placed, left - items[i]); /* fails */
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+static void test_brute_force(void **state)
+{
+    (void)state;
+    uint64_t rng = 7;
+    const int64_t menu[] = {100, 150, 250, 300, 330, 400, 450, 500, 600, 650, 700, 810, 900};
+    const size_t nmenu = sizeof(menu) / sizeof(menu[0]);
+    size_t strict = 0, early = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        int64_t sizes[3], counts[3], items[12];
+        size_t k = 1 + lcg(&rng) % 3, n = 0;
+        int64_t whole = (int64_t)(lcg(&rng) % 3), devices = 2 + (int64_t)(lcg(&rng) % 3);
+        int64_t total = whole * 1000;
+        bool used[sizeof(menu) / sizeof(menu[0])] = {false};
+        for (size_t i = 0; i < k; i++) {
+            size_t pick;
+            do
+                pick = lcg(&rng) % nmenu;
+            while (used[pick]);
+            used[pick] = true;
+            sizes[i] = menu[pick];
+            counts[i] = 1 + (int64_t)(lcg(&rng) % 3);
+        }
+        for (int64_t w = 0; w < whole; w++)
+            items[n++] = 1000;
+        for (size_t i = 0; i < k; i++)
+            for (int64_t c = 0; c < counts[i]; c++) {
+                items[n++] = sizes[i];
+                total += sizes[i];
+            }
+        /* Decreasing order prunes best. */
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = i; j > 0 && items[j] > items[j - 1]; j--) {
+                int64_t t = items[j];
+                items[j] = items[j - 1];
+                items[j - 1] = t;
+            }
+        int64_t loads[4] = {0};
+        best = 0;
+        brute(items, n, 0, loads, (size_t)devices, 0, total);
+        const int64_t min_unalloc = devices * 1000 - best;
+        struct fair_sim_frag_bound b;
+        int64_t lb = bound_of(sizes, counts, k, whole, devices, &b);
+        if (lb < 0 || lb > min_unalloc)
+            fail_msg("trial %d: bound %lld but a placement leaves %lld unallocated", trial,
+                     (long long)lb, (long long)min_unalloc);
+        assert_int_equal(b.arrived_milli, total);
+        strict += lb < min_unalloc;
+        /* Stopped after a few pivots, the duals are not optimal (nor even
+         * feasible); the repair step must still give a valid bound. */
+        for (size_t cap = 1; cap <= 3; cap++) {
+            struct fair_error err = {0};
+            struct fair_sim_frag_hist h = {.sizes = sizes,
+                                           .counts = counts,
+                                           .nsizes = k,
+                                           .whole_gpus = whole,
+                                           .devices = devices,
+                                           .max_pivots = cap};
+            assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), 0);
+            if (b.bound_milli < 0 || b.bound_milli > min_unalloc)
+                fail_msg("trial %d, %zu pivots: bound %lld but a placement leaves %lld", trial, cap,
+                         (long long)b.bound_milli, (long long)min_unalloc);
+            early += !b.optimal;
+        }
+    }
+    /* The LP is a relaxation: on some instances it is strictly below. */
+    assert_true(strict > 0);
+    assert_true(early > 0);
+}
+
+/* ---- the experiment's arrivals ------------------------------------------ */
+
+static void load(struct fair_sim_trace *t, const char *nodes, const char *jobs)
+{
+    struct fair_error err = {0};
+    fair_sim_trace_init(t);
+    if (fair_sim_trace_parse_nodes(t, "nodes.csv", nodes, strlen(nodes), NULL, &err) ||
+        (jobs && fair_sim_trace_parse_jobs(t, "jobs.csv", jobs, strlen(jobs), NULL, &err)))
+        fail_msg("%s", err.msg);
+}
+
+static const char *nodes = "sn,cpu_milli,memory_mib,gpu,model\n"
+                           "n0,8000,1000,2,A\n"
+                           "n1,16000,1000,4,B\n"
+                           "n2,8000,1000,1,A\n"
+                           "n3,64000,1000,0,\n";
+static const char *pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                          "a,1000,10,1,600\n"
+                          "b,2000,10,1,300\n"
+                          "c,1000,10,1,450\n"
+                          "d,4000,10,2,1000\n"
+                          "e,1000,10,0,0\n"
+                          "f,1000,10,1,1000\n"
+                          "g,500,10,1,810\n";
+
+static void test_same_arrivals(void **state)
+{
+    (void)state;
+    struct fair_sim_trace t;
+    struct fair_error err = {0};
+    load(&t, nodes, pods);
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        for (int stop = 60; stop <= 140; stop += 40) {
+            struct fair_sim_frag_opts o = {.seed = seed, .stop_percent = stop};
+            struct fair_sim_frag_bound b;
+            assert_int_equal(fair_sim_frag_bound(&t, &o, &b, &err), 0);
+            assert_int_equal(b.capacity_milli, 7000);
+            assert_true(b.bound_milli >= 0 && b.bound_milli <= b.capacity_milli);
+            for (int pol = FAIR_SIM_POLICY_FIRST_FIT; pol < FAIR_SIM_POLICY_COUNT; pol++) {
+                struct fair_sim_placer p;
+                struct fair_sim_frag_result r;
+                assert_int_equal(
+                    fair_sim_placer_init(&p, (enum fair_sim_policy)pol, seed, &t, &err), 0);
+                assert_int_equal(fair_sim_frag_run(&t, fair_sim_place_baseline, &p, &o, &r, &err),
+                                 0);
+                fair_sim_placer_release(&p);
+                assert_int_equal(b.arrived_milli, r.arrived_milli);
+                if (b.bound_milli > r.unallocated_milli)
+                    fail_msg("seed %llu stop %d %s: bound %lld > unallocated %lld",
+                             (unsigned long long)seed, stop,
+                             fair_sim_policy_name((enum fair_sim_policy)pol),
+                             (long long)b.bound_milli, (long long)r.unallocated_milli);
+            }
+        }
+    }
+    /* The draw's own errors come through. */
+    struct fair_sim_frag_opts tiny = {.seed = 1, .max_pods = 2};
+    struct fair_sim_frag_bound b;
+    assert_int_equal(fair_sim_frag_bound(&t, &tiny, &b, &err), FAIR_ERANGE);
+    assert_string_equal(err.msg, "fragmentation: more than 2 arrivals");
+    fair_sim_trace_release(&t);
+    load(&t, nodes, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,0,0\n");
+    assert_int_equal(fair_sim_frag_bound(&t, NULL, &b, &err), FAIR_EINVAL);
+    assert_string_equal(err.msg, "fragmentation: no job in the trace asks for a GPU");
+    fair_sim_trace_release(&t);
+
+    /* A request that is neither a fraction nor whole GPUs (only possible
+     * for a hand-built trace) is refused, not miscounted. */
+    load(&t, nodes, pods);
+    t.jobs[0].gpu_milli = 1500;
+    for (size_t i = 1; i < t.njobs; i++)
+        t.jobs[i].gpu_milli = 0;
+    assert_int_equal(fair_sim_frag_bound(&t, NULL, &b, &err), FAIR_EINVAL);
+    assert_non_null(strstr(err.msg, "asks for 1500 milli-GPU"));
+    fair_sim_trace_release(&t);
+}
+
+/* ---- allocation failure ------------------------------------------------- */
+
+static int op_hist(void *ctx)
+{
+    (void)ctx;
+    const int64_t sizes[] = {500, 300, 120}, counts[] = {3, 3, 4};
+    struct fair_sim_frag_hist h = {
+        .sizes = sizes, .counts = counts, .nsizes = 3, .whole_gpus = 1, .devices = 3};
+    struct fair_sim_frag_bound b;
+    return fair_sim_frag_bound_hist(&h, &b, NULL);
+}
+
+static int op_trace(void *ctx)
+{
+    struct fair_sim_frag_bound b;
+    struct fair_sim_frag_opts o = {.seed = 3};
+    return fair_sim_frag_bound(ctx, &o, &b, NULL);
+}
+
+static long each_failure(int (*op)(void *ctx), void *ctx)
+{
+    long failures = 0;
+    for (long k = 0;; k++) {
+        fair_alloc_fail_after(k);
+        int rc = op(ctx);
+        long used = fair_alloc_count();
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            if (used > k)
+                fail_msg("succeeded although allocation %ld of %ld failed", k, used);
+            break;
+        }
+        if (rc != FAIR_ENOMEM)
+            fail_msg("allocation %ld failed: got %d, not FAIR_ENOMEM", k, rc);
+        failures++;
+        assert_true(k < 10000);
+    }
+    return failures;
+}
+
+static void test_alloc_failure(void **state)
+{
+    (void)state;
+    /* lp, the pattern arrays (grown several times), b/y/bi, the simplex's
+     * arrays: well over ten sites. */
+    assert_true(each_failure(op_hist, NULL) >= 10);
+    struct fair_sim_trace t;
+    load(&t, nodes, pods);
+    assert_true(each_failure(op_trace, &t) >= 10);
+    fair_sim_trace_release(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_computed), cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_brute_force),   cmocka_unit_test(test_same_arrivals),
+        cmocka_unit_test(test_alloc_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
