@@ -237,6 +237,37 @@ static void test_compare(void **state)
     assert_non_null(strstr(h, "compare fair share"));
 }
 
+/* frag.csv's unallocated_gpu (4th column) of each policy: checks that the
+ * lower-bound row exists and is <= every policy's; returns it. */
+static double check_lower_bound(const char *csv)
+{
+    double bound = -1, others[16];
+    size_t n = 0;
+    const char *line = strchr(csv, '\n');
+    while (line && line[1]) {
+        line++;
+        char policy[32];
+        double u = 0;
+        if (sscanf(line, "%*[^,],%31[^,],%*[^,],%lf", policy, &u) != 2)
+            fail_msg("bad frag.csv row: %.80s", line);
+        if (strcmp(policy, "lower-bound") == 0) {
+            assert_true(bound < 0); /* once */
+            bound = u;
+        } else {
+            assert_true(n < 16);
+            others[n++] = u;
+        }
+        line = strchr(line, '\n');
+    }
+    if (bound < 0)
+        fail_msg("no lower-bound row in frag.csv:\n%s", csv);
+    assert_true(n > 0);
+    for (size_t i = 0; i < n; i++)
+        if (bound > others[i])
+            fail_msg("lower bound %.1f above a policy's %.1f:\n%s", bound, others[i], csv);
+    return bound;
+}
+
 static void test_fragmentation_mode(void **state)
 {
     (void)state;
@@ -252,13 +283,37 @@ static void test_fragmentation_mode(void **state)
     if (rc)
         fail_msg("exit %d: %s", rc, err_buf);
     char *f = read_out(dir, "frag.csv");
-    assert_int_equal(count_lines(f), 7); /* header + one row per policy */
+    assert_int_equal(count_lines(f), 8); /* header + one row per policy + the bound */
     assert_true(starts_with(f, "trace,policy,repeats,unallocated_gpu,"));
     assert_non_null(strstr(f, "\npods_openb,fairshare,2,"));
     assert_non_null(strstr(f, "\npods_openb,first-fit,2,"));
     assert_non_null(strstr(f, "\npods_openb,fgd,2,"));
     assert_non_null(strstr(f, "\npods_openb,fgd-online,2,"));
+    assert_non_null(strstr(f, "\npods_openb,lower-bound,2,"));
+    check_lower_bound(f);
     assert_non_null(strstr(out_buf, "fewer GPUs unallocated than the best baseline"));
+    assert_non_null(strstr(out_buf, "\npods_openb   lower-bound       2 "));
+
+    /* Only 0.6-GPU pods: one per device, 16 x 0.4 GPU lost whatever the
+     * policy, and the bound proves exactly that. */
+    char pods[300];
+    snprintf(pods, sizeof(pods), "%s/pods_600.csv", tmpdir);
+    FILE *pf = fopen(pods, "w");
+    assert_non_null(pf);
+    fputs("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,600\n", pf);
+    fclose(pf);
+    const char *const six[] = {"simulate", "--fragmentation",
+                               "--nodes",  DATA "/nodes_2x8.csv",
+                               "--pods",   pods,
+                               "--out",    dir,
+                               NULL};
+    rc = run_ctl(six);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    f = read_out(dir, "frag.csv");
+    assert_true(check_lower_bound(f) == 6.4);
+    assert_non_null(strstr(f, "\npods_600,lower-bound,3,6.4,6.4,6.4,-1.0,-1.0,-1.0,"));
+    assert_non_null(strstr(f, "\npods_600,first-fit,3,6.4,"));
 }
 
 static void test_real_trace(void **state)
