@@ -37,11 +37,53 @@ static uint64_t *part_bits(const struct fair_place *pl, int f)
     return pl->part + (size_t)f * pl->words;
 }
 
+/* GPU milli left free on a node with free room gpu, cpu, mem that the
+ * cluster's pods could not use for lack of CPU or memory, at the ratios
+ * they ask for (0 when balance is off). */
+static int64_t stranded(const struct fair_place *pl, int64_t gpu, int64_t cpu, int64_t mem)
+{
+    if (!pl->bal || gpu <= 0)
+        return 0;
+    int64_t use = gpu;
+    if (pl->bal_cpu > 0) {
+        __int128 u = (__int128)(cpu > 0 ? cpu : 0) * pl->bal_gpu / pl->bal_cpu;
+        if (u < use)
+            use = (int64_t)u;
+    }
+    if (pl->bal_mem > 0) {
+        __int128 u = (__int128)(mem > 0 ? mem : 0) * pl->bal_gpu / pl->bal_mem;
+        if (u < use)
+            use = (int64_t)u;
+    }
+    return gpu - use;
+}
+
+static int64_t node_stranded(const struct fair_place *pl, const struct fair_pnode *n, bool fut)
+{
+    const int64_t *f = fut ? n->ffree : n->free;
+    return stranded(pl, f[FAIR_RES_GPU], f[FAIR_RES_CPU], f[FAIR_RES_MEM]);
+}
+
+/* How many more GPU milli node n strands once req is on it (negative:
+ * the pod uses GPUs that lacked CPU or memory). */
+static int64_t strand_delta(const struct fair_place *pl, const struct fair_pnode *n,
+                            const struct fair_resources *req, bool fut)
+{
+    const int64_t *f = fut ? n->ffree : n->free;
+    return stranded(pl, f[FAIR_RES_GPU] - req->v[FAIR_RES_GPU], f[FAIR_RES_CPU] - req->v[FAIR_RES_CPU],
+                    f[FAIR_RES_MEM] - req->v[FAIR_RES_MEM]) -
+           node_stranded(pl, n, fut);
+}
+
 static void bucket_out(struct fair_place *pl, int32_t r)
 {
     struct fair_pnode *n = &pl->nodes[r];
     if (!n->ok)
         return;
+    if (pl->strand && bit_test(pl->strand, r)) {
+        bit_clear(pl->strand, r);
+        pl->strand_cnt--;
+    }
     bit_clear(whole_bits(pl, n->nwhole), r);
     pl->whole_cnt[n->nwhole]--;
     for (int d = 0; d < n->ngpu; d++) {
@@ -65,6 +107,10 @@ static void bucket_in(struct fair_place *pl, int32_t r)
         return;
     bit_set(whole_bits(pl, w), r);
     pl->whole_cnt[w]++;
+    if (pl->strand && node_stranded(pl, n, false) > 0) {
+        bit_set(pl->strand, r);
+        pl->strand_cnt++;
+    }
     for (int d = 0; d < n->ngpu; d++) {
         int f = n->dev[d];
         if (f > 0 && f < DEV_MILLI && !bit_test(part_bits(pl, f), r)) {
@@ -206,6 +252,102 @@ static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t m
         dev_apply(n->fdev, n->ngpu, p->request.v[FAIR_RES_GPU], mask, 1);
 }
 
+struct ratio_w {
+    int64_t ratio; /* per whole GPU */
+    int64_t weight;
+};
+
+static void rw_swap(struct ratio_w *v, size_t i, size_t j)
+{
+    struct ratio_w x = v[i];
+    v[i] = v[j];
+    v[j] = x;
+}
+
+/* Median of v weighted by the entries' weights: the smallest ratio whose
+ * entries at or below it hold at least half the weight. Quickselect with a
+ * median-of-three pivot and a three-way partition (v is reordered), so a
+ * cycle pays O(n) instead of a sort. */
+static int64_t weighted_median(struct ratio_w *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    __int128 total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += v[i].weight;
+    __int128 need = (total + 1) / 2; /* 2 * weight at or below >= total */
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        int64_t x = v[lo].ratio, y = v[lo + (hi - lo) / 2].ratio, z = v[hi - 1].ratio;
+        int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) < pivot, [lt,i) ==, [gt,hi) > */
+        __int128 wl = 0, we = 0;
+        while (i < gt) {
+            if (v[i].ratio < pivot) {
+                wl += v[i].weight;
+                rw_swap(v, lt++, i++);
+            } else if (v[i].ratio > pivot) {
+                rw_swap(v, i, --gt);
+            } else {
+                we += v[i].weight;
+                i++;
+            }
+        }
+        if (need <= wl) {
+            hi = lt;
+        } else if (need <= wl + we) {
+            return pivot;
+        } else {
+            need -= wl + we;
+            lo = gt;
+        }
+    }
+    return v[lo].ratio;
+}
+
+/* Balance ratios: the median CPU and memory per GPU of the pods that ask
+ * for GPUs (bound and pending), weighted by GPUs. The median, not the
+ * mean: a node is stranding only when even a typical GPU pod would not
+ * find the CPU or memory it needs next to the free GPUs, so nodes with a
+ * lower ratio than the mean are still filled by the many lighter pods. */
+static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < snap->npods; i++)
+        n += snap->pods[i].request.v[FAIR_RES_GPU] > 0;
+    if (n == 0)
+        return 0;
+    struct ratio_w *v = fair_calloc(n, sizeof(*v));
+    if (!v)
+        return FAIR_ENOMEM;
+    const enum fair_res res[2] = {FAIR_RES_CPU, FAIR_RES_MEM};
+    int64_t med[2];
+    for (int k = 0; k < 2; k++) {
+        size_t j = 0;
+        for (size_t i = 0; i < snap->npods; i++) {
+            const struct fair_resources *q = &snap->pods[i].request;
+            int64_t g = q->v[FAIR_RES_GPU];
+            if (g <= 0)
+                continue;
+            int64_t x = q->v[res[k]] > 0 ? q->v[res[k]] : 0;
+            __int128 r = (__int128)x * DEV_MILLI / g;
+            v[j].ratio = r > INT64_MAX ? INT64_MAX : (int64_t)r;
+            v[j].weight = g;
+            j++;
+        }
+        med[k] = weighted_median(v, n);
+    }
+    fair_free(v);
+    pl->bal_gpu = DEV_MILLI;
+    pl->bal_cpu = med[0];
+    pl->bal_mem = med[1];
+    pl->bal = pl->bal_cpu > 0 || pl->bal_mem > 0;
+    if (!pl->bal)
+        return 0;
+    pl->strand = place_alloc(pl, pl->words, sizeof(uint64_t));
+    return pl->strand ? 0 : FAIR_ENOMEM;
+}
+
 int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, const bool *node_ok,
                     uint64_t *masks)
 {
@@ -228,7 +370,12 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
     order = fair_calloc(snap->nnodes ? snap->nnodes : 1, sizeof(*order));
     if (!pl->nodes || !pl->rank_of || !pl->whole || !pl->part || !order)
         goto out;
-    pl->bytes += snap->nnodes * sizeof(*order);
+    if (pl->policy == FAIR_PLACE_PACK) {
+        rc = balance_init(pl, snap);
+        if (rc)
+            goto out;
+        rc = FAIR_ENOMEM;
+    }
     for (size_t i = 0; i < snap->nnodes; i++) {
         order[i].name = snap->nodes[i].name;
         order[i].idx = (int32_t)i;
@@ -321,6 +468,7 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->rank_of);
     fair_free(pl->whole);
     fair_free(pl->part);
+    fair_free(pl->strand);
     memset(pl, 0, sizeof(*pl));
 }
 
@@ -444,10 +592,54 @@ void fair_place_forget(struct fair_place *pl)
     pl->fail_next = 0;
 }
 
-/* First node in bitset bits (rank order) that fits, or -1. */
+/* A node found for a request under balance: the best one whose stranding
+ * grows (fallback), or one that strands nothing more. */
+struct bal_cand {
+    int32_t rank;
+    uint64_t mask;
+    int64_t delta;
+    int64_t key; /* pack order among equal deltas: lower first */
+};
+
+static int64_t pack_key(const struct fair_place *pl, int32_t r, const struct fair_resources *req,
+                        uint64_t mask)
+{
+    const struct fair_pnode *n = &pl->nodes[r];
+    int64_t gpu = req->v[FAIR_RES_GPU];
+    int64_t gfree = n->free[FAIR_RES_GPU] < (1 << 20) ? n->free[FAIR_RES_GPU] : (1 << 20) - 1;
+    int64_t first = n->nwhole;
+    if (gpu > 0 && gpu < DEV_MILLI && mask) {
+        int64_t left = n->dev[__builtin_ctzll(mask)] - gpu;
+        first = left + (n->dev[__builtin_ctzll(mask)] >= DEV_MILLI ? DEV_MILLI : 0);
+    }
+    return (first << 20 | gfree) * ((int64_t)1 << 24) + r;
+}
+
+/* Whether rank r fits and strands no more GPU; a node that fits but
+ * strands more is remembered in fb when it beats it. */
+static bool bal_try(const struct fair_place *pl, int32_t r, const struct fair_pod *pod,
+                    const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                    struct bal_cand *fb)
+{
+    if (!fair_place_fits_node(pl, r, pod, req, use_fut, mask))
+        return false;
+    const struct fair_pnode *n = &pl->nodes[r];
+    int64_t d = strand_delta(pl, n, req, use_fut && n->fdiff);
+    if (d <= 0)
+        return true;
+    if (d < fb->delta) {
+        fb->rank = r;
+        fb->mask = *mask;
+        fb->delta = d;
+    }
+    return false;
+}
+
+/* First node in bitset bits (rank order) that fits, or -1. With balance
+ * (fb set), the first that also strands no more GPU. */
 static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits,
                           const struct fair_pod *pod, const struct fair_resources *req,
-                          bool use_fut, uint64_t *mask)
+                          bool use_fut, uint64_t *mask, struct bal_cand *fb)
 {
     for (size_t w = 0; w < pl->words; w++) {
         uint64_t x = bits[w];
@@ -455,17 +647,19 @@ static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits,
             int b = __builtin_ctzll(x);
             x &= x - 1;
             int32_t r = (int32_t)(w * 64 + (size_t)b);
-            if (fair_place_fits_node(pl, r, pod, req, use_fut, mask))
+            if (fb ? bal_try(pl, r, pod, req, use_fut, mask, fb)
+                   : fair_place_fits_node(pl, r, pod, req, use_fut, mask))
                 return r;
         }
     }
     return -1;
 }
 
-/* Fullest fitting node in bitset bits: least free GPU milli, then rank. */
+/* Fullest fitting node in bitset bits: least free GPU milli, then rank;
+ * with balance, among those that strand no more GPU. */
 static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
                             const struct fair_pod *pod, const struct fair_resources *req,
-                            bool use_fut, uint64_t *mask)
+                            bool use_fut, uint64_t *mask, struct bal_cand *fb)
 {
     int32_t best = -1;
     uint64_t m = 0;
@@ -477,7 +671,8 @@ static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
             int32_t r = (int32_t)(w * 64 + (size_t)b);
             if (best >= 0 && pl->nodes[r].free[FAIR_RES_GPU] >= pl->nodes[best].free[FAIR_RES_GPU])
                 continue;
-            if (fair_place_fits_node(pl, r, pod, req, use_fut, &m)) {
+            if (fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
+                   : fair_place_fits_node(pl, r, pod, req, use_fut, &m)) {
                 best = r;
                 *mask = m;
             }
@@ -486,16 +681,52 @@ static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
     return best;
 }
 
+/* Balance, first step: the stranding node where the pod frees the most
+ * stranded GPU (most negative delta), ties in pack order; -1 if none. */
+static int32_t find_unstrand(const struct fair_place *pl, const struct fair_pod *pod,
+                             const struct fair_resources *req, bool use_fut, uint64_t *mask)
+{
+    struct bal_cand best = {.rank = -1, .delta = 0};
+    uint64_t m = 0;
+    for (size_t w = 0; w < pl->words; w++) {
+        uint64_t x = pl->strand[w];
+        while (x) {
+            int b = __builtin_ctzll(x);
+            x &= x - 1;
+            int32_t r = (int32_t)(w * 64 + (size_t)b);
+            if (!fair_place_fits_node(pl, r, pod, req, use_fut, &m))
+                continue;
+            const struct fair_pnode *n = &pl->nodes[r];
+            int64_t d = strand_delta(pl, n, req, use_fut && n->fdiff);
+            if (d >= 0)
+                continue;
+            int64_t key = pack_key(pl, r, req, m);
+            if (best.rank < 0 || d < best.delta || (d == best.delta && key < best.key))
+                best = (struct bal_cand){.rank = r, .mask = m, .delta = d, .key = key};
+        }
+    }
+    if (best.rank >= 0)
+        *mask = best.mask;
+    return best.rank;
+}
+
 static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
                          const struct fair_resources *req, bool use_fut, uint64_t *mask)
 {
     int64_t gpu = req->v[FAIR_RES_GPU];
     int32_t r;
+    struct bal_cand fbs = {.rank = -1, .delta = INT64_MAX};
+    struct bal_cand *fb = pl->bal ? &fbs : NULL;
+    if (fb && pl->strand_cnt > 0) {
+        r = find_unstrand(pl, pod, req, use_fut, mask);
+        if (r >= 0)
+            return r;
+    }
     if (gpu > 0 && gpu < DEV_MILLI) {
         for (int64_t f = gpu; f < DEV_MILLI; f++) {
             if (pl->part_cnt[f] == 0)
                 continue;
-            r = scan_fullest(pl, part_bits(pl, (int)f), pod, req, use_fut, mask);
+            r = scan_fullest(pl, part_bits(pl, (int)f), pod, req, use_fut, mask, fb);
             if (r >= 0)
                 return r;
         }
@@ -504,9 +735,13 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
     for (int b = from; b <= FAIR_MAX_GPUS_PER_NODE; b++) {
         if (pl->whole_cnt[b] == 0)
             continue;
-        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask);
+        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask, fb);
         if (r >= 0)
             return r;
+    }
+    if (fb && fb->rank >= 0) {
+        *mask = fb->mask;
+        return fb->rank;
     }
     return -1;
 }
@@ -520,7 +755,7 @@ static int32_t find_spread(struct fair_place *pl, const struct fair_pod *pod,
     for (int b = FAIR_MAX_GPUS_PER_NODE; b >= to; b--) {
         if (pl->whole_cnt[b] == 0)
             continue;
-        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask);
+        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask, NULL);
         if (r >= 0)
             return r;
     }
@@ -528,7 +763,7 @@ static int32_t find_spread(struct fair_place *pl, const struct fair_pod *pod,
         for (int64_t f = DEV_MILLI - 1; f >= gpu; f--) {
             if (pl->part_cnt[f] == 0)
                 continue;
-            r = scan_first(pl, part_bits(pl, (int)f), pod, req, use_fut, mask);
+            r = scan_first(pl, part_bits(pl, (int)f), pod, req, use_fut, mask, NULL);
             if (r >= 0)
                 return r;
         }

@@ -13,7 +13,11 @@
  *        room reserved for the pending pods they were evicted for.
  * Binds take room in both. Reservations (reclaim) change fut only, and a
  * bind made after reservations (use_fut) must fit in both, so reserved room
- * is never handed to someone else. */
+ * is never handed to someone else.
+ *
+ * PACK also keeps CPU and memory in balance with the GPUs (see bal below
+ * and docs/engine.md): among the nodes that fit, it prefers the one where
+ * the pod strands the fewest GPUs, and only then packs. */
 #ifndef FAIR_ENGINE_PLACEMENT_H
 #define FAIR_ENGINE_PLACEMENT_H
 
@@ -58,6 +62,16 @@ struct fair_place {
      * 0 < f < 1000 (cur). */
     uint64_t *part;
     int32_t part_cnt[FAIR_GPU_DEVICE_MILLI];
+    /* Balance (PACK only): the median CPU and memory per GPU (bal_cpu and
+     * bal_mem per bal_gpu = 1000 milli) of the pods that ask for GPUs. A
+     * node whose free CPU or memory is below its free GPUs times that ratio
+     * strands GPUs: they are free, but a typical GPU pod would not fit
+     * next to them. Only such nodes (cur view) are in strand; placing a
+     * pod there can reduce the stranding, elsewhere it can only add some. */
+    bool bal;
+    int64_t bal_gpu, bal_cpu, bal_mem;
+    uint64_t *strand;
+    int32_t strand_cnt;
     /* Requests known not to fit on any node (state only fills up between
      * resets), for pods without node constraints. */
     struct fair_place_fail fail[FAIR_PLACE_FAIL_CACHE];

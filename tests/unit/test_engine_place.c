@@ -95,6 +95,114 @@ static void test_whole_gpus_most_allocated(void **state)
     ts_free(t);
 }
 
+/* The node of the only bind action; fails the test when there is not
+ * exactly one. */
+static int only_bind_node(const struct ts *t, int pod)
+{
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+    assert_int_equal(t->res.actions[0].pod, pod);
+    return t->res.actions[0].node;
+}
+
+/* Balance: a CPU-heavy GPU pod goes where it strands no GPUs, not to the
+ * fuller node whose last CPU it would take (plain packing's choice). */
+static void test_balance_cpu_heavy_pod(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    int dense = ts_node(t, "a-dense", 8);
+    t->nodes[dense].allocatable.v[FAIR_RES_CPU] = 16000;
+    int roomy = ts_node(t, "b-roomy", 8);
+    int a = ts_team(t, "a", 0, 1);
+    ts_bound(t, a, 4 * G, dense, 0x0f, 0); /* 4 GPUs, 1 core */
+    ts_bound(t, a, 2 * G, roomy, 0x03, 0); /* 2 GPUs, 1 core */
+    int p = ts_pod(t, a, G);
+    t->pods[p].request.v[FAIR_RES_CPU] = 15000;
+    assert_int_equal(ts_run(t), 0);
+    /* On a-dense it would leave 3 GPUs with no CPU at all. */
+    assert_int_equal(only_bind_node(t, p), roomy);
+
+    /* Without CPU requests there is nothing to balance: packing decides. */
+    t->pods[p].request.v[FAIR_RES_CPU] = 0;
+    for (size_t i = 0; i < t->npods; i++)
+        t->pods[i].request.v[FAIR_RES_CPU] = 0;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), dense);
+    ts_free(t);
+}
+
+/* Balance: GPUs left without CPU by a CPU-only pod are given to a GPU pod
+ * that needs little CPU, rather than opening up another node. */
+static void test_balance_uses_stranded_gpus(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    int starved = ts_node(t, "a-starved", 8);
+    int used = ts_node(t, "b-used", 8);
+    int a = ts_team(t, "a", 0, 1);
+    int cpu = ts_bound(t, a, 0, starved, 0, 0);
+    t->pods[cpu].request.v[FAIR_RES_CPU] = 62000; /* 8 GPUs, 2 cores free */
+    int b = ts_bound(t, a, 2 * G, used, 0x03, 0);
+    t->pods[b].request.v[FAIR_RES_CPU] = 4000; /* the median: 2 cores per GPU */
+    int p = ts_pod(t, a, G);
+    t->pods[p].request.v[FAIR_RES_CPU] = 500;
+    assert_int_equal(ts_run(t), 0);
+    /* a-starved can use 1 of its 8 free GPUs; this pod adds a second. */
+    assert_int_equal(only_bind_node(t, p), starved);
+
+    /* A pod at the median ratio rescues nothing: plain packing (the node
+     * with the fewest whole free devices) decides again. */
+    t->pods[p].request.v[FAIR_RES_CPU] = 2000;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), used);
+    ts_free(t);
+}
+
+/* Balance: a CPU-only pod takes CPU where it strands no GPU. */
+static void test_balance_cpu_only_pod(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    int tight = ts_node(t, "a-tight", 8);
+    t->nodes[tight].allocatable.v[FAIR_RES_CPU] = 8000;
+    int rich = ts_node(t, "b-rich", 2);
+    int a = ts_team(t, "a", 0, 1);
+    for (int d = 0; d < 8; d++) { /* every device half used: 0 whole free */
+        int b = ts_bound(t, a, 500, tight, (uint64_t)1 << d, 0);
+        t->pods[b].request.v[FAIR_RES_CPU] = 500;
+    }
+    ts_bound(t, a, G, rich, 0x1, 0);
+    int p = ts_pod(t, a, 0);
+    t->pods[p].request.v[FAIR_RES_CPU] = 3000;
+    assert_int_equal(ts_run(t), 0);
+    /* a-tight comes first in packing order, but 3 of its 4 free GPUs
+     * would be left with 1 core. */
+    assert_int_equal(only_bind_node(t, p), rich);
+    ts_free(t);
+}
+
+/* Balance uses the median CPU per GPU, not the mean: one CPU-hungry pod
+ * does not make every 8-GPU node look short of CPU (which would send small
+ * pods to break up the empty node kept for an 8-GPU request). */
+static void test_balance_median_ratio(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    int empty = ts_node(t, "a-empty", 8);
+    int used = ts_node(t, "b-used", 8);
+    int fat = ts_node(t, "c-fat", 1);
+    int a = ts_team(t, "a", 0, 1);
+    for (int d = 0; d < 6; d++)
+        ts_bound(t, a, G, used, (uint64_t)1 << d, 0);
+    int hungry = ts_bound(t, a, G, fat, 0x1, 0);
+    t->pods[hungry].request.v[FAIR_RES_CPU] = 60000;
+    int p = ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), used);
+    (void)empty;
+    ts_free(t);
+}
+
 enum tweak {
     T_NONE,
     T_SELECTOR_MATCH,
@@ -298,6 +406,10 @@ int main(void)
         cmocka_unit_test(test_fractions_packed),
         cmocka_unit_test(test_fraction_best_fit),
         cmocka_unit_test(test_whole_gpus_most_allocated),
+        cmocka_unit_test(test_balance_cpu_heavy_pod),
+        cmocka_unit_test(test_balance_uses_stranded_gpus),
+        cmocka_unit_test(test_balance_cpu_only_pod),
+        cmocka_unit_test(test_balance_median_ratio),
         cmocka_unit_test(test_node_filters),
         cmocka_unit_test(test_gangs),
     };
