@@ -252,30 +252,21 @@ static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t m
         dev_apply(n->fdev, n->ngpu, p->request.v[FAIR_RES_GPU], mask, 1);
 }
 
-struct ratio_w {
-    int64_t ratio; /* per whole GPU */
-    int64_t weight;
-};
-
-static void rw_swap(struct ratio_w *v, size_t i, size_t j)
+static void rw_swap(struct fair_ratio_w *v, size_t i, size_t j)
 {
-    struct ratio_w x = v[i];
+    struct fair_ratio_w x = v[i];
     v[i] = v[j];
     v[j] = x;
 }
 
-/* Median of v weighted by the entries' weights: the smallest ratio whose
- * entries at or below it hold at least half the weight. Quickselect with a
- * median-of-three pivot and a three-way partition (v is reordered), so a
- * cycle pays O(n) instead of a sort. */
-static int64_t weighted_median(struct ratio_w *v, size_t n)
+int64_t fair_place_weighted_quantile(struct fair_ratio_w *v, size_t n, int num, int den)
 {
     if (n == 0)
         return 0;
     __int128 total = 0;
     for (size_t i = 0; i < n; i++)
         total += v[i].weight;
-    __int128 need = (total + 1) / 2; /* 2 * weight at or below >= total */
+    __int128 need = (total * num + den - 1) / den;
     size_t lo = 0, hi = n;
     while (hi - lo > 1) {
         int64_t x = v[lo].ratio, y = v[lo + (hi - lo) / 2].ratio, z = v[hi - 1].ratio;
@@ -305,11 +296,13 @@ static int64_t weighted_median(struct ratio_w *v, size_t n)
     return v[lo].ratio;
 }
 
-/* Balance ratios: the median CPU and memory per GPU of the pods that ask
- * for GPUs (bound and pending), weighted by GPUs. The median, not the
- * mean: a node is stranding only when even a typical GPU pod would not
- * find the CPU or memory it needs next to the free GPUs, so nodes with a
- * lower ratio than the mean are still filled by the many lighter pods. */
+/* Balance ratios: the CPU and memory per GPU that the lighter third of
+ * the GPU pods (bound and pending, weighted by GPUs) ask for at most: the
+ * weighted 1/3 quantile. A node strands GPUs only when even those pods
+ * would not find the CPU or memory they need next to the free GPUs. With
+ * the mean or the median, nodes built with less CPU per GPU than that
+ * (common 8-GPU nodes) looked short of CPU while empty, and small pods were
+ * sent to break up the empty nodes that 8-GPU pods need. */
 static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
 {
     size_t n = 0;
@@ -317,9 +310,10 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
         n += snap->pods[i].request.v[FAIR_RES_GPU] > 0;
     if (n == 0)
         return 0;
-    struct ratio_w *v = fair_calloc(n, sizeof(*v));
+    struct fair_ratio_w *v = fair_calloc(n, sizeof(*v));
     if (!v)
         return FAIR_ENOMEM;
+    pl->bytes += n * sizeof(*v); /* freed below, but part of the cycle's peak */
     const enum fair_res res[2] = {FAIR_RES_CPU, FAIR_RES_MEM};
     int64_t med[2];
     for (int k = 0; k < 2; k++) {
@@ -335,7 +329,7 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
             v[j].weight = g;
             j++;
         }
-        med[k] = weighted_median(v, n);
+        med[k] = fair_place_weighted_quantile(v, n, 1, 3);
     }
     fair_free(v);
     pl->bal_gpu = DEV_MILLI;

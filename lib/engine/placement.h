@@ -62,12 +62,13 @@ struct fair_place {
      * 0 < f < 1000 (cur). */
     uint64_t *part;
     int32_t part_cnt[FAIR_GPU_DEVICE_MILLI];
-    /* Balance (PACK only): the median CPU and memory per GPU (bal_cpu and
-     * bal_mem per bal_gpu = 1000 milli) of the pods that ask for GPUs. A
-     * node whose free CPU or memory is below its free GPUs times that ratio
-     * strands GPUs: they are free, but a typical GPU pod would not fit
-     * next to them. Only such nodes (cur view) are in strand; placing a
-     * pod there can reduce the stranding, elsewhere it can only add some. */
+    /* Balance (PACK only): the CPU and memory per GPU (bal_cpu and
+     * bal_mem per bal_gpu = 1000 milli) that the lighter third of the GPU
+     * pods ask for (weighted 1/3 quantile). A node whose free CPU or memory
+     * is below its free GPUs times that ratio strands GPUs: they are free,
+     * but even those pods would not fit next to them. Only such nodes (cur
+     * view) are in strand; placing a pod there can reduce the stranding,
+     * elsewhere it can only add some. */
     bool bal;
     int64_t bal_gpu, bal_cpu, bal_mem;
     uint64_t *strand;
@@ -117,6 +118,17 @@ void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resou
  * lowest index on ties). Returns false when it does not fit. */
 bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
                              enum fair_place_policy policy, uint64_t *mask);
+
+struct fair_ratio_w {
+    int64_t ratio;  /* e.g. CPU milli per GPU */
+    int64_t weight; /* > 0 */
+};
+
+/* Weighted quantile num/den (0 < num <= den) of v: the smallest ratio
+ * whose entries at or below it hold at least num/den of the total weight;
+ * 0 for n == 0. Quickselect with a median-of-three pivot and a three-way
+ * partition: O(n) expected, reorders v. Used for the balance ratios. */
+int64_t fair_place_weighted_quantile(struct fair_ratio_w *v, size_t n, int num, int den);
 
 /* Forgets the no-fit cache (after room was given back). */
 void fair_place_forget(struct fair_place *pl);

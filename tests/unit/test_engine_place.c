@@ -5,9 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
+#include "engine/placement.h"
 #include "test_engine_fixture.h"
 
 #define G 1000
@@ -142,15 +144,15 @@ static void test_balance_uses_stranded_gpus(void **state)
     int a = ts_team(t, "a", 0, 1);
     int cpu = ts_bound(t, a, 0, starved, 0, 0);
     t->pods[cpu].request.v[FAIR_RES_CPU] = 62000; /* 8 GPUs, 2 cores free */
-    int b = ts_bound(t, a, 2 * G, used, 0x03, 0);
-    t->pods[b].request.v[FAIR_RES_CPU] = 4000; /* the median: 2 cores per GPU */
+    int b = ts_bound(t, a, 4 * G, used, 0x0f, 0);
+    t->pods[b].request.v[FAIR_RES_CPU] = 8000; /* the ratio: 2 cores per GPU */
     int p = ts_pod(t, a, G);
     t->pods[p].request.v[FAIR_RES_CPU] = 500;
     assert_int_equal(ts_run(t), 0);
     /* a-starved can use 1 of its 8 free GPUs; this pod adds a second. */
     assert_int_equal(only_bind_node(t, p), starved);
 
-    /* A pod at the median ratio rescues nothing: plain packing (the node
+    /* A pod at that ratio rescues nothing: plain packing (the node
      * with the fewest whole free devices) decides again. */
     t->pods[p].request.v[FAIR_RES_CPU] = 2000;
     assert_int_equal(ts_run(t), 0);
@@ -181,10 +183,11 @@ static void test_balance_cpu_only_pod(void **state)
     ts_free(t);
 }
 
-/* Balance uses the median CPU per GPU, not the mean: one CPU-hungry pod
- * does not make every 8-GPU node look short of CPU (which would send small
- * pods to break up the empty node kept for an 8-GPU request). */
-static void test_balance_median_ratio(void **state)
+/* Balance uses the CPU per GPU of the lighter third of the GPU pods, not
+ * the mean: one CPU-hungry pod does not make every 8-GPU node look short of
+ * CPU (which would send small pods to break up the empty node kept for an
+ * 8-GPU request). */
+static void test_balance_light_ratio(void **state)
 {
     (void)state;
     struct ts *t = ts_new();
@@ -201,6 +204,50 @@ static void test_balance_median_ratio(void **state)
     assert_int_equal(only_bind_node(t, p), used);
     (void)empty;
     ts_free(t);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The quickselect agrees with sorting, with many equal ratios too. */
+static void test_weighted_quantile(void **state)
+{
+    (void)state;
+    struct fair_ratio_w v[200];
+    int64_t sorted[200];
+    uint64_t rng = 42;
+    assert_int_equal(fair_place_weighted_quantile(v, 0, 1, 3), 0);
+    for (int round = 0; round < 500; round++) {
+        size_t n = 1 + (size_t)(round % 200);
+        int64_t span = round % 3 == 0 ? 4 : 100000;
+        int64_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            v[i].ratio = (int64_t)((rng >> 33) % (uint64_t)span);
+            v[i].weight = 1 + (int64_t)((rng >> 13) % 8000);
+            total += v[i].weight;
+        }
+        for (int k = 0; k < 3; k++) {
+            int num = k == 0 ? 1 : (k == 1 ? 1 : 2), den = k == 0 ? 3 : (k == 1 ? 2 : 2);
+            /* Reference: sort the ratios, walk until num/den of the weight. */
+            for (size_t i = 0; i < n; i++)
+                sorted[i] = v[i].ratio;
+            qsort(sorted, n, sizeof(sorted[0]), cmp_i64);
+            int64_t want = -1;
+            for (size_t i = 0; i < n && want < 0; i++) {
+                int64_t acc = 0;
+                for (size_t j = 0; j < n; j++)
+                    if (v[j].ratio <= sorted[i])
+                        acc += v[j].weight;
+                if (acc * den >= total * num)
+                    want = sorted[i];
+            }
+            assert_int_equal(fair_place_weighted_quantile(v, n, num, den), want);
+        }
+    }
 }
 
 enum tweak {
@@ -406,10 +453,11 @@ int main(void)
         cmocka_unit_test(test_fractions_packed),
         cmocka_unit_test(test_fraction_best_fit),
         cmocka_unit_test(test_whole_gpus_most_allocated),
+        cmocka_unit_test(test_weighted_quantile),
         cmocka_unit_test(test_balance_cpu_heavy_pod),
         cmocka_unit_test(test_balance_uses_stranded_gpus),
         cmocka_unit_test(test_balance_cpu_only_pod),
-        cmocka_unit_test(test_balance_median_ratio),
+        cmocka_unit_test(test_balance_light_ratio),
         cmocka_unit_test(test_node_filters),
         cmocka_unit_test(test_gangs),
     };
