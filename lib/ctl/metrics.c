@@ -162,6 +162,10 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
     P("# HELP fairshare_bind_errors_total Binds the API server refused.\n"
       "# TYPE fairshare_bind_errors_total counter\nfairshare_bind_errors_total %llu\n",
       (unsigned long long)m->bind_errors);
+    P("# HELP fairshare_bind_conflicts_total Binds refused with 409 (the pod was already bound: "
+      "the cache was behind).\n"
+      "# TYPE fairshare_bind_conflicts_total counter\nfairshare_bind_conflicts_total %llu\n",
+      (unsigned long long)m->bind_conflicts);
     P("# HELP fairshare_events_total Events written.\n"
       "# TYPE fairshare_events_total counter\nfairshare_events_total %llu\n",
       (unsigned long long)m->events_sent);

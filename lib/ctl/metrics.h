@@ -29,6 +29,7 @@ struct fair_ctl_metrics {
     uint64_t cycles;
     uint64_t binds;
     uint64_t bind_errors;
+    uint64_t bind_conflicts; /* 409: already bound; not retried until seen */
     uint64_t preemptions_reclaim;
     uint64_t preemptions_preempt;
     uint64_t evictions_blocked; /* 429 from a PodDisruptionBudget */

@@ -70,7 +70,8 @@ static int64_t strand_delta(const struct fair_place *pl, const struct fair_pnode
                             const struct fair_resources *req, bool fut)
 {
     const int64_t *f = fut ? n->ffree : n->free;
-    return stranded(pl, f[FAIR_RES_GPU] - req->v[FAIR_RES_GPU], f[FAIR_RES_CPU] - req->v[FAIR_RES_CPU],
+    return stranded(pl, f[FAIR_RES_GPU] - req->v[FAIR_RES_GPU],
+                    f[FAIR_RES_CPU] - req->v[FAIR_RES_CPU],
                     f[FAIR_RES_MEM] - req->v[FAIR_RES_MEM]) -
            node_stranded(pl, n, fut);
 }

@@ -1733,15 +1733,17 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         long ra = query_long(q, "retryAfter", 1, &bad);
         const char *prefix = evhttp_find_header(q, "prefix");
         const char *verb = evhttp_find_header(q, "verb");
-        if (bad || (code != 500 && code != 429 && code != 503) || s->nfaults == FK_MAX_FAULTS ||
+        if (bad || (code != 500 && code != 429 && code != 503 && code != 409) ||
+            s->nfaults == FK_MAX_FAULTS ||
             (prefix && strlen(prefix) >= sizeof(s->faults[0].prefix)) ||
             (verb && strlen(verb) >= sizeof(s->faults[0].verb))) {
-            reply_json(s, req, 400,
-                       fk_status(400, "BadRequest",
-                                 "fail needs code=500|429|503, count>=0, retryAfter>=0, at most "
-                                 "%d rules",
-                                 FK_MAX_FAULTS),
-                       0);
+            reply_json(
+                s, req, 400,
+                fk_status(400, "BadRequest",
+                          "fail needs code=500|429|503|409, count>=0, retryAfter>=0, at most "
+                          "%d rules",
+                          FK_MAX_FAULTS),
+                0);
             return;
         }
         struct fk_fault *f = &s->faults[s->nfaults++];
@@ -1853,6 +1855,9 @@ static int apply_fault(struct fk_server *s, struct evhttp_request *req, const ch
             fk_reply(s, req, 429, st);
         } else if (code == 503) {
             fk_reply(s, req, 503, fk_status(503, "ServiceUnavailable", "injected fault"));
+        } else if (code == 409) {
+            fk_reply(s, req, 409,
+                     fk_status(409, "Conflict", "Operation cannot be fulfilled: injected fault"));
         } else {
             fk_reply(s, req, 500,
                      fk_status(500, "InternalError", "Internal error occurred: injected fault"));

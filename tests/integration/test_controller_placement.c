@@ -70,6 +70,69 @@ static void test_fractions_packed(void **state)
     stop_all(&fake, &c);
 }
 
+static bool is_bound(struct fair_fake *f, const char *ns, const char *name)
+{
+    char *node = pod_node(f, ns, name, NULL);
+    bool bound = node && *node;
+    free(node);
+    return bound;
+}
+
+/* A bind answered 409 Conflict means the pod is already bound (or was
+ * replaced) and the controller's cache is behind. It must not bind the pod
+ * again every cycle: the pod counts as bound until the watch shows it or
+ * inFlightTimeout passes, and only then is it planned again. */
+static void test_bind_conflict_not_retried(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
+    assert_int_equal(tc_fake_start(&fake, &o), 0);
+    snprintf(c.config, sizeof c.config, "%s/conflict-config.yaml", fake.dir);
+    FILE *f = fopen(c.config, "w");
+    assert_non_null(f);
+    fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\n"
+               "kind: ControllerConfig\n"
+               "inFlightTimeout: 12s\n"
+               "cycleInterval: 200ms\n");
+    fclose(f);
+    const char *extra[] = {"--leader-elect=false", NULL};
+    assert_int_equal(ctl_start_args(&c, &fake, "conflict", extra), 0);
+    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    two_teams(&fake, "8", "8");
+    assert_int_equal(fair_fake_fail_next(&fake, 409, 1000,
+                                         "/api/v1/namespaces/team-a/pods/stale/binding", "POST", 0),
+                     0);
+    mk_pod(&fake, "team-a", "stale", "qa", "1");
+    if (!WAIT_UNTIL(ctl_metric(&c, "fairshare_bind_conflicts_total") >= 1, WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("no bind conflict seen");
+    }
+    long long t0 = now_ms();
+    double cycles = ctl_metric(&c, "fairshare_cycles_total");
+    /* Another pod still binds, and cycles go on... */
+    mk_pod(&fake, "team-a", "fresh", "qa", "1");
+    assert_true(WAIT_UNTIL(is_bound(&fake, "team-a", "fresh"), WAIT_MS));
+    assert_true(WAIT_UNTIL(ctl_metric(&c, "fairshare_cycles_total") >= cycles + 5, WAIT_MS));
+    /* ...without a second bind of the conflicting pod (inFlightTimeout is
+     * 12 s; the old behaviour retried on the next cycle). */
+    assert_true(now_ms() - t0 < 12000);
+    assert_true(ctl_metric(&c, "fairshare_bind_conflicts_total") == 1);
+    assert_true(ctl_metric(&c, "fairshare_bind_errors_total") == 1);
+    assert_false(is_bound(&fake, "team-a", "stale"));
+    /* Once the timeout passes, the pod is planned again and binds. */
+    assert_int_equal(fair_fake_reset_faults(&fake), 0);
+    if (!WAIT_UNTIL(is_bound(&fake, "team-a", "stale"), 2 * WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the pod was never bound after the conflict");
+    }
+    assert_true(now_ms() - t0 >= 10000);
+    assert_true(ctl_metric(&c, "fairshare_bind_conflicts_total") == 1);
+    stop_all(&fake, &c);
+}
+
 static void test_gang(void **state)
 {
     (void)state;
@@ -226,6 +289,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_fractions_packed, tc_teardown),
         cmocka_unit_test_teardown(test_gang, tc_teardown),
+        cmocka_unit_test_teardown(test_bind_conflict_not_retried, tc_teardown),
         cmocka_unit_test_teardown(test_non_preemptible, tc_teardown),
         cmocka_unit_test_teardown(test_isolation_and_unknown_queue, tc_teardown),
     };
