@@ -33,6 +33,7 @@
 #include "kube/jsonfilter.h"
 #include "kube/watch.h"
 #include "sim/trace.h"
+#include "test_alloc_sweep.h"
 
 /* No operation here needs more allocations than this. */
 #define MAX_SITES 20000
@@ -45,24 +46,8 @@ static long each_failure_named(const char *name, int (*op)(void *ctx), void *ctx
 
 static long each_failure_named(const char *name, int (*op)(void *ctx), void *ctx)
 {
-    long failures = 0;
     json_set_alloc_funcs(fair_malloc, fair_free);
-    for (long k = 0;; k++) {
-        fair_alloc_fail_after(k);
-        int rc = op(ctx);
-        long used = fair_alloc_count();
-        fair_alloc_fail_after(-1);
-        if (rc == 0) {
-            /* It succeeded because it needed no more than k allocations. */
-            if (used > k)
-                fail_msg("succeeded although allocation %ld of %ld failed", k, used);
-            break;
-        }
-        if (rc != FAIR_ENOMEM)
-            fail_msg("allocation %ld failed: got %d, not FAIR_ENOMEM", k, rc);
-        failures++;
-        assert_true(k < MAX_SITES);
-    }
+    long failures = fair_test_alloc_sweep(op, ctx, MAX_SITES);
     json_set_alloc_funcs(malloc, free);
     printf("oom: op=%s allocation_sites_failed=%ld\n", name, failures);
     return failures;

@@ -16,6 +16,8 @@
 #include "sim/frag.h"
 #include "sim/place.h"
 #include "sim/trace.h"
+#include "test_alloc_sweep.h"
+#include "test_sim_fixture.h"
 
 static int64_t bound_of(const int64_t *sizes, const int64_t *counts, size_t n, int64_t whole,
                         int64_t devices, struct fair_sim_frag_bound *b)
@@ -238,15 +240,6 @@ static void test_brute_force(void **state)
 
 /* ---- the experiment's arrivals ------------------------------------------ */
 
-static void load(struct fair_sim_trace *t, const char *nodes, const char *jobs)
-{
-    struct fair_error err = {0};
-    fair_sim_trace_init(t);
-    if (fair_sim_trace_parse_nodes(t, "nodes.csv", nodes, strlen(nodes), NULL, &err) ||
-        (jobs && fair_sim_trace_parse_jobs(t, "jobs.csv", jobs, strlen(jobs), NULL, &err)))
-        fail_msg("%s", err.msg);
-}
-
 static const char *nodes = "sn,cpu_milli,memory_mib,gpu,model\n"
                            "n0,8000,1000,2,A\n"
                            "n1,16000,1000,4,B\n"
@@ -332,36 +325,15 @@ static int op_trace(void *ctx)
     return fair_sim_frag_bound(ctx, &o, &b, NULL);
 }
 
-static long each_failure(int (*op)(void *ctx), void *ctx)
-{
-    long failures = 0;
-    for (long k = 0;; k++) {
-        fair_alloc_fail_after(k);
-        int rc = op(ctx);
-        long used = fair_alloc_count();
-        fair_alloc_fail_after(-1);
-        if (rc == 0) {
-            if (used > k)
-                fail_msg("succeeded although allocation %ld of %ld failed", k, used);
-            break;
-        }
-        if (rc != FAIR_ENOMEM)
-            fail_msg("allocation %ld failed: got %d, not FAIR_ENOMEM", k, rc);
-        failures++;
-        assert_true(k < 10000);
-    }
-    return failures;
-}
-
 static void test_alloc_failure(void **state)
 {
     (void)state;
     /* lp, the pattern arrays (grown several times), b/y/bi, the simplex's
      * arrays: well over ten sites. */
-    assert_true(each_failure(op_hist, NULL) >= 10);
+    assert_true(fair_test_alloc_sweep(op_hist, NULL, 10000) >= 10);
     struct fair_sim_trace t;
     load(&t, nodes, pods);
-    assert_true(each_failure(op_trace, &t) >= 10);
+    assert_true(fair_test_alloc_sweep(op_trace, &t, 10000) >= 10);
     fair_sim_trace_release(&t);
 }
 

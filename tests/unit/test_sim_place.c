@@ -14,15 +14,7 @@
 #include "sim/frag.h"
 #include "sim/place.h"
 #include "sim/trace.h"
-
-static void load(struct fair_sim_trace *t, const char *nodes, const char *jobs)
-{
-    struct fair_error err = {0};
-    fair_sim_trace_init(t);
-    if (fair_sim_trace_parse_nodes(t, "nodes.csv", nodes, strlen(nodes), NULL, &err) ||
-        (jobs && fair_sim_trace_parse_jobs(t, "jobs.csv", jobs, strlen(jobs), NULL, &err)))
-        fail_msg("%s", err.msg);
-}
+#include "test_sim_fixture.h"
 
 static const char *three_nodes = "sn,cpu_milli,memory_mib,gpu,model\n"
                                  "n0,8000,1000,2,A\n"
