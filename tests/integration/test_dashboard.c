@@ -2,7 +2,8 @@
  * `fairsharectl dashboard`, the page loaded with --dump-dom after its JS
  * ran, and checked for what it shows (team names, GPU-hour figures, queue
  * rows); then a screenshot (build/dashboard.png; with FAIR_UPDATE_DOCS=1,
- * docs/dashboard.png).
+ * docs/dashboard.png); then the same page served by fairshare-controller
+ * itself, pointed at the fixture ledger.
  * Without chromium the test fails with a message saying how to install it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "helper_run.h"
+#include "test_controller_common.h"
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -202,7 +204,7 @@ static int chromium(const char *bin, const char *const *extra, struct fair_buf *
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static size_t sink(char *p, size_t s, size_t n, void *ud)
+static size_t buf_sink(char *p, size_t s, size_t n, void *ud)
 {
     return fair_buf_append(ud, p, s * n) ? 0 : s * n;
 }
@@ -213,7 +215,7 @@ static long http_get(const char *url, struct fair_buf *body)
     long status = 0;
     fair_buf_reset(body);
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_sink);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
     assert_int_equal(curl_easy_perform(c), CURLE_OK);
@@ -229,7 +231,7 @@ static long http_method(const char *url, const char *method, struct fair_buf *bo
     long status = 0;
     fair_buf_reset(body);
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_sink);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
     if (strcmp(method, "HEAD") == 0)
@@ -292,41 +294,59 @@ static void test_endpoints(void **state)
     fair_buf_release(&body);
 }
 
-static void test_chromium(void **state)
+/* The page's DOM after its JS ran (fails the test otherwise). */
+static const char *dump_page(const char *bin, const char *page, struct fair_buf *dom)
 {
-    (void)state;
-    const char *bin = find_chromium();
-    if (!bin)
-        fail_msg("chromium is not installed: run scripts/install-deps.sh (Debian package "
-                 "\"chromium\"); the dashboard test needs a real browser");
-    char url[128], page[300];
-    struct fair_buf dom;
-    fair_buf_init(&dom, 0);
-    pid_t pid = start_server(url, sizeof(url));
-    snprintf(page, sizeof(page), "%s?from=2026-11-01&to=2026-11-08", url);
     /* --virtual-time-budget lets the page's JS and fetches finish before
      * the DOM is dumped; on a loaded machine, try once more with more. */
     const char *budgets[] = {"--virtual-time-budget=5000", "--virtual-time-budget=20000"};
     const char *d = "";
     for (int attempt = 0; attempt < 2; attempt++) {
         const char *dump[] = {budgets[attempt], "--dump-dom", page, NULL};
-        int st = chromium(bin, dump, &dom);
-        if (st != 0 || !dom.len)
-            fail_msg("chromium exited with %d and printed %zu bytes", st, dom.len);
-        d = fair_buf_str(&dom);
+        int st = chromium(bin, dump, dom);
+        if (st != 0 || !dom->len)
+            fail_msg("chromium exited with %d and printed %zu bytes", st, dom->len);
+        d = fair_buf_str(dom);
         if (strstr(d, "data-ready=\"1\""))
             break;
     }
     /* The JS ran to the end without an error. */
     if (!strstr(d, "data-ready=\"1\""))
         fail_msg("page did not finish loading; DOM: %.2000s", d);
-    /* Bar chart: team names and GPU-hour figures. */
+    return d;
+}
+
+/* Bar chart: the fixture's team names and GPU-hour figures. */
+static void assert_bars(const char *d)
+{
     assert_non_null(strstr(d, "class=\"bar-label\">research</text>"));
     assert_non_null(strstr(d, "class=\"bar-label\">vision</text>"));
     assert_non_null(strstr(d, "class=\"bar-label\">speech</text>"));
     assert_non_null(strstr(d, "class=\"bar-value\">528.000 GPU-h</text>"));
     assert_non_null(strstr(d, "class=\"bar-value\">312.000 GPU-h</text>"));
     assert_non_null(strstr(d, "class=\"bar-value\">120.000 GPU-h</text>"));
+}
+
+static const char *need_chromium(void)
+{
+    const char *bin = find_chromium();
+    if (!bin)
+        fail_msg("chromium is not installed: run scripts/install-deps.sh (Debian package "
+                 "\"chromium\"); the dashboard test needs a real browser");
+    return bin;
+}
+
+static void test_chromium(void **state)
+{
+    (void)state;
+    const char *bin = need_chromium();
+    char url[128], page[300];
+    struct fair_buf dom;
+    fair_buf_init(&dom, 0);
+    pid_t pid = start_server(url, sizeof(url));
+    snprintf(page, sizeof(page), "%s?from=2026-11-01&to=2026-11-08", url);
+    const char *d = dump_page(bin, page, &dom);
+    assert_bars(d);
     /* Report table: speech used 72 GPU-h preempted, 24 of them borrowed. */
     assert_non_null(strstr(d, "<tr><td>speech</td><td>120.000</td><td>96.000</td><td>24.000</td>"
                               "<td>72.000</td>"));
@@ -366,11 +386,39 @@ static void test_chromium(void **state)
     fair_buf_release(&dom);
 }
 
+/* The same page as the controller serves it: the daemon, pointed at the
+ * fixture ledger, against the fake API server. Last, since the controller
+ * reconciles the ledger's open intervals with the (absent) live pods. */
+static void test_chromium_controller(void **state)
+{
+    (void)state;
+    const char *bin = need_chromium();
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8};
+    assert_int_equal(tc_fake_start(&fake, &o), 0);
+    snprintf(c.ledger, sizeof c.ledger, "%s", db);
+    assert_int_equal(ctl_start(&c, &fake, "dashboard"), 0);
+    if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("controller not ready");
+    }
+    char page[300];
+    snprintf(page, sizeof(page), "http://127.0.0.1:%d/?from=2026-11-01&to=2026-11-08", c.port);
+    struct fair_buf dom;
+    fair_buf_init(&dom, 0);
+    assert_bars(dump_page(bin, page, &dom));
+    fair_buf_release(&dom);
+    stop_all(&fake, &c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints),
         cmocka_unit_test(test_chromium),
+        cmocka_unit_test_teardown(test_chromium_controller, tc_teardown),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
