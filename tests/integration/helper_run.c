@@ -27,6 +27,16 @@ void fair_test_slurp(const char *path, struct fair_buf *b)
     fclose(f);
 }
 
+void fair_test_write_file(char *path, size_t n, const char *dir, const char *name, const char *text)
+{
+    int len = snprintf(path, n, "%s/%s", dir, name);
+    assert_true(len > 0 && (size_t)len < n);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
 int fair_test_run(const char *dir, const char *prog, const char *const *args, struct fair_buf *out,
                   struct fair_buf *err)
 {

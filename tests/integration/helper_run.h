@@ -13,6 +13,11 @@
  * file cannot be opened or b cannot grow. */
 void fair_test_slurp(const char *path, struct fair_buf *b);
 
+/* Writes text to dir/name (path: the full name, n bytes); fails the test
+ * when the file cannot be written. */
+void fair_test_write_file(char *path, size_t n, const char *dir, const char *name,
+                          const char *text);
+
 /* Runs prog with args (NULL-terminated; at most 22 are passed on) and
  * waits for it. Its stdout and stderr go to dir/stdout and dir/stderr
  * (overwritten), then into out and err (reset first). Fails the test

@@ -172,11 +172,8 @@ static void test_csv_table_json(void **state)
 
     /* A price table per GPU model. */
     char prices[160];
-    snprintf(prices, sizeof(prices), "%s/prices.csv", dir);
-    FILE *f = fopen(prices, "w");
-    assert_non_null(f);
-    fputs("model,price\n# per GPU-hour\nA100,2.50\nH100,4\n", f);
-    fclose(f);
+    fair_test_write_file(prices, sizeof(prices), dir, "prices.csv",
+                         "model,price\n# per GPU-hour\nA100,2.50\nH100,4\n");
     const char *a4[] = {"report", "--from", "2026-11-01", "--to",          "2026-12-01", "--format",
                         "csv",    "--db",   db,           "--price-table", prices,       NULL};
     assert_int_equal(run(ctl(), a4, &out, &err), 0);

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "helper_run.h"
+
 #define CTL FAIR_BIN_DIR "/fairsharectl"
 #define DATA FAIR_TEST_DATA_DIR "/sim"
 #define TRACE FAIR_SOURCE_DIR "/../shared/traces/alibaba-openb-2023"
@@ -142,11 +144,8 @@ static void test_bad_files(void **state)
     assert_int_equal(run_ctl(missing), 1);
     assert_non_null(strstr(err_buf, DATA "/nope.csv: cannot open"));
     char bad[300];
-    snprintf(bad, sizeof(bad), "%s/bad.csv", tmpdir);
-    FILE *f = fopen(bad, "w");
-    assert_non_null(f);
-    fputs("name,queue,submit_s,gpu\nok,q,0,1\nbad,q,zero,1\n", f);
-    fclose(f);
+    fair_test_write_file(bad, sizeof(bad), tmpdir, "bad.csv",
+                         "name,queue,submit_s,gpu\nok,q,0,1\nbad,q,zero,1\n");
     const char *const badrow[] = {"simulate", "--nodes", DATA "/nodes_2x8.csv",
                                   "--pods",   bad,       NULL};
     assert_int_equal(run_ctl(badrow), 1);
@@ -196,18 +195,15 @@ static void test_compare(void **state)
     (void)state;
     char dir[300], other[300];
     snprintf(dir, sizeof(dir), "%s/cmp", tmpdir);
-    snprintf(other, sizeof(other), "%s/other.yaml", tmpdir);
-    FILE *f = fopen(other, "w");
-    assert_non_null(f);
     /* What if team-b had the whole cluster guaranteed and team-a none? */
-    fputs("apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: all}\n"
-          "spec: {guaranteed: {gpu: 16}}\n---\n"
-          "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
-          "spec: {project: all, guaranteed: {gpu: 0}}\n---\n"
-          "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
-          "spec: {project: all, guaranteed: {gpu: 16}}\n",
-          f);
-    fclose(f);
+    fair_test_write_file(
+        other, sizeof(other), tmpdir, "other.yaml",
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: all}\n"
+        "spec: {guaranteed: {gpu: 16}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+        "spec: {project: all, guaranteed: {gpu: 0}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+        "spec: {project: all, guaranteed: {gpu: 16}}\n");
     const char *const args[] = {"simulate",
                                 "--nodes",
                                 DATA "/nodes_2x8_plain.csv",
@@ -297,11 +293,8 @@ static void test_fragmentation_mode(void **state)
     /* Only 0.6-GPU pods: one per device, 16 x 0.4 GPU lost whatever the
      * policy, and the bound proves exactly that. */
     char pods[300];
-    snprintf(pods, sizeof(pods), "%s/pods_600.csv", tmpdir);
-    FILE *pf = fopen(pods, "w");
-    assert_non_null(pf);
-    fputs("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,600\n", pf);
-    fclose(pf);
+    fair_test_write_file(pods, sizeof(pods), tmpdir, "pods_600.csv",
+                         "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,600\n");
     const char *const six[] = {"simulate", "--fragmentation",
                                "--nodes",  DATA "/nodes_2x8.csv",
                                "--pods",   pods,
