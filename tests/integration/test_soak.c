@@ -568,10 +568,12 @@ static void test_soak(void **state)
            s->nodes_added, s->nodes_removed);
     for (int i = 0; i < F_COUNT; i++)
         printf(" %s=%ld", FAULT_NAMES[i], s->faults[i]);
+    /* Since the controller's last restart (kill -9 resets its counters). */
+    double conflicts = ctl_metric(&s->ctl, "fairshare_bind_conflicts_total");
     printf(" settle_ms=%lld final_alloc=%g/%g/%g fair=%g/%g/%g ledger_open=%ld rebinds=%ld "
-           "dup_scheduled=%d\n",
+           "dup_scheduled=%d bind_conflicts_last_run=%g\n",
            settle_ms, alloc[0], alloc[1], alloc[2], fair[0], fair[1], fair[2], open_n, s->rebinds,
-           dup);
+           dup, conflicts);
     fflush(stdout);
 
     char log[400];
