@@ -1598,8 +1598,27 @@ static void handle_binding(struct fk_server *s, struct evhttp_request *req, cons
         conds = json_array();
         json_object_set_new(status, "conditions", conds);
     }
-    json_array_append_new(conds, json_pack("{s:s,s:s,s:s}", "type", "PodScheduled", "status",
-                                           "True", "lastTransitionTime", ts));
+    /* As podutil.UpdatePodCondition: the PodScheduled condition is
+     * replaced (reason and message of an earlier False go), and its
+     * lastTransitionTime moves only when the status changes. */
+    json_t *sched = json_pack("{s:s,s:s,s:s}", "type", "PodScheduled", "status", "True",
+                              "lastTransitionTime", ts);
+    size_t ci;
+    json_t *c;
+    bool replaced = false;
+    json_array_foreach(conds, ci, c)
+    {
+        if (strcmp(fk_path_str(c, "type"), "PodScheduled") != 0)
+            continue;
+        json_t *lt = json_object_get(c, "lastTransitionTime");
+        if (strcmp(fk_path_str(c, "status"), "True") == 0 && json_is_string(lt))
+            json_object_set(sched, "lastTransitionTime", lt);
+        json_array_set_new(conds, ci, sched);
+        replaced = true;
+        break;
+    }
+    if (!replaced)
+        json_array_append_new(conds, sched);
     fk_put(s, FK_PODS, key, nw, FK_MODIFIED);
     fk_reply(s, req, 201, fk_status(201, "", "%s", ""));
 out:

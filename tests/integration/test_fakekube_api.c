@@ -408,6 +408,39 @@ static void test_binding_and_eviction(void **state)
                         "0,3");
     json_decref(r0);
     bind_pod("evict", "missing", "node-0001", 404);
+    /* A pod told PodScheduled=False (as a scheduler does) and then bound
+     * has one PodScheduled condition, True, without the old reason. */
+    json_t *r1 = create_pod("evict", "was-pending", NULL, &code);
+    json_decref(r1);
+    char *patched = NULL;
+    assert_int_equal(
+        fair_fake_request_ct(
+            &fake, "PATCH", "/api/v1/namespaces/evict/pods/was-pending/status",
+            "application/strategic-merge-patch+json",
+            "{\"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\","
+            "\"reason\":\"Unschedulable\",\"message\":\"no GPU\"}]}}",
+            &code, &patched),
+        0);
+    assert_int_equal(code, 200);
+    free(patched);
+    bind_pod("evict", "was-pending", "node-0001", 201);
+    r1 = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/evict/pods/was-pending", NULL,
+                                &code);
+    json_t *conds = json_object_get(json_object_get(r1, "status"), "conditions");
+    int nsched = 0;
+    size_t ci;
+    json_t *c;
+    json_array_foreach(conds, ci, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "type")), "PodScheduled") != 0)
+            continue;
+        nsched++;
+        assert_string_equal(json_string_value(json_object_get(c, "status")), "True");
+        assert_null(json_object_get(c, "reason"));
+        assert_non_null(json_object_get(c, "lastTransitionTime"));
+    }
+    assert_int_equal(nsched, 1);
+    json_decref(r1);
 
     json_t *r = fair_fake_request_json(
         &fake, "POST", "/apis/policy/v1/namespaces/evict/poddisruptionbudgets",
