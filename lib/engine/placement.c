@@ -316,7 +316,7 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
         return FAIR_ENOMEM;
     pl->bytes += n * sizeof(*v); /* freed below, but part of the cycle's peak */
     const enum fair_res res[2] = {FAIR_RES_CPU, FAIR_RES_MEM};
-    int64_t med[2];
+    int64_t ratio[2];
     for (int k = 0; k < 2; k++) {
         size_t j = 0;
         for (size_t i = 0; i < snap->npods; i++) {
@@ -330,12 +330,12 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
             v[j].weight = g;
             j++;
         }
-        med[k] = fair_place_weighted_quantile(v, n, 1, 3);
+        ratio[k] = fair_place_weighted_quantile(v, n, 1, 3);
     }
     fair_free(v);
     pl->bal_gpu = DEV_MILLI;
-    pl->bal_cpu = med[0];
-    pl->bal_mem = med[1];
+    pl->bal_cpu = ratio[0];
+    pl->bal_mem = ratio[1];
     pl->bal = pl->bal_cpu > 0 || pl->bal_mem > 0;
     if (!pl->bal)
         return 0;
@@ -365,6 +365,7 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
     order = fair_calloc(snap->nnodes ? snap->nnodes : 1, sizeof(*order));
     if (!pl->nodes || !pl->rank_of || !pl->whole || !pl->part || !order)
         goto out;
+    pl->bytes += snap->nnodes * sizeof(*order);
     if (pl->policy == FAIR_PLACE_PACK) {
         rc = balance_init(pl, snap);
         if (rc)
