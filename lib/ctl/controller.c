@@ -451,34 +451,29 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
 {
     struct req *r = ctx;
     struct fair_ctl *c = r->c;
-    if (resp->rc && resp->status == 409) {
-        /* Conflict: the pod is already bound (or was replaced), so our
-         * cache is behind the server. Binding it again next cycle would
-         * only get 409 again until the watch catches up: keep the
-         * operation in flight instead, so the pod counts as bound and is
-         * not planned again until the informer shows it or inFlightTimeout
-         * passes. */
-        note_api_error(c, resp);
-        c->metrics.bind_errors++;
-        c->metrics.bind_conflicts++;
-        FAIR_WARN(COMP,
-                  "msg=\"bind conflict: the pod is already bound or was replaced; waiting for "
-                  "the watch\" pod=%s/%s node=%s err=\"%s\"",
-                  r->ns, r->name, r->node, resp->err.msg);
-        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
-        if (e && e->op == FAIR_CTL_OP_BINDING)
-            e->op_start_ms = mono(c);
-        mark_dirty(c);
-        req_free(r);
-        pump_binds(c);
-        return;
-    }
     if (resp->rc) {
         note_api_error(c, resp);
         c->metrics.bind_errors++;
-        FAIR_WARN(COMP, "msg=\"bind failed\" pod=%s/%s node=%s status=%ld err=\"%s\"", r->ns,
-                  r->name, r->node, resp->status, resp->err.msg);
-        fair_ctl_podmem_end(&c->pods, r->uid);
+        if (resp->status == 409) {
+            /* Conflict: the pod is already bound (or was replaced), so our
+             * cache is behind the server. Binding it again next cycle would
+             * only get 409 again until the watch catches up: keep the
+             * operation in flight instead, so the pod counts as bound and is
+             * not planned again until the informer shows it or
+             * inFlightTimeout passes. */
+            c->metrics.bind_conflicts++;
+            FAIR_WARN(COMP,
+                      "msg=\"bind conflict: the pod is already bound or was replaced; waiting "
+                      "for the watch\" pod=%s/%s node=%s err=\"%s\"",
+                      r->ns, r->name, r->node, resp->err.msg);
+            struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
+            if (e && e->op == FAIR_CTL_OP_BINDING)
+                e->op_start_ms = mono(c);
+        } else {
+            FAIR_WARN(COMP, "msg=\"bind failed\" pod=%s/%s node=%s status=%ld err=\"%s\"", r->ns,
+                      r->name, r->node, resp->status, resp->err.msg);
+            fair_ctl_podmem_end(&c->pods, r->uid);
+        }
         mark_dirty(c);
         req_free(r);
         pump_binds(c);

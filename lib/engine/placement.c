@@ -46,12 +46,12 @@ static int64_t stranded(const struct fair_place *pl, int64_t gpu, int64_t cpu, i
         return 0;
     int64_t use = gpu;
     if (pl->bal_cpu > 0) {
-        __int128 u = (__int128)(cpu > 0 ? cpu : 0) * pl->bal_gpu / pl->bal_cpu;
+        __int128 u = (__int128)(cpu > 0 ? cpu : 0) * DEV_MILLI / pl->bal_cpu;
         if (u < use)
             use = (int64_t)u;
     }
     if (pl->bal_mem > 0) {
-        __int128 u = (__int128)(mem > 0 ? mem : 0) * pl->bal_gpu / pl->bal_mem;
+        __int128 u = (__int128)(mem > 0 ? mem : 0) * DEV_MILLI / pl->bal_mem;
         if (u < use)
             use = (int64_t)u;
     }
@@ -333,7 +333,6 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
         ratio[k] = fair_place_weighted_quantile(v, n, 1, 3);
     }
     fair_free(v);
-    pl->bal_gpu = DEV_MILLI;
     pl->bal_cpu = ratio[0];
     pl->bal_mem = ratio[1];
     pl->bal = pl->bal_cpu > 0 || pl->bal_mem > 0;

@@ -63,14 +63,14 @@ struct fair_place {
     uint64_t *part;
     int32_t part_cnt[FAIR_GPU_DEVICE_MILLI];
     /* Balance (PACK only): the CPU and memory per GPU (bal_cpu and
-     * bal_mem per bal_gpu = 1000 milli) that the lighter third of the GPU
+     * bal_mem per 1000 milli-GPU) that the lighter third of the GPU
      * pods ask for (weighted 1/3 quantile). A node whose free CPU or memory
      * is below its free GPUs times that ratio strands GPUs: they are free,
      * but even those pods would not fit next to them. Only such nodes (cur
      * view) are in strand; placing a pod there can reduce the stranding,
      * elsewhere it can only add some. */
     bool bal;
-    int64_t bal_gpu, bal_cpu, bal_mem;
+    int64_t bal_cpu, bal_mem; /* per GPU (1000 milli) */
     uint64_t *strand;
     int32_t strand_cnt;
     /* Requests known not to fit on any node (state only fills up between

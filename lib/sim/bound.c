@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "engine/engine.h"
 
-#define DEV 1000 /* milli-GPU per device */
+#define DEV FAIR_GPU_DEVICE_MILLI /* milli-GPU per device (engine/engine.h) */
 /* Duals are rounded up to multiples of 1/SCALE milli-GPU, so that the dual
  * objective is computed exactly in 64-bit integers (see the limits in
  * fair_sim_frag_bound_hist(): every product stays below 2^58). */

@@ -79,8 +79,8 @@ int fair_sim_frag_run(const struct fair_sim_trace *t, fair_sim_place_fn place, v
         while (next_point < FAIR_SIM_FRAG_CURVE &&
                res->arrived_milli >= c.gpu_capacity * next_point * 5 / 100)
             res->curve_unallocated[next_point++] = fair_sim_cluster_unallocated(&c);
-        res->pods_arrived++;
-        res->arrived_milli += job->gpu_milli;
+        res->pods_arrived = draw.pods;
+        res->arrived_milli = draw.arrived_milli;
         int32_t node = -1;
         uint64_t dev = 0;
         rc = place(ctx, &c, job, &node, &dev, err);
