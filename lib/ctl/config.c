@@ -47,9 +47,10 @@ static const struct fair_ctl_config_entry table[] = {
      "a scheduling cycle runs at least this often"},
     {"cycleMinInterval", FAIR_CFG_DURATION, OFF(cycle_min_interval_ms), "20ms", 0, 60 * 1000,
      "changes arriving within this time are coalesced into one cycle"},
-    {"kubeAPI.qps", FAIR_CFG_INT, OFF(api_qps), "200", 1, 100000,
-     "sustained requests per second to the API server (token bucket)"},
-    {"kubeAPI.burst", FAIR_CFG_INT, OFF(api_burst), "400", 1, 1000000,
+    {"kubeAPI.qps", FAIR_CFG_INT, OFF(api_qps), "2000", 1, 100000,
+     "sustained requests per second to the API server (token bucket); sized so that the "
+     "server's own flow control, not this bucket, paces a burst of binds"},
+    {"kubeAPI.burst", FAIR_CFG_INT, OFF(api_burst), "4000", 1, 1000000,
      "requests allowed in a burst above qps"},
     {"kubeAPI.timeout", FAIR_CFG_DURATION, OFF(api_timeout_ms), "30s", 100, 600 * 1000,
      "timeout of one API request (watches excepted)"},

@@ -40,6 +40,13 @@
 #define MAX_BINDS_IN_FLIGHT 256
 /* Least time between change-triggered cycles while binds are queued. */
 #define BUSY_CYCLE_GAP_MS 200
+/* Scheduled and Preempted Events wait in a low-priority queue: sent only
+ * while no planned bind waits for a slot, a few at a time, so that a burst
+ * of binds is not slowed by twice as many writes; past the cap they are
+ * dropped and counted (client-go's broadcaster queues 1,000 and drops the
+ * rest the same way). */
+#define EVENT_QUEUE_MAX 1000
+#define MAX_EVENTS_IN_FLIGHT 16
 /* Other requests (Events, conditions) outstanding at once. */
 #define MAX_REQS_OUTSTANDING 2048
 /* Status writes per cycle. */
@@ -58,20 +65,23 @@ struct req {
     char *uid, *ns, *name, *node, *devices;
     char *queue, *project, *team, *cost_center, *gpu_model;
     char *for_queue, *for_pod;
-    char *obj_kind; /* status writes: "Queue" / "Project" */
+    char *obj_kind;                  /* status writes: "Queue" / "Project" */
+    char *message;                   /* queued Events */
+    const char *ev_type, *ev_reason; /* queued Events; static strings */
     int64_t gpu_milli, inquota_milli;
     int evict_reason;
-    struct req *qnext; /* binds waiting for a slot */
+    struct req *qnext; /* binds waiting for a slot; queued Events */
     bool bind_slot;    /* holds one of the MAX_BINDS_IN_FLIGHT slots */
+    bool event_slot;   /* holds one of the MAX_EVENTS_IN_FLIGHT slots */
 };
 
 enum {
     REQ_QUEUED_BIND,
-    REQ_ANNOTATE,
     REQ_BIND,
     REQ_EVICT_MARK,
     REQ_EVICT,
     REQ_EVENT,
+    REQ_QUEUED_EVENT,
     REQ_POD_STATUS,
     REQ_OBJ_STATUS,
     REQ_UNMARK
@@ -111,6 +121,9 @@ struct fair_ctl {
     size_t binds_in_flight;              /* binds sent and not answered */
     struct req *bindq_head, *bindq_tail; /* planned binds waiting for a slot */
     size_t nbindq;
+    size_t events_in_flight;         /* queued Events sent and not answered */
+    struct req *evq_head, *evq_tail; /* Events waiting to be sent */
+    size_t nevq;
     /* Scratch arrays for the snapshot input, reused between cycles. */
     const void **arr[INF_COUNT];
     size_t arr_cap[INF_COUNT];
@@ -153,6 +166,8 @@ static void req_free(struct req *r)
     c->nreqs--;
     if (r->bind_slot)
         c->binds_in_flight--;
+    if (r->event_slot)
+        c->events_in_flight--;
     if (r->prev)
         r->prev->next = r->next;
     else if (c->reqs == r)
@@ -172,6 +187,7 @@ static void req_free(struct req *r)
     fair_free(r->for_queue);
     fair_free(r->for_pod);
     fair_free(r->obj_kind);
+    fair_free(r->message);
     fair_free(r);
 }
 
@@ -327,6 +343,8 @@ static void on_synced(void *ctx);
 
 /* ---- telling people: Events and conditions ---- */
 
+static void pump_events(struct fair_ctl *c);
+
 static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
 {
     struct req *r = ctx;
@@ -348,7 +366,10 @@ static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
     } else if (r->kind == REQ_EVENT && !resp->rc) {
         c->metrics.events_sent++;
     }
+    bool was_queued = r->event_slot;
     req_free(r);
+    if (was_queued)
+        pump_events(c);
 }
 
 static void send_event(struct fair_ctl *c, const struct fair_kpod *p, const char *type,
@@ -371,6 +392,65 @@ static void send_event(struct fair_ctl *c, const struct fair_kpod *p, const char
                   p->meta.name, err.msg);
         req_free(r);
     }
+}
+
+/* Sends queued Events while no bind waits for a slot and a slot is free. */
+static void pump_events(struct fair_ctl *c)
+{
+    while (c->evq_head && c->nbindq == 0 && c->events_in_flight < MAX_EVENTS_IN_FLIGHT &&
+           !c->stopping) {
+        struct req *r = c->evq_head;
+        c->evq_head = r->qnext;
+        if (!c->evq_head)
+            c->evq_tail = NULL;
+        c->nevq--;
+        r->qnext = NULL;
+        r->kind = REQ_EVENT;
+        r->event_slot = true;
+        c->events_in_flight++;
+        struct fair_error err = {0};
+        struct fair_kevent_ref ref = {.api_version = "v1",
+                                      .kind = "Pod",
+                                      .namespace_ = r->ns,
+                                      .name = r->name,
+                                      .uid = r->uid};
+        if (fair_kclient_event(c->kc, &ref, r->ev_type, r->ev_reason, r->message,
+                               c->cfg->scheduler_name, on_simple_done, r, &err)) {
+            FAIR_WARN(COMP, "msg=\"event not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
+            req_free(r);
+        }
+    }
+}
+
+/* Queues a low-priority Event about a pod (type and reason: static
+ * strings); see EVENT_QUEUE_MAX. */
+static void queue_event(struct fair_ctl *c, const char *ns, const char *name, const char *uid,
+                        const char *type, const char *reason, const char *message)
+{
+    if (c->nevq >= EVENT_QUEUE_MAX) {
+        c->metrics.events_dropped++;
+        return;
+    }
+    struct req *r = req_new(c, REQ_QUEUED_EVENT);
+    if (!r)
+        return;
+    r->ns = dup0(ns);
+    r->name = dup0(name);
+    r->uid = dup0(uid);
+    r->message = dup0(message);
+    r->ev_type = type;
+    r->ev_reason = reason;
+    if (!r->ns || !r->name || !r->uid || !r->message) {
+        req_free(r);
+        return;
+    }
+    if (c->evq_tail)
+        c->evq_tail->qnext = r;
+    else
+        c->evq_head = r;
+    c->evq_tail = r;
+    c->nevq++;
+    pump_events(c);
 }
 
 /* Patches one pod condition with a strategic merge patch on pods/status,
@@ -489,8 +569,7 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
     else
         snprintf(msg, sizeof msg, "Bound %s/%s to node %s (queue %s)", r->ns, r->name, r->node,
                  r->queue);
-    struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
-    send_event(c, &tmp, "Normal", "Scheduled", msg);
+    queue_event(c, r->ns, r->name, r->uid, "Normal", "Scheduled", msg);
     if (c->ledger && r->gpu_milli > 0 && c->leader_now) {
         struct fair_error err = {0};
         struct fair_ledger_interval_info info = {.uid = r->uid,
@@ -513,37 +592,10 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
     pump_binds(c);
 }
 
-static void send_bind(struct fair_ctl *c, struct req *r)
-{
-    struct fair_error err = {0};
-    r->kind = REQ_BIND;
-    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, NULL, 0, on_bind_done, r, &err)) {
-        FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
-        fair_ctl_podmem_end(&c->pods, r->uid);
-        req_free(r);
-    }
-}
-
-static void on_annotate_done(const struct fair_kresponse *resp, void *ctx)
-{
-    struct req *r = ctx;
-    struct fair_ctl *c = r->c;
-    if (resp->rc) {
-        note_api_error(c, resp);
-        FAIR_WARN(COMP,
-                  "msg=\"gpu-devices annotation failed; not binding\" pod=%s/%s status=%ld "
-                  "err=\"%s\"",
-                  r->ns, r->name, resp->status, resp->err.msg);
-        fair_ctl_podmem_end(&c->pods, r->uid);
-        mark_dirty(c);
-        req_free(r);
-        pump_binds(c);
-        return;
-    }
-    send_bind(c, r);
-}
-
-/* Sends a planned bind: the annotation patch first when it has devices. */
+/* Sends a planned bind: one POST pods/NAME/binding. The device set rides
+ * on the Binding's annotations, which the API server copies onto the pod
+ * in the same write (setPodHostAndAnnotations), so whatever starts the pod
+ * on the node finds them, and a bind costs one request instead of two. */
 static void start_bind(struct fair_ctl *c, struct req *r)
 {
     struct fair_error err = {0};
@@ -552,21 +604,11 @@ static void start_bind(struct fair_ctl *c, struct req *r)
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
     if (e)
         e->op_start_ms = mono(c); /* in flight from now on */
-    if (!*r->devices) {
-        send_bind(c, r);
-        return;
-    }
-    /* The devices go on the pod first (a merge patch of the annotation),
-     * so that whatever starts the pod on the node finds them; the bind
-     * follows when the patch succeeded. */
-    char patch[400];
-    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"%s\":\"%s\"}}}",
-             FAIR_ANN_GPU_DEVICES, r->devices);
-    r->kind = REQ_ANNOTATE;
-    if (fair_kclient_merge_patch(c->kc, &fair_kres_pods, r->ns, r->name, NULL, patch,
-                                 on_annotate_done, r, &err)) {
-        FAIR_WARN(COMP, "msg=\"annotation not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name,
-                  err.msg);
+    const char *ann[2] = {FAIR_ANN_GPU_DEVICES, r->devices};
+    r->kind = REQ_BIND;
+    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, ann, *r->devices ? 1 : 0,
+                          on_bind_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
         fair_ctl_podmem_end(&c->pods, r->uid);
         req_free(r);
     }
@@ -586,6 +628,7 @@ static void pump_binds(struct fair_ctl *c)
         r->qnext = NULL;
         start_bind(c, r);
     }
+    pump_events(c);
 }
 
 /* Forgets the binds not sent yet (leadership lost, shutdown). */
@@ -738,8 +781,7 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
         snprintf(msg, sizeof msg,
                  "Preempted by fairshare: queue %s reclaimed the GPUs it lent (for pod %s)",
                  r->for_queue, r->for_pod);
-    struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
-    send_event(c, &tmp, "Normal", "Preempted", msg);
+    queue_event(c, r->ns, r->name, r->uid, "Normal", "Preempted", msg);
     req_free(r); /* the pod stays EVICTING until it is gone */
 }
 

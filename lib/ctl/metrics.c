@@ -169,6 +169,10 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
     P("# HELP fairshare_events_total Events written.\n"
       "# TYPE fairshare_events_total counter\nfairshare_events_total %llu\n",
       (unsigned long long)m->events_sent);
+    P("# HELP fairshare_events_dropped_total Scheduled and Preempted Events dropped because their "
+      "low-priority queue was full.\n"
+      "# TYPE fairshare_events_dropped_total counter\nfairshare_events_dropped_total %llu\n",
+      (unsigned long long)m->events_dropped);
     P("# HELP fairshare_status_writes_total Queue and Project status writes.\n"
       "# TYPE fairshare_status_writes_total counter\nfairshare_status_writes_total %llu\n",
       (unsigned long long)m->status_writes);

@@ -34,6 +34,7 @@ struct fair_ctl_metrics {
     uint64_t preemptions_preempt;
     uint64_t evictions_blocked; /* 429 from a PodDisruptionBudget */
     uint64_t events_sent;
+    uint64_t events_dropped; /* Scheduled/Preempted Events over the queue's cap */
     uint64_t status_writes;
     /* API errors by HTTP status (0: no answer). */
     long codes[FAIR_CTL_MAX_CODES];

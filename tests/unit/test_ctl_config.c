@@ -31,8 +31,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.cycle_interval_ms, 1000);
     assert_int_equal(c.ledger_sample_ms, 60000);
     assert_int_equal(c.ledger_retention_ms, 400LL * 24 * 3600 * 1000);
-    assert_int_equal(c.api_qps, 200);
-    assert_int_equal(c.api_burst, 400);
+    assert_int_equal(c.api_qps, 2000);
+    assert_int_equal(c.api_burst, 4000);
     assert_int_equal(c.log_level, FAIR_LOG_INFO);
     assert_int_equal(c.event_interval_ms, 5 * 60 * 1000);
     assert_string_equal(c.metrics_address, "127.0.0.1:8080");
@@ -238,8 +238,8 @@ static void test_shipped_config(void **state)
     assert_string_equal(c.metrics_address, ":8080");
     assert_string_equal(c.ledger_path, "/var/lib/fairshare/ledger.db");
     assert_int_equal(c.ledger_retention_ms, 400LL * 24 * 3600 * 1000);
-    assert_int_equal(c.api_qps, 500);
-    assert_int_equal(c.api_burst, 1000);
+    assert_int_equal(c.api_qps, 2000);
+    assert_int_equal(c.api_burst, 4000);
     fair_ctl_config_release(&c);
 }
 
