@@ -851,12 +851,14 @@ static const struct fair_problem *find_problem(const struct fair_result *res,
     return NULL;
 }
 
-static void write_status(struct fair_ctl *c, const char *kind, const char *name, int64_t gen,
-                         const struct fair_share_status *fig, const struct fair_kquota *spec,
-                         const char *invalid, const char *overcommit, int *budget)
+static void write_status(struct fair_ctl *c, const char *kind, const char *name, const char *team,
+                         int64_t gen, const struct fair_share_status *fig,
+                         const struct fair_kquota *spec, const char *invalid,
+                         const char *overcommit, int *budget)
 {
     struct fair_ctl_status_input in = {.kind = kind,
                                        .name = name,
+                                       .team = team,
                                        .generation = gen,
                                        .figures = fig,
                                        .spec_guaranteed = spec->guaranteed,
@@ -900,8 +902,8 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
  * res), else dropped, the snapshot's reason for leaving it out. */
 static void write_object_status(struct fair_ctl *c, const struct fair_result *res,
                                 enum fair_object_kind obj, int32_t ix, const char *dropped,
-                                const struct fair_kmeta *meta, const struct fair_kquota *quota,
-                                int *budget)
+                                const struct fair_kmeta *meta, const char *team,
+                                const struct fair_kquota *quota, int *budget)
 {
     bool project = obj == FAIR_OBJ_PROJECT;
     const char *invalid = ix < 0 ? dropped : NULL;
@@ -914,7 +916,7 @@ static void write_object_status(struct fair_ctl *c, const struct fair_result *re
     const struct fair_share_status *fig = NULL;
     if (ix >= 0)
         fig = project ? &res->projects[ix] : &res->queues[ix];
-    write_status(c, project ? "Project" : "Queue", meta->name, meta->generation, fig, quota,
+    write_status(c, project ? "Project" : "Queue", meta->name, team, meta->generation, fig, quota,
                  invalid, po ? po->message : NULL, budget);
 }
 
@@ -926,11 +928,12 @@ static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s
         (const struct fair_kproject *const *)c->arr[INF_PROJECTS];
     const struct fair_kqueue *const *kq = (const struct fair_kqueue *const *)c->arr[INF_QUEUES];
     for (size_t i = 0; i < s->ninput_projects; i++)
-        write_object_status(c, res, FAIR_OBJ_PROJECT, s->project_index[i], s->project_problem[i],
-                            &kp[i]->meta, &kp[i]->quota, &budget);
+        write_object_status(
+            c, res, FAIR_OBJ_PROJECT, s->project_index[i], s->project_problem[i], &kp[i]->meta,
+            kp[i]->team && *kp[i]->team ? kp[i]->team : kp[i]->meta.name, &kp[i]->quota, &budget);
     for (size_t i = 0; i < s->ninput_queues; i++)
         write_object_status(c, res, FAIR_OBJ_QUEUE, s->queue_index[i], s->queue_problem[i],
-                            &kq[i]->meta, &kq[i]->quota, &budget);
+                            &kq[i]->meta, NULL, &kq[i]->quota, &budget);
 }
 
 /* ---- ledger samples and reconcile ---- */
@@ -1271,7 +1274,11 @@ static void on_synced(void *ctx)
 static void on_started_leading(void *ctx)
 {
     struct fair_ctl *c = ctx;
-    FAIR_INFO(COMP, "msg=\"became the leader\" identity=%s", c->identity ? c->identity : "");
+    if (c->leader)
+        FAIR_INFO(COMP, "msg=\"became the leader\" identity=%s", fair_leader_identity(c->leader));
+    else
+        FAIR_INFO(COMP, "msg=\"scheduling: leader election is off, so this replica acts "
+                        "alone\"");
     c->leader_now = true;
     c->metrics.leader = true;
     c->need_reconcile = true;

@@ -105,7 +105,8 @@ int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ct
         json_object_set_new(status, "pending",
                             json_pack("{s:I, s:o}", "pods", (json_int_t)f->pending_pods,
                                       "resources", resources_json(&pend))) ||
-        json_object_set_new(status, "observedGeneration", json_integer(in->generation))) {
+        json_object_set_new(status, "observedGeneration", json_integer(in->generation)) ||
+        (in->team && json_object_set_new(status, "team", json_string(in->team)))) {
         rc = FAIR_ENOMEM;
         goto out;
     }

@@ -1,6 +1,6 @@
 /* Queue and Project status: the status subresource as the CRDs in crds/
  * describe it (guaranteed, fairShare, allocated, borrowed, lent, pending
- * {pods, resources}, observedGeneration, conditions Ready / Invalid /
+ * {pods, resources}, observedGeneration, a Project's team, conditions Ready / Invalid /
  * Overcommitted), built from the engine's figures, and a memory of what was
  * last written per object so that a status is written only when it
  * changes, at most once per interval, and conditions keep their
@@ -52,6 +52,7 @@ void fair_ctl_status_table_release(struct fair_ctl_status_table *t);
 struct fair_ctl_status_input {
     const char *kind; /* "Queue" or "Project" */
     const char *name;
+    const char *team; /* Projects: the team reports group by (spec.team or the name); NULL: none */
     int64_t generation;
     const struct fair_share_status *figures; /* NULL: object left out of the cycle */
     struct fair_resources spec_guaranteed;   /* used when figures is NULL */

@@ -35,6 +35,30 @@ static struct fair_ctl_status_input input(struct fair_share_status *fig, int64_t
     return in;
 }
 
+/* A Project's status carries the team reports group it by, so that the
+ * Team column of kubectl get projects shows it even when spec.team is
+ * left to its default (the project's name). */
+static void test_project_status_has_team(void **state)
+{
+    (void)state;
+    struct fair_ctl_status_table t;
+    fair_ctl_status_table_init(&t);
+    struct fair_share_status fig = {0};
+    char *patch = NULL;
+    struct fair_ctl_status_input in = input(&fig, 0);
+    in.kind = "Project";
+    in.name = "vision";
+    in.team = "vision";
+    assert_int_equal(fair_ctl_status_update(&t, &in, &patch), 0);
+    assert_non_null(patch);
+    json_t *doc = json_loads(patch, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "status"), "team")),
+                        "vision");
+    json_decref(doc);
+    fair_free(patch);
+    fair_ctl_status_table_release(&t);
+}
+
 static void test_status_written_on_change_only(void **state)
 {
     (void)state;
@@ -67,6 +91,7 @@ static void test_status_written_on_change_only(void **state)
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(pend, "resources"), "gpu")), "2");
     assert_int_equal(json_integer_value(json_object_get(st, "observedGeneration")), 3);
+    assert_null(json_object_get(st, "team")); /* a Queue has none */
     json_t *conds = json_object_get(st, "conditions");
     assert_int_equal(json_array_size(conds), 3);
     const char *t0 =
@@ -290,6 +315,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_written_on_change_only),
+        cmocka_unit_test(test_project_status_has_team),
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_podmem),
         cmocka_unit_test(test_index),

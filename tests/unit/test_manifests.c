@@ -1,8 +1,10 @@
-/* Checks the YAML under crds/ and config/: the CRDs are structural and
- * declare the names, columns, defaults and validation docs/api.md promises;
- * the RBAC grants exactly what the controller uses; the Deployment is
- * hardened; and the examples pass the CRDs' own schemas (a small OpenAPI
- * validator below, with the patterns compiled by POSIX regcomp). */
+/* Checks the YAML under crds/ and config/: the CRDs pass the Kubernetes API
+ * server's own schema rules (check_schema, each rule shown by a schema the
+ * real server refused) and declare the names, columns, defaults and
+ * validation docs/api.md promises; the RBAC grants exactly what the
+ * controller uses; the Deployment is hardened; and the examples pass the
+ * CRDs' own schemas (a small OpenAPI validator below, with the patterns
+ * compiled by POSIX regcomp). */
 #include <dirent.h>
 #include <regex.h>
 #include <setjmp.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -162,9 +165,14 @@ static bool str_in_array(json_t *arr, const char *s)
 
 /* ---- structural-schema walk --------------------------------------------- */
 
+/* Options of check_schema (struct walk's rules). */
+#define RULES_STATUS 1u /* the version has the status subresource */
+#define RULES_HOUSE 2u  /* Fairshare's rules, which the server does not have */
+
 struct walk {
     int errors;
     int properties;
+    unsigned rules; /* RULES_* for check_schema */
     char first[MSG_MAX];
 };
 
@@ -196,94 +204,820 @@ static bool value_has_type(json_t *v, const char *type)
     return false;
 }
 
-/* The rules of apiextensions.k8s.io/v1 structural schemas that a CRD file
- * can break, plus ours: every property has a description. */
-static void check_schema(struct walk *w, json_t *s, const char *path, bool need_desc)
+static void validate_value(struct walk *w, json_t *s, json_t *v, const char *path, bool structural);
+
+#define SCHEMA_PATH_MAX 512
+
+/* out = path + the printf-formatted tail; paths read as the server's
+ * field paths do: properties[spec].items.anyOf[0].type */
+static const char *sub_path(char *out, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static const char *sub_path(char *out, const char *path, const char *fmt, ...)
 {
-    char sub[512];
-    if (!json_is_object(s)) {
-        bad(w, "%s: schema is not an object", path);
+    char tail[SCHEMA_PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tail, sizeof tail, fmt, ap);
+    va_end(ap);
+    snprintf(out, SCHEMA_PATH_MAX, "%s%s", path, tail);
+    return out;
+}
+
+static bool in_list(const char *s, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, list[i]) == 0)
+            return true;
+    return false;
+}
+
+#define IN_LIST(s, list) in_list(s, list, sizeof list / sizeof *list)
+
+static const char *const schema_types[] = {"object",  "array",  "string",
+                                           "integer", "number", "boolean"};
+
+/* The exact int-or-string shape the server lets keep types inside a junctor:
+ * [{type: integer}, {type: string}], in this order, with nothing else but
+ * false flags (which the server cannot tell from absent ones). */
+static bool is_type_only(json_t *branch, const char *type)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(branch, key, v)
+    {
+        if (strcmp(key, "type") == 0 ? !json_is_string(v) || strcmp(json_string_value(v), type)
+                                     : !json_is_false(v))
+            return false;
+    }
+    return json_is_object(branch) && json_object_get(branch, "type");
+}
+
+static bool is_int_or_string_pair(json_t *any)
+{
+    return json_array_size(any) == 2 && is_type_only(json_array_get(any, 0), "integer") &&
+           is_type_only(json_array_get(any, 1), "string");
+}
+
+/* The API server checks a schema in steps (validateCustomResourceDefinitionValidation)
+ * and lists what each found; a step can hide the next, so each has its own
+ * walk, and check_schema adds up what the server would list. */
+struct schema_check {
+    struct walk *w;         /* the result; the house rules go straight here */
+    struct walk api;        /* ValidateCustomResourceDefinitionOpenAPISchema, the root */
+    struct walk structural; /* ValidateStructural: left out if NewStructural fails */
+    struct walk defaults;   /* ValidateDefaults: left out if ValidateStructural found any */
+    bool unconvertible;     /* a keyword NewStructural cannot convert */
+};
+
+/* x-kubernetes-list-type, -list-map-keys and -map-type
+ * (ValidateCustomResourceDefinitionOpenAPISchema, validateMapListKeysMapSet). */
+static void check_list_and_map_types(struct schema_check *sc, json_t *s, const char *path)
+{
+    char sub[SCHEMA_PATH_MAX];
+    const char *type = json_string_value(json_object_get(s, "type"));
+    json_t *mt = json_object_get(s, "x-kubernetes-map-type");
+    if (mt && (!type || strcmp(type, "object") != 0))
+        bad(&sc->api, "%s: must be object when x-kubernetes-map-type is set",
+            sub_path(sub, path, ".type"));
+    static const char *const map_types[] = {"atomic", "granular"};
+    if (mt && (!json_is_string(mt) || !IN_LIST(json_string_value(mt), map_types)))
+        bad(&sc->api, "%s: must be atomic or granular",
+            sub_path(sub, path, ".x-kubernetes-map-type"));
+
+    json_t *lt = json_object_get(s, "x-kubernetes-list-type");
+    json_t *keys = json_object_get(s, "x-kubernetes-list-map-keys");
+    const char *list = json_string_value(lt);
+    json_t *items = json_object_get(s, "items");
+    json_t *item_props = json_object_get(items, "properties");
+    const char *item_type = json_string_value(json_object_get(items, "type"));
+    if (lt && (!type || strcmp(type, "array") != 0)) {
+        bad(&sc->api, "%s: must be array when x-kubernetes-list-type is set",
+            sub_path(sub, path, ".type"));
+    } else if (list && strcmp(list, "set") == 0 && json_is_object(items) && item_type) {
+        /* A set compares whole items, so they must be atomic. */
+        const char *il = str_at(items, "x-kubernetes-list-type");
+        const char *im = str_at(items, "x-kubernetes-map-type");
+        if (strcmp(item_type, "array") == 0 && il && strcmp(il, "atomic") != 0)
+            bad(&sc->api, "%s: items of a set must be atomic lists",
+                sub_path(sub, path, ".items.x-kubernetes-list-type"));
+        if (strcmp(item_type, "object") == 0 && (!im || strcmp(im, "atomic") != 0))
+            bad(&sc->api, "%s: object items of a set need x-kubernetes-map-type: atomic",
+                sub_path(sub, path, ".items.x-kubernetes-map-type"));
+    }
+    static const char *const list_types[] = {"atomic", "set", "map"};
+    if (lt && (!list || !IN_LIST(list, list_types)))
+        bad(&sc->api, "%s: must be atomic, set or map",
+            sub_path(sub, path, ".x-kubernetes-list-type"));
+    if (json_array_size(keys) > 0 && (!list || strcmp(list, "map") != 0))
+        bad(&sc->api, "%s: must be map when x-kubernetes-list-map-keys is set",
+            sub_path(sub, path, ".x-kubernetes-list-type"));
+    if (list && strcmp(list, "map") == 0) {
+        if (json_array_size(keys) == 0)
+            bad(&sc->api, "%s: a map list needs its keys",
+                sub_path(sub, path, ".x-kubernetes-list-map-keys"));
+        if (!items)
+            bad(&sc->api, "%s: a map list needs an item schema", sub_path(sub, path, ".items"));
+        else if (json_is_object(items) && (!item_type || strcmp(item_type, "object") != 0))
+            bad(&sc->api, "%s: items of a map list must be objects",
+                sub_path(sub, path, ".items.type"));
+        size_t i, j;
+        json_t *k;
+        /* Keys must name scalar properties of object items, once each;
+         * and whatever the items, a key that is one of their properties
+         * must be required or defaulted, and not nullable. */
+        bool object_items = item_type && strcmp(item_type, "object") == 0;
+        int missing = 0; /* reported once: the server's message names them all */
+        json_array_foreach(keys, i, k)
+        {
+            const char *name = json_string_value(k);
+            json_t *ks = name ? json_object_get(item_props, name) : NULL;
+            bool dup = false; /* the server lists a repeated problem once */
+            for (j = 0; j < i; j++)
+                dup = dup || json_equal(json_array_get(keys, j), k);
+            if (object_items && !ks && !missing++)
+                bad(&sc->api, "%s: %s is not a property of the items",
+                    sub_path(sub, path, ".x-kubernetes-list-map-keys"), name ? name : "?");
+            else if (object_items && dup)
+                bad(&sc->api, "%s: %s is listed twice",
+                    sub_path(sub, path, ".x-kubernetes-list-map-keys"), name);
+            if (!ks || dup)
+                continue;
+            const char *kt = str_at(ks, "type");
+            if (object_items && kt && (strcmp(kt, "array") == 0 || strcmp(kt, "object") == 0))
+                bad(&sc->api, "%s: a map key must be a scalar",
+                    sub_path(sub, path, ".items.properties[%s].type", name));
+            if (!str_in_array(json_object_get(items, "required"), name) &&
+                !json_object_get(ks, "default"))
+                bad(&sc->api, "%s: a map key must be required or have a default",
+                    sub_path(sub, path, ".items.properties[%s].default", name));
+            if (json_is_true(json_object_get(ks, "nullable")))
+                bad(&sc->api, "%s: a map key may not be nullable",
+                    sub_path(sub, path, ".items.properties[%s].nullable", name));
+        }
+    }
+    if (list && (strcmp(list, "set") == 0 || strcmp(list, "map") == 0) &&
+        json_is_true(json_object_get(items, "nullable")))
+        bad(&sc->api, "%s: items of a %s list may not be nullable",
+            sub_path(sub, path, ".items.nullable"), list);
+}
+
+/* Keywords the server refuses wherever they appear, in the structural part
+ * and in value validations alike (ValidateCustomResourceDefinitionOpenAPISchema
+ * and specStandardValidatorV3.validate), and patterns that do not compile
+ * (validateValueValidation). The server compiles patterns as Go RE2; we
+ * need them to compile as POSIX ERE too, since validate() uses regcomp. */
+static void check_keywords(struct schema_check *sc, json_t *s, const char *path)
+{
+    char sub[SCHEMA_PATH_MAX];
+    json_t *type = json_object_get(s, "type");
+    if (type && !(json_is_string(type) && json_string_length(type) == 0) &&
+        (!json_is_string(type) || !IN_LIST(json_string_value(type), schema_types)))
+        bad(&sc->api, "%s: type must be one of object, array, string, integer, number, boolean",
+            sub_path(sub, path, ".type"));
+    /* Refused (specStandardValidatorV3.validate), and NewStructural cannot
+     * convert them; nor $schema, which only the conversion refuses. */
+    static const char *const unsupported[] = {"id",          "$ref",         "patternProperties",
+                                              "definitions", "dependencies", "additionalItems"};
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
+        json_t *x = json_object_get(s, unsupported[i]);
+        /* An empty id, patternProperties or definitions counts as absent;
+         * any $ref, dependencies or additionalItems is refused, but only
+         * a non-empty one also stops the conversion. */
+        bool empty = (json_is_string(x) && json_string_length(x) == 0) ||
+                     (json_is_object(x) && json_object_size(x) == 0);
+        bool any = strcmp(unsupported[i], "$ref") == 0 ||
+                   strcmp(unsupported[i], "dependencies") == 0 ||
+                   strcmp(unsupported[i], "additionalItems") == 0;
+        if (x && (any || !empty))
+            bad(&sc->api, "%s: not supported in CRD schemas",
+                sub_path(sub, path, ".%s", unsupported[i]));
+        if (x && (!empty || strcmp(unsupported[i], "additionalItems") == 0))
+            sc->unconvertible = true;
+    }
+    json_t *schema_uri = json_object_get(s, "$schema");
+    if (schema_uri && !(json_is_string(schema_uri) && json_string_length(schema_uri) == 0))
+        sc->unconvertible = true;
+    json_t *items = json_object_get(s, "items");
+    if (json_array_size(items) > 0) {
+        bad(&sc->api, "%s: must be one schema, not a list of schemas",
+            sub_path(sub, path, ".items"));
+        sc->unconvertible = true;
+    }
+    if (json_is_true(json_object_get(s, "uniqueItems")))
+        bad(&sc->api, "%s: may not be true (quadratic to check)",
+            sub_path(sub, path, ".uniqueItems"));
+    if (json_is_false(json_object_get(s, "x-kubernetes-preserve-unknown-fields"))) {
+        bad(&sc->api, "%s: may only be true or left out",
+            sub_path(sub, path, ".x-kubernetes-preserve-unknown-fields"));
+        sc->unconvertible = true;
+    }
+    json_t *props = json_object_get(s, "properties");
+    json_t *addl = json_object_get(s, "additionalProperties");
+    if (addl && json_object_size(props) > 0 && (json_is_false(addl) || json_is_object(addl)))
+        bad(&sc->api, "%s: additionalProperties and properties exclude each other",
+            sub_path(sub, path, ".additionalProperties"));
+    check_list_and_map_types(sc, s, path);
+    json_t *pat = json_object_get(s, "pattern");
+    if (pat) {
+        regex_t re;
+        if (!json_is_string(pat) ||
+            regcomp(&re, json_string_value(pat), REG_EXTENDED | REG_NOSUB) != 0)
+            bad(&sc->structural, "%s: not a regular expression", sub_path(sub, path, ".pattern"));
+        else
+            regfree(&re);
+    }
+}
+
+enum level { LVL_ROOT, LVL_ITEMS, LVL_FIELD };
+
+/* Where a structural node sits: its level (validateStructuralInvariants),
+ * whether it is inside the apiVersion, kind or metadata of a resource, and
+ * why defaults are refused there (NULL: they are allowed). */
+struct node_ctx {
+    enum level lvl;
+    bool in_meta;
+    bool root_meta;  /* in the root metadata, which takes no descriptions */
+    bool under_addl; /* under additionalProperties, whose defaults the server skips */
+    const char *no_default;
+};
+
+/* check_keywords on s and every schema below it, for what only the keyword
+ * rules reach: an additionalProperties inside a value validation, which the
+ * structural check refuses as a whole without looking in. */
+static void check_keywords_deep(struct schema_check *sc, json_t *s, const char *path)
+{
+    char sub[SCHEMA_PATH_MAX];
+    if (!json_is_object(s))
+        return;
+    check_keywords(sc, s, path);
+    static const char *const one[] = {"items", "additionalProperties", "not"};
+    for (size_t j = 0; j < 3; j++)
+        check_keywords_deep(sc, json_object_get(s, one[j]), sub_path(sub, path, ".%s", one[j]));
+    static const char *const many[] = {"allOf", "anyOf", "oneOf"};
+    size_t i;
+    json_t *b;
+    for (size_t j = 0; j < 3; j++)
+        json_array_foreach(json_object_get(s, many[j]), i, b)
+            check_keywords_deep(sc, b, sub_path(sub, path, ".%s[%zu]", many[j], i));
+    const char *key;
+    json_object_foreach(json_object_get(s, "properties"), key, b)
+    {
+        check_keywords_deep(sc, b, sub_path(sub, path, ".properties[%s]", key));
+    }
+}
+
+/* A schema under anyOf, allOf, oneOf or not: it may only restrict values,
+ * never declare structure, documentation or Kubernetes extensions
+ * (validateNestedValueValidation). skip_anyof and skip_allof_anyof pass the
+ * int-or-string exceptions down. */
+static void check_value_validation(struct schema_check *sc, json_t *v, const char *path,
+                                   const struct node_ctx *c, bool skip_anyof, bool skip_allof_anyof)
+{
+    char sub[SCHEMA_PATH_MAX];
+    if (!json_is_object(v)) {
+        bad(&sc->api, "%s: schema is not an object", path);
         return;
     }
+    check_keywords(sc, v, path);
+    /* The keyword rules see a value validation in its place: no defaults
+     * where the structural schema may have none, and so on. */
+    if (c->no_default && json_object_get(v, "default"))
+        bad(&sc->api, "%s: no default allowed %s", sub_path(sub, path, ".default"), c->no_default);
+    if (c->in_meta && json_is_true(json_object_get(v, "x-kubernetes-embedded-resource")))
+        bad(&sc->api, "%s: not allowed inside the metadata of a resource",
+            sub_path(sub, path, ".x-kubernetes-embedded-resource"));
+    size_t i;
+    json_t *b;
+    /* The int-or-string pair is exempt from the structural rules only. */
+    json_array_foreach(json_object_get(v, "anyOf"), i, b)
+    {
+        if (skip_anyof)
+            check_keywords_deep(sc, b, sub_path(sub, path, ".anyOf[%zu]", i));
+        else
+            check_value_validation(sc, b, sub_path(sub, path, ".anyOf[%zu]", i), c, false, false);
+    }
+    json_array_foreach(json_object_get(v, "allOf"), i, b) check_value_validation(
+        sc, b, sub_path(sub, path, ".allOf[%zu]", i), c, skip_allof_anyof && i == 0, false);
+    json_array_foreach(json_object_get(v, "oneOf"), i, b)
+        check_value_validation(sc, b, sub_path(sub, path, ".oneOf[%zu]", i), c, false, false);
+    if (json_object_get(v, "not"))
+        check_value_validation(sc, json_object_get(v, "not"), sub_path(sub, path, ".not"), c, false,
+                               false);
+    check_keywords_deep(sc, json_object_get(v, "additionalProperties"),
+                        sub_path(sub, path, ".additionalProperties"));
+    if (json_is_object(json_object_get(v, "items")))
+        check_value_validation(sc, json_object_get(v, "items"), sub_path(sub, path, ".items"), c,
+                               false, false);
+    const char *key;
+    json_t *child;
+    json_object_foreach(json_object_get(v, "properties"), key, child)
+    {
+        check_value_validation(sc, child, sub_path(sub, path, ".properties[%s]", key), c, false,
+                               false);
+    }
+    /* Each is refused when set: a non-empty string, a non-null default, any
+     * value of the others, true for the flags, a non-empty list. */
+    static const char *const texts[] = {"type", "title", "description"};
+    for (i = 0; i < sizeof texts / sizeof *texts; i++) {
+        json_t *x = json_object_get(v, texts[i]);
+        if (x && !(json_is_string(x) && json_string_length(x) == 0))
+            bad(&sc->structural, "%s: only for the structural schema, not in a value validation",
+                sub_path(sub, path, ".%s", texts[i]));
+    }
+    if (json_object_get(v, "default") && !json_is_null(json_object_get(v, "default")))
+        bad(&sc->structural, "%s: only for the structural schema, not in a value validation",
+            sub_path(sub, path, ".default"));
+    static const char *const present[] = {"additionalProperties", "x-kubernetes-list-type",
+                                          "x-kubernetes-map-type"};
+    for (i = 0; i < sizeof present / sizeof *present; i++)
+        if (json_object_get(v, present[i]))
+            bad(&sc->structural, "%s: only for the structural schema, not in a value validation",
+                sub_path(sub, path, ".%s", present[i]));
+    static const char *const flags[] = {"nullable", "x-kubernetes-preserve-unknown-fields",
+                                        "x-kubernetes-embedded-resource",
+                                        "x-kubernetes-int-or-string"};
+    for (i = 0; i < sizeof flags / sizeof *flags; i++)
+        if (json_is_true(json_object_get(v, flags[i])))
+            bad(&sc->structural, "%s: only for the structural schema, not in a value validation",
+                sub_path(sub, path, ".%s", flags[i]));
+    static const char *const lists[] = {"x-kubernetes-list-map-keys", "x-kubernetes-validations"};
+    for (i = 0; i < sizeof lists / sizeof *lists; i++)
+        if (json_array_size(json_object_get(v, lists[i])) > 0)
+            bad(&sc->structural, "%s: only for the structural schema, not in a value validation",
+                sub_path(sub, path, ".%s", lists[i]));
+    if (json_object_get(json_object_get(v, "properties"), "metadata"))
+        bad(&sc->structural, "%s: metadata may not be restricted in a value validation",
+            sub_path(sub, path, ".properties[metadata]"));
+}
+
+/* Every property or items a value validation speaks of must exist in the
+ * structural schema s beside it (validateStructuralCompleteness). Kubernetes
+ * 1.24 checks this for the junctors of the root only (a nested one it
+ * accepts, as we found), so check_schema calls it there only. */
+static void check_completeness(struct schema_check *sc, json_t *v, json_t *s, const char *spath,
+                               const char *vpath)
+{
+    char ssub[SCHEMA_PATH_MAX], vsub[SCHEMA_PATH_MAX];
+    if (!json_is_object(v))
+        return;
+    if (!s) {
+        bad(&sc->structural, "%s: must be in the structural schema, as %s speaks of it", spath,
+            vpath);
+        return;
+    }
+    static const char *const junctors[] = {"allOf", "anyOf", "oneOf"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t i;
+        json_t *b;
+        json_array_foreach(json_object_get(v, junctors[j]), i, b)
+            check_completeness(sc, b, s, spath, sub_path(vsub, vpath, ".%s[%zu]", junctors[j], i));
+    }
+    if (json_object_get(v, "not"))
+        check_completeness(sc, json_object_get(v, "not"), s, spath, sub_path(vsub, vpath, ".not"));
+    if (json_object_get(v, "items"))
+        check_completeness(sc, json_object_get(v, "items"), json_object_get(s, "items"),
+                           sub_path(ssub, spath, ".items"), sub_path(vsub, vpath, ".items"));
+    const char *key;
+    json_t *child;
+    json_object_foreach(json_object_get(v, "properties"), key, child)
+    {
+        check_completeness(sc, child, json_object_get(json_object_get(s, "properties"), key),
+                           sub_path(ssub, spath, ".properties[%s]", key),
+                           sub_path(vsub, vpath, ".properties[%s]", key));
+    }
+}
+
+/* Adds what one step of the server's check found to w. */
+static void merge(struct walk *w, const struct walk *step)
+{
+    if (step->errors > 0 && w->errors == 0)
+        memcpy(w->first, step->first, sizeof w->first);
+    w->errors += step->errors;
+}
+
+/* Whether pruning with schema s would drop a field of v
+ * (pruning.Prune: fields that no properties, additionalProperties or
+ * x-kubernetes-preserve-unknown-fields keep). skip: v is under
+ * x-kubernetes-preserve-unknown-fields, which lists and their items keep. */
+static bool would_prune(json_t *s, json_t *v, bool skip, bool resource)
+{
+    skip = skip || json_is_true(json_object_get(s, "x-kubernetes-preserve-unknown-fields"));
+    size_t i;
+    json_t *child;
+    if (json_is_array(v)) {
+        json_t *items = json_object_get(s, "items");
+        json_array_foreach(v, i, child)
+        {
+            if (!(skip && !items) && would_prune(items, child, skip, false))
+                return true;
+        }
+        return false;
+    }
+    if (!json_is_object(v) || (skip && !s))
+        return false;
+    bool embedded = resource || json_is_true(json_object_get(s, "x-kubernetes-embedded-resource"));
+    json_t *props = json_object_get(s, "properties");
+    json_t *addl = json_object_get(s, "additionalProperties");
+    const char *key;
+    json_object_foreach(v, key, child)
+    {
+        json_t *ps = json_object_get(props, key);
+        if (embedded && (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0 ||
+                         strcmp(key, "metadata") == 0))
+            continue;
+        if (ps || addl) {
+            if (would_prune(ps ? ps : json_is_object(addl) ? addl : NULL, child, false, false))
+                return true;
+        } else if (!skip) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A default must survive pruning and validate against its own schema
+ * (structuraldefaulting.ValidateDefaults), which lists each problem. A null
+ * default is no default. The default of a resource (the root, or an
+ * embedded one) is a whole object: without apiVersion and kind the server
+ * looks no further. Under additionalProperties the server checks nothing
+ * (but applies the default): that is a house rule. */
+static void check_default(struct schema_check *sc, json_t *s, const char *path,
+                          const struct node_ctx *c, bool resource)
+{
+    char sub[SCHEMA_PATH_MAX];
+    json_t *def = json_object_get(s, "default");
+    if (!def || json_is_null(def))
+        return;
+    struct walk found = {0};
+    /* Inside a resource's metadata the server checks the default as
+     * metadata, without the pruning test. */
+    if (!c->in_meta && would_prune(s, def, false, resource))
+        bad(&found, "%s: pruning would drop fields of the default",
+            sub_path(sub, path, ".default"));
+    static const char *const type_meta[] = {"apiVersion", "kind"};
+    int missing = 0;
+    for (size_t i = 0; resource && json_is_object(def) && i < 2; i++) {
+        const char *x = str_at(def, type_meta[i]);
+        if (!x || !*x) {
+            missing++;
+            bad(&found, "%s: the default of a resource needs %s",
+                sub_path(sub, path, ".default.%s", type_meta[i]), type_meta[i]);
+        }
+    }
+    struct walk dw = {0};
+    if (!missing)
+        validate_value(&dw, s, def, "default", false);
+    if (dw.errors) {
+        bad(&found, "%s: the default fails its own schema: %s", sub_path(sub, path, ".default"),
+            dw.first);
+        found.errors += dw.errors - 1;
+    }
+    if (!c->under_addl)
+        merge(&sc->defaults, &found);
+    else if (found.errors && (sc->w->rules & RULES_HOUSE))
+        bad(sc->w, "%s (house rule: the server does not check it here)", found.first);
+}
+
+/* House rule: a format the server knows, or it silently drops it and with
+ * it the validation (Kubernetes' StripUnsupportedFormatsPostProcess; newer
+ * servers warn). int32/int64 and float/double document integers and numbers. */
+static void check_format(struct schema_check *sc, json_t *s, const char *path)
+{
+    char sub[SCHEMA_PATH_MAX];
+    const char *format = json_string_value(json_object_get(s, "format"));
+    if (!format)
+        return;
+    const char *type = json_string_value(json_object_get(s, "type"));
+    static const char *const string_formats[] = {
+        "bsonobjectid", "uri",    "email",    "hostname",   "ipv4",     "ipv6",
+        "cidr",         "mac",    "uuid",     "uuid3",      "uuid4",    "uuid5",
+        "isbn",         "isbn10", "isbn13",   "creditcard", "ssn",      "hexcolor",
+        "rgbcolor",     "byte",   "password", "date",       "duration", "datetime"};
+    static const char *const integer_formats[] = {"int32", "int64"};
+    static const char *const number_formats[] = {"float", "double"};
+    bool ok;
+    if (!type || strcmp(type, "string") == 0) {
+        char plain[64]; /* the server drops '-' before looking the name up */
+        size_t n = 0;
+        for (const char *p = format; *p && n + 1 < sizeof plain; p++)
+            if (*p != '-')
+                plain[n++] = *p;
+        plain[n] = '\0';
+        ok = IN_LIST(plain, string_formats);
+    } else if (strcmp(type, "integer") == 0) {
+        ok = IN_LIST(format, integer_formats);
+    } else if (strcmp(type, "number") == 0) {
+        ok = IN_LIST(format, number_formats);
+    } else {
+        ok = false;
+    }
+    if (!ok)
+        bad(sc->w, "%s: %s is not a format the API server knows for this type (house rule)",
+            sub_path(sub, path, ".format"), format);
+}
+
+/* Fairshare's own rules on one structural node: things the server accepts
+ * but that are mistakes in our CRDs. */
+static void check_house_rules(struct schema_check *sc, json_t *s, const char *path, bool need_desc)
+{
+    char sub[SCHEMA_PATH_MAX];
+    const char *type = json_string_value(json_object_get(s, "type"));
+    const char *desc = json_string_value(json_object_get(s, "description"));
+    if (need_desc && (!desc || strlen(desc) < 10))
+        bad(sc->w, "%s: missing or too short description (house rule)", path);
+    /* The server takes both, but then validates the type alone: an
+     * int-or-string of type string refuses every number. */
+    if (type && json_is_true(json_object_get(s, "x-kubernetes-int-or-string")))
+        bad(sc->w, "%s: type and x-kubernetes-int-or-string together (house rule)",
+            sub_path(sub, path, ".type"));
+    json_t *props = json_object_get(s, "properties");
+    if (props && (!type || strcmp(type, "object") != 0))
+        bad(sc->w, "%s: properties on a non-object (house rule)", path);
+    json_t *addl = json_object_get(s, "additionalProperties");
+    if (json_is_false(addl))
+        bad(sc->w, "%s: additionalProperties: false makes an always-empty object (house rule)",
+            sub_path(sub, path, ".additionalProperties"));
+    else if (props && addl)
+        bad(sc->w, "%s: properties and additionalProperties together (house rule)",
+            sub_path(sub, path, ".additionalProperties"));
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(s, "required"), i, r)
+    {
+        if (!json_object_get(props, json_string_value(r)))
+            bad(sc->w, "%s: required field %s is not a property (house rule)", path,
+                json_string_value(r));
+    }
+    bool nullable = json_is_true(json_object_get(s, "nullable"));
+    if (type)
+        json_array_foreach(json_object_get(s, "enum"), i, r)
+        {
+            if (!(nullable && json_is_null(r)) && !value_has_type(r, type))
+                bad(sc->w, "%s: enum value %zu is not of type %s (house rule)",
+                    sub_path(sub, path, ".enum"), i, type);
+        }
+    check_format(sc, s, path);
+}
+
+/* The root metadata: the server lets a CRD restrict name and generateName
+ * and nothing else, not even with a description
+ * (validateStructuralMetadataInvariants at the root level). The server
+ * ignores example and externalDocs here; we refuse them too. */
+static void check_root_metadata(struct schema_check *sc, json_t *m, const char *path)
+{
+    char sub[SCHEMA_PATH_MAX];
+    const char *key;
+    json_t *v;
+    json_object_foreach(m, key, v)
+    {
+        if (strcmp(key, "type") == 0 || strcmp(key, "properties") == 0)
+            continue;
+        if (json_is_false(v) &&
+            (strcmp(key, "nullable") == 0 || strncmp(key, "x-kubernetes-", 13) == 0))
+            continue; /* a false flag is no flag */
+        if (strcmp(key, "default") == 0)
+            continue; /* refused on its own: no defaults in the top-level metadata */
+        bad(&sc->structural, "%s: root metadata may only restrict name and generateName (found %s)",
+            path, key);
+        return;
+    }
+    json_object_foreach(json_object_get(m, "properties"), key, v)
+    {
+        if (strcmp(key, "name") != 0 && strcmp(key, "generateName") != 0) {
+            bad(&sc->structural,
+                "%s: root metadata may only restrict name and generateName (found %s)", path, key);
+            return;
+        }
+        const char *t = str_at(v, "type");
+        if ((sc->w->rules & RULES_HOUSE) && (!t || strcmp(t, "string") != 0))
+            bad(sc->w, "%s: must be string (house rule)",
+                sub_path(sub, path, ".properties[%s].type", key));
+    }
+}
+
+/* One node of the structural schema (validateStructuralInvariants, with the
+ * CRD-wide checks of ValidateCustomResourceDefinitionOpenAPISchema). */
+static void check_node(struct schema_check *sc, json_t *s, const char *path,
+                       const struct node_ctx *c, bool need_desc)
+{
+    char sub[SCHEMA_PATH_MAX];
+    if (!json_is_object(s)) {
+        bad(&sc->api, "%s: schema is not an object", path);
+        return;
+    }
+    check_keywords(sc, s, path);
     const char *type = json_string_value(json_object_get(s, "type"));
     bool ios = json_is_true(json_object_get(s, "x-kubernetes-int-or-string"));
     bool keep = json_is_true(json_object_get(s, "x-kubernetes-preserve-unknown-fields"));
-    static const char *const known_types[] = {"object",  "array",  "string",
-                                              "integer", "number", "boolean"};
-    if (type) {
-        bool ok = false;
-        for (size_t i = 0; i < sizeof known_types / sizeof *known_types; i++)
-            ok = ok || strcmp(type, known_types[i]) == 0;
-        if (!ok)
-            bad(w, "%s: unknown type %s", path, type);
-        if (ios)
-            bad(w, "%s: type and x-kubernetes-int-or-string together", path);
-    } else if (!ios && !keep) {
-        bad(w, "%s: no type (structural schemas need one)", path);
+    bool embedded = json_is_true(json_object_get(s, "x-kubernetes-embedded-resource"));
+    bool is_resource = c->lvl == LVL_ROOT || embedded;
+    if (type && !*type)
+        type = NULL;
+
+    if (json_object_get(s, "default")) {
+        if (c->no_default)
+            bad(&sc->api, "%s: no default allowed %s", sub_path(sub, path, ".default"),
+                c->no_default);
+        check_default(sc, s, path, c, is_resource);
     }
-    const char *desc = json_string_value(json_object_get(s, "description"));
-    if (need_desc && (!desc || strlen(desc) < 10))
-        bad(w, "%s: missing or too short description", path);
-    json_t *any = json_object_get(s, "anyOf");
-    if (any) {
-        /* Only the int-or-string form: anyOf: [{type: integer}, {type: string}]. */
-        if (!ios || json_array_size(any) != 2)
-            bad(w, "%s: anyOf is only allowed for int-or-string", path);
-        size_t i;
-        json_t *b;
-        json_array_foreach(any, i, b)
-        {
-            if (json_object_size(b) != 1 || !json_is_string(json_object_get(b, "type")))
-                bad(w, "%s.anyOf[%zu]: may hold only a type", path, i);
-        }
-    }
-    static const char *const forbidden[] = {"allOf",   "oneOf", "not", "$ref", "patternProperties",
-                                            "nullable"};
-    for (size_t i = 0; i < sizeof forbidden / sizeof *forbidden; i++)
-        if (json_object_get(s, forbidden[i]))
-            bad(w, "%s: %s is not used in Fairshare's schemas", path, forbidden[i]);
-    json_t *def = json_object_get(s, "default");
-    if (def && type && !value_has_type(def, type))
-        bad(w, "%s: default does not have type %s", path, type);
+    if (c->in_meta && embedded)
+        bad(&sc->api, "%s: not allowed inside the metadata of a resource",
+            sub_path(sub, path, ".x-kubernetes-embedded-resource"));
+
     json_t *props = json_object_get(s, "properties");
     json_t *addl = json_object_get(s, "additionalProperties");
-    if (props && addl)
-        bad(w, "%s: properties and additionalProperties are mutually exclusive in CRDs", path);
-    if (json_is_false(addl))
-        bad(w, "%s: additionalProperties: false is forbidden in CRDs", path);
-    if (props) {
-        if (!type || strcmp(type, "object") != 0)
-            bad(w, "%s: properties on a non-object", path);
-        const char *key;
-        json_t *child;
-        json_object_foreach(props, key, child)
-        {
-            w->properties++;
-            snprintf(sub, sizeof sub, "%s.%s", path, key);
-            check_schema(w, child, sub, true);
-        }
-    }
+    if (addl && c->lvl == LVL_ROOT)
+        bad(&sc->structural, "%s: not allowed at the root",
+            sub_path(sub, path, ".additionalProperties"));
+    if (addl && embedded)
+        bad(&sc->structural, "%s: not allowed on an embedded resource",
+            sub_path(sub, path, ".additionalProperties"));
     if (json_is_object(addl)) {
-        snprintf(sub, sizeof sub, "%s.*", path);
-        check_schema(w, addl, sub, false);
+        struct node_ctx ac = {LVL_FIELD, c->in_meta, c->root_meta, true, c->no_default};
+        if (c->in_meta && !ac.no_default)
+            ac.no_default = "inside additionalProperties of a resource's metadata";
+        check_node(sc, addl, sub_path(sub, path, ".additionalProperties"), &ac, false);
+    }
+    const char *key;
+    json_t *child;
+    json_object_foreach(props, key, child)
+    {
+        static const char *const meta_fields[] = {"apiVersion", "kind", "metadata"};
+        struct node_ctx pc = {LVL_FIELD, c->in_meta, c->root_meta, c->under_addl, c->no_default};
+        if (is_resource && IN_LIST(key, meta_fields)) {
+            pc.in_meta = true;
+            if (c->lvl == LVL_ROOT)
+                pc.no_default = "in the top-level apiVersion, kind or metadata";
+        }
+        if (c->lvl == LVL_ROOT && strcmp(key, "metadata") == 0)
+            pc.root_meta = true;
+        sc->w->properties++;
+        check_node(sc, child, sub_path(sub, path, ".properties[%s]", key), &pc, !pc.root_meta);
     }
     json_t *items = json_object_get(s, "items");
     if (type && strcmp(type, "array") == 0 && !items)
-        bad(w, "%s: array without items", path);
-    if (items) {
-        snprintf(sub, sizeof sub, "%s[]", path);
-        check_schema(w, items, sub, false);
+        bad(&sc->structural, "%s: an array needs items", sub_path(sub, path, ".items"));
+    if (json_is_object(items)) {
+        struct node_ctx ic = {LVL_ITEMS, c->in_meta, c->root_meta, c->under_addl, c->no_default};
+        check_node(sc, items, sub_path(sub, path, ".items"), &ic, false);
     }
-    json_t *req = json_object_get(s, "required");
-    if (req) {
-        size_t i;
-        json_t *r;
-        json_array_foreach(req, i, r)
-        {
-            if (!json_object_get(props, json_string_value(r)))
-                bad(w, "%s: required field %s is not a property", path, json_string_value(r));
+
+    if (ios && keep)
+        bad(&sc->structural, "%s: not with x-kubernetes-int-or-string",
+            sub_path(sub, path, ".x-kubernetes-preserve-unknown-fields"));
+    if (ios && embedded)
+        bad(&sc->structural, "%s: not with x-kubernetes-int-or-string",
+            sub_path(sub, path, ".x-kubernetes-embedded-resource"));
+
+    /* The junctors may only restrict values, except for the two
+     * int-or-string shapes: anyOf: [{type: integer}, {type: string}], or
+     * the same as the anyOf of allOf[0]. */
+    json_t *any = json_object_get(s, "anyOf"), *all = json_object_get(s, "allOf");
+    bool skip_anyof = is_int_or_string_pair(any);
+    bool skip_allof_anyof = json_array_size(all) >= 1 && is_int_or_string_pair(at(all, "0.anyOf"));
+    size_t i;
+    json_t *b;
+    json_array_foreach(any, i, b)
+    {
+        if (skip_anyof)
+            check_keywords_deep(sc, b, sub_path(sub, path, ".anyOf[%zu]", i));
+        else
+            check_value_validation(sc, b, sub_path(sub, path, ".anyOf[%zu]", i), c, false, false);
+    }
+    json_array_foreach(all, i, b) check_value_validation(
+        sc, b, sub_path(sub, path, ".allOf[%zu]", i), c, skip_allof_anyof && i == 0, false);
+    json_array_foreach(json_object_get(s, "oneOf"), i, b)
+        check_value_validation(sc, b, sub_path(sub, path, ".oneOf[%zu]", i), c, false, false);
+    if (json_object_get(s, "not"))
+        check_value_validation(sc, json_object_get(s, "not"), sub_path(sub, path, ".not"), c, false,
+                               false);
+
+    if (embedded && (!type || strcmp(type, "object") != 0))
+        bad(&sc->structural, "%s: must be object on an embedded resource",
+            sub_path(sub, path, ".type"));
+    else if (!type && !ios && !keep)
+        bad(&sc->structural, "%s: required here (%s)", sub_path(sub, path, ".type"),
+            c->lvl == LVL_ROOT    ? "at the root"
+            : c->lvl == LVL_ITEMS ? "for array items"
+                                  : "for object fields");
+    if (embedded && !keep && json_object_size(props) == 0)
+        bad(&sc->structural,
+            "%s: an embedded resource without x-kubernetes-preserve-unknown-fields needs "
+            "properties",
+            sub_path(sub, path, ".properties"));
+    if (c->lvl == LVL_ROOT && type && strcmp(type, "object") != 0)
+        bad(&sc->structural, "%s: must be object at the root", sub_path(sub, path, ".type"));
+
+    if (is_resource) {
+        static const char *const type_meta[] = {"apiVersion", "kind"};
+        for (i = 0; i < 2; i++) {
+            json_t *p = json_object_get(props, type_meta[i]);
+            const char *t = str_at(p, "type");
+            if (p && (!t || strcmp(t, "string") != 0))
+                bad(&sc->structural, "%s: must be string",
+                    sub_path(sub, path, ".properties[%s].type", type_meta[i]));
         }
+        json_t *m = json_object_get(props, "metadata");
+        const char *mt = str_at(m, "type");
+        if (m && (!mt || strcmp(mt, "object") != 0))
+            bad(&sc->structural, "%s: must be object",
+                sub_path(sub, path, ".properties[metadata].type"));
+        if (m && c->lvl == LVL_ROOT)
+            check_root_metadata(sc, m, sub_path(sub, path, ".properties[metadata]"));
     }
+
+    if (sc->w->rules & RULES_HOUSE)
+        check_house_rules(sc, s, path, need_desc);
+}
+
+/* With the status subresource, the root may hold only what still applies
+ * once status is cut out as properties[status]
+ * (validateCustomResourceDefinitionValidation). */
+static void check_status_root(struct schema_check *sc, json_t *s, const char *path)
+{
+    static const char *const allowed[] = {"description",
+                                          "type",
+                                          "format",
+                                          "title",
+                                          "maximum",
+                                          "exclusiveMaximum",
+                                          "minimum",
+                                          "exclusiveMinimum",
+                                          "maxLength",
+                                          "minLength",
+                                          "pattern",
+                                          "maxItems",
+                                          "minItems",
+                                          "uniqueItems",
+                                          "multipleOf",
+                                          "required",
+                                          "items",
+                                          "properties",
+                                          "externalDocs",
+                                          "example",
+                                          "x-kubernetes-preserve-unknown-fields",
+                                          "x-kubernetes-validations"};
+    static const char *const plain_flags[] = {"nullable", "x-kubernetes-embedded-resource",
+                                              "x-kubernetes-int-or-string"};
+    /* One problem at most: the server stops at the first. */
+    const char *type = str_at(s, "type");
+    if (type && *type && strcmp(type, "object") != 0) {
+        bad(&sc->api, "%s.type: must be object at the root with the status subresource", path);
+        return;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(s, key, v)
+    {
+        if (IN_LIST(key, allowed) || (json_is_false(v) && IN_LIST(key, plain_flags)))
+            continue;
+        bad(&sc->api, "%s: %s is not allowed at the root with the status subresource", path, key);
+        return;
+    }
+}
+
+/* Checks a CRD version's openAPIV3Schema the way the Kubernetes 1.24 API
+ * server does when the CRD is created (apiextensions.k8s.io/v1, structural
+ * schema, defaults), plus Fairshare's house rules if w->rules has
+ * RULES_HOUSE: every property has a description, and the "house rule"
+ * messages above. path names the root in messages. */
+static void check_schema(struct walk *w, json_t *s, const char *path)
+{
+    char vpath[SCHEMA_PATH_MAX];
+    struct schema_check *sc = calloc(1, sizeof *sc);
+    assert_non_null(sc);
+    sc->w = w;
+    if (!json_is_object(s)) {
+        bad(w, "%s: schema is not an object", path);
+        goto out;
+    }
+    if (w->rules & RULES_STATUS)
+        check_status_root(sc, s, path);
+    if (json_is_true(json_object_get(s, "nullable")))
+        bad(&sc->api, "%s.nullable: may not be true at the root", path);
+    struct node_ctx root = {LVL_ROOT, false, false, false, NULL};
+    check_node(sc, s, path, &root, true);
+    static const char *const junctors[] = {"allOf", "anyOf", "oneOf"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t i;
+        json_t *b;
+        json_array_foreach(json_object_get(s, junctors[j]), i, b)
+            check_completeness(sc, b, s, path, sub_path(vpath, path, ".%s[%zu]", junctors[j], i));
+    }
+    if (json_object_get(s, "not"))
+        check_completeness(sc, json_object_get(s, "not"), s, path, sub_path(vpath, path, ".not"));
+
+    merge(w, &sc->api);
+    if (sc->unconvertible) {
+        if (sc->api.errors == 0)
+            bad(w, "%s: uses a keyword a structural schema cannot have ($schema)", path);
+    } else {
+        merge(w, &sc->structural);
+        if (sc->structural.errors == 0)
+            merge(w, &sc->defaults);
+    }
+out:
+    free(sc);
 }
 
 /* ---- a small OpenAPI validator for the examples ------------------------- */
@@ -300,34 +1034,56 @@ static bool pattern_matches(const char *pattern, const char *s)
 }
 
 /* Validates v against schema s the way the API server does after pruning,
- * with kubectl's strict field validation (unknown fields are errors).
- * Counts violations in w, which keeps the first message. */
-static void validate(struct walk *w, json_t *s, json_t *v, const char *path)
+ * with kubectl's strict field validation (unknown fields are errors), if
+ * structural; without it, as under anyOf/allOf/oneOf/not, which restrict
+ * values but declare no fields, unknown fields pass. Formats: date-time and
+ * date only. Counts violations in w, which keeps the first message. */
+static void validate_value(struct walk *w, json_t *s, json_t *v, const char *path, bool structural)
 {
     char sub[512];
     const char *type = json_string_value(json_object_get(s, "type"));
     bool ios = json_is_true(json_object_get(s, "x-kubernetes-int-or-string"));
-    if (ios) {
-        if (!json_is_integer(v) && !json_is_string(v)) {
-            bad(w, "%s: must be an integer or a string", path);
-            return;
-        }
-    } else if (type && !value_has_type(v, type)) {
-        bad(w, "%s: must be of type %s", path, type);
+    if (json_is_null(v) && json_is_true(json_object_get(s, "nullable")))
         return;
+    /* Like the server's validator, go on after a wrong type: the other
+     * checks each look at the values they apply to. */
+    if (ios && !(type && *type)) {
+        if (!json_is_integer(v) && !json_is_string(v))
+            bad(w, "%s: must be an integer or a string", path);
+    } else if (type && *type && !value_has_type(v, type)) {
+        bad(w, "%s: must be of type %s", path, type);
     }
-    json_t *pat = json_object_get(s, "pattern");
-    if (pat && json_is_string(v) && !pattern_matches(json_string_value(pat), json_string_value(v)))
-        bad(w, "%s: \"%s\" does not match %s", path, json_string_value(v), json_string_value(pat));
+    /* A pattern that does not compile is check_schema's to report. */
+    const char *pat = json_string_value(json_object_get(s, "pattern"));
+    regex_t compiled;
+    if (pat && json_is_string(v) && regcomp(&compiled, pat, REG_EXTENDED | REG_NOSUB) == 0) {
+        if (regexec(&compiled, json_string_value(v), 0, NULL, 0) != 0)
+            bad(w, "%s: \"%s\" does not match %s", path, json_string_value(v), pat);
+        regfree(&compiled);
+    }
+    const char *format = json_string_value(json_object_get(s, "format"));
+    if (format && json_is_string(v)) {
+        /* RFC 3339, as the server's date-time and date formats read it. */
+        const char *re = NULL;
+        if (strcmp(format, "date-time") == 0 || strcmp(format, "datetime") == 0)
+            re = "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?"
+                 "([Zz]|[+-][0-9]{2}:[0-9]{2})$";
+        else if (strcmp(format, "date") == 0)
+            re = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$";
+        if (re && !pattern_matches(re, json_string_value(v)))
+            bad(w, "%s: \"%s\" is not a %s", path, json_string_value(v), format);
+    }
     json_t *min = json_object_get(s, "minimum"), *max = json_object_get(s, "maximum");
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
+    if (json_is_number(v)) {
+        double x = json_number_value(v);
         if (min &&
-            (x < json_integer_value(min) || (json_is_true(json_object_get(s, "exclusiveMinimum")) &&
-                                             x == json_integer_value(min))))
-            bad(w, "%s: %lld is below the minimum", path, (long long)x);
-        if (max && x > json_integer_value(max))
-            bad(w, "%s: %lld is above the maximum", path, (long long)x);
+            (x < json_number_value(min) ||
+             (json_is_true(json_object_get(s, "exclusiveMinimum")) && x == json_number_value(min))))
+            bad(w, "%s: %g is below the minimum", path, x);
+        if (max &&
+            (x > json_number_value(max) ||
+             (json_is_true(json_object_get(s, "exclusiveMaximum")) && x == json_number_value(max))))
+            bad(w, "%s: %g is above the maximum", path, x);
     }
     if (json_is_string(v)) {
         json_t *maxl = json_object_get(s, "maxLength"), *minl = json_object_get(s, "minLength");
@@ -338,24 +1094,69 @@ static void validate(struct walk *w, json_t *s, json_t *v, const char *path)
             bad(w, "%s: shorter than minLength", path);
     }
     json_t *en = json_object_get(s, "enum");
-    if (en && json_is_string(v) && !str_in_array(en, json_string_value(v)))
-        bad(w, "%s: \"%s\" is not one of the allowed values", path, json_string_value(v));
+    if (en) {
+        bool found = false;
+        size_t i;
+        json_t *e;
+        json_array_foreach(en, i, e) found = found || json_equal(e, v);
+        if (!found) {
+            char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            bad(w, "%s: %s is not one of the allowed values", path, text ? text : "?");
+            free(text);
+        }
+    }
+    /* The junctors, each branch on the same value. */
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(s, "allOf"), i, b) validate_value(w, b, v, path, false);
+    json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
+    int matched = 0;
+    json_array_foreach(any, i, b)
+    {
+        struct walk bw = {0};
+        validate_value(&bw, b, v, path, false);
+        matched += bw.errors == 0;
+    }
+    if (json_array_size(any) > 0 && matched == 0)
+        bad(w, "%s: matches none of anyOf", path);
+    matched = 0;
+    json_array_foreach(one, i, b)
+    {
+        struct walk bw = {0};
+        validate_value(&bw, b, v, path, false);
+        matched += bw.errors == 0;
+    }
+    if (json_array_size(one) > 0 && matched != 1)
+        bad(w, "%s: matches %d of oneOf, not exactly one", path, matched);
+    if (json_object_get(s, "not")) {
+        struct walk bw = {0};
+        validate_value(&bw, json_object_get(s, "not"), v, path, false);
+        if (bw.errors == 0)
+            bad(w, "%s: matches what not forbids", path);
+    }
     if (json_is_object(v)) {
         json_t *props = json_object_get(s, "properties");
+        json_t *addl = json_object_get(s, "additionalProperties");
+        bool embedded = json_is_true(json_object_get(s, "x-kubernetes-embedded-resource"));
         bool open = json_is_true(json_object_get(s, "x-kubernetes-preserve-unknown-fields")) ||
-                    json_object_get(s, "additionalProperties") || !props;
+                    addl || !props;
         const char *key;
         json_t *child;
         json_object_foreach(v, key, child)
         {
             snprintf(sub, sizeof sub, "%s.%s", path, key);
             json_t *cs = json_object_get(props, key);
+            bool meta = embedded && (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0 ||
+                                     strcmp(key, "metadata") == 0);
             if (cs)
-                validate(w, cs, child, sub);
-            else if (!open)
+                validate_value(w, cs, child, sub, structural);
+            else if (json_is_object(addl))
+                validate_value(w, addl, child, sub, structural);
+            else if (json_is_false(addl))
+                bad(w, "%s: not allowed (additionalProperties: false)", sub);
+            else if (structural && !open && !meta)
                 bad(w, "%s: unknown field", sub);
         }
-        size_t i;
         json_t *r;
         json_array_foreach(json_object_get(s, "required"), i, r)
         {
@@ -364,17 +1165,25 @@ static void validate(struct walk *w, json_t *s, json_t *v, const char *path)
         }
     }
     if (json_is_array(v)) {
-        json_t *maxi = json_object_get(s, "maxItems");
+        json_t *maxi = json_object_get(s, "maxItems"), *mini = json_object_get(s, "minItems");
         if (maxi && json_array_size(v) > (size_t)json_integer_value(maxi))
             bad(w, "%s: more than maxItems", path);
-        size_t i;
+        if (mini && json_array_size(v) < (size_t)json_integer_value(mini))
+            bad(w, "%s: fewer than minItems", path);
         json_t *item;
+        json_t *items = json_object_get(s, "items");
         json_array_foreach(v, i, item)
         {
             snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-            validate(w, json_object_get(s, "items"), item, sub);
+            if (items)
+                validate_value(w, items, item, sub, structural);
         }
     }
+}
+
+static void validate(struct walk *w, json_t *s, json_t *v, const char *path)
+{
+    validate_value(w, s, v, path, true);
 }
 
 /* ---- the CRDs --------------------------------------------------------- */
@@ -414,8 +1223,9 @@ static void test_crds_are_structural_and_described(void **state)
     for (size_t i = 0; i < sizeof crds / sizeof *crds; i++) {
         json_t *crd = load_crd(crds[i].file);
         assert_int_equal(json_array_size(at(crd, "spec.versions")), 1);
-        struct walk w = {0};
-        check_schema(&w, crd_schema(crd), crds[i].kind, true);
+        bool status = json_is_object(at(crd, "spec.versions.0.subresources.status"));
+        struct walk w = {.rules = RULES_HOUSE | (status ? RULES_STATUS : 0)};
+        check_schema(&w, crd_schema(crd), crds[i].kind);
         if (w.errors)
             fail_msg("%s: %d problems, first: %s", crds[i].file, w.errors, w.first);
         /* A floor, so that an emptied schema cannot pass: apiVersion, kind,
@@ -512,7 +1322,7 @@ static void test_crd_printer_columns(void **state)
         {"Age", "date", ".metadata.creationTimestamp"},
     };
     static const struct column project_cols[] = {
-        {"Team", "string", ".spec.team"},
+        {"Team", "string", ".status.team"},
         {"Guaranteed", "string", ".status.guaranteed.gpu"},
         {"Fair-Share", "string", ".status.fairShare.gpu"},
         {"Allocated", "string", ".status.allocated.gpu"},
@@ -657,22 +1467,37 @@ static void test_quantity_pattern_admits_only_parsable(void **state)
 }
 
 /* Every quantity node of both CRDs (spec maps, status maps) uses the same
- * pattern and minimum. */
-static int count_quantities(json_t *s, const char *pattern)
+ * pattern and minimum, and its description starts by saying what to write:
+ * `kubectl explain` shows these fields as <Object>, since the API server
+ * publishes no type for x-kubernetes-int-or-string. */
+static int count_quantities(json_t *s, const char *key, const char *pattern)
 {
     int n = 0;
     if (json_is_true(json_object_get(s, "x-kubernetes-int-or-string"))) {
         assert_string_equal(str_at(s, "pattern"), pattern);
         assert_int_equal(json_integer_value(json_object_get(s, "minimum")), 0);
+        static const char *const starts[][2] = {
+            {"gpu", "GPUs (nvidia.com/gpu), as a number or a quoted quantity: "},
+            {"cpu", "CPU cores, as a number or a quoted quantity: "},
+            {"memory", "Bytes, as a number or a quoted quantity: "},
+        };
+        const char *desc = str_at(s, "description");
+        bool ok = false;
+        for (size_t i = 0; i < 3; i++)
+            ok = ok || (strcmp(key, starts[i][0]) == 0 && desc &&
+                        strncmp(desc, starts[i][1], strlen(starts[i][1])) == 0);
+        if (!ok)
+            fail_msg("quantity %s: description \"%s\" does not start with its form", key,
+                     desc ? desc : "");
         n++;
     }
-    const char *key;
+    const char *sub;
     json_t *child;
-    json_object_foreach(json_object_get(s, "properties"), key, child) n +=
-        count_quantities(child, pattern);
+    json_object_foreach(json_object_get(s, "properties"), sub, child) n +=
+        count_quantities(child, sub, pattern);
     json_t *items = json_object_get(s, "items");
     if (items)
-        n += count_quantities(items, pattern);
+        n += count_quantities(items, "items", pattern);
     return n;
 }
 
@@ -685,8 +1510,8 @@ static void test_quantity_fields_share_one_pattern(void **state)
     json_t *p = load_crd("crds/fairshare.dev_projects.yaml");
     /* spec: guaranteed, limit; status: guaranteed, fairShare, allocated,
      * borrowed, lent, pending.resources; 3 resources each. */
-    assert_int_equal(count_quantities(crd_schema(q), pat), 8 * 3);
-    assert_int_equal(count_quantities(crd_schema(p), pat), 8 * 3);
+    assert_int_equal(count_quantities(crd_schema(q), "", pat), 8 * 3);
+    assert_int_equal(count_quantities(crd_schema(p), "", pat), 8 * 3);
     json_decref(q);
     json_decref(p);
 }
@@ -810,13 +1635,555 @@ static void test_schema_rejects_bad_objects(void **state)
     json_decref(qcrd);
 }
 
+/* ---- check_schema against the API server's own answers ------------------ */
+
+/* A root schema with one property, spec. */
+#define SPEC(s) "{'type':'object','properties':{'spec':" s "}}"
+/* A root schema whose spec holds one field, f. */
+#define FIELD(s) SPEC("{'type':'object','properties':{'f':" s "}}")
+
+struct schema_case {
+    bool status;        /* with the status subresource, as our CRDs have */
+    const char *schema; /* the openAPIV3Schema, JSON with ' for " */
+    int problems;       /* how many the server listed; 0: it took the CRD */
+    const char *needle; /* in the first problem */
+};
+
+/* Each schema was sent to a real Kubernetes 1.24.0 API server in a CRD
+ * (kubectl create --dry-run=server; apiextensions.k8s.io/v1, one version,
+ * cluster-scoped, with the status subresource where status is true). It
+ * refused each bad one with the problems in the "server:" comment (less the
+ * common prefix spec.validation.openAPIV3Schema and the words Forbidden and
+ * Invalid value), and created each good one at the end. The headings name
+ * the Kubernetes functions that hold the rules. check_schema must find as
+ * many problems as the server listed, the first of them the needle. */
+static const struct schema_case server_cases[] = {
+    /* The root metadata, apiVersion and kind (validateStructuralMetadataInvariants,
+     * validateStructuralInvariants, ValidateCustomResourceDefinitionOpenAPISchema) */
+    /* server: .properties[metadata]: must not specify anything other than name and generateName,
+       but metadata is implicitly specified */
+    {true,
+     "{'type':'object','properties':{'metadata':{'type':'object','description':'Standard "
+     "metadata.'}}}",
+     1, "properties[metadata]: root metadata may only"},
+    /* server: .properties[metadata]: must not specify anything other than name and generateName,
+       but metadata is implicitly specified */
+    {true,
+     "{'type':'object','properties':{'metadata':{'type':'object','properties':{'name':{'type':'"
+     "string'},'labels':{'type':'object'}}}}}",
+     1, "properties[metadata]: root metadata may only"},
+    /* server: .properties[metadata]: must not specify anything other than name and generateName,
+       but metadata is implicitly specified */
+    {true, "{'type':'object','properties':{'metadata':{'type':'object','maxProperties':3}}}", 1,
+     "properties[metadata]: root metadata may only"},
+    /* server: .properties[metadata].type: "string": must be object */
+    {true, "{'type':'object','properties':{'metadata':{'type':'string'}}}", 1,
+     "properties[metadata].type: must be object"},
+    /* server: .properties[kind].type: "integer": must be string */
+    {true, "{'type':'object','properties':{'kind':{'type':'integer'}}}", 1,
+     "properties[kind].type: must be string"},
+    /* server: .properties[apiVersion].default: must not be set in top-level apiVersion */
+    {true, "{'type':'object','properties':{'apiVersion':{'type':'string','default':'a/v1'}}}", 1,
+     "properties[apiVersion].default: no default"},
+    /* The root (validateStructuralInvariants, validateCustomResourceDefinitionValidation,
+     * validateStructuralCompleteness) */
+    /* server: .type: "string": must be object at the root */
+    {false, "{'type':'string'}", 1, "openAPIV3Schema.type: must be object at the root"},
+    /* server: .type: required: must not be empty at the root */
+    {true, "{'properties':{'spec':{'type':'string'}}}", 1, "openAPIV3Schema.type: required here"},
+    /* server: .additionalProperties: must not be used at the root */
+    {false, "{'type':'object','additionalProperties':{'type':'string'}}", 1,
+     "additionalProperties: not allowed at the root"},
+    /* server: .nullable: nullable cannot be true at the root */
+    {false, "{'type':'object','nullable':true}", 1, "nullable: may not be true at the root"},
+    /* server: openAPIV3Schema: {the schema}: only [Description Type Format ...
+       XPreserveUnknownFields XValidations] fields are allowed at the root of the schema if the
+       status subresource is enabled */
+    {true, "{'type':'object','minProperties':1}", 1, "minProperties is not allowed at the root"},
+    /* server: .properties[status]: required: because it is defined in .allOf[0].properties[status]
+     */
+    {false,
+     "{'type':'object','properties':{'spec':{'type':'object'}},'allOf':[{'properties':{'status':{'"
+     "minProperties':1}}}]}",
+     1, "properties[status]: must be in the structural schema"},
+    /* type (validateStructuralInvariants, specStandardValidatorV3) */
+    /* server: .properties[spec].type: Unsupported value: "map": supported values: "array",
+       "boolean", "integer", "number", "object", "string" */
+    {true, SPEC("{'type':'map'}"), 1, "properties[spec].type: type must be one of"},
+    /* server: .properties[spec].properties[f].type: required: must not be empty for specified
+       object fields */
+    {true, FIELD("{'description':'A field.'}"), 1, "properties[f].type: required here"},
+    /* server: .properties[spec].items.type: required: must not be empty for specified array items
+     */
+    {true, SPEC("{'type':'array','items':{'minLength':1}}"), 1, "items.type: required here"},
+    /* server: .properties[spec].additionalProperties.type: required: must not be empty for
+       specified object fields */
+    {true, SPEC("{'type':'object','additionalProperties':{'maxLength':3}}"), 1,
+     "additionalProperties.type: required here"},
+    /* server: .properties[spec].items: required: must be specified */
+    {true, SPEC("{'type':'array'}"), 1, "properties[spec].items: an array needs items"},
+    /* int-or-string (isIntOrStringAnyOfPattern, validateExtensions) */
+    /* server: .properties[spec].properties[f].anyOf[0].type: must be empty to be structural +
+       .properties[spec].properties[f].anyOf[1].type: must be empty to be structural */
+    {true,
+     FIELD("{'x-kubernetes-int-or-string':true,'anyOf':[{'type':'string'},{'type':'integer'}]}"), 2,
+     "properties[f].anyOf[0].type: only for the structural schema"},
+    /* server: .properties[spec].properties[f].anyOf[0].description: must be empty to be structural
+       + .properties[spec].properties[f].anyOf[0].type: must be empty to be structural +
+       .properties[spec].properties[f].anyOf[1].type: must be empty to be structural */
+    {true,
+     FIELD("{'x-kubernetes-int-or-string':true,'anyOf':[{'type':'integer','description':'n'},{'"
+           "type':'string'}]}"),
+     3, "properties[f].anyOf[0].type: only for the structural schema"},
+    /* server: .properties[spec].properties[f].allOf[1].anyOf[0].type: must be empty to be
+       structural + .properties[spec].properties[f].allOf[1].anyOf[1].type: must be empty to be
+       structural */
+    {true,
+     FIELD("{'x-kubernetes-int-or-string':true,'allOf':[{'pattern':'^[0-9]+$'},{'anyOf':[{'type':'"
+           "integer'},{'type':'string'}]}]}"),
+     2, "properties[f].allOf[1].anyOf[0].type: only for the structural"},
+    /* server: .properties[spec].properties[f].x-kubernetes-preserve-unknown-fields: true: must be
+       false if x-kubernetes-int-or-string is true */
+    {true, FIELD("{'x-kubernetes-int-or-string':true,'x-kubernetes-preserve-unknown-fields':true}"),
+     1, "x-kubernetes-preserve-unknown-fields: not with x-kubernetes-int-or-string"},
+    /* value validations: anyOf, allOf, oneOf, not (validateNestedValueValidation) */
+    /* server: .properties[spec].anyOf[0].type: must be empty to be structural */
+    {true, SPEC("{'type':'string','anyOf':[{'type':'string','maxLength':3},{'minLength':5}]}"), 1,
+     "properties[spec].anyOf[0].type: only for the structural schema"},
+    /* server: .properties[spec].allOf[0].description: must be empty to be structural */
+    {true, SPEC("{'type':'string','allOf':[{'description':'Short.','maxLength':3}]}"), 1,
+     "allOf[0].description: only for the structural schema"},
+    /* server: .properties[spec].oneOf[0].default: must be undefined to be structural */
+    {true, SPEC("{'type':'string','oneOf':[{'default':'a'},{'minLength':5}]}"), 1,
+     "oneOf[0].default: only for the structural schema"},
+    /* server: .properties[spec].not.nullable: must be false to be structural */
+    {true, SPEC("{'type':'string','nullable':true,'not':{'nullable':true,'maxLength':0}}"), 1,
+     "not.nullable: only for the structural schema"},
+    /* server: .properties[spec].allOf[0].title: must be empty to be structural */
+    {true, SPEC("{'type':'string','allOf':[{'title':'Short','maxLength':3}]}"), 1,
+     "allOf[0].title: only for the structural schema"},
+    /* server: .properties[spec].anyOf[0].additionalProperties: must be undefined to be structural
+     */
+    {true,
+     SPEC("{'type':'object','additionalProperties':{'type':'string'},'anyOf':[{'"
+          "additionalProperties':{'maxLength':3}}]}"),
+     1, "anyOf[0].additionalProperties: only for the structural schema"},
+    /* server: .properties[spec].allOf[0].x-kubernetes-preserve-unknown-fields: must be false to be
+       structural */
+    {true, SPEC("{'type':'object','allOf':[{'x-kubernetes-preserve-unknown-fields':true}]}"), 1,
+     "allOf[0].x-kubernetes-preserve-unknown-fields: only for the structural"},
+    /* server: .properties[spec].allOf[0].type: required: must be array if x-kubernetes-list-type is
+       specified + .properties[spec].allOf[0].x-kubernetes-list-type: must be undefined to be
+       structural */
+    {true,
+     SPEC("{'type':'array','items':{'type':'string'},'allOf':[{'x-kubernetes-list-type':'atomic'}]"
+          "}"),
+     2, "allOf[0].type: must be array when x-kubernetes-list-type is set"},
+    /* server: .properties[spec].allOf[0].properties[a].type: must be empty to be structural */
+    {true,
+     SPEC("{'type':'object','properties':{'a':{'type':'string'}},'allOf':[{'properties':{'a':{'"
+          "type':'string'}}}]}"),
+     1, "allOf[0].properties[a].type: only for the structural schema"},
+    /* server: .properties[spec].allOf[0].properties[metadata]: must not be specified in a nested
+       context */
+    {true,
+     SPEC("{'type':'object','properties':{'metadata':{'type':'string'}},'allOf':[{'properties':{'"
+          "metadata':{'maxLength':3}}}]}"),
+     1, "allOf[0].properties[metadata]: metadata may not be restricted"},
+    /* server: .properties[spec].pattern: "[a-": must be a valid regular expression, but isn't:
+       error parsing regexp: missing closing ]: `[a-` */
+    {true, SPEC("{'type':'string','pattern':'[a-'}"), 1, "properties[spec].pattern: not a regular"},
+    /* keywords a CRD schema may not use (specStandardValidatorV3,
+       ValidateCustomResourceDefinitionOpenAPISchema) */
+    /* server: .properties[spec].$ref: $ref is not supported */
+    {true, SPEC("{'type':'object','$ref':'#/definitions/a'}"), 1,
+     "properties[spec].$ref: not supported"},
+    /* server: .properties[spec].patternProperties: patternProperties is not supported */
+    {true, SPEC("{'type':'object','patternProperties':{'^a':{'type':'string'}}}"), 1,
+     "properties[spec].patternProperties: not supported"},
+    /* server: .properties[spec].definitions: definitions is not supported */
+    {true, SPEC("{'type':'object','definitions':{'a':{'type':'string'}}}"), 1,
+     "properties[spec].definitions: not supported"},
+    /* server: .properties[spec].dependencies: dependencies is not supported */
+    {true, SPEC("{'type':'object','dependencies':{'a':['b']}}"), 1,
+     "properties[spec].dependencies: not supported"},
+    /* server: .properties[spec].additionalItems: additionalItems is not supported */
+    {true, SPEC("{'type':'array','items':{'type':'string'},'additionalItems':false}"), 1,
+     "properties[spec].additionalItems: not supported"},
+    /* server: .properties[spec].id: id is not supported */
+    {true, SPEC("{'type':'string','id':'a'}"), 1, "properties[spec].id: not supported"},
+    /* server: .properties[spec].items: items must be a schema object and not an array */
+    {true, SPEC("{'type':'array','items':[{'type':'string'}]}"), 1,
+     "properties[spec].items: must be one schema"},
+    /* server: (root): "": OpenAPIV3Schema 'schema' is not supported (NewStructural fails) */
+    {true, SPEC("{'type':'object','$schema':'http://json-schema.org/draft-04/schema#'}"), 1,
+     "openAPIV3Schema: uses a keyword a structural schema cannot have"},
+    /* server: .properties[spec].uniqueItems: uniqueItems cannot be set to true since the runtime
+       complexity becomes quadratic */
+    {true, SPEC("{'type':'array','items':{'type':'string'},'uniqueItems':true}"), 1,
+     "properties[spec].uniqueItems: may not be true"},
+    /* server: .properties[spec].x-kubernetes-preserve-unknown-fields: false: must be true or
+       undefined */
+    {true, SPEC("{'type':'object','x-kubernetes-preserve-unknown-fields':false}"), 1,
+     "x-kubernetes-preserve-unknown-fields: may only be true"},
+    /* properties and additionalProperties */
+    /* server: .properties[spec].additionalProperties: additionalProperties and properties are
+       mutual exclusive */
+    {true,
+     SPEC("{'type':'object','properties':{'a':{'type':'string'}},'additionalProperties':{'type':'"
+          "string'}}"),
+     1, "properties[spec].additionalProperties: additionalProperties and properties exclude"},
+    /* server: .properties[spec].additionalProperties: additionalProperties and properties are
+       mutual exclusive */
+    {true,
+     SPEC("{'type':'object','properties':{'a':{'type':'string'}},'additionalProperties':false}"), 1,
+     "properties[spec].additionalProperties: additionalProperties and properties exclude"},
+    /* embedded resources (validateStructuralInvariants, specStandardValidatorV3) */
+    /* server: .properties[spec].type: required: must be object if x-kubernetes-embedded-resource is
+       true */
+    {true,
+     SPEC("{'x-kubernetes-embedded-resource':true,'x-kubernetes-preserve-unknown-fields':true}"), 1,
+     "properties[spec].type: must be object on an embedded resource"},
+    /* server: .properties[spec].additionalProperties: must not be used if
+       x-kubernetes-embedded-resource is set */
+    {true,
+     SPEC("{'type':'object','x-kubernetes-embedded-resource':true,'x-kubernetes-preserve-unknown-"
+          "fields':true,'additionalProperties':{'type':'string'}}"),
+     1, "additionalProperties: not allowed on an embedded resource"},
+    /* server: .properties[spec].properties: required: must not be empty if
+       x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields */
+    {true, SPEC("{'type':'object','x-kubernetes-embedded-resource':true}"), 1,
+     "properties[spec].properties: an embedded resource"},
+    /* server: .properties[spec].properties[metadata].type: "string": must be object */
+    {true,
+     SPEC("{'type':'object','x-kubernetes-embedded-resource':true,'properties':{'metadata':{'type':"
+          "'string'}}}"),
+     1, "properties[spec].properties[metadata].type: must be object"},
+    /* server: .properties[spec].properties[kind].type: "integer": must be string */
+    {true,
+     SPEC("{'type':'object','x-kubernetes-embedded-resource':true,'properties':{'kind':{'type':'"
+          "integer'}}}"),
+     1, "properties[spec].properties[kind].type: must be string"},
+    /* server:
+       .properties[spec].properties[metadata].properties[owner].x-kubernetes-embedded-resource: must
+       not be used inside of resource meta */
+    {true,
+     SPEC("{'type':'object','x-kubernetes-embedded-resource':true,'properties':{'metadata':{'type':"
+          "'object','properties':{'owner':{'type':'object','x-kubernetes-embedded-resource':true,'"
+          "x-kubernetes-preserve-unknown-fields':true}}}}}"),
+     1, "properties[owner].x-kubernetes-embedded-resource: not allowed inside"},
+    /* map and list types (ValidateCustomResourceDefinitionOpenAPISchema, validateMapListKeysMapSet)
+     */
+    /* server: .properties[spec].type: "string": must be object if x-kubernetes-map-type is
+       specified */
+    {true, SPEC("{'type':'string','x-kubernetes-map-type':'atomic'}"), 1,
+     "properties[spec].type: must be object when x-kubernetes-map-type"},
+    /* server: .properties[spec].x-kubernetes-map-type: Unsupported value: "merge": supported
+       values: "atomic", "granular" */
+    {true, SPEC("{'type':'object','x-kubernetes-map-type':'merge'}"), 1,
+     "x-kubernetes-map-type: must be atomic or granular"},
+    /* server: .properties[spec].type: "object": must be array if x-kubernetes-list-type is
+       specified */
+    {true, SPEC("{'type':'object','x-kubernetes-list-type':'set'}"), 1,
+     "properties[spec].type: must be array when x-kubernetes-list-type"},
+    /* server: .properties[spec].x-kubernetes-list-type: Unsupported value: "bag": supported values:
+       "atomic", "set", "map" */
+    {true, SPEC("{'type':'array','items':{'type':'string'},'x-kubernetes-list-type':'bag'}"), 1,
+     "x-kubernetes-list-type: must be atomic, set or map"},
+    /* server: .properties[spec].items.x-kubernetes-map-type: "null": must be atomic as item of a
+       list with x-kubernetes-list-type=set */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'set','items':{'type':'object','properties':{'"
+          "a':{'type':'string'}}}}"),
+     1, "items.x-kubernetes-map-type: object items of a set"},
+    /* server: .properties[spec].items.x-kubernetes-list-type: "set": must be atomic as item of a
+       list with x-kubernetes-list-type=set */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'set','items':{'type':'array','x-kubernetes-"
+          "list-type':'set','items':{'type':'string'}}}"),
+     1, "items.x-kubernetes-list-type: items of a set must be atomic"},
+    /* server: .properties[spec].items.nullable: cannot be nullable when x-kubernetes-list-type is
+       set */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'set','items':{'type':'string','nullable':true}"
+          "}"),
+     1, "items.nullable: items of a set list may not be nullable"},
+    /* server: .properties[spec].x-kubernetes-list-type: "set": must be map if
+       x-kubernetes-list-map-keys is non-empty */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'set','x-kubernetes-list-map-keys':['a'],'"
+          "items':{'type':'string'}}"),
+     1, "x-kubernetes-list-type: must be map when x-kubernetes-list-map-keys"},
+    /* server: .properties[spec].x-kubernetes-list-map-keys: required: must not be empty if
+       x-kubernetes-list-type is map */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','items':{'type':'object','properties':{'"
+          "a':{'type':'string'}}}}"),
+     1, "x-kubernetes-list-map-keys: a map list needs its keys"},
+    /* server: .properties[spec].items.type: "string": must be object if parent array's
+       x-kubernetes-list-type is map */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','x-kubernetes-list-map-keys':['a'],'"
+          "items':{'type':'string'}}"),
+     1, "items.type: items of a map list must be objects"},
+    /* server: .properties[spec].x-kubernetes-list-map-keys: []string{"b"}: entries must all be
+       names of item properties */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','x-kubernetes-list-map-keys':['b'],'"
+          "items':{'type':'object','properties':{'a':{'type':'string'}}}}"),
+     1, "x-kubernetes-list-map-keys: b is not a property"},
+    /* server: .properties[spec].items.properties[a].type: "object": must be a scalar type if parent
+       array's x-kubernetes-list-type is map */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','x-kubernetes-list-map-keys':['a'],'"
+          "items':{'type':'object','required':['a'],'properties':{'a':{'type':'object'}}}}"),
+     1, "items.properties[a].type: a map key must be a scalar"},
+    /* server: .properties[spec].x-kubernetes-list-map-keys: []string{"a", "a"}: must not contain
+       duplicate entries */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','x-kubernetes-list-map-keys':['a','a'],'"
+          "items':{'type':'object','required':['a'],'properties':{'a':{'type':'string'}}}}"),
+     1, "x-kubernetes-list-map-keys: a is listed twice"},
+    /* server: .properties[spec].items.properties[a].default: required: this property is in
+       x-kubernetes-list-map-keys, so it must have a default or be a required property */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','x-kubernetes-list-map-keys':['a'],'"
+          "items':{'type':'object','properties':{'a':{'type':'string'}}}}"),
+     1, "items.properties[a].default: a map key must be required or"},
+    /* server: .properties[spec].items.properties[a].nullable: this property is in
+       x-kubernetes-list-map-keys, so it cannot be nullable */
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','x-kubernetes-list-map-keys':['a'],'"
+          "items':{'type':'object','required':['a'],'properties':{'a':{'type':'string','nullable':"
+          "true}}}}"),
+     1, "items.properties[a].nullable: a map key may not be nullable"},
+    /* defaults (structuraldefaulting.ValidateDefaults) */
+    /* server: .properties[spec].properties[f].default: "string":  in body must be of type integer:
+       "string" */
+    {true, FIELD("{'type':'integer','default':'one'}"), 1,
+     "properties[f].default: the default fails"},
+    /* server: .properties[spec].properties[f].default: 0:  in body should be greater than or equal
+       to 1 */
+    {true, FIELD("{'type':'integer','minimum':1,'default':0}"), 1,
+     "properties[f].default: the default fails"},
+    /* server: .properties[spec].properties[f].default: Unsupported value: "c": supported values:
+       "a", "b" */
+    {true, FIELD("{'type':'string','enum':['a','b'],'default':'c'}"), 1,
+     "properties[f].default: the default fails"},
+    /* server: .properties[spec].properties[f].default: "A":  in body should match '^[a-z]+$' */
+    {true, FIELD("{'type':'string','pattern':'^[a-z]+$','default':'A'}"), 1,
+     "properties[f].default: the default fails"},
+    /* server: .properties[spec].default.a: Required value */
+    {true,
+     SPEC("{'type':'object','default':{},'required':['a'],'properties':{'a':{'type':'string'}}}"),
+     1, "properties[spec].default: the default fails"},
+    /* server: .properties[spec].default: map[string]interface {}{"b":1}: must not have unknown
+       fields */
+    {true, SPEC("{'type':'object','default':{'b':1},'properties':{'a':{'type':'string'}}}"), 1,
+     "properties[spec].default: pruning would drop"},
+    /* server: .properties[spec].default: map[string]interface {}{"b":1}: must not have unknown
+       fields */
+    {true, SPEC("{'type':'object','default':{'b':1}}"), 1,
+     "properties[spec].default: pruning would drop"},
+
+    /* Good: the server created each. */
+    {true,
+     "{'type':'object','properties':{'metadata':{'type':'object','properties':{'name':{'type':'"
+     "string','maxLength':20},'generateName':{'type':'string'}}}}}",
+     0, NULL},
+    {true,
+     FIELD("{'x-kubernetes-int-or-string':true,'anyOf':[{'type':'integer'},{'type':'string'}],'"
+           "pattern':'^[0-9]+m?$'}"),
+     0, NULL},
+    {true,
+     FIELD("{'x-kubernetes-int-or-string':true,'allOf':[{'anyOf':[{'type':'integer'},{'type':'"
+           "string'}]},{'pattern':'^[0-9]+$'}]}"),
+     0, NULL},
+    {true, FIELD("{'x-kubernetes-int-or-string':true}"), 0, NULL},
+    {true, FIELD("{'x-kubernetes-preserve-unknown-fields':true}"), 0, NULL},
+    {true,
+     SPEC("{'type':'string','anyOf':[{'maxLength':3},{'minLength':5}],'not':{'enum':['ab']}}"), 0,
+     NULL},
+    {true,
+     SPEC("{'type':'object','properties':{'a':{'type':'string'},'b':{'type':'string'}},'oneOf':[{'"
+          "required':['a']},{'required':['b']}]}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'object','properties':{'a':{'type':'string'}},'allOf':[{'properties':{'b':{'"
+          "maxLength':1}}}]}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'object','x-kubernetes-embedded-resource':true,'x-kubernetes-preserve-unknown-"
+          "fields':true,'properties':{'metadata':{'type':'object','description':'Free below the "
+          "root.'}}}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'object','properties':{'metadata':{'type':'string','description':'Just a field "
+          "here.'}}}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'object','additionalProperties':{'type':'integer'},'x-kubernetes-map-type':'"
+          "granular'}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'set','items':{'type':'object','x-kubernetes-"
+          "map-type':'atomic','properties':{'a':{'type':'string'}}}}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'array','x-kubernetes-list-type':'map','x-kubernetes-list-map-keys':['a','b'],'"
+          "items':{'type':'object','required':['a'],'properties':{'a':{'type':'string'},'b':{'type'"
+          ":'integer','default':0}}}}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'object','default':{'a':'x'},'properties':{'a':{'type':'string','enum':['x','y']"
+          ",'default':'y'},'n':{'type':'integer','minimum':1,'default':1}}}"),
+     0, NULL},
+    {true,
+     SPEC("{'type':'object','default':{'a':{'b':1}},'x-kubernetes-preserve-unknown-fields':true}"),
+     0, NULL},
+    {false,
+     "{'type':'object','properties':{'spec':{'type':'object','properties':{'a':{'type':'string'}}}}"
+     ",'anyOf':[{'properties':{'spec':{'required':['a']}}}]}",
+     0, NULL},
+};
+
+/* Fairshare's house rules (RULES_HOUSE): the same server took each of these
+ * CRDs, but each is a mistake in ours. */
+/* A root schema, described, with one property, spec. */
+#define HOUSE_SPEC(s)                                                                              \
+    "{'description':'A thing of ours.','type':'object','properties':{'spec':" s "}}"
+
+/* Fairshare's house rules (RULES_HOUSE): the same server took each of these
+ * CRDs, but each is a mistake in ours. */
+static const struct schema_case house_cases[] = {
+    /* A property without a description: kubectl explain shows nothing. */
+    {true,
+     HOUSE_SPEC(
+         "{'description':'The spec of it.','type':'object','properties':{'f':{'type':'string'}}}"),
+     1, "properties[f]: missing or too short description"},
+    /* The server then validates the type alone: an int-or-string of type string refuses 2. */
+    {true,
+     HOUSE_SPEC(
+         "{'description':'Some quantity.','type':'string','x-kubernetes-int-or-string':true}"),
+     1, "type and x-kubernetes-int-or-string together"},
+    /* A required field that no one can set. */
+    {true,
+     HOUSE_SPEC("{'description':'The spec of "
+                "it.','type':'object','required':['b'],'properties':{'a':{'description':'The field "
+                "a.','type':'string'}}}"),
+     1, "required field b is not a property"},
+    {true,
+     HOUSE_SPEC(
+         "{'description':'The spec of it.','type':'string','properties':{'a':{'description':'The "
+         "field a.','type':'string'}}}"),
+     1, "properties on a non-object"},
+    {true,
+     HOUSE_SPEC("{'description':'The spec of it.','type':'object','additionalProperties':false}"),
+     1, "always-empty object"},
+    {true,
+     HOUSE_SPEC("{'description':'The spec of "
+                "it.','type':'object','additionalProperties':true,'properties':{'a':{'description':"
+                "'The field a.','type':'string'}}}"),
+     1, "properties and additionalProperties together"},
+    /* An enum value that no value of the type can equal. */
+    {true, HOUSE_SPEC("{'description':'The spec of it.','type':'string','enum':['a',1]}"), 1,
+     "enum value 1 is not of type string"},
+    /* Formats the server does not know: it drops them, and their check. */
+    {true, HOUSE_SPEC("{'description':'The spec of it.','type':'string','format':'datetime2'}"), 1,
+     "datetime2 is not a format the API server knows"},
+    {true, HOUSE_SPEC("{'description':'The spec of it.','type':'string','format':'int64'}"), 1,
+     "int64 is not a format the API server knows"},
+    /* A default under additionalProperties is applied but never checked. */
+    {true,
+     HOUSE_SPEC("{'description':'The spec of it.','type':'object','additionalProperties':{'type':'"
+                "string','default':[]}}"),
+     1, "additionalProperties.default: the default fails its own schema"},
+    /* metadata.name is a string, whatever the CRD says. */
+    {true,
+     "{'description':'A thing of "
+     "ours.','type':'object','properties':{'metadata':{'type':'object','properties':{'name':{'type'"
+     ":'integer'}}}}}",
+     1, "properties[metadata].properties[name].type: must be string"},
+    /* Good. */
+    {true,
+     HOUSE_SPEC(
+         "{'description':'The spec of it.','type':'object','properties':{'at':{'description':'A "
+         "point in time.','type':'string','format':'date-time'},'n':{'description':'A small "
+         "count.','type':'integer','format':'int64','enum':[1,2]}}}"),
+     0, NULL},
+    {true,
+     "{'description':'A thing of "
+     "ours.','type':'object','properties':{'metadata':{'type':'object','properties':{'name':{'type'"
+     ":'string','maxLength':20}}}}}",
+     0, NULL},
+};
+
+/* New reference: a case's schema, with ' read as ". */
+static json_t *case_schema(const char *text)
+{
+    char buf[2048];
+    size_t n = strlen(text);
+    assert_true(n < sizeof buf);
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i];
+    json_error_t jerr;
+    json_t *s = json_loads(buf, 0, &jerr);
+    if (!s)
+        fail_msg("case schema %s: %s", text, jerr.text);
+    return s;
+}
+
+static void run_schema_cases(const struct schema_case *cases, size_t n, unsigned rules)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = case_schema(cases[i].schema);
+        struct walk w = {.rules = rules | (cases[i].status ? RULES_STATUS : 0)};
+        check_schema(&w, s, "openAPIV3Schema");
+        if (w.errors != cases[i].problems || (cases[i].needle && !strstr(w.first, cases[i].needle)))
+            fail_msg("case %zu %s: want %d problems, the first with \"%s\"; got %d: %s", i,
+                     cases[i].schema, cases[i].problems, cases[i].needle ? cases[i].needle : "",
+                     w.errors, w.first);
+        json_decref(s);
+    }
+}
+
+static void test_check_schema_follows_the_api_server(void **state)
+{
+    (void)state;
+    run_schema_cases(server_cases, sizeof server_cases / sizeof *server_cases, 0);
+    run_schema_cases(house_cases, sizeof house_cases / sizeof *house_cases, RULES_HOUSE);
+}
+
 /* ---- config/ ------------------------------------------------------------ */
 
-/* New reference: every document under crds/, config/ and config/examples/. */
+/* The file names kustomize takes a folder's kustomization from. */
+static const char *const kustomization_names[] = {"kustomization.yaml", "kustomization.yml",
+                                                  "Kustomization"};
+
+/* The kustomization of folder dir ("crds/Kustomization") into out; false if
+ * it has none. */
+static bool find_kustomization(const char *dir, char *out, size_t n)
+{
+    for (size_t i = 0; i < sizeof kustomization_names / sizeof *kustomization_names; i++) {
+        snprintf(out, n, "%s/%s", dir, kustomization_names[i]);
+        if (file_exists(out))
+            return true;
+    }
+    return false;
+}
+
+/* New reference: every document under crds/, config/ and config/examples/,
+ * kustomizations included. */
 static json_t *load_all(int *files)
 {
     json_t *all = json_array();
     *files = load_dir("crds", all) + load_dir("config", all) + load_dir("config/examples", all);
+    char kz[PATH_MAX_LEN];
+    assert_true(find_kustomization("crds", kz, sizeof kz));
+    json_t *docs = load(kz);
+    json_array_extend(all, docs);
+    json_decref(docs);
+    (*files)++;
     return all;
 }
 
@@ -825,7 +2192,7 @@ static void test_every_yaml_loads(void **state)
     (void)state;
     int files = 0;
     json_t *all = load_all(&files);
-    /* crds: 2 CRDs + kustomization; config: 7 files; examples: 6 files. */
+    /* crds: 2 CRDs + Kustomization; config: 7 files; examples: 6 files. */
     assert_int_equal(files, 3 + 7 + 6);
     size_t i;
     json_t *d;
@@ -1111,8 +2478,8 @@ static void test_controller_config(void **state)
     assert_int_equal(ms, 60000);
     assert_int_equal(fair_duration_parse_ms(str_at(cfg, "cycleInterval"), &ms, NULL), 0);
     assert_int_equal(ms, 1000);
-    assert_int_equal(json_integer_value(at(cfg, "kubeAPI.qps")), 500);
-    assert_int_equal(json_integer_value(at(cfg, "kubeAPI.burst")), 1000);
+    assert_int_equal(json_integer_value(at(cfg, "kubeAPI.qps")), 2000);
+    assert_int_equal(json_integer_value(at(cfg, "kubeAPI.burst")), 4000);
     json_decref(docs);
 }
 
@@ -1121,8 +2488,25 @@ static bool listed(json_t *arr, const char *s)
     return str_in_array(arr, s);
 }
 
+/* Whether kubectl apply -f DIR reads this file: it takes *.yaml, *.yml and
+ * *.json (we also count other letter cases, to be safe). */
+static bool applied_by_kubectl(const char *name)
+{
+    static const char *const exts[] = {".yaml", ".yml", ".json"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
+        size_t m = strlen(exts[i]);
+        if (n > m && strcasecmp(name + n - m, exts[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Every file a kustomization names exists, and every manifest beside it is
- * named (so that a new file cannot be forgotten by `kubectl apply -k`). */
+ * named (so that a new file cannot be forgotten by `kubectl apply -k`).
+ * crds/ keeps its kustomization as crds/Kustomization, a name kustomize
+ * takes and `kubectl apply -f crds/` skips, so that command sends only the
+ * CRDs: everything there it reads must be a CRD. */
 static void test_kustomizations(void **state)
 {
     (void)state;
@@ -1138,8 +2522,7 @@ static void test_kustomizations(void **state)
         char rel[512];
         snprintf(rel, sizeof rel, "config/%s", json_string_value(r));
         char kz[PATH_MAX_LEN];
-        snprintf(kz, sizeof kz, "%s/kustomization.yaml", rel);
-        if (!file_exists(rel) && !file_exists(kz))
+        if (!file_exists(rel) && !find_kustomization(rel, kz, sizeof kz))
             fail_msg("config/kustomization.yaml names %s, which does not exist", rel);
     }
     static const char *const want[] = {"../crds",  "namespace.yaml",  "rbac.yaml",
@@ -1155,7 +2538,12 @@ static void test_kustomizations(void **state)
     assert_true(file_exists("config/controller-config.yaml"));
     json_decref(docs);
 
-    docs = load("crds/kustomization.yaml");
+    char kz[PATH_MAX_LEN];
+    assert_true(find_kustomization("crds", kz, sizeof kz));
+    assert_string_equal(kz, "crds/Kustomization");
+    docs = load(kz);
+    assert_int_equal(json_array_size(docs), 1);
+    assert_string_equal(str_at(docs, "0.kind"), "Kustomization");
     res = at(docs, "0.resources");
     assert_int_equal(json_array_size(res), 2);
     assert_true(listed(res, "fairshare.dev_projects.yaml"));
@@ -1166,6 +2554,34 @@ static void test_kustomizations(void **state)
         snprintf(rel, sizeof rel, "crds/%s", json_string_value(r));
         assert_true(file_exists(rel));
     }
+    /* What `kubectl apply -f crds/` reads: CRDs only, each one listed. */
+    char dir[PATH_MAX_LEN];
+    src_path(dir, sizeof dir, "crds");
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int manifests = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!applied_by_kubectl(e->d_name))
+            continue;
+        char rel[PATH_MAX_LEN];
+        snprintf(rel, sizeof rel, "crds/%s", e->d_name);
+        json_t *m = load(rel);
+        size_t j;
+        json_t *doc;
+        json_array_foreach(m, j, doc)
+        {
+            const char *kind = str_at(doc, "kind");
+            if (!kind || strcmp(kind, "CustomResourceDefinition") != 0)
+                fail_msg("%s: kubectl apply -f crds/ would send a %s", rel, kind ? kind : "?");
+        }
+        if (!listed(res, e->d_name))
+            fail_msg("%s is not listed in %s", rel, kz);
+        json_decref(m);
+        manifests++;
+    }
+    closedir(d);
+    assert_int_equal(manifests, 2);
     json_decref(docs);
 }
 
@@ -1487,7 +2903,8 @@ static void test_docs_cover_every_field(void **state)
                 fields++;
             }
         }
-        assert_int_equal(fields, i == 0 ? 8 + 8 : 6 + 8); /* spec + status fields */
+        assert_int_equal(fields,
+                         i == 0 ? 8 + 9 : 6 + 8); /* spec + status fields (a Project's has team) */
         json_decref(crd);
     }
     fair_free(api);
@@ -1537,6 +2954,7 @@ int main(void)
         cmocka_unit_test(test_duration_pattern),
         cmocka_unit_test(test_duration_pattern_admits_only_parsable),
         cmocka_unit_test(test_schema_rejects_bad_objects),
+        cmocka_unit_test(test_check_schema_follows_the_api_server),
         cmocka_unit_test(test_every_yaml_loads),
         cmocka_unit_test(test_rbac_least_privilege),
         cmocka_unit_test(test_deployment_hardened),
