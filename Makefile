@@ -5,7 +5,7 @@ BUILD ?= build
 BUILD_ASAN ?= build-asan
 BUILD_BENCH ?= build-bench
 
-.PHONY: all deps build build-asan test test-normal test-asan demo bench fuzz clean format
+.PHONY: all deps build build-asan test test-normal test-asan test-e2e e2e demo bench bench-e2e fuzz clean format
 
 all: build
 
@@ -26,9 +26,11 @@ build-asan: deps
 	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DFAIR_SANITIZE=ON $(QUIET) >/dev/null
 	@cmake --build $(BUILD_ASAN) -j $(JOBS) $(QUIET_BUILD)
 
-# All tests, in the normal build and under ASan+UBSan.
-test: test-normal test-asan
-	@echo "make test: all tests passed in the normal and the sanitizer build"
+# All tests, in the normal build and under ASan+UBSan, then the end-to-end
+# suite on the real Kubernetes control plane of ../shared/k8s (skipped, with
+# a line saying so, where that folder does not exist).
+test: test-normal test-asan test-e2e
+	@echo "make test: all tests passed"
 
 test-normal: build
 	@echo "== tests (normal build) =="
@@ -39,6 +41,16 @@ test-asan: build-asan
 	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
+# The e2e suite on ../shared/k8s's real control plane, started and stopped
+# here, with the sanitizer build's programs.
+test-e2e: build-asan
+	@sh tests/e2e/shared.sh $(BUILD_ASAN)
+
+# The e2e suite against the cluster that KUBECONFIG names (see
+# docs/e2e.md for what it needs).
+e2e: build
+	@sh tests/e2e/run.sh $(BUILD)
+
 demo: build
 	@sh scripts/demo.sh $(BUILD)
 
@@ -46,6 +58,13 @@ bench: deps
 	@cmake -S . -B $(BUILD_BENCH) -DCMAKE_BUILD_TYPE=Release $(QUIET) >/dev/null
 	@cmake --build $(BUILD_BENCH) -j $(JOBS) $(QUIET_BUILD)
 	@sh scripts/bench.sh $(BUILD_BENCH)
+
+# Bind throughput and reclaim latency on a real API server: ../shared/k8s
+# (125 nodes x 8 GPUs), or the cluster KUBECONFIG names.
+bench-e2e: deps
+	@cmake -S . -B $(BUILD_BENCH) -DCMAKE_BUILD_TYPE=Release $(QUIET) >/dev/null
+	@cmake --build $(BUILD_BENCH) -j $(JOBS) $(QUIET_BUILD)
+	@sh scripts/bench-e2e.sh $(BUILD_BENCH)
 
 fuzz:
 	@sh scripts/install-deps.sh fuzz

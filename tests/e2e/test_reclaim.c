@@ -1,0 +1,230 @@
+/* e2e, lending and reclaim on a real API server: idle guaranteed GPUs are
+ * lent, and taken back through the Eviction API, exactly as many as the
+ * owner needs; a PodDisruptionBudget makes the controller choose another
+ * victim; a controller killed with SIGKILL and restarted binds and evicts
+ * nothing twice. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "e2e.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Two teams, each a Project with one Queue guaranteeing 8 GPUs, in
+ * namespaces PRE-a and PRE-b; the queues are the projects' defaults. */
+struct teams {
+    char pre[128];
+    char a[160], b[160];
+};
+
+static void two_teams(struct teams *t, const char *scenario)
+{
+    e2e_scenario_begin(scenario, t->pre, sizeof t->pre);
+    snprintf(t->a, sizeof t->a, "%s-a", t->pre);
+    snprintf(t->b, sizeof t->b, "%s-b", t->pre);
+    e2e_namespace(t->a);
+    e2e_namespace(t->b);
+    e2e_project(t->a, t->a, "8", t->a);
+    e2e_project(t->b, t->b, "8", t->b);
+    e2e_queue(t->a, t->a, "8", 0);
+    e2e_queue(t->b, t->b, "8", 0);
+}
+
+static bool counts_are(const char *ns, int bound, int running)
+{
+    struct e2e_counts c = e2e_count(ns, NULL);
+    return c.bound == bound && (running < 0 || c.running == running);
+}
+
+static void wait_counts(struct e2e_ctl *ctl, const char *ns, int bound, int running,
+                        const char *what)
+{
+    if (!E2E_WAIT(counts_are(ns, bound, running), E2E_WAIT_MS)) {
+        struct e2e_counts c = e2e_count(ns, NULL);
+        e2e_ctl_dump(ctl, 40);
+        fail_msg("%s: %s has %d bound and %d running (want %d, %d), %d pending, %d terminating",
+                 what, ns, c.bound, c.running, bound, running, c.pending, c.terminating);
+    }
+}
+
+/* Stays true for ms: the allocation is stable, no further eviction. */
+static void stays(struct e2e_ctl *ctl, const struct teams *t, int a, int b, long ms)
+{
+    long long end = e2e_now_ms() + ms;
+    while (e2e_now_ms() < end) {
+        struct e2e_counts ca = e2e_count(t->a, NULL), cb = e2e_count(t->b, NULL);
+        if (ca.bound != a || cb.bound != b || cb.terminating != 0) {
+            e2e_ctl_dump(ctl, 40);
+            fail_msg("not stable: %s %d bound, %s %d bound, %d terminating (want %d / %d)", t->a,
+                     ca.bound, t->b, cb.bound, cb.terminating, a, b);
+        }
+        e2e_nap(200);
+    }
+}
+
+/* Every bound pod of ns carries a device set no other pod on its node
+ * has: the annotation written with the Binding. */
+static void devices_distinct(const char *ns_a, const char *ns_b)
+{
+    char seen[E2E_NODES][E2E_GPUS_PER_NODE];
+    memset(seen, 0, sizeof seen);
+    const char *nss[2] = {ns_a, ns_b};
+    int total = 0;
+    for (int k = 0; k < 2; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", nss[k]);
+        json_t *l = e2e_get(path);
+        assert_non_null(l);
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(l, "items"), i, p)
+        {
+            const char *node = e2e_str(p, "spec.nodeName");
+            if (!node || json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"))
+                continue;
+            json_t *ann = json_object_get(json_object_get(p, "metadata"), "annotations");
+            const char *dev = json_string_value(json_object_get(ann, "fairshare.dev/gpu-devices"));
+            if (!dev)
+                fail_msg("bound pod %s has no fairshare.dev/gpu-devices annotation",
+                         e2e_str(p, "metadata.name"));
+            int n = !strcmp(node, e2e_node(0)) ? 0 : !strcmp(node, e2e_node(1)) ? 1 : -1;
+            assert_true(n >= 0);
+            long d = strtol(dev, NULL, 10);
+            assert_true(d >= 0 && d < E2E_GPUS_PER_NODE);
+            if (seen[n][d])
+                fail_msg("device %ld of %s is given to two pods", d, node);
+            seen[n][d] = 1;
+            total++;
+        }
+        json_decref(l);
+    }
+    assert_int_equal(total, E2E_NODES * E2E_GPUS_PER_NODE);
+}
+
+/* Team b borrows all 16 GPUs; team a's 8 pods take their 8 back: exactly
+ * 8 of b's pods are evicted, through the Eviction API (a Preempted Event
+ * each), and the result holds. */
+static void test_lend_and_reclaim(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    two_teams(&t, "reclaim");
+    e2e_ctl_start(&ctl, "reclaim", NULL);
+    e2e_pods(t.b, "b", 16, NULL, "1", NULL);
+    wait_counts(&ctl, t.b, 16, 16, "lend");
+    e2e_pods(t.a, "a", 8, NULL, "1", NULL);
+    wait_counts(&ctl, t.a, 8, 8, "reclaim");
+    wait_counts(&ctl, t.b, 8, 8, "reclaim");
+    stays(&ctl, &t, 8, 8, 3000);
+    /* 16 b pods made, 8 left: exactly 8 evicted and gone. */
+    assert_int_equal(e2e_count(t.b, NULL).total, 8);
+    if (!E2E_WAIT(e2e_events(t.b, "Preempted") == 8, E2E_WAIT_MS))
+        fail_msg("%d Preempted Events in %s, want 8", e2e_events(t.b, "Preempted"), t.b);
+    assert_int_equal(e2e_ctl_metric(&ctl, "fairshare_preemptions_total{reason=\"reclaim\"}"), 8);
+    devices_distinct(t.a, t.b);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+static bool pdb_ready(const char *ns, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/apis/policy/v1/namespaces/%s/poddisruptionbudgets/%s", ns, name);
+    json_t *p = e2e_get(path);
+    json_t *st = json_object_get(p, "status");
+    bool ok = json_integer_value(json_object_get(st, "expectedPods")) == 12 &&
+              json_integer_value(json_object_get(st, "currentHealthy")) == 12 &&
+              json_integer_value(json_object_get(st, "disruptionsAllowed")) == 0;
+    json_decref(p);
+    return ok;
+}
+
+/* 12 of team b's 16 pods are covered by a PodDisruptionBudget that allows
+ * no disruption; team a needs 4. Only the 4 unprotected pods may go: the
+ * server refuses the others' evictions (429) and the controller must
+ * choose again, until a has 4. */
+static void test_pdb_forces_another_victim(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    two_teams(&t, "pdb");
+    e2e_ctl_start(&ctl, "pdb", NULL);
+    e2e_pods(t.b, "guarded", 12, NULL, "1", ",\"guard\":\"yes\"");
+    e2e_pods(t.b, "free", 4, NULL, "1", NULL);
+    wait_counts(&ctl, t.b, 16, 16, "lend");
+    char path[256];
+    snprintf(path, sizeof path, "/apis/policy/v1/namespaces/%s/poddisruptionbudgets", t.b);
+    e2e_create(path, "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\","
+                     "\"metadata\":{\"name\":\"guard\"},\"spec\":{\"minAvailable\":12,"
+                     "\"selector\":{\"matchLabels\":{\"guard\":\"yes\"}}}}");
+    /* The disruption controller must have counted the pods, or every
+     * eviction is refused while it catches up. */
+    if (!E2E_WAIT(pdb_ready(t.b, "guard"), E2E_WAIT_MS))
+        fail_msg("the PodDisruptionBudget's status was never computed");
+    e2e_pods(t.a, "a", 4, NULL, "1", NULL);
+    wait_counts(&ctl, t.a, 4, 4, "reclaim past the PDB");
+    wait_counts(&ctl, t.b, 12, 12, "reclaim past the PDB");
+    assert_int_equal(e2e_count(t.b, "guard=yes").bound, 12);
+    assert_int_equal(e2e_count(t.b, "guard=yes").total, 12);
+    assert_int_equal(e2e_count(t.b, "!guard").total, 0);
+    fprintf(stderr, "e2e: evictions refused by the PDB: %.0f\n",
+            e2e_ctl_metric(&ctl, "fairshare_evictions_blocked_total"));
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+/* The controller is killed (SIGKILL) while it binds a burst and again
+ * while it reclaims; each restart finds the truth in the API server and
+ * carries on: no bind is sent for a pod already bound, and exactly 8 pods
+ * are evicted in all. */
+static void test_restart(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    two_teams(&t, "restart");
+    e2e_pods(t.b, "b", 16, NULL, "1", NULL);
+    e2e_ctl_start(&ctl, "restart", NULL);
+    /* Killed as soon as the first binds land. */
+    if (!E2E_WAIT(e2e_count(t.b, NULL).bound > 0, E2E_WAIT_MS))
+        fail_msg("nothing was bound");
+    e2e_ctl_kill9(&ctl);
+    e2e_ctl_start(&ctl, "restart", NULL);
+    wait_counts(&ctl, t.b, 16, 16, "lend after a restart");
+    e2e_pods(t.a, "a", 8, NULL, "1", NULL);
+    if (!E2E_WAIT(e2e_count(t.b, NULL).terminating > 0 || e2e_count(t.b, NULL).total < 16,
+                  E2E_WAIT_MS))
+        fail_msg("no eviction started");
+    e2e_ctl_kill9(&ctl);
+    e2e_ctl_start(&ctl, "restart", NULL);
+    wait_counts(&ctl, t.a, 8, 8, "reclaim after a restart");
+    wait_counts(&ctl, t.b, 8, 8, "reclaim after a restart");
+    stays(&ctl, &t, 8, 8, 3000);
+    assert_int_equal(e2e_count(t.b, NULL).total, 8);
+    /* The last process may not have done all the binds itself, but none
+     * of its binds found the pod already bound by the earlier ones. */
+    assert_int_equal(e2e_ctl_metric(&ctl, "fairshare_bind_conflicts_total"), 0);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_lend_and_reclaim, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_pdb_forces_another_victim, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_restart, e2e_scenario_teardown),
+    };
+    return cmocka_run_group_tests_name("e2e/reclaim", tests, e2e_setup, e2e_teardown);
+}

@@ -1,0 +1,174 @@
+/* e2e, workloads on a real API server with its own controllers: a Job's
+ * pods evicted by reclaim are recreated by the real Job controller and
+ * wait their turn; a pod placed by kube-scheduler holds GPUs that the
+ * controller counts and never gives away twice. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "e2e.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *get_job(const char *ns, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs/%s", ns, name);
+    return e2e_get(path);
+}
+
+static long job_status(const char *ns, const char *name, const char *field)
+{
+    json_t *j = get_job(ns, name);
+    long v = (long)json_integer_value(json_object_get(json_object_get(j, "status"), field));
+    json_decref(j);
+    return v;
+}
+
+/* Unbound pods of ns matching sel whose PodScheduled reason is reason. */
+static int pending_with_reason(const char *ns, const char *sel, const char *reason)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?labelSelector=%s", ns, sel);
+    json_t *l = e2e_get(path);
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        if (e2e_str(p, "spec.nodeName"))
+            continue;
+        size_t k;
+        json_t *cond;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, cond)
+        {
+            if (!strcmp(e2e_str(cond, "type") ?: "", "PodScheduled") &&
+                !strcmp(e2e_str(cond, "reason") ?: "", reason))
+                n++;
+        }
+    }
+    json_decref(l);
+    return n;
+}
+
+static bool counts_are(const char *ns, const char *sel, int bound, int pending)
+{
+    struct e2e_counts c = e2e_count(ns, sel);
+    return c.bound == bound && c.pending == pending && c.terminating == 0;
+}
+
+/* A Job of 16 one-GPU pods in team b borrows team a's 8 GPUs. When team a
+ * submits 8 pods, 8 of the Job's pods are evicted; the Job controller
+ * counts them failed and makes 8 new ones, which stay pending (their queue
+ * is at its fair share) instead of taking the GPUs back. */
+static void test_job_pods_recreated(void **state)
+{
+    (void)state;
+    char pre[128], a[160], b[160];
+    e2e_scenario_begin("job", pre, sizeof pre);
+    snprintf(a, sizeof a, "%s-a", pre);
+    snprintf(b, sizeof b, "%s-b", pre);
+    e2e_namespace(a);
+    e2e_namespace(b);
+    e2e_project(a, a, "8", a);
+    e2e_project(b, b, "8", b);
+    e2e_queue(a, a, "8", 0);
+    e2e_queue(b, b, "8", 0);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "job", NULL);
+    char path[256];
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", b);
+    e2e_create(
+        path,
+        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train\"},"
+        "\"spec\":{\"parallelism\":16,\"completions\":16,\"backoffLimit\":100,"
+        "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
+        "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
+        "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\","
+        "\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":"
+        "{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}}]}}}}",
+        b, e2e_scheduler());
+    if (!E2E_WAIT(counts_are(b, "job-name=train", 16, 0), E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the Job's 16 pods were not all bound");
+    }
+    e2e_pods(a, "a", 8, NULL, "1", NULL);
+    if (!E2E_WAIT(counts_are(a, NULL, 8, 0), E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("team a did not get its 8 GPUs back");
+    }
+    /* 8 evicted, 8 made again by the Job controller, and those wait. */
+    if (!E2E_WAIT(counts_are(b, "job-name=train", 8, 8), E2E_WAIT_MS)) {
+        struct e2e_counts c = e2e_count(b, "job-name=train");
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the Job has %d bound, %d pending, %d terminating pods; want 8, 8, 0", c.bound,
+                 c.pending, c.terminating);
+    }
+    if (!E2E_WAIT(job_status(b, "train", "active") == 16, E2E_WAIT_MS))
+        fail_msg("the Job reports %ld active pods, want 16", job_status(b, "train", "active"));
+    if (!E2E_WAIT(e2e_events(b, "Preempted") == 8, E2E_WAIT_MS))
+        fail_msg("%d Preempted Events, want 8", e2e_events(b, "Preempted"));
+    /* The recreated pods are told why they wait. */
+    if (!E2E_WAIT(pending_with_reason(b, "job-name=train", "FairShare") == 8, E2E_WAIT_MS))
+        fail_msg("the Job's pending pods do not say they wait for their fair share");
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+/* kube-scheduler places a pod of the default scheduler that asks for 4
+ * GPUs. The controller counts them: of 16 pods of its own it binds 12, no
+ * node has more than 8 GPUs given out, and the other 4 wait. */
+static void test_other_scheduler_counted(void **state)
+{
+    (void)state;
+    char pre[128];
+    e2e_scenario_begin("other", pre, sizeof pre);
+    e2e_namespace(pre);
+    e2e_project(pre, pre, "16", pre);
+    e2e_queue(pre, pre, "16", 0);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", pre);
+    e2e_create(path,
+               "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"foreign\"},"
+               "\"spec\":{\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\","
+               "\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":"
+               "{\"nvidia.com/gpu\":\"4\"}}}]}}");
+    if (!E2E_WAIT(e2e_count(pre, NULL).bound == 1, E2E_WAIT_MS))
+        fail_msg("kube-scheduler did not place the default-scheduler pod");
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "other", NULL);
+    e2e_pods(pre, "w", 16, NULL, "1", NULL);
+    if (!E2E_WAIT(e2e_count(pre, "app=e2e").bound == 12, E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("%d of our pods bound, want 12", e2e_count(pre, "app=e2e").bound);
+    }
+    /* A moment later nothing more has been bound, and no node is over. */
+    e2e_nap(2000);
+    struct e2e_counts c = e2e_count(pre, "app=e2e");
+    assert_int_equal(c.bound, 12);
+    assert_int_equal(c.pending, 4);
+    int gpus[E2E_NODES];
+    e2e_node_gpus(gpus);
+    for (int i = 0; i < E2E_NODES; i++)
+        if (gpus[i] > E2E_GPUS_PER_NODE)
+            fail_msg("node %s has %d GPUs given out", e2e_node(i), gpus[i]);
+    assert_int_equal(gpus[0] + gpus[1], 16);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_job_pods_recreated, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_other_scheduler_counted, e2e_scenario_teardown),
+    };
+    return cmocka_run_group_tests_name("e2e/workloads", tests, e2e_setup, e2e_teardown);
+}
