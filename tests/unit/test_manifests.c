@@ -219,7 +219,17 @@ static const char *sub_path(char *out, const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(tail, sizeof tail, fmt, ap);
     va_end(ap);
-    snprintf(out, SCHEMA_PATH_MAX, "%s%s", path, tail);
+    /* Paths of our schemas are far shorter; a longer one is cut, which
+     * only shortens a message. */
+    size_t n = strlen(path);
+    if (n >= SCHEMA_PATH_MAX)
+        n = SCHEMA_PATH_MAX - 1;
+    memmove(out, path, n);
+    size_t m = strlen(tail);
+    if (m > SCHEMA_PATH_MAX - 1 - n)
+        m = SCHEMA_PATH_MAX - 1 - n;
+    memcpy(out + n, tail, m);
+    out[n + m] = '\0';
     return out;
 }
 
