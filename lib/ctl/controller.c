@@ -715,21 +715,34 @@ static void send_eviction(struct fair_ctl *c, struct req *r)
     }
 }
 
-/* The DisruptionTarget condition is written first, so that the pod's
- * owner (a Job with a podFailurePolicy) knows why it goes; then the
- * eviction, whatever the patch's outcome. */
+/* Sets the DisruptionTarget condition back to False after a refused
+ * eviction. */
+static void send_unmark(struct fair_ctl *c, const char *uid, const char *ns, const char *name)
+{
+    struct fair_kpod tmp = {
+        .meta = {.uid = (char *)uid, .namespace_ = (char *)ns, .name = (char *)name}};
+    patch_condition(c, &tmp, REQ_UNMARK, "DisruptionTarget", "False", "EvictionBlocked",
+                    "a PodDisruptionBudget refused the eviction; fairshare chose another pod");
+}
+
+/* The DisruptionTarget=True patch and the eviction go out together (see
+ * do_evict); an unmark that a refused eviction asked for while this patch
+ * was in flight is sent now, so that it lands after it. */
 static void on_evict_mark_done(const struct fair_kresponse *resp, void *ctx)
 {
     struct req *r = ctx;
-    if (resp->rc) {
-        note_api_error(r->c, resp);
-        if (resp->rc == FAIR_ENOTFOUND) {
-            fair_ctl_podmem_end(&r->c->pods, r->uid);
-            req_free(r);
-            return;
+    struct fair_ctl *c = r->c;
+    if (resp->rc && resp->rc != FAIR_ENOTFOUND)
+        note_api_error(c, resp);
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
+    if (e) {
+        e->mark_inflight = false;
+        if (e->unmark_due) {
+            e->unmark_due = false;
+            send_unmark(c, r->uid, r->ns, r->name);
         }
     }
-    send_eviction(r->c, r);
+    req_free(r);
 }
 
 static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
@@ -749,9 +762,10 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
                   "msg=\"eviction refused by a PodDisruptionBudget; choosing another "
                   "victim\" pod=%s/%s",
                   r->ns, r->name);
-        struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
-        patch_condition(c, &tmp, REQ_UNMARK, "DisruptionTarget", "False", "EvictionBlocked",
-                        "a PodDisruptionBudget refused the eviction; fairshare chose another pod");
+        if (e && e->mark_inflight)
+            e->unmark_due = true; /* after the True patch lands */
+        else
+            send_unmark(c, r->uid, r->ns, r->name);
         mark_dirty(c);
         req_free(r);
         return;
@@ -785,14 +799,23 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
     req_free(r); /* the pod stays EVICTING until it is gone */
 }
 
+/* Evicts one victim: the DisruptionTarget=True condition (reason
+ * PreemptionByScheduler, saying which queue and pod it makes room for) and
+ * the eviction are sent at once, so that the reclaim waits for one round
+ * trip, not two. From Kubernetes 1.26 the eviction itself also sets a
+ * DisruptionTarget condition, with the deletion, for a Job's
+ * podFailurePolicy; ours adds the reason in words. */
 static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
                      const struct fair_action *a)
 {
     const struct fair_pod *p = &s->snap.pods[a->pod];
     if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_EVICTING, NULL, 0, mono(c)))
         return;
-    struct req *r = req_new(c, REQ_EVICT_MARK);
-    if (!r) {
+    struct req *r = req_new(c, REQ_EVICT);
+    struct req *m = req_new(c, REQ_EVICT_MARK);
+    if (!r || !m) {
+        req_free(r);
+        req_free(m);
         fair_ctl_podmem_end(&c->pods, p->uid);
         return;
     }
@@ -809,16 +832,19 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     r->for_queue = dup0(fq);
     r->for_pod = dup0(forpod);
     r->evict_reason = a->reason;
-    if (!r->uid || !r->ns || !r->name || !r->for_queue || !r->for_pod) {
+    m->uid = dup0(p->uid);
+    m->ns = dup0(p->namespace_);
+    m->name = dup0(p->name);
+    if (!r->uid || !r->ns || !r->name || !r->for_queue || !r->for_pod || !m->uid || !m->ns ||
+        !m->name) {
         fair_ctl_podmem_end(&c->pods, p->uid);
         req_free(r);
+        req_free(m);
         return;
     }
     char msg[700];
     snprintf(msg, sizeof msg, "Fairshare reclaim: queue %s needs these GPUs (for pod %s)", fq,
              forpod);
-    /* Reuse patch_condition's body building, with this request as the
-     * continuation: send by hand so the callback chains to the eviction. */
     struct fair_error err = {0};
     struct fair_buf path;
     char ts[40];
@@ -828,11 +854,15 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
                             "DisruptionTarget", "status", "True", "reason", "PreemptionByScheduler",
                             "message", msg, "lastTransitionTime", ts);
     char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
     if (!body || fair_kpath(&path, &fair_kres_pods, p->namespace_, p->name, "status", &err) ||
         fair_kclient_request(c->kc, "PATCH", fair_buf_str(&path),
                              "application/strategic-merge-patch+json", body, strlen(body), 0,
-                             on_evict_mark_done, r, NULL, &err))
-        send_eviction(c, r); /* could not mark: evict anyway */
+                             on_evict_mark_done, m, NULL, &err))
+        req_free(m); /* could not mark: evict anyway */
+    else if (e)
+        e->mark_inflight = true;
+    send_eviction(c, r);
     free(body);
     json_decref(doc);
     fair_buf_release(&path);

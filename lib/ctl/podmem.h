@@ -39,7 +39,9 @@ struct fair_ctl_podmem_entry {
     int64_t last_event_ms;    /* monotonic */
     int last_cond_why;        /* FAIR_CTL_WHY_* of the last condition written; -1 */
     int64_t last_cond_ms;
-    bool ledger_open; /* an interval is open in the ledger */
+    bool ledger_open;   /* an interval is open in the ledger */
+    bool mark_inflight; /* the DisruptionTarget=True patch is not answered yet */
+    bool unmark_due;    /* ...and a refused eviction wants it set back when it is */
 };
 
 struct fair_ctl_podmem {

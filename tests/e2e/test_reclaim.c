@@ -147,6 +147,28 @@ static bool pdb_ready(const char *ns, const char *name)
     return ok;
 }
 
+/* Pods of ns whose DisruptionTarget condition has status st. */
+static int marked(const char *ns, const char *st)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    json_t *l = e2e_get(path);
+    int n = 0;
+    size_t i, k;
+    json_t *p, *cond;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, cond)
+        {
+            if (!strcmp(e2e_str(cond, "type") ?: "", "DisruptionTarget") &&
+                !strcmp(e2e_str(cond, "status") ?: "", st))
+                n++;
+        }
+    }
+    json_decref(l);
+    return n;
+}
+
 /* 12 of team b's 16 pods are covered by a PodDisruptionBudget that allows
  * no disruption; team a needs 4. Only the 4 unprotected pods may go: the
  * server refuses the others' evictions (429) and the controller must
@@ -177,8 +199,14 @@ static void test_pdb_forces_another_victim(void **state)
     assert_int_equal(e2e_count(t.b, "guard=yes").bound, 12);
     assert_int_equal(e2e_count(t.b, "guard=yes").total, 12);
     assert_int_equal(e2e_count(t.b, "!guard").total, 0);
-    fprintf(stderr, "e2e: evictions refused by the PDB: %.0f\n",
-            e2e_ctl_metric(&ctl, "fairshare_evictions_blocked_total"));
+    double blocked = e2e_ctl_metric(&ctl, "fairshare_evictions_blocked_total");
+    fprintf(stderr, "e2e: evictions refused by the PDB: %.0f\n", blocked);
+    /* A refused eviction leaves no pod marked as going: DisruptionTarget is
+     * False on every guarded pod it was tried on, set back after the True
+     * patch that went out with the eviction. */
+    if (!E2E_WAIT(marked(t.b, "True") == 0 && marked(t.b, "False") == (int)blocked, E2E_WAIT_MS))
+        fail_msg("%d guarded pods still marked DisruptionTarget=True, %d False; %.0f refusals",
+                 marked(t.b, "True"), marked(t.b, "False"), blocked);
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }
