@@ -1,0 +1,177 @@
+/* The state of one engine cycle, shared by the files that run it (internal
+ * to lib/engine; users include engine/engine.h). fair_engine_run() in
+ * engine.c drives the steps in order: validate.c checks the snapshot,
+ * shares.c computes capacity and fair shares, admit.c orders the pending
+ * pods and runs the admission passes, reclaim.c reclaims and preempts,
+ * figures.c fills the result's figures. docs/engine.md explains each rule.
+ * Everything here is pure: no I/O, clock or globals. */
+#ifndef FAIR_ENGINE_CYCLE_H
+#define FAIR_ENGINE_CYCLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/placement.h"
+
+typedef __int128 i128;
+
+#define NRES FAIR_RES_COUNT
+#define GPU FAIR_RES_GPU
+/* Largest quantity accepted on any object: 2^50 (a pebibyte of memory). */
+#define MAX_QTY ((int64_t)1 << 50)
+#define MAX_PROBLEMS 4096
+#define MAX_VICTIMS 64
+/* Victim searches per cycle: bounds the reclaim phase's cost; pods left
+ * over are looked at again next cycle. */
+#define MAX_SEARCHES 1024
+
+enum {
+    PF_VALID = 1,     /* pod request usable */
+    PF_BOUND = 2,     /* bound this cycle */
+    PF_NOFIT = 4,     /* passed admission, no node had room (pass 1) */
+    PF_EVICTED = 8,   /* evicted this cycle */
+    PF_RESERVED = 16, /* room reserved by reclaim or preemption */
+    PF_MANAGED = 32,  /* belongs to a valid queue */
+};
+
+/* A request a victim search failed for, with the pod's constraints (by
+ * identity of their arrays: the same arrays mean the same constraints). */
+#define FAIL_ENTRIES 4
+struct fail_entry {
+    int64_t req[FAIR_RES_COUNT];
+    const char *model;
+    const void *sel, *tol;
+    size_t nsel, ntol;
+};
+
+struct acct {
+    bool valid;
+    int32_t parent;  /* queues: project index */
+    int32_t rank;    /* position by name */
+    int64_t g[NRES]; /* effective guaranteed */
+    int64_t lim[NRES];
+    int64_t fs[NRES];
+    int64_t demand[NRES];
+    int64_t alloc0[NRES]; /* bound before the cycle */
+    int64_t alloc[NRES];  /* plus this cycle's binds */
+    int64_t live[NRES];   /* bound, not terminating, not evicted */
+    int64_t resv[NRES];   /* reserved for pods waiting on evictions */
+    int64_t np[NRES];     /* held by non-preemptible pods */
+    int64_t evicted[NRES];
+    int32_t npending, nrunning;
+    size_t first, count, cursor; /* queues: pending pods in e->order */
+    int32_t minvprio;            /* queues: lowest priority of a victim */
+    bool has_victim;
+    bool blocked;       /* damped cycle: a pod found no room ... */
+    int32_t block_prio; /* ... at this priority: lower ones wait */
+    /* Smallest unconstrained request a victim search failed for, per mode:
+     * bigger ones are not searched again this cycle. */
+    struct fail_entry fail[2][FAIL_ENTRIES];
+    uint8_t nfail[2], fail_next[2];
+};
+
+struct gang {
+    size_t first, count; /* members' positions in e->gmem */
+    int32_t nbound;
+    int32_t size;
+    size_t leader; /* position in e->order of the first member */
+};
+
+struct eng {
+    const struct fair_snapshot *s;
+    struct fair_result *res;
+    struct fair_error *err;
+    struct fair_place pl;
+    bool pl_ready;
+    bool *node_ok;
+    uint8_t *pflags;
+    int32_t *pgang; /* gang id of pending pods, -1 */
+    uint64_t *masks;
+    struct acct *q;
+    struct acct *p;
+    int32_t *order; /* pending pods of valid queues, queue rank then pod order */
+    size_t norder;
+    struct gang *gangs;
+    size_t ngangs;
+    size_t *gmem; /* order positions of gang members */
+    int32_t *heap;
+    size_t nheap;
+    size_t acap, pcap;
+    size_t bytes;
+    /* Reclaim phase. */
+    int32_t *vlist;  /* victims by node rank, in victim order */
+    size_t *voff;    /* nnodes + 1 offsets into vlist */
+    int32_t *vrank;  /* pod -> victim-order position */
+    int32_t *vorder; /* victims in victim order */
+    size_t nvict;
+    int32_t *cand; /* node ranks with room being freed (fut differs) */
+    size_t ncand;
+    int32_t *clist; /* per search: nodes holding a plausible victim */
+    uint32_t *nstamp;
+    uint32_t stamp;
+    int64_t (*vsum)[NRES]; /* per node rank: room its remaining victims hold */
+    int32_t *rrank;        /* pending pod -> node rank of its reserved room */
+    int32_t *qvlist;       /* victims by queue, in victim order */
+    size_t *qvoff;         /* nqueues + 1 */
+    int searches;
+    /* A wave of evictions is still terminating: take no new victims. */
+    bool damp;
+    /* A pod owed room (its guarantee) got none this cycle: pass 2 hands
+     * out nothing above fair share, or it would be reclaimed next cycle. */
+    bool starved;
+};
+
+struct ratio {
+    int64_t num, den; /* den 0 with num > 0: infinite */
+};
+
+static inline int64_t r_or0(int64_t v)
+{
+    return v > 0 ? v : 0;
+}
+
+static inline const char *str_or(const char *s, const char *dflt)
+{
+    return s && s[0] ? s : dflt;
+}
+
+static inline int cmp_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "");
+}
+
+/* engine.c: allocation counted in e->bytes, problems and actions. */
+void *fair_eng_calloc(struct eng *e, size_t n, size_t size);
+int fair_eng_add_problem(struct eng *e, enum fair_problem_kind kind, enum fair_object_kind obj,
+                         int32_t index, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int fair_eng_add_action(struct eng *e, const struct fair_action *a);
+
+/* validate.c: indices (FAIR_EINVAL when out of range), then every object. */
+int fair_eng_check_indices(struct eng *e);
+int fair_eng_check_objects(struct eng *e);
+
+/* shares.c: capacity, per-queue accounting, fair share level by level. */
+int fair_eng_compute_capacity(struct eng *e);
+void fair_eng_account_pods(struct eng *e);
+int fair_eng_compute_fair_share(struct eng *e);
+
+/* admit.c: admission order, the queue heap, limits, passes 1 and 2. */
+int fair_eng_build_order(struct eng *e);
+struct ratio fair_eng_ratio_of(int64_t num, int64_t den);
+int fair_eng_cmp_ratio(struct ratio a, struct ratio b);
+void fair_eng_heap_down(struct eng *e, size_t i);
+void fair_eng_heap_build(struct eng *e);
+bool fair_eng_over(const int64_t *a, const int64_t *b, const int64_t *req, const int64_t *cap);
+int fair_eng_run_pass(struct eng *e, int pass);
+
+/* reclaim.c: the eviction wave in progress (damp), reclaim and preemption. */
+void fair_eng_compute_damp(struct eng *e);
+int fair_eng_reclaim_phase(struct eng *e);
+
+/* figures.c: per queue, project and cluster figures of the result. */
+int fair_eng_figures(struct eng *e);
+
+#endif

@@ -1,0 +1,686 @@
+/* Reclaim and preemption: victims in victim order, the smallest set on one
+ * node per pod, room reserved while victims terminate, one wave at a time
+ * (docs/engine.md, "Reclaim and preemption" and "Stability"). */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "engine/cycle.h"
+#include "engine/share.h"
+
+struct vkey {
+    int32_t pprio, qprio;
+    struct ratio over; /* live/fs on GPU of the victim's queue */
+    int32_t prio;
+    int64_t started;
+    const char *uid;
+    int32_t idx;
+};
+
+static int cmp_vkey(const void *pa, const void *pb)
+{
+    const struct vkey *a = pa, *b = pb;
+    if (a->pprio != b->pprio)
+        return a->pprio < b->pprio ? -1 : 1;
+    if (a->qprio != b->qprio)
+        return a->qprio < b->qprio ? -1 : 1;
+    int c = fair_eng_cmp_ratio(a->over, b->over);
+    if (c)
+        return -c; /* furthest above its fair share first */
+    if (a->prio != b->prio)
+        return a->prio < b->prio ? -1 : 1;
+    if (a->started != b->started)
+        return a->started > b->started ? -1 : 1; /* youngest first */
+    c = cmp_str(a->uid, b->uid);
+    if (c)
+        return c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Whether pod i may be evicted to reclaim or preempt: a bound, valid,
+ * preemptible pod of ours, not already leaving, that has run at least its
+ * queue's reclaimMinRuntime. build_victims counts and then fills with it. */
+static bool is_victim(const struct eng *e, size_t i)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct fair_pod *p = &s->pods[i];
+    if (p->state != FAIR_POD_BOUND ||
+        (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) || !p->preemptible ||
+        p->terminating)
+        return false;
+    return s->now_ms - p->started_ms >= s->queues[p->queue].reclaim_min_runtime_ms;
+}
+
+static int build_victims(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    int rc = FAIR_ENOMEM;
+    size_t nv = 0;
+    struct vkey *vk = NULL;
+    for (size_t i = 0; i < s->npods; i++)
+        if (is_victim(e, i))
+            nv++;
+    vk = fair_calloc(nv ? nv : 1, sizeof(*vk));
+    e->vlist = fair_eng_calloc(e, nv, sizeof(*e->vlist));
+    e->voff = fair_eng_calloc(e, s->nnodes + 1, sizeof(*e->voff));
+    e->vrank = fair_eng_calloc(e, s->npods, sizeof(*e->vrank));
+    e->vorder = fair_eng_calloc(e, nv, sizeof(*e->vorder));
+    e->cand = fair_eng_calloc(e, s->nnodes, sizeof(*e->cand));
+    e->clist = fair_eng_calloc(e, s->nnodes, sizeof(*e->clist));
+    e->vsum = fair_eng_calloc(e, s->nnodes, sizeof(*e->vsum));
+    e->rrank = fair_eng_calloc(e, s->npods, sizeof(*e->rrank));
+    e->qvlist = fair_eng_calloc(e, nv, sizeof(*e->qvlist));
+    e->qvoff = fair_eng_calloc(e, s->nqueues + 1, sizeof(*e->qvoff));
+    e->nstamp = fair_eng_calloc(e, s->nnodes, sizeof(*e->nstamp));
+    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand || !e->vorder || !e->clist ||
+        !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff || !e->rrank)
+        goto out;
+    e->bytes += nv * sizeof(*vk);
+    size_t k = 0;
+    for (size_t i = 0; i < s->npods; i++) {
+        if (!is_victim(e, i))
+            continue;
+        const struct fair_pod *p = &s->pods[i];
+        const struct acct *q = &e->q[p->queue];
+        vk[k++] = (struct vkey){s->projects[q->parent].q.over_quota_priority,
+                                s->queues[p->queue].q.over_quota_priority,
+                                fair_eng_ratio_of(q->live[GPU], q->fs[GPU]),
+                                p->priority,
+                                p->started_ms,
+                                p->uid,
+                                (int32_t)i};
+        struct acct *qm = &e->q[p->queue];
+        if (!qm->has_victim || p->priority < qm->minvprio)
+            qm->minvprio = p->priority;
+        qm->has_victim = true;
+    }
+    qsort(vk, nv, sizeof(*vk), cmp_vkey);
+    e->nvict = nv;
+    for (size_t i = 0; i < nv; i++) {
+        const struct fair_pod *vp = &s->pods[vk[i].idx];
+        for (int r = 0; r < NRES; r++)
+            e->vsum[e->pl.rank_of[vp->node]][r] += vp->request.v[r];
+        e->qvoff[vp->queue + 1]++;
+    }
+    for (size_t qi = 0; qi < s->nqueues; qi++)
+        e->qvoff[qi + 1] += e->qvoff[qi];
+    for (size_t i = 0; i < nv; i++)
+        e->qvlist[e->qvoff[s->pods[vk[i].idx].queue]++] = vk[i].idx;
+    for (size_t qi = s->nqueues; qi-- > 0;)
+        e->qvoff[qi + 1] = e->qvoff[qi];
+    e->qvoff[0] = 0;
+    for (size_t i = 0; i < nv; i++) {
+        e->vorder[i] = vk[i].idx;
+        e->vrank[vk[i].idx] = (int32_t)i;
+        e->voff[e->pl.rank_of[s->pods[vk[i].idx].node] + 1]++;
+    }
+    for (size_t r = 0; r < s->nnodes; r++)
+        e->voff[r + 1] += e->voff[r];
+    for (size_t i = 0; i < nv; i++) {
+        int32_t rank = e->pl.rank_of[s->pods[vk[i].idx].node];
+        /* voff[rank] advances as a cursor; restored below. */
+        e->vlist[e->voff[rank]++] = vk[i].idx;
+    }
+    for (size_t r = s->nnodes; r-- > 0;)
+        e->voff[r + 1] = e->voff[r];
+    e->voff[0] = 0;
+    e->ncand = 0;
+    for (size_t r = 0; r < s->nnodes; r++)
+        if (e->pl.nodes[r].ok && e->pl.nodes[r].fdiff)
+            e->cand[e->ncand++] = (int32_t)r;
+    rc = 0;
+out:
+    fair_free(vk);
+    return rc;
+}
+
+enum mode { M_RECLAIM, M_PREEMPT };
+
+struct search {
+    const struct fair_pod *pod;
+    int32_t pi;
+    int32_t qi;
+    enum mode mode;
+    int64_t budget[NRES]; /* PREEMPT: what the queue must free on top */
+};
+
+struct trial {
+    int32_t v[MAX_VICTIMS];
+    int nv;
+    int64_t cost;
+    int32_t rank;
+    int64_t fitkey; /* nv == 0: fut free of the chosen fit, smaller first */
+};
+
+/* Whether pod fits on node rank's fut view with victims v[0..nv) gone (skip
+ * index `skip`), and with the preemption budget covered. */
+static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank, const int32_t *v,
+                      int nv, int skip, int64_t *short_by, uint64_t *mask)
+{
+    const struct fair_pnode *n = &e->pl.nodes[rank];
+    const struct fair_node *sn = &e->s->nodes[n->idx];
+    int16_t dev[FAIR_MAX_GPUS_PER_NODE];
+    int64_t freeres[NRES], budget[NRES];
+    int32_t pods = n->fpods;
+    memcpy(dev, n->fdev, sizeof(dev));
+    memcpy(freeres, n->ffree, sizeof(freeres));
+    memcpy(budget, sr->budget, sizeof(budget));
+    for (int i = 0; i < nv; i++) {
+        if (i == skip)
+            continue;
+        const struct fair_pod *vp = &e->s->pods[v[i]];
+        for (int r = 0; r < NRES; r++) {
+            freeres[r] += vp->request.v[r];
+            budget[r] -= vp->request.v[r];
+        }
+        pods--;
+        uint64_t m = e->masks[v[i]];
+        int64_t g = vp->request.v[GPU];
+        for (int d = 0; d < n->ngpu && g > 0; d++)
+            if (m >> d & 1) {
+                int64_t x = dev[d] + (g < FAIR_GPU_DEVICE_MILLI ? g : FAIR_GPU_DEVICE_MILLI);
+                dev[d] = (int16_t)(x > FAIR_GPU_DEVICE_MILLI ? FAIR_GPU_DEVICE_MILLI : x);
+                if (g < FAIR_GPU_DEVICE_MILLI)
+                    break;
+            }
+    }
+    bool ok = true;
+    const int64_t *req = sr->pod->request.v;
+    for (int r = 0; r < NRES; r++) {
+        short_by[r] = 0;
+        if (r != GPU && freeres[r] < req[r]) {
+            short_by[r] = req[r] - freeres[r];
+            ok = false;
+        }
+        if (budget[r] > 0) {
+            short_by[r] = short_by[r] > budget[r] ? short_by[r] : budget[r];
+            ok = false;
+        }
+    }
+    if (sn->max_pods > 0 && pods >= sn->max_pods)
+        ok = false;
+    if (!fair_place_pick_devices(dev, n->ngpu, req[GPU], NULL, e->pl.policy, mask)) {
+        short_by[GPU] = short_by[GPU] > 0 ? short_by[GPU] : 1;
+        ok = false;
+    }
+    return ok;
+}
+
+/* Whether victim vi may go for sr, given the victims already taken. */
+static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
+                      const int32_t *taken, int nt)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct fair_pod *v = &s->pods[vi];
+    if (e->pflags[vi] & PF_EVICTED)
+        return false;
+    if (sr->mode == M_PREEMPT)
+        return v->queue == sr->qi && v->priority < sr->pod->priority;
+    if (v->queue == sr->qi)
+        return false;
+    /* A borrower only, and never below its own fair share (queue, and the
+     * project when it is another project's). */
+    const struct acct *vq = &e->q[v->queue];
+    int32_t vp = vq->parent;
+    bool other_project = vp != e->q[sr->qi].parent;
+    int64_t tq[NRES] = {0}, tp[NRES] = {0};
+    for (int i = 0; i < nt; i++) {
+        const struct fair_pod *t = &s->pods[taken[i]];
+        for (int r = 0; r < NRES; r++) {
+            if (t->queue == v->queue)
+                tq[r] += t->request.v[r];
+            if (e->q[t->queue].parent == vp)
+                tp[r] += t->request.v[r];
+        }
+    }
+    bool gpu_only = v->request.v[GPU] > 0;
+    for (int r = 0; r < NRES; r++) {
+        if (gpu_only && r != GPU)
+            continue;
+        int64_t need = v->request.v[r];
+        if (need <= 0)
+            continue;
+        if (vq->live[r] - tq[r] - need < vq->fs[r])
+            return false;
+        if (other_project && e->p[vp].live[r] - tp[r] - need < e->p[vp].fs[r])
+            return false;
+    }
+    return true;
+}
+
+/* Greedy victim choice on one node, then pruned to a minimal set. */
+static bool try_node(const struct eng *e, const struct search *sr, int32_t rank, struct trial *t,
+                     int max_nv)
+{
+    int64_t short_by[NRES];
+    uint64_t mask;
+    t->nv = 0;
+    t->rank = rank;
+    t->cost = 0;
+    t->fitkey = 0;
+    const struct fair_pnode *nd = &e->pl.nodes[rank];
+    for (int r = 0; r < NRES; r++)
+        if (nd->ffree[r] + (max_nv > 0 ? e->vsum[rank][r] : 0) < sr->pod->request.v[r])
+            return false;
+    if (!fair_place_static_ok(&e->pl, rank, sr->pod))
+        return false;
+    bool ok = fits_with(e, sr, rank, t->v, 0, -1, short_by, &mask);
+    for (size_t i = e->voff[rank]; i < e->voff[rank + 1] && !ok && !e->damp; i++) {
+        int32_t vi = e->vlist[i];
+        const struct fair_pod *v = &e->s->pods[vi];
+        bool helps = false;
+        for (int r = 0; r < NRES; r++)
+            if (short_by[r] > 0 && v->request.v[r] > 0)
+                helps = true;
+        const struct fair_node *sn = &e->s->nodes[e->pl.nodes[rank].idx];
+        if (sn->max_pods > 0 && e->pl.nodes[rank].fpods - t->nv >= sn->max_pods)
+            helps = true;
+        if (!helps || !victim_ok(e, sr, vi, t->v, t->nv))
+            continue;
+        if (t->nv == MAX_VICTIMS || t->nv >= max_nv)
+            return false;
+        t->v[t->nv++] = vi;
+        ok = fits_with(e, sr, rank, t->v, t->nv, -1, short_by, &mask);
+    }
+    if (!ok)
+        return false;
+    /* Drop victims that turn out not to be needed, latest first. */
+    for (int i = t->nv - 1; i >= 0; i--) {
+        if (fits_with(e, sr, rank, t->v, t->nv, i, short_by, &mask)) {
+            memmove(&t->v[i], &t->v[i + 1], (size_t)(t->nv - i - 1) * sizeof(t->v[0]));
+            t->nv--;
+        }
+    }
+    for (int i = 0; i < t->nv; i++)
+        t->cost += e->vrank[t->v[i]];
+    if (t->nv == 0) {
+        /* Among nodes that need no new victim, the fullest fut view wins. */
+        const struct fair_pnode *n = &e->pl.nodes[rank];
+        int64_t g = sr->pod->request.v[GPU];
+        if (g > 0 && g < FAIR_GPU_DEVICE_MILLI) {
+            for (int d = 0; d < n->ngpu; d++)
+                if (mask >> d & 1)
+                    t->fitkey = (int64_t)n->fdev[d] * 1000000 + n->ffree[GPU];
+        } else {
+            t->fitkey = n->ffree[GPU];
+        }
+    }
+    return true;
+}
+
+static bool better(const struct trial *a, const struct trial *b)
+{
+    if (a->nv != b->nv)
+        return a->nv < b->nv;
+    if (a->nv == 0 && a->fitkey != b->fitkey)
+        return a->fitkey < b->fitkey;
+    if (a->cost != b->cost)
+        return a->cost < b->cost;
+    return a->rank < b->rank;
+}
+
+static int apply_trial(struct eng *e, const struct search *sr, const struct trial *t)
+{
+    const struct fair_snapshot *s = e->s;
+    if (!e->pl.nodes[t->rank].fdiff && e->pl.nodes[t->rank].ok)
+        e->cand[e->ncand++] = t->rank;
+    for (int i = 0; i < t->nv; i++) {
+        int32_t vi = t->v[i];
+        const struct fair_pod *v = &s->pods[vi];
+        struct acct *vq = &e->q[v->queue], *vp = &e->p[vq->parent];
+        e->pflags[vi] |= PF_EVICTED;
+        for (int r = 0; r < NRES; r++) {
+            e->vsum[t->rank][r] -= v->request.v[r];
+            vq->live[r] -= v->request.v[r];
+            vp->live[r] -= v->request.v[r];
+            vq->evicted[r] += v->request.v[r];
+            vp->evicted[r] += v->request.v[r];
+        }
+        fair_place_fut(&e->pl, t->rank, &v->request, e->masks[vi], -1);
+        struct fair_action a = {FAIR_ACTION_EVICT,
+                                vi,
+                                v->node,
+                                0,
+                                sr->mode == M_RECLAIM ? FAIR_EVICT_RECLAIM : FAIR_EVICT_PREEMPT,
+                                sr->qi,
+                                sr->pi};
+        int rc = fair_eng_add_action(e, &a);
+        if (rc)
+            return rc;
+    }
+    const struct fair_pnode *n = &e->pl.nodes[t->rank];
+    uint64_t m = 0;
+    fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &m);
+    fair_place_fut(&e->pl, t->rank, &sr->pod->request, m, 1);
+    e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
+    e->rrank[sr->pi] = t->rank;
+    struct acct *q = &e->q[sr->qi], *p = &e->p[q->parent];
+    for (int r = 0; r < NRES; r++) {
+        q->resv[r] += sr->pod->request.v[r];
+        p->resv[r] += sr->pod->request.v[r];
+    }
+    e->pflags[sr->pi] |= PF_RESERVED;
+    e->res->pending_reasons[sr->pi] = FAIR_PENDING_WAITING_RECLAIM;
+    return 0;
+}
+
+/* Whether pending pod pi of queue qi is owed room from borrowers: its
+ * queue stays within min(guaranteed, demand) with it. GPU pods are judged
+ * on GPU; pods without GPU on every resource they request. */
+static bool entitled(const struct eng *e, int32_t qi, const struct fair_pod *p)
+{
+    const struct acct *q = &e->q[qi];
+    bool any = false;
+    for (int r = 0; r < NRES; r++) {
+        int64_t req = p->request.v[r];
+        if (req <= 0 || (p->request.v[GPU] > 0 && r != GPU))
+            continue;
+        int64_t owed = q->g[r] < q->demand[r] ? q->g[r] : q->demand[r];
+        if (q->live[r] + q->resv[r] + req > owed)
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* Whether a search for pod can be skipped after one failed for f: same
+ * constraints, and a request at least as big everywhere. Victims only get
+ * fewer during the phase, so it would fail again (pods left out are looked
+ * at next cycle). */
+static bool same_shape_or_bigger(const struct fail_entry *f, const struct fair_pod *p)
+{
+    for (int r = 0; r < NRES; r++)
+        if (p->request.v[r] < f->req[r])
+            return false;
+    if (f->sel != (const void *)p->node_selector || f->nsel != p->nnode_selector ||
+        f->tol != (const void *)p->tolerations || f->ntol != p->ntolerations)
+        return false;
+    return cmp_str(f->model, p->gpu_model) == 0;
+}
+
+/* Finds the smallest victim set on one node for sr and applies it. In
+ * order: a node where room being freed already fits (no new victim); else
+ * the first single victim, in victim order, that makes room alone (that is
+ * the cheapest one-victim set); else every candidate node, greedily, the
+ * fewest victims winning, then the lower victim-order cost, then rank. */
+static int search_for(struct eng *e, struct search *sr, bool *found)
+{
+    struct trial best = {0}, cur;
+    bool have = false;
+    int64_t short_by[NRES];
+    uint64_t mask;
+    struct acct *q = &e->q[sr->qi];
+    int m = sr->mode == M_PREEMPT;
+    const int64_t *req = sr->pod->request.v;
+    *found = false;
+    for (int i = 0; i < q->nfail[m]; i++)
+        if (same_shape_or_bigger(&q->fail[m][i], sr->pod))
+            return 0;
+    if (e->searches >= MAX_SEARCHES)
+        return 0;
+    e->searches++;
+    for (size_t c = 0; c < e->ncand; c++) {
+        int32_t r = e->cand[c];
+        if (!e->pl.nodes[r].fdiff || !try_node(e, sr, r, &cur, 0))
+            continue;
+        if (!have || better(&cur, &best)) {
+            best = cur;
+            have = true;
+        }
+    }
+    size_t nc = 0;
+    e->stamp++;
+    bool pre = sr->mode == M_PREEMPT;
+    size_t from = pre ? e->qvoff[sr->qi] : 0, to = pre ? e->qvoff[sr->qi + 1] : e->nvict;
+    for (size_t i = from; i < to && !have && !e->damp; i++) {
+        int32_t vi = pre ? e->qvlist[i] : e->vorder[i];
+        const struct fair_pod *v = &e->s->pods[vi];
+        if (e->pflags[vi] & PF_EVICTED)
+            continue;
+        if (sr->mode == M_PREEMPT
+                ? (v->queue != sr->qi || v->priority >= sr->pod->priority)
+                : (v->queue == sr->qi || e->q[v->queue].live[GPU] <= e->q[v->queue].fs[GPU]))
+            continue;
+        int32_t r = e->pl.rank_of[v->node];
+        if (e->nstamp[r] == e->stamp)
+            continue;
+        if (!fair_place_static_ok(&e->pl, r, sr->pod)) {
+            e->nstamp[r] = e->stamp;
+            continue;
+        }
+        if (!victim_ok(e, sr, vi, NULL, 0))
+            continue;
+        e->nstamp[r] = e->stamp;
+        e->clist[nc++] = r;
+        if (fits_with(e, sr, r, &vi, 1, -1, short_by, &mask)) {
+            best.v[0] = vi;
+            best.nv = 1;
+            best.rank = r;
+            best.cost = e->vrank[vi];
+            have = true;
+        }
+    }
+    bool full = !have && !e->damp;
+    for (size_t c = 0; c < nc && full; c++) {
+        int limit = have ? best.nv : MAX_VICTIMS;
+        if (!try_node(e, sr, e->clist[c], &cur, limit))
+            continue;
+        if (!have || better(&cur, &best)) {
+            best = cur;
+            have = true;
+        }
+    }
+    if (!have) {
+        struct fail_entry *f = &q->fail[m][q->fail_next[m]];
+        memcpy(f->req, req, sizeof(f->req));
+        f->model = sr->pod->gpu_model;
+        f->sel = sr->pod->node_selector;
+        f->nsel = sr->pod->nnode_selector;
+        f->tol = sr->pod->tolerations;
+        f->ntol = sr->pod->ntolerations;
+        q->fail_next[m] = (uint8_t)((q->fail_next[m] + 1) % FAIL_ENTRIES);
+        if (q->nfail[m] < FAIL_ENTRIES)
+            q->nfail[m]++;
+        return 0;
+    }
+    *found = true;
+    return apply_trial(e, sr, &best);
+}
+
+static void unreserve(struct eng *e, int32_t pi)
+{
+    const struct fair_pod *p = &e->s->pods[pi];
+    struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
+    fair_place_fut(&e->pl, e->rrank[pi], &p->request, e->masks[pi], -1);
+    for (int r = 0; r < NRES; r++) {
+        q->resv[r] -= p->request.v[r];
+        pr->resv[r] -= p->request.v[r];
+    }
+    e->pflags[pi] &= (uint8_t)~PF_RESERVED;
+    e->masks[pi] = 0;
+}
+
+static void unevict(struct eng *e, int32_t vi)
+{
+    const struct fair_pod *v = &e->s->pods[vi];
+    struct acct *q = &e->q[v->queue], *pr = &e->p[q->parent];
+    int32_t rank = e->pl.rank_of[v->node];
+    e->pflags[vi] &= (uint8_t)~PF_EVICTED;
+    for (int r = 0; r < NRES; r++) {
+        q->live[r] += v->request.v[r];
+        pr->live[r] += v->request.v[r];
+        q->evicted[r] -= v->request.v[r];
+        pr->evicted[r] -= v->request.v[r];
+        e->vsum[rank][r] += v->request.v[r];
+    }
+    fair_place_fut(&e->pl, rank, &v->request, e->masks[vi], 1);
+}
+
+/* Reclaim for a whole gang owed room: every member gets room (new victims
+ * or room being freed), or nothing is evicted nor reserved. */
+static int gang_reclaim(struct eng *e, int32_t gi)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct gang *g = &e->gangs[gi];
+    int32_t qi = s->pods[e->order[g->leader]].queue;
+    struct acct *q = &e->q[qi];
+    int64_t req[NRES] = {0};
+    for (size_t j = 0; j < g->count; j++)
+        for (int r = 0; r < NRES; r++)
+            req[r] += s->pods[e->order[e->gmem[g->first + j]]].request.v[r];
+    bool any = false;
+    for (int r = 0; r < NRES; r++) {
+        if (req[r] <= 0 || (req[GPU] > 0 && r != GPU))
+            continue;
+        int64_t owed = q->g[r] < q->demand[r] ? q->g[r] : q->demand[r];
+        if (q->live[r] + q->resv[r] + req[r] > owed)
+            return 0;
+        any = true;
+    }
+    if (!any || fair_eng_over(q->live, q->resv, req, q->fs))
+        return 0;
+    size_t nact = e->res->nactions;
+    struct fail_entry saved[2][FAIL_ENTRIES];
+    uint8_t saved_n[2] = {q->nfail[0], q->nfail[1]},
+            saved_next[2] = {q->fail_next[0], q->fail_next[1]};
+    memcpy(saved, q->fail, sizeof(saved));
+    size_t j = 0;
+    for (; j < g->count; j++) {
+        int32_t mi = e->order[e->gmem[g->first + j]];
+        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}};
+        bool found = false;
+        int rc = search_for(e, &sr, &found);
+        if (rc)
+            return rc;
+        if (!found)
+            break;
+    }
+    if (j == g->count)
+        return 0;
+    e->starved = true;
+    /* Undo, latest first: each member's reservation, then its victims. */
+    int32_t cur = -1;
+    for (size_t k = e->res->nactions; k-- > nact;) {
+        const struct fair_action *a = &e->res->actions[k];
+        if (a->for_pod != cur) {
+            cur = a->for_pod;
+            if (e->pflags[cur] & PF_RESERVED)
+                unreserve(e, cur);
+        }
+        unevict(e, a->pod);
+    }
+    e->res->nactions = nact;
+    for (size_t k = 0; k < g->count; k++) {
+        int32_t mi = e->order[e->gmem[g->first + k]];
+        if (e->pflags[mi] & PF_RESERVED)
+            unreserve(e, mi);
+        e->res->pending_reasons[mi] = FAIR_PENDING_GANG_NO_FIT;
+    }
+    memcpy(q->fail, saved, sizeof(saved));
+    q->nfail[0] = saved_n[0];
+    q->nfail[1] = saved_n[1];
+    q->fail_next[0] = saved_next[0];
+    q->fail_next[1] = saved_next[1];
+    return 0;
+}
+
+/* One wave at a time: while pods that look like earlier victims are
+ * still terminating (preemptible pods of a queue above its fair share, or
+ * below a higher-priority pod waiting in their queue), no new victim is
+ * taken. Other deletions (finished work) do not hold it. */
+void fair_eng_compute_damp(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    for (size_t i = 0; i < s->npods && !e->damp; i++) {
+        const struct fair_pod *p = &s->pods[i];
+        if (p->state != FAIR_POD_BOUND || !p->terminating || !p->preemptible ||
+            !(e->pflags[i] & PF_MANAGED))
+            continue;
+        const struct acct *q = &e->q[p->queue];
+        for (int r = 0; r < NRES; r++)
+            if (p->request.v[r] > 0 && (r == GPU || p->request.v[GPU] <= 0) &&
+                q->alloc0[r] > q->fs[r])
+                e->damp = true;
+        if (q->count && s->pods[e->order[q->first]].priority > p->priority)
+            e->damp = true;
+    }
+}
+
+/* Whether pod would fit on some node if that node were empty. */
+static bool could_fit(const struct eng *e, const struct fair_pod *p)
+{
+    for (size_t r = 0; r < e->pl.nnodes; r++) {
+        const struct fair_node *n = &e->s->nodes[e->pl.nodes[r].idx];
+        bool room = true;
+        for (int k = 0; k < NRES; k++)
+            if (n->allocatable.v[k] < p->request.v[k])
+                room = false;
+        if (room && p->request.v[GPU] >= FAIR_GPU_DEVICE_MILLI &&
+            p->request.v[GPU] / FAIR_GPU_DEVICE_MILLI > n->gpu_count)
+            room = false;
+        if (room && fair_place_static_ok(&e->pl, (int32_t)r, p))
+            return true;
+    }
+    return false;
+}
+
+int fair_eng_reclaim_phase(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    int rc = build_victims(e);
+    if (rc)
+        return rc;
+
+    /* Queues in admission order at the start of the phase. */
+    fair_eng_heap_build(e);
+    while (e->nheap) {
+        int32_t qi = e->heap[0];
+        e->heap[0] = e->heap[--e->nheap];
+        if (e->nheap)
+            fair_eng_heap_down(e, 0);
+        struct acct *q = &e->q[qi];
+        for (size_t k = 0; k < q->count; k++) {
+            int32_t pi = e->order[q->first + k];
+            const struct fair_pod *p = &s->pods[pi];
+            uint8_t why = e->res->pending_reasons[pi];
+            if (e->pflags[pi] & (PF_BOUND | PF_RESERVED))
+                continue;
+            if (e->pgang[pi] >= 0) {
+                int32_t gi = e->pgang[pi];
+                if (e->order[e->gangs[gi].leader] == pi && why == FAIR_PENDING_GANG_NO_FIT) {
+                    rc = gang_reclaim(e, gi);
+                    if (rc)
+                        return rc;
+                }
+                continue;
+            }
+            if (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_FAIR_SHARE)
+                continue;
+            struct search sr = {p, pi, qi, M_RECLAIM, {0}};
+            bool found = false;
+            if (why == FAIR_PENDING_NO_NODE_FITS && entitled(e, qi, p) &&
+                !fair_eng_over(q->live, q->resv, p->request.v, q->fs)) {
+                rc = search_for(e, &sr, &found);
+                if (rc)
+                    return rc;
+                if (!found && !e->starved && could_fit(e, p))
+                    e->starved = true;
+            }
+            if (found || !q->has_victim || q->minvprio >= p->priority)
+                continue;
+            sr.mode = M_PREEMPT;
+            for (int r = 0; r < NRES; r++) {
+                int64_t b = q->live[r] + q->resv[r] + p->request.v[r] - q->fs[r];
+                sr.budget[r] = b > 0 ? b : 0;
+            }
+            rc = search_for(e, &sr, &found);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,207 @@
+/* Capacity, what each queue and project holds and asks, and fair shares
+ * level by level (projects, then each project's queues), with share.c's
+ * arithmetic (docs/engine.md, "Fair share"). */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "engine/cycle.h"
+#include "engine/share.h"
+
+int fair_eng_compute_capacity(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    int64_t *cap = e->res->capacity.v;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (e->node_ok[i])
+            for (int r = 0; r < NRES; r++)
+                cap[r] = fair_sat_add(cap[r], s->nodes[i].allocatable.v[r]);
+    for (size_t i = 0; i < s->npods; i++) {
+        const struct fair_pod *p = &s->pods[i];
+        if (p->state != FAIR_POD_BOUND)
+            continue;
+        bool managed = e->pflags[i] & PF_MANAGED;
+        bool on_ok = e->node_ok[p->node];
+        if (managed == on_ok)
+            continue;
+        for (int r = 0; r < NRES; r++)
+            cap[r] =
+                fair_sat_add(cap[r], managed ? r_or0(p->request.v[r]) : -r_or0(p->request.v[r]));
+    }
+    for (int r = 0; r < NRES; r++)
+        if (cap[r] < 0)
+            cap[r] = 0;
+    return 0;
+}
+
+void fair_eng_account_pods(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    for (size_t i = 0; i < s->npods; i++) {
+        const struct fair_pod *p = &s->pods[i];
+        if (!(e->pflags[i] & PF_MANAGED))
+            continue;
+        struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
+        bool bound = p->state == FAIR_POD_BOUND;
+        if (!bound && !(e->pflags[i] & PF_VALID))
+            continue;
+        for (int r = 0; r < NRES; r++) {
+            int64_t v = r_or0(p->request.v[r]);
+            q->demand[r] = fair_sat_add(q->demand[r], v);
+            if (bound) {
+                q->alloc0[r] = fair_sat_add(q->alloc0[r], v);
+                pr->alloc0[r] = fair_sat_add(pr->alloc0[r], v);
+                if (!p->terminating) {
+                    q->live[r] += v;
+                    pr->live[r] += v;
+                }
+                if (!p->preemptible) {
+                    q->np[r] += v;
+                    pr->np[r] += v;
+                }
+            }
+        }
+        if (bound) {
+            q->nrunning++;
+            pr->nrunning++;
+        } else {
+            q->npending++;
+            pr->npending++;
+        }
+    }
+    for (size_t i = 0; i < s->nqueues; i++)
+        memcpy(e->q[i].alloc, e->q[i].alloc0, sizeof(e->q[i].alloc));
+    for (size_t i = 0; i < s->nprojects; i++)
+        memcpy(e->p[i].alloc, e->p[i].alloc0, sizeof(e->p[i].alloc));
+}
+
+int fair_eng_compute_fair_share(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    size_t n = s->nprojects > s->nqueues ? s->nprojects : s->nqueues;
+    int rc = FAIR_ENOMEM;
+    struct fair_share_child *ch = fair_calloc(n ? n : 1, sizeof(*ch));
+    void *scratch = fair_calloc(1, FAIR_SHARE_SCRATCH(n ? n : 1));
+    int64_t *val = fair_calloc(n ? n : 1, sizeof(int64_t));
+    int64_t *out = fair_calloc(n ? n : 1, sizeof(int64_t));
+    const char **names = fair_calloc(n ? n : 1, sizeof(char *));
+    size_t *ids = fair_calloc(n ? n : 1, sizeof(size_t));
+    if (!ch || !scratch || !val || !out || !names || !ids)
+        goto out;
+    e->bytes += n * (sizeof(*ch) + 3 * sizeof(int64_t) + sizeof(size_t)) + FAIR_SHARE_SCRATCH(n);
+    const int64_t *cap = e->res->capacity.v;
+    /* Project demand: the sum of its queues', capped by its limit. */
+    for (size_t i = 0; i < s->nqueues; i++) {
+        if (!e->q[i].valid)
+            continue;
+        struct acct *pr = &e->p[e->q[i].parent];
+        for (int r = 0; r < NRES; r++) {
+            int64_t d = e->q[i].demand[r];
+            if (d > s->queues[i].q.limit.v[r])
+                d = s->queues[i].q.limit.v[r];
+            pr->demand[r] = fair_sat_add(pr->demand[r], d);
+        }
+    }
+    for (size_t i = 0; i < s->nprojects; i++)
+        for (int r = 0; r < NRES; r++) {
+            e->p[i].lim[r] = s->projects[i].q.limit.v[r];
+            if (e->p[i].demand[r] > e->p[i].lim[r])
+                e->p[i].demand[r] = e->p[i].lim[r];
+        }
+    for (size_t i = 0; i < s->nqueues; i++)
+        for (int r = 0; r < NRES; r++)
+            e->q[i].lim[r] = s->queues[i].q.limit.v[r];
+    /* Level 1: projects share the cluster. */
+    size_t m = 0;
+    for (size_t i = 0; i < s->nprojects; i++)
+        if (e->p[i].valid)
+            ids[m++] = i;
+    for (int r = 0; r < NRES; r++) {
+        i128 sum = 0;
+        for (size_t j = 0; j < m; j++) {
+            val[j] = s->projects[ids[j]].q.guaranteed.v[r];
+            names[j] = s->projects[ids[j]].q.name;
+            sum += val[j];
+        }
+        if (sum > cap[r]) {
+            rc = fair_eng_add_problem(
+                e, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_CLUSTER, -1,
+                "cluster: projects guarantee %lld %s in total but the cluster has "
+                "%lld; guarantees are scaled down in proportion",
+                (long long)sum, fair_res_name((enum fair_res)r), (long long)cap[r]);
+            if (rc)
+                goto out;
+        }
+        fair_share_scale(val, names, m, cap[r], out, scratch);
+        for (size_t j = 0; j < m; j++) {
+            const struct fair_quota *pq = &s->projects[ids[j]].q;
+            e->p[ids[j]].g[r] = out[j];
+            ch[j] = (struct fair_share_child){pq->name,
+                                              out[j],
+                                              e->p[ids[j]].demand[r],
+                                              pq->limit.v[r],
+                                              pq->over_quota_weight,
+                                              pq->over_quota_priority,
+                                              0};
+        }
+        fair_share_distribute(cap[r], ch, m, scratch);
+        for (size_t j = 0; j < m; j++)
+            e->p[ids[j]].fs[r] = ch[j].share;
+    }
+    /* Level 2: each project's queues share the project's fair share. */
+    for (size_t pi = 0; pi < s->nprojects; pi++) {
+        if (!e->p[pi].valid)
+            continue;
+        m = 0;
+        for (size_t i = 0; i < s->nqueues; i++)
+            if (e->q[i].valid && (size_t)e->q[i].parent == pi)
+                ids[m++] = i;
+        for (int r = 0; r < NRES; r++) {
+            i128 sum = 0;
+            for (size_t j = 0; j < m; j++) {
+                val[j] = s->queues[ids[j]].q.guaranteed.v[r];
+                names[j] = s->queues[ids[j]].q.name;
+                sum += val[j];
+            }
+            int64_t pg = s->projects[pi].q.guaranteed.v[r];
+            if (sum > pg) {
+                rc = fair_eng_add_problem(
+                    e, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_PROJECT, (int32_t)pi,
+                    "project \"%s\": its queues guarantee %lld %s in total, more "
+                    "than the project's %lld; queue guarantees are scaled down",
+                    str_or(s->projects[pi].q.name, "?"), (long long)sum,
+                    fair_res_name((enum fair_res)r), (long long)pg);
+                if (rc)
+                    goto out;
+            }
+            fair_share_scale(val, names, m, e->p[pi].g[r], out, scratch);
+            for (size_t j = 0; j < m; j++) {
+                const struct fair_quota *qq = &s->queues[ids[j]].q;
+                e->q[ids[j]].g[r] = out[j];
+                ch[j] = (struct fair_share_child){qq->name,
+                                                  out[j],
+                                                  e->q[ids[j]].demand[r],
+                                                  qq->limit.v[r],
+                                                  qq->over_quota_weight,
+                                                  qq->over_quota_priority,
+                                                  0};
+            }
+            fair_share_distribute(e->p[pi].fs[r], ch, m, scratch);
+            for (size_t j = 0; j < m; j++)
+                e->q[ids[j]].fs[r] = ch[j].share;
+        }
+    }
+    rc = 0;
+out:
+    fair_free(ch);
+    fair_free(scratch);
+    fair_free(val);
+    fair_free(out);
+    fair_free(names);
+    fair_free(ids);
+    return rc;
+}
