@@ -103,8 +103,16 @@ static void devices_str(char *buf, size_t n, uint64_t mask)
 /* Runs one cycle, prints the table and the actions, applies the binds. */
 static int step(struct demo *d, const char *title)
 {
-    struct fair_snapshot s = {d->now,    d->nodes, d->nn,   d->projects, d->np,
-                              d->queues, d->nq,    d->pods, d->npods,    FAIR_PLACE_PACK};
+    struct fair_snapshot s = {.now_ms = d->now,
+                              .nodes = d->nodes,
+                              .nnodes = d->nn,
+                              .projects = d->projects,
+                              .nprojects = d->np,
+                              .queues = d->queues,
+                              .nqueues = d->nq,
+                              .pods = d->pods,
+                              .npods = d->npods,
+                              .placement = FAIR_PLACE_PACK};
     struct fair_result res;
     struct fair_error err = {0};
     if (fair_engine_run(&s, &res, &err) != 0) {

@@ -47,6 +47,10 @@ const char *fair_ctl_why_reason(int why)
         return "FairShare";
     case FAIR_PENDING_INVALID_POD:
         return "InvalidPod";
+    case FAIR_PENDING_RECLAIM_HELD:
+        return "ReclaimHeldBack";
+    case FAIR_PENDING_NODE_HELD:
+        return "WaitingForHeldNode";
     }
     return "Unschedulable";
 }
@@ -73,6 +77,23 @@ static const char *queue_problem(const struct fair_ctl_snapshot *s, const struct
             return pr->message;
     }
     return "see the queue's status";
+}
+
+/* The queue furthest above its fair share on GPU (allocated after the
+ * cycle minus fair share), other than skip; -1 when none is above. */
+static int32_t most_over(const struct fair_result *r, int32_t skip, int64_t *over)
+{
+    int32_t best = -1;
+    *over = 0;
+    for (size_t i = 0; i < r->nqueues; i++) {
+        int64_t d =
+            r->queues[i].allocated_after.v[FAIR_RES_GPU] - r->queues[i].fair_share.v[FAIR_RES_GPU];
+        if ((int32_t)i != skip && d > *over) {
+            *over = d;
+            best = (int32_t)i;
+        }
+    }
+    return best;
 }
 
 int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_result *r,
@@ -161,7 +182,31 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
                      qname);
         return;
     }
-    case FAIR_PENDING_NO_NODE_FITS:
+    case FAIR_PENDING_NO_NODE_FITS: {
+        /* When the room is held by queues above their fair share while
+         * this one is below its own, that is the cause to name. */
+        int64_t over = 0;
+        int32_t oq = qs ? most_over(r, qi, &over) : -1;
+        if (oq >= 0 && p->request.v[FAIR_RES_GPU] > 0 &&
+            qs->allocated_after.v[FAIR_RES_GPU] + p->request.v[FAIR_RES_GPU] <=
+                qs->fair_share.v[FAIR_RES_GPU]) {
+            const struct fair_share_status *os = &r->queues[oq];
+            char c[32], d[32];
+            gpus(os->allocated_after.v[FAIR_RES_GPU], a, sizeof a);
+            gpus(os->fair_share.v[FAIR_RES_GPU], b, sizeof b);
+            gpus(qs->allocated_after.v[FAIR_RES_GPU], c, sizeof c);
+            gpus(qs->fair_share.v[FAIR_RES_GPU], d, sizeof d);
+            snprintf(out, n,
+                     "no free GPUs: queue %s is above its fair share (%s GPUs in use, fair share "
+                     "%s) while queue %s is below its own (%s of %s); %s",
+                     s->snap.queues[oq].q.name, a, b, qname, c, d,
+                     q && q->reclaim_up_to == FAIR_RECLAIM_GUARANTEE
+                         ? "this queue reclaims only up to its guarantee (spec.reclaimUpTo: "
+                           "Guarantee), so it waits for those pods to finish"
+                         : "no set of its pods on one node frees this pod's request yet; the "
+                           "reclaim is tried again every cycle");
+            return;
+        }
         if (p->request.v[FAIR_RES_GPU] > 0 && p->request.v[FAIR_RES_GPU] < FAIR_GPU_DEVICE_MILLI)
             snprintf(out, n,
                      "no node fits: no GPU device has %s free on a node that matches the pod's "
@@ -173,6 +218,37 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
                      "memory request, node selector and tolerations",
                      req);
         return;
+    }
+    case FAIR_PENDING_RECLAIM_HELD: {
+        int64_t over = 0;
+        int32_t oq = most_over(r, qi, &over);
+        gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, a, sizeof a);
+        gpus(qs ? qs->fair_share.v[FAIR_RES_GPU] : 0, b, sizeof b);
+        int64_t fs = qs ? qs->fair_share.v[FAIR_RES_GPU] : 0;
+        int64_t gap = qs ? fs - qs->allocated_after.v[FAIR_RES_GPU] : 0;
+        bool band = gap < fs * s->snap.over_quota_threshold_pct / 100;
+        snprintf(out, n,
+                 "reclaim held back: queue %s is below its fair share (%s of %s GPUs)%s%s%s, "
+                 "but %s",
+                 qname, a, b, oq >= 0 ? " and queue " : "",
+                 oq >= 0 ? s->snap.queues[oq].q.name : "", oq >= 0 ? " is above its own" : "",
+                 band ? "by less than the reclaim threshold (reclaim.overQuotaThreshold), so "
+                        "nothing is evicted for it"
+                      : "the pods that could make room have run less than "
+                        "reclaim.overQuotaMinRuntime; they are reclaimed once they have");
+        return;
+    }
+    case FAIR_PENDING_NODE_HELD: {
+        int32_t node = pod < r->npods && r->hold_node ? r->hold_node[pod] : -1;
+        const char *nn =
+            node >= 0 && (size_t)node < s->snap.nnodes ? s->snap.nodes[node].name : "?";
+        snprintf(out, n,
+                 "waiting for node %s, held for this pod: no node has %s GPUs free and no set "
+                 "of borrowed pods frees them, so no other pod is placed on %s until it has "
+                 "room for this one (at most reservation.timeout)",
+                 nn, req, nn);
+        return;
+    }
     case FAIR_PENDING_GANG_INCOMPLETE: {
         int32_t have = 0;
         for (size_t i = 0; i < s->snap.npods; i++)

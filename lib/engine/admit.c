@@ -342,6 +342,9 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             return 0;
         if (pass == 2 && *reason != FAIR_PENDING_FAIR_SHARE)
             return 0;
+        /* Evicted too often: it runs within its queue's fair share only. */
+        if (pass == 2 && s->max_evictions > 0 && p->evictions >= s->max_evictions)
+            return 0;
         memcpy(req, p->request.v, sizeof(req));
         if (!p->preemptible)
             memcpy(np, req, sizeof(np));
@@ -359,7 +362,13 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             return 0;
         }
         uint64_t mask = 0;
-        int32_t rank = fair_place_find(&e->pl, p, &p->request, pass == 2, &mask);
+        int32_t rank = -1;
+        /* A pod with a held node takes it as soon as it fits there. */
+        if (e->hold_of[pi] >= 0 &&
+            fair_place_fits_node(&e->pl, e->hold_of[pi], p, &p->request, pass == 2, &mask))
+            rank = e->hold_of[pi];
+        if (rank < 0)
+            rank = fair_place_find(&e->pl, p, &p->request, pass == 2, &mask);
         if (rank < 0) {
             if (pass == 1) {
                 *reason = FAIR_PENDING_NO_NODE_FITS;
@@ -385,6 +394,9 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
     }
     if (pass == 2 && *reason != FAIR_PENDING_FAIR_SHARE)
         return 0;
+    for (size_t j = 0; j < g->count && pass == 2 && s->max_evictions > 0; j++)
+        if (s->pods[e->order[e->gmem[g->first + j]]].evictions >= s->max_evictions)
+            return 0;
     for (size_t j = 0; j < g->count; j++) {
         const struct fair_pod *m = &s->pods[e->order[e->gmem[g->first + j]]];
         for (int r = 0; r < NRES; r++) {

@@ -69,8 +69,9 @@ struct acct {
     int32_t block_prio; /* ... at this priority: lower ones wait */
     /* Smallest unconstrained request a victim search failed for, per mode:
      * bigger ones are not searched again this cycle. */
-    struct fail_entry fail[2][FAIL_ENTRIES];
-    uint8_t nfail[2], fail_next[2];
+    struct fail_entry fail[3][FAIL_ENTRIES]; /* reclaim, preempt, fair-share reclaim */
+    uint8_t nfail[3], fail_next[3];
+    bool held; /* a node was held for one of its pods this cycle */
 };
 
 struct gang {
@@ -119,9 +120,10 @@ struct eng {
     int searches;
     /* A wave of evictions is still terminating: take no new victims. */
     bool damp;
-    /* A pod owed room (its guarantee) got none this cycle: pass 2 hands
-     * out nothing above fair share, or it would be reclaimed next cycle. */
-    bool starved;
+    /* Nodes held for pending pods (by rank; NULL: none), shared with the
+     * placement, and per pod the rank it holds (-1). */
+    const struct fair_pod **hold;
+    int32_t *hold_of;
 };
 
 struct ratio {
@@ -167,8 +169,10 @@ void fair_eng_heap_build(struct eng *e);
 bool fair_eng_over(const int64_t *a, const int64_t *b, const int64_t *req, const int64_t *cap);
 int fair_eng_run_pass(struct eng *e, int pass);
 
-/* reclaim.c: the eviction wave in progress (damp), reclaim and preemption. */
+/* reclaim.c: the eviction wave in progress (damp), nodes held for pods
+ * from earlier cycles, reclaim and preemption. */
 void fair_eng_compute_damp(struct eng *e);
+void fair_eng_apply_holds(struct eng *e);
 int fair_eng_reclaim_phase(struct eng *e);
 
 /* figures.c: per queue, project and cluster figures of the result. */

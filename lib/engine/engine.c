@@ -82,6 +82,8 @@ static void eng_release(struct eng *e)
     fair_free(e->rrank);
     fair_free(e->qvlist);
     fair_free(e->qvoff);
+    fair_free(e->hold);
+    fair_free(e->hold_of);
 }
 
 int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result,
@@ -114,14 +116,22 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     result->queues = fair_eng_calloc(&e, snap->nqueues, sizeof(*result->queues));
     result->projects = fair_eng_calloc(&e, snap->nprojects, sizeof(*result->projects));
     result->pending_reasons = fair_eng_calloc(&e, snap->npods, sizeof(*result->pending_reasons));
+    result->hold_node = fair_eng_calloc(&e, snap->npods, sizeof(*result->hold_node));
+    result->hold_since_ms = fair_eng_calloc(&e, snap->npods, sizeof(*result->hold_since_ms));
+    e.hold = fair_eng_calloc(&e, snap->nnodes, sizeof(*e.hold));
+    e.hold_of = fair_eng_calloc(&e, snap->npods, sizeof(*e.hold_of));
     if (!e.node_ok || !e.pflags || !e.pgang || !e.masks || !e.q || !e.p || !e.heap ||
-        !result->queues || !result->projects || !result->pending_reasons)
+        !result->queues || !result->projects || !result->pending_reasons || !result->hold_node ||
+        !result->hold_since_ms || !e.hold || !e.hold_of)
         goto nomem;
     result->nqueues = snap->nqueues;
     result->nprojects = snap->nprojects;
     result->npods = snap->npods;
-    for (size_t i = 0; i < snap->npods; i++)
+    for (size_t i = 0; i < snap->npods; i++) {
         e.pgang[i] = -1;
+        e.hold_of[i] = -1;
+        result->hold_node[i] = -1;
+    }
     rc = fair_eng_check_objects(&e);
     if (rc)
         goto nomem;
@@ -146,11 +156,13 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     if (rc)
         goto nomem;
     e.pl_ready = true;
+    e.pl.hold = e.hold;
     e.bytes += e.pl.bytes;
     rc = fair_eng_build_order(&e);
     if (rc)
         goto nomem;
     fair_eng_compute_damp(&e);
+    fair_eng_apply_holds(&e);
     rc = fair_eng_run_pass(&e, 1);
     if (rc)
         goto nomem;
@@ -158,11 +170,9 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     if (rc)
         goto nomem;
     fair_place_forget(&e.pl);
-    if (!e.starved) {
-        rc = fair_eng_run_pass(&e, 2);
-        if (rc)
-            goto nomem;
-    }
+    rc = fair_eng_run_pass(&e, 2);
+    if (rc)
+        goto nomem;
     rc = fair_eng_figures(&e);
     if (rc)
         goto nomem;
@@ -186,6 +196,8 @@ void fair_result_release(struct fair_result *result)
     fair_free(result->queues);
     fair_free(result->projects);
     fair_free(result->pending_reasons);
+    fair_free(result->hold_node);
+    fair_free(result->hold_since_ms);
     fair_free(result->problems);
     memset(result, 0, sizeof(*result));
 }

@@ -86,11 +86,19 @@ struct fair_project {
     struct fair_quota q;
 };
 
+/* How far a queue's pending pods may take room back from queues that
+ * borrow it (docs/engine.md, "Reclaim and preemption"). */
+enum fair_reclaim_mode {
+    FAIR_RECLAIM_FAIR_SHARE = 0, /* up to its fair share (the default) */
+    FAIR_RECLAIM_GUARANTEE = 1,  /* up to min(guaranteed, demand) only */
+};
+
 struct fair_queue {
     struct fair_quota q;
-    const char *project_name; /* for messages */
-    int32_t project;          /* index into snapshot.projects; -1: unknown */
+    const char *project_name;       /* for messages */
+    int32_t project;                /* index into snapshot.projects; -1: unknown */
     int64_t reclaim_min_runtime_ms; /* borrowed pods younger are not reclaimed */
+    enum fair_reclaim_mode reclaim_up_to;
 };
 
 enum fair_pod_state {
@@ -131,6 +139,16 @@ struct fair_pod {
      * not at all; gang_size is how many pods the gang needs. */
     const char *gang;
     int32_t gang_size;
+    /* Work lost to an eviction: the pod checkpoints every this many ms
+     * from its start (0: never, all work since started_ms is lost). */
+    int64_t checkpoint_interval_ms;
+    /* How many times this pod (or, for a requeued pod or a workload's
+     * replacement, its lineage) was evicted before. */
+    int32_t evictions;
+    /* PENDING pods: the node held for the pod by an earlier cycle
+     * (result.hold_node), and since when; hold_since_ms 0: none. */
+    int32_t hold_node;
+    int64_t hold_since_ms;
 };
 
 /* How placement scores nodes. PACK (the default) fights fragmentation;
@@ -152,6 +170,18 @@ struct fair_snapshot {
     const struct fair_pod *pods;
     size_t npods;
     enum fair_place_policy placement; /* zero (PACK) unless set */
+    /* Reclaim up to fair share (FAIR_RECLAIM_FAIR_SHARE queues): only when
+     * the queue is below its fair share by at least its pod's request and
+     * this share of the fair share (percent; hysteresis), and only victims
+     * that have run at least over_quota_min_runtime_ms. */
+    int32_t over_quota_threshold_pct;
+    int64_t over_quota_min_runtime_ms;
+    /* A pod evicted this many times (fair_pod.evictions) runs only within
+     * its queue's fair share: pass 2 skips it. 0: no bound. */
+    int32_t max_evictions;
+    /* A pod owed room that only an emptied node could hold keeps that node
+     * for at most this long (then as long again without one); 0: never. */
+    int64_t hold_timeout_ms;
 };
 
 enum fair_action_kind {
@@ -161,44 +191,48 @@ enum fair_action_kind {
 
 enum fair_evict_reason {
     FAIR_EVICT_NONE = 0,
-    FAIR_EVICT_RECLAIM,  /* its queue borrowed; the owner wants it back */
-    FAIR_EVICT_PREEMPT,  /* a higher-priority pod of the same queue */
+    FAIR_EVICT_RECLAIM,    /* its queue borrowed; the owner wants it back */
+    FAIR_EVICT_PREEMPT,    /* a higher-priority pod of the same queue */
+    FAIR_EVICT_FAIR_SHARE, /* its queue is above its fair share; a queue below takes it */
 };
 
 struct fair_action {
     enum fair_action_kind kind;
-    int32_t pod;           /* index into snapshot.pods */
-    int32_t node;          /* BIND: target node */
-    uint64_t gpu_devices;  /* BIND: devices given to the pod */
+    int32_t pod;                   /* index into snapshot.pods */
+    int32_t node;                  /* BIND: target node */
+    uint64_t gpu_devices;          /* BIND: devices given to the pod */
     enum fair_evict_reason reason; /* EVICT */
-    int32_t for_queue;     /* EVICT: the queue the room is made for */
-    int32_t for_pod;       /* EVICT: the pending pod the room is made for */
+    int32_t for_queue;             /* EVICT: the queue the room is made for */
+    int32_t for_pod;               /* EVICT: the pending pod the room is made for */
 };
 
 /* Why a pending pod was not bound this cycle. */
 enum fair_pending_reason {
-    FAIR_PENDING_NONE = 0,       /* bound, or not pending */
-    FAIR_PENDING_UNKNOWN_QUEUE,  /* queue -1 */
-    FAIR_PENDING_INVALID_QUEUE,  /* its queue or project is invalid */
-    FAIR_PENDING_OVER_LIMIT,     /* would exceed a queue or project limit */
-    FAIR_PENDING_OVER_GUARANTEE, /* non-preemptible beyond guaranteed */
-    FAIR_PENDING_WAITING_RECLAIM,/* evictions issued; waiting for room */
-    FAIR_PENDING_NO_NODE_FITS,   /* no node passes the filters */
-    FAIR_PENDING_GANG_INCOMPLETE,/* fewer pods than gang_size exist */
-    FAIR_PENDING_GANG_NO_FIT,    /* the whole gang does not fit */
-    FAIR_PENDING_FAIR_SHARE,     /* its queue is at its fair share */
-    FAIR_PENDING_INVALID_POD,    /* the pod itself is invalid (see problems) */
+    FAIR_PENDING_NONE = 0,        /* bound, or not pending */
+    FAIR_PENDING_UNKNOWN_QUEUE,   /* queue -1 */
+    FAIR_PENDING_INVALID_QUEUE,   /* its queue or project is invalid */
+    FAIR_PENDING_OVER_LIMIT,      /* would exceed a queue or project limit */
+    FAIR_PENDING_OVER_GUARANTEE,  /* non-preemptible beyond guaranteed */
+    FAIR_PENDING_WAITING_RECLAIM, /* evictions issued; waiting for room */
+    FAIR_PENDING_NO_NODE_FITS,    /* no node passes the filters */
+    FAIR_PENDING_GANG_INCOMPLETE, /* fewer pods than gang_size exist */
+    FAIR_PENDING_GANG_NO_FIT,     /* the whole gang does not fit */
+    FAIR_PENDING_FAIR_SHARE,      /* its queue is at its fair share */
+    FAIR_PENDING_INVALID_POD,     /* the pod itself is invalid (see problems) */
+    FAIR_PENDING_RECLAIM_HELD,    /* owed room, but the victims ran too briefly or the
+                                     gap is within the hysteresis */
+    FAIR_PENDING_NODE_HELD,       /* a node is held for it until enough room is free */
 };
 
 /* Per-queue (and per-project) figures, per resource. */
 struct fair_share_status {
     struct fair_resources guaranteed;
     struct fair_resources fair_share;
-    struct fair_resources allocated; /* bound pods, before this cycle */
+    struct fair_resources allocated;       /* bound pods, before this cycle */
     struct fair_resources allocated_after; /* after this cycle's actions */
-    struct fair_resources demand;    /* bound + pending requests */
-    struct fair_resources borrowed;  /* allocated above guaranteed */
-    struct fair_resources lent;      /* guaranteed idle while others borrow */
+    struct fair_resources demand;          /* bound + pending requests */
+    struct fair_resources borrowed;        /* allocated above guaranteed */
+    struct fair_resources lent;            /* guaranteed idle while others borrow */
     int32_t pending_pods;
     int32_t running_pods;
 };
@@ -208,8 +242,13 @@ enum fair_problem_kind {
     FAIR_PROBLEM_OVERCOMMITTED, /* children guarantee more than the parent */
 };
 
-enum fair_object_kind { FAIR_OBJ_CLUSTER, FAIR_OBJ_PROJECT, FAIR_OBJ_QUEUE, FAIR_OBJ_NODE,
-                        FAIR_OBJ_POD };
+enum fair_object_kind {
+    FAIR_OBJ_CLUSTER,
+    FAIR_OBJ_PROJECT,
+    FAIR_OBJ_QUEUE,
+    FAIR_OBJ_NODE,
+    FAIR_OBJ_POD
+};
 
 /* A problem found in the snapshot. Invalid objects are left out of the
  * cycle (their pods stay pending with FAIR_PENDING_INVALID_QUEUE); the rest
@@ -231,6 +270,10 @@ struct fair_result {
     struct fair_share_status cluster;
     uint8_t *pending_reasons; /* npods; enum fair_pending_reason */
     size_t npods;
+    /* npods: the node held for each pending pod after this cycle (-1: none)
+     * and since when (0: none), to pass back in the next snapshot. */
+    int32_t *hold_node;
+    int64_t *hold_since_ms;
     struct fair_problem *problems;
     size_t nproblems;
     /* Capacity shared out: allocatable of schedulable nodes, minus what

@@ -40,6 +40,10 @@ const char *fair_pending_reason_str(enum fair_pending_reason r)
         return "QueueAtFairShare";
     case FAIR_PENDING_INVALID_POD:
         return "InvalidPod";
+    case FAIR_PENDING_RECLAIM_HELD:
+        return "ReclaimHeldBack";
+    case FAIR_PENDING_NODE_HELD:
+        return "WaitingForHeldNode";
     default:
         return "Unknown";
     }
@@ -54,6 +58,8 @@ const char *fair_evict_reason_str(enum fair_evict_reason r)
         return "Reclaim";
     case FAIR_EVICT_PREEMPT:
         return "Preempt";
+    case FAIR_EVICT_FAIR_SHARE:
+        return "FairShare";
     default:
         return "Unknown";
     }

@@ -536,6 +536,8 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
                           const struct fair_resources *req, bool use_fut, uint64_t *mask)
 {
     const struct fair_pnode *n = &pl->nodes[rank];
+    if (pl->hold && pl->hold[rank] && pl->hold[rank] != pod)
+        return false;
     if (!fair_place_static_ok(pl, rank, pod) || !room_ok(pl, n, req, use_fut))
         return false;
     return fair_place_pick_devices(n->dev, n->ngpu, req->v[FAIR_RES_GPU],

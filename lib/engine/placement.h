@@ -78,6 +78,9 @@ struct fair_place {
     struct fair_place_fail fail[FAIR_PLACE_FAIL_CACHE];
     size_t nfail;
     size_t fail_next;
+    /* Nodes held for one pending pod (by rank; NULL: none): no other pod
+     * fits there. Borrowed from the caller, may be NULL. */
+    const struct fair_pod *const *hold;
     size_t bytes; /* allocated, for the memory figure */
 };
 
@@ -100,8 +103,9 @@ bool fair_place_static_ok(const struct fair_place *pl, int32_t rank, const struc
 int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
                         const struct fair_resources *req, bool use_fut, uint64_t *mask);
 
-/* Whether req fits on node rank (filters and room), and the devices it would
- * get there; the per-node scoring used by fair_place_find. */
+/* Whether req fits on node rank (filters, room, and no hold for another
+ * pod), and the devices it would get there; the per-node check behind
+ * fair_place_find. */
 bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
                           const struct fair_resources *req, bool use_fut, uint64_t *mask);
 

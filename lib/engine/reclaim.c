@@ -14,13 +14,18 @@
 
 struct vkey {
     int32_t pprio, qprio;
-    struct ratio over; /* live/fs on GPU of the victim's queue */
     int32_t prio;
-    int64_t started;
+    int64_t lost; /* ms of work an eviction would lose (since the last checkpoint) */
+    int64_t size[NRES];
+    struct ratio over; /* live/fs on GPU of the victim's queue */
     const char *uid;
     int32_t idx;
 };
 
+/* Victim order: lower over-quota tiers first (project, then queue), then
+ * lower pod priority, then the least work lost (the shortest time since
+ * start or last checkpoint), then the smallest request (GPU, CPU,
+ * memory), then the queue furthest above its fair share, then uid. */
 static int cmp_vkey(const void *pa, const void *pb)
 {
     const struct vkey *a = pa, *b = pb;
@@ -28,17 +33,30 @@ static int cmp_vkey(const void *pa, const void *pb)
         return a->pprio < b->pprio ? -1 : 1;
     if (a->qprio != b->qprio)
         return a->qprio < b->qprio ? -1 : 1;
+    if (a->prio != b->prio)
+        return a->prio < b->prio ? -1 : 1;
+    if (a->lost != b->lost)
+        return a->lost < b->lost ? -1 : 1;
+    for (int r = 0; r < NRES; r++)
+        if (a->size[r] != b->size[r])
+            return a->size[r] < b->size[r] ? -1 : 1;
     int c = fair_eng_cmp_ratio(a->over, b->over);
     if (c)
         return -c; /* furthest above its fair share first */
-    if (a->prio != b->prio)
-        return a->prio < b->prio ? -1 : 1;
-    if (a->started != b->started)
-        return a->started > b->started ? -1 : 1; /* youngest first */
     c = cmp_str(a->uid, b->uid);
     if (c)
         return c;
     return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* The work an eviction of p would lose now: its run time since its last
+ * checkpoint (all of it without checkpoints). */
+static int64_t lost_ms(const struct fair_snapshot *s, const struct fair_pod *p)
+{
+    int64_t run = s->now_ms - p->started_ms;
+    if (run < 0)
+        return 0;
+    return p->checkpoint_interval_ms > 0 ? run % p->checkpoint_interval_ms : run;
 }
 
 /* Whether pod i may be evicted to reclaim or preempt: a bound, valid,
@@ -86,13 +104,15 @@ static int build_victims(struct eng *e)
             continue;
         const struct fair_pod *p = &s->pods[i];
         const struct acct *q = &e->q[p->queue];
-        vk[k++] = (struct vkey){s->projects[q->parent].q.over_quota_priority,
-                                s->queues[p->queue].q.over_quota_priority,
-                                fair_eng_ratio_of(q->live[GPU], q->fs[GPU]),
-                                p->priority,
-                                p->started_ms,
-                                p->uid,
-                                (int32_t)i};
+        vk[k] = (struct vkey){.pprio = s->projects[q->parent].q.over_quota_priority,
+                              .qprio = s->queues[p->queue].q.over_quota_priority,
+                              .prio = p->priority,
+                              .lost = lost_ms(s, p),
+                              .over = fair_eng_ratio_of(q->live[GPU], q->fs[GPU]),
+                              .uid = p->uid,
+                              .idx = (int32_t)i};
+        memcpy(vk[k].size, p->request.v, sizeof(vk[k].size));
+        k++;
         struct acct *qm = &e->q[p->queue];
         if (!qm->has_victim || p->priority < qm->minvprio)
             qm->minvprio = p->priority;
@@ -146,7 +166,21 @@ struct search {
     int32_t qi;
     enum mode mode;
     int64_t budget[NRES]; /* PREEMPT: what the queue must free on top */
+    bool fair_share;      /* RECLAIM up to the fair share, not only the guarantee */
 };
+
+/* Index of a search's failure cache: guarantee reclaim, preemption, or
+ * reclaim up to the fair share (whose victims are fewer). */
+static int fail_slot(const struct search *sr)
+{
+    return sr->mode == M_PREEMPT ? 1 : sr->fair_share ? 2 : 0;
+}
+
+/* Whether node rank is held for a pod other than sr's. */
+static bool held_by_other(const struct eng *e, const struct search *sr, int32_t rank)
+{
+    return e->hold[rank] && e->hold[rank] != sr->pod;
+}
 
 struct trial {
     int32_t v[MAX_VICTIMS];
@@ -221,6 +255,9 @@ static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
     if (sr->mode == M_PREEMPT)
         return v->queue == sr->qi && v->priority < sr->pod->priority;
     if (v->queue == sr->qi)
+        return false;
+    /* Reclaim up to the fair share takes only pods that ran long enough. */
+    if (sr->fair_share && s->now_ms - v->started_ms < s->over_quota_min_runtime_ms)
         return false;
     /* A borrower only, and never below its own fair share (queue, and the
      * project when it is another project's). */
@@ -345,7 +382,9 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
                                 vi,
                                 v->node,
                                 0,
-                                sr->mode == M_RECLAIM ? FAIR_EVICT_RECLAIM : FAIR_EVICT_PREEMPT,
+                                sr->mode == M_PREEMPT ? FAIR_EVICT_PREEMPT
+                                : sr->fair_share      ? FAIR_EVICT_FAIR_SHARE
+                                                      : FAIR_EVICT_RECLAIM,
                                 sr->qi,
                                 sr->pi};
         int rc = fair_eng_add_action(e, &a);
@@ -414,7 +453,7 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     int64_t short_by[NRES];
     uint64_t mask;
     struct acct *q = &e->q[sr->qi];
-    int m = sr->mode == M_PREEMPT;
+    int m = fail_slot(sr);
     const int64_t *req = sr->pod->request.v;
     *found = false;
     for (int i = 0; i < q->nfail[m]; i++)
@@ -425,7 +464,7 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     e->searches++;
     for (size_t c = 0; c < e->ncand; c++) {
         int32_t r = e->cand[c];
-        if (!e->pl.nodes[r].fdiff || !try_node(e, sr, r, &cur, 0))
+        if (!e->pl.nodes[r].fdiff || held_by_other(e, sr, r) || !try_node(e, sr, r, &cur, 0))
             continue;
         if (!have || better(&cur, &best)) {
             best = cur;
@@ -448,7 +487,7 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         int32_t r = e->pl.rank_of[v->node];
         if (e->nstamp[r] == e->stamp)
             continue;
-        if (!fair_place_static_ok(&e->pl, r, sr->pod)) {
+        if (!fair_place_static_ok(&e->pl, r, sr->pod) || held_by_other(e, sr, r)) {
             e->nstamp[r] = e->stamp;
             continue;
         }
@@ -544,14 +583,15 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     if (!any || fair_eng_over(q->live, q->resv, req, q->fs))
         return 0;
     size_t nact = e->res->nactions;
-    struct fail_entry saved[2][FAIL_ENTRIES];
-    uint8_t saved_n[2] = {q->nfail[0], q->nfail[1]},
-            saved_next[2] = {q->fail_next[0], q->fail_next[1]};
+    struct fail_entry saved[3][FAIL_ENTRIES];
+    uint8_t saved_n[3], saved_next[3];
+    memcpy(saved_n, q->nfail, sizeof(saved_n));
+    memcpy(saved_next, q->fail_next, sizeof(saved_next));
     memcpy(saved, q->fail, sizeof(saved));
     size_t j = 0;
     for (; j < g->count; j++) {
         int32_t mi = e->order[e->gmem[g->first + j]];
-        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}};
+        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false};
         bool found = false;
         int rc = search_for(e, &sr, &found);
         if (rc)
@@ -561,7 +601,6 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     }
     if (j == g->count)
         return 0;
-    e->starved = true;
     /* Undo, latest first: each member's reservation, then its victims. */
     int32_t cur = -1;
     for (size_t k = e->res->nactions; k-- > nact;) {
@@ -581,10 +620,8 @@ static int gang_reclaim(struct eng *e, int32_t gi)
         e->res->pending_reasons[mi] = FAIR_PENDING_GANG_NO_FIT;
     }
     memcpy(q->fail, saved, sizeof(saved));
-    q->nfail[0] = saved_n[0];
-    q->nfail[1] = saved_n[1];
-    q->fail_next[0] = saved_next[0];
-    q->fail_next[1] = saved_next[1];
+    memcpy(q->nfail, saved_n, sizeof(saved_n));
+    memcpy(q->fail_next, saved_next, sizeof(saved_next));
     return 0;
 }
 
@@ -628,6 +665,132 @@ static bool could_fit(const struct eng *e, const struct fair_pod *p)
     return false;
 }
 
+/* Whether pending pod p of queue qi may reclaim up to its queue's fair
+ * share: the queue takes it back that far (FAIR_RECLAIM_FAIR_SHARE), stays
+ * within its fair share with the pod, and is below it by at least the
+ * snapshot's threshold (a share of the fair share: the hysteresis), counted
+ * before this cycle's reservations. Judged like entitled(). *held says that
+ * only the hysteresis stood in the way. */
+static bool entitled_fair_share(const struct eng *e, int32_t qi, const struct fair_pod *p,
+                                bool *held)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct acct *q = &e->q[qi];
+    *held = false;
+    if (s->queues[qi].reclaim_up_to != FAIR_RECLAIM_FAIR_SHARE)
+        return false;
+    bool any = false;
+    for (int r = 0; r < NRES; r++) {
+        int64_t req = p->request.v[r];
+        if (req <= 0 || (p->request.v[GPU] > 0 && r != GPU))
+            continue;
+        if (q->live[r] + q->resv[r] + req > q->fs[r])
+            return false;
+        /* The gap before this cycle's reservations: once a queue is far
+         * enough below its share, the cycle closes the whole gap. */
+        int64_t gap = q->fs[r] - q->live[r];
+        int64_t band = (int64_t)((i128)q->fs[r] * r_or0(s->over_quota_threshold_pct) / 100);
+        if (gap < band) {
+            *held = true;
+            return false;
+        }
+        any = true;
+    }
+    return any;
+}
+
+/* Whether some pod that reclaim up to the fair share could take, but for
+ * its short run time, sits on a queue above its fair share: then a pod
+ * owed room is held back, not without a victim. */
+static bool young_victims(const struct eng *e, int32_t qi)
+{
+    const struct fair_snapshot *s = e->s;
+    for (size_t i = 0; i < e->nvict; i++) {
+        const struct fair_pod *v = &s->pods[e->vorder[i]];
+        const struct acct *vq = &e->q[v->queue];
+        if (v->queue != qi && !(e->pflags[e->vorder[i]] & PF_EVICTED) &&
+            vq->live[GPU] > vq->fs[GPU] && s->now_ms - v->started_ms < s->over_quota_min_runtime_ms)
+            return true;
+    }
+    return false;
+}
+
+/* Holds a node for pod pi (owed room that no node has now, though an
+ * emptied one would): the node that fits it statically with the most room
+ * free or held by victims, ties by rank. Nothing else binds or reclaims
+ * there while the hold lasts (snapshot.hold_timeout_ms). At most one new
+ * hold per queue and cycle. Returns whether one was made. */
+static bool hold_node_for(struct eng *e, int32_t pi)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct fair_pod *p = &s->pods[pi];
+    struct acct *q = &e->q[p->queue];
+    if (s->hold_timeout_ms <= 0 || q->held || e->hold_of[pi] >= 0)
+        return false;
+    /* After a hold times out, as long again without one. */
+    if (p->hold_since_ms > 0 && s->now_ms - p->hold_since_ms < 2 * s->hold_timeout_ms)
+        return false;
+    int32_t best = -1;
+    int64_t best_room = -1;
+    for (size_t r = 0; r < e->pl.nnodes; r++) {
+        const struct fair_pnode *pn = &e->pl.nodes[r];
+        const struct fair_node *n = &s->nodes[pn->idx];
+        if (!pn->ok || e->hold[r] || !fair_place_static_ok(&e->pl, (int32_t)r, p))
+            continue;
+        bool room = true;
+        for (int k = 0; k < NRES; k++)
+            if (n->allocatable.v[k] < p->request.v[k])
+                room = false;
+        if (!room || (p->request.v[GPU] >= FAIR_GPU_DEVICE_MILLI &&
+                      p->request.v[GPU] / FAIR_GPU_DEVICE_MILLI > n->gpu_count))
+            continue;
+        int64_t free_room = pn->ffree[GPU] + e->vsum[r][GPU];
+        if (free_room > best_room) {
+            best_room = free_room;
+            best = (int32_t)r;
+        }
+    }
+    if (best < 0)
+        return false;
+    e->hold[best] = p;
+    e->hold_of[pi] = best;
+    q->held = true;
+    e->res->hold_node[pi] = e->pl.nodes[best].idx;
+    e->res->hold_since_ms[pi] = s->now_ms;
+    return true;
+}
+
+/* Nodes held by earlier cycles (pod.hold_node, hold_since_ms): kept while
+ * the pod is pending and valid and the hold has not timed out; the first
+ * claimant in admission order wins a node claimed twice. A hold that timed
+ * out keeps its start in the result, so that the cooldown is known. */
+void fair_eng_apply_holds(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    for (size_t k = 0; k < e->norder; k++) {
+        int32_t pi = e->order[k];
+        const struct fair_pod *p = &s->pods[pi];
+        if (p->hold_since_ms <= 0)
+            continue;
+        bool live = s->hold_timeout_ms > 0 && s->now_ms - p->hold_since_ms < s->hold_timeout_ms;
+        if (!live) {
+            if (s->hold_timeout_ms > 0 && s->now_ms - p->hold_since_ms < 2 * s->hold_timeout_ms)
+                e->res->hold_since_ms[pi] = p->hold_since_ms;
+            continue;
+        }
+        if (p->hold_node < 0 || (size_t)p->hold_node >= s->nnodes)
+            continue;
+        int32_t rank = e->pl.rank_of[p->hold_node];
+        if (!e->pl.nodes[rank].ok || e->hold[rank] || !fair_place_static_ok(&e->pl, rank, p))
+            continue;
+        e->hold[rank] = p;
+        e->hold_of[pi] = rank;
+        e->q[p->queue].held = true;
+        e->res->hold_node[pi] = p->hold_node;
+        e->res->hold_since_ms[pi] = p->hold_since_ms;
+    }
+}
+
 int fair_eng_reclaim_phase(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
@@ -660,26 +823,41 @@ int fair_eng_reclaim_phase(struct eng *e)
             }
             if (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_FAIR_SHARE)
                 continue;
-            struct search sr = {p, pi, qi, M_RECLAIM, {0}};
-            bool found = false;
-            if (why == FAIR_PENDING_NO_NODE_FITS && entitled(e, qi, p) &&
-                !fair_eng_over(q->live, q->resv, p->request.v, q->fs)) {
+            struct search sr = {p, pi, qi, M_RECLAIM, {0}, false};
+            bool found = false, owed = false, held = false;
+            if (why == FAIR_PENDING_NO_NODE_FITS) {
+                owed = entitled(e, qi, p) && !fair_eng_over(q->live, q->resv, p->request.v, q->fs);
+                if (!owed && entitled_fair_share(e, qi, p, &held)) {
+                    owed = true;
+                    sr.fair_share = true;
+                }
+                if (owed) {
+                    rc = search_for(e, &sr, &found);
+                    if (rc)
+                        return rc;
+                }
+            }
+            bool fair_share = sr.fair_share;
+            if (!found && q->has_victim && q->minvprio < p->priority) {
+                sr.mode = M_PREEMPT;
+                sr.fair_share = false;
+                for (int r = 0; r < NRES; r++) {
+                    int64_t b = q->live[r] + q->resv[r] + p->request.v[r] - q->fs[r];
+                    sr.budget[r] = b > 0 ? b : 0;
+                }
                 rc = search_for(e, &sr, &found);
                 if (rc)
                     return rc;
-                if (!found && !e->starved && could_fit(e, p))
-                    e->starved = true;
             }
-            if (found || !q->has_victim || q->minvprio >= p->priority)
+            if (found)
                 continue;
-            sr.mode = M_PREEMPT;
-            for (int r = 0; r < NRES; r++) {
-                int64_t b = q->live[r] + q->resv[r] + p->request.v[r] - q->fs[r];
-                sr.budget[r] = b > 0 ? b : 0;
-            }
-            rc = search_for(e, &sr, &found);
-            if (rc)
-                return rc;
+            /* Owed room that no victim set frees now: hold the node an
+             * emptied one would be, or say what holds the reclaim back. */
+            if (owed &&
+                (e->hold_of[pi] >= 0 || (!e->damp && could_fit(e, p) && hold_node_for(e, pi))))
+                e->res->pending_reasons[pi] = FAIR_PENDING_NODE_HELD;
+            else if ((owed && fair_share && young_victims(e, qi)) || held)
+                e->res->pending_reasons[pi] = FAIR_PENDING_RECLAIM_HELD;
         }
     }
     return 0;

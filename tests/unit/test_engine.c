@@ -531,9 +531,15 @@ static void random_cluster(struct ts *t, uint64_t seed)
 static void test_stability(void **state)
 {
     (void)state;
-    for (uint64_t seed = 1; seed <= 60; seed++) {
+    /* The engine's defaults, then the controller's (a 10% hysteresis and
+     * nodes held for pods owed room). */
+    for (uint64_t seed = 1; seed <= 120; seed++) {
         struct ts *t = ts_new();
-        random_cluster(t, seed);
+        if (seed > 60) {
+            t->threshold_pct = 10;
+            t->hold_timeout = 600000;
+        }
+        random_cluster(t, seed > 60 ? seed - 60 : seed);
         /* Fill the cluster, then a new wave of demand arrives. */
         int r = converge(t, 6, true);
         if (r < 0)

@@ -33,6 +33,11 @@ struct ts {
     int64_t now;
     int64_t clock; /* creation times */
     enum fair_place_policy policy;
+    /* Snapshot knobs (zero: the engine's defaults). */
+    int32_t threshold_pct;
+    int64_t oq_min_runtime;
+    int32_t max_evictions;
+    int64_t hold_timeout;
     struct fair_result res;
     struct fair_error err;
 };
@@ -161,6 +166,10 @@ __attribute__((unused)) static void ts_snapshot(struct ts *t, struct fair_snapsh
     s->pods = t->pods;
     s->npods = t->npods;
     s->placement = t->policy;
+    s->over_quota_threshold_pct = t->threshold_pct;
+    s->over_quota_min_runtime_ms = t->oq_min_runtime;
+    s->max_evictions = t->max_evictions;
+    s->hold_timeout_ms = t->hold_timeout;
 }
 
 __attribute__((unused)) static int ts_run(struct ts *t)
@@ -202,11 +211,17 @@ __attribute__((unused)) static size_t ts_reason_count(const struct ts *t,
 }
 
 /* Applies the last result: binds become BOUND (started now); evicted pods
- * are marked terminating (terminate) or removed. Time moves on a second. */
+ * are marked terminating (terminate) or removed; pending pods keep the
+ * node held for them, as the controller passes it back. Time moves on a
+ * second. */
 __attribute__((unused)) static void ts_apply(struct ts *t, bool terminate)
 {
     static bool gone[TS_MAXPODS];
     memset(gone, 0, sizeof(gone));
+    for (size_t i = 0; i < t->npods && i < t->res.npods && t->res.hold_node; i++) {
+        t->pods[i].hold_node = t->res.hold_node[i];
+        t->pods[i].hold_since_ms = t->res.hold_since_ms[i];
+    }
     for (size_t i = 0; i < t->res.nactions; i++) {
         const struct fair_action *a = &t->res.actions[i];
         struct fair_pod *p = &t->pods[a->pod];

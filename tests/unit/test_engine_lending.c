@@ -1,0 +1,384 @@
+/* Lending that pays (docs/engine.md, "Reclaim and preemption", "Held
+ * nodes", "Victim order"): queues below their fair share take room back
+ * from queues above theirs whatever the arrival order, within a hysteresis
+ * and a minimum run time; no GPU stays idle for a pod that cannot use it
+ * (a node is held for it instead); victims lose the least work; pods
+ * evicted too often stay within their fair share. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "test_engine_fixture.h"
+
+#define G 1000
+
+static int64_t alloc_of(const struct ts *t, int q)
+{
+    int64_t a = 0;
+    for (size_t i = 0; i < t->npods; i++)
+        if (t->pods[i].queue == q && t->pods[i].state == FAIR_POD_BOUND && !t->pods[i].terminating)
+            a += t->pods[i].request.v[FAIR_RES_GPU];
+    return a;
+}
+
+/* Runs cycles (victims deleted at once) until one has no action; returns
+ * how many cycles had actions. */
+static int settle(struct ts *t, int max)
+{
+    int busy = 0;
+    for (int i = 0; i < max; i++) {
+        assert_int_equal(ts_run(t), 0);
+        if (t->res.nactions == 0)
+            return busy;
+        busy++;
+        ts_apply(t, false);
+    }
+    fail_msg("no quiet cycle after %d", max);
+    return busy;
+}
+
+/* Weights 1:2:1 and no guarantees on 16 GPUs: queue a arrives first and
+ * takes all 16; b and c arrive later. Reclaim up to the fair share brings
+ * it to 4/8/4, taking victims from a only, and then nothing moves. */
+static void test_staggered_arrivals_end_at_fair_share(void **state)
+{
+    (void)state;
+    static const int orders[3][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}};
+    for (int o = 0; o < 3; o++) {
+        struct ts *t = ts_new();
+        ts_node(t, "node-0", 8);
+        ts_node(t, "node-1", 8);
+        int q[3];
+        q[0] = ts_team(t, "qa", 0, 1);
+        q[1] = ts_team(t, "qb", 0, 2);
+        q[2] = ts_team(t, "qc", 0, 1);
+        for (int k = 0; k < 3; k++) {
+            int qi = q[orders[o][k]];
+            for (int i = 0; i < 20; i++)
+                ts_pod(t, qi, G);
+            settle(t, 20);
+            t->now += 1000;
+        }
+        assert_int_equal(alloc_of(t, q[0]), 4 * G);
+        assert_int_equal(alloc_of(t, q[1]), 8 * G);
+        assert_int_equal(alloc_of(t, q[2]), 4 * G);
+        /* And it stays there. */
+        for (int i = 0; i < 5; i++) {
+            t->now += 600000;
+            assert_int_equal(ts_run(t), 0);
+            assert_int_equal(t->res.nactions, 0);
+        }
+        ts_free(t);
+    }
+}
+
+/* The same arrivals with reclaimUpTo: Guarantee keep what the first queue
+ * took: nothing is evicted, the late queues wait. */
+static void test_guarantee_only_keeps_borrowers(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "node-0", 8);
+    ts_node(t, "node-1", 8);
+    int a = ts_team(t, "qa", 0, 1);
+    int b = ts_team(t, "qb", 0, 2);
+    t->queues[b].reclaim_up_to = FAIR_RECLAIM_GUARANTEE;
+    for (int i = 0; i < 20; i++)
+        ts_pod(t, a, G);
+    settle(t, 5);
+    for (int i = 0; i < 20; i++)
+        ts_pod(t, b, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_NO_NODE_FITS), 20); /* b's */
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_FAIR_SHARE), 4);    /* a's beyond 16 */
+    ts_free(t);
+}
+
+/* A queue 2 GPUs below a fair share of 8 is within a 50% threshold: the
+ * reclaim is held back (and says so); with 20% it goes ahead. Each
+ * eviction comes from the queue above its share and leaves it at it. */
+static void test_hysteresis(void **state)
+{
+    (void)state;
+    for (int pct = 50; pct >= 20; pct -= 30) {
+        struct ts *t = ts_new();
+        t->threshold_pct = pct;
+        ts_node(t, "node-0", 8);
+        ts_node(t, "node-1", 8);
+        int a = ts_team(t, "qa", 0, 1);
+        int b = ts_team(t, "qb", 0, 1);
+        for (int i = 0; i < 8; i++)
+            ts_bound(t, a, G, 0, 1ULL << i, t->now - 3600000);
+        for (int i = 0; i < 2; i++)
+            ts_bound(t, a, G, 1, 1ULL << i, t->now - 3600000);
+        for (int i = 2; i < 8; i++)
+            ts_bound(t, b, G, 1, 1ULL << i, t->now - 3600000);
+        ts_pod(t, b, G);
+        ts_pod(t, b, G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(t->res.queues[b].fair_share.v[FAIR_RES_GPU], 8 * G);
+        if (pct == 50) {
+            assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+            assert_int_equal(ts_reason_count(t, FAIR_PENDING_RECLAIM_HELD), 2);
+        } else {
+            assert_int_equal(ts_count_q(t, FAIR_ACTION_EVICT, a), 2);
+            for (size_t i = 0; i < t->res.nactions; i++)
+                assert_int_equal(t->res.actions[i].reason, FAIR_EVICT_FAIR_SHARE);
+        }
+        ts_free(t);
+    }
+}
+
+/* Reclaim up to the fair share spares pods younger than its minimum run
+ * time (the waiting pods say so), and takes them once they are old enough;
+ * a queue owed its guarantee is not held back by it. */
+static void test_over_quota_min_runtime(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    t->oq_min_runtime = 600000;
+    ts_node(t, "node-0", 8);
+    ts_node(t, "node-1", 8);
+    int a = ts_team(t, "qa", 0, 1);
+    int b = ts_team(t, "qb", 0, 1);
+    for (int i = 0; i < 16; i++)
+        ts_bound(t, a, G, i / 8, 1ULL << (i % 8), t->now - 60000);
+    for (int i = 0; i < 8; i++)
+        ts_pod(t, b, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_RECLAIM_HELD), 8);
+    t->now += 600000;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_EVICT, a), 8);
+    ts_free(t);
+
+    /* Owed a guarantee: no minimum run time but the queue's own. */
+    t = ts_new();
+    t->oq_min_runtime = 600000;
+    ts_node(t, "node-0", 8);
+    ts_node(t, "node-1", 8);
+    a = ts_team(t, "qa", 0, 1);
+    b = ts_team(t, "qb", 8 * G, 1);
+    for (int i = 0; i < 16; i++)
+        ts_bound(t, a, G, i / 8, 1ULL << (i % 8), t->now - 60000);
+    for (int i = 0; i < 8; i++)
+        ts_pod(t, b, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_EVICT, a), 8);
+    for (size_t i = 0; i < t->res.nactions; i++)
+        assert_int_equal(t->res.actions[i].reason, FAIR_EVICT_RECLAIM);
+    ts_free(t);
+}
+
+/* Two nodes each with 2 GPUs held by non-preemptible pods of queue x; queue
+ * a is owed an 8-GPU pod that no node can hold now, and nothing can be
+ * evicted for it. Queue c's pods beyond its fair share still get the idle
+ * GPUs (the engine used to hand out nothing in that case), except on the
+ * node held for a's pod; once that node frees up, a's pod binds there. */
+static void test_idle_gpus_go_to_waiting_pods(void **state)
+{
+    (void)state;
+    for (int holds = 0; holds < 2; holds++) {
+        struct ts *t = ts_new();
+        t->hold_timeout = holds ? 600000 : 0;
+        int n0 = ts_node(t, "node-0", 8);
+        int n1 = ts_node(t, "node-1", 8);
+        int x = ts_team(t, "qx", 4 * G, 1);
+        int a = ts_team(t, "qa", 8 * G, 1);
+        int c = ts_team(t, "qc", 0, 1);
+        int x0 = ts_bound(t, x, 2 * G, n0, 0x3, t->now - 1000);
+        int x1 = ts_bound(t, x, 2 * G, n1, 0x3, t->now - 1000);
+        t->pods[x0].preemptible = false;
+        t->pods[x1].preemptible = false;
+        int big = ts_pod(t, a, 8 * G);
+        for (int i = 0; i < 8; i++)
+            ts_pod(t, c, G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(t->res.queues[c].fair_share.v[FAIR_RES_GPU], 4 * G);
+        size_t binds_c = ts_count_q(t, FAIR_ACTION_BIND, c);
+        if (!holds) {
+            /* Every idle GPU goes to c: 12 free, 8 pods. */
+            assert_int_equal(binds_c, 8);
+            assert_int_equal(t->res.pending_reasons[big], FAIR_PENDING_NO_NODE_FITS);
+            ts_free(t);
+            continue;
+        }
+        /* c's 4 within its share pack node-0; the rest may not use node-1,
+         * which is held for the big pod: 2 more on node-0. */
+        assert_int_equal(binds_c, 6);
+        assert_int_equal(t->res.pending_reasons[big], FAIR_PENDING_NODE_HELD);
+        assert_int_equal(t->res.hold_node[big], n1);
+        assert_int_equal(t->res.hold_since_ms[big], t->now);
+        for (size_t i = 0; i < t->res.nactions; i++)
+            assert_int_not_equal(t->res.actions[i].node, n1);
+        ts_apply(t, true);
+        /* Held across cycles; nothing else lands on node-1. */
+        for (int i = 0; i < 3; i++)
+            ts_pod(t, c, G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(t->res.hold_node[big], n1);
+        for (size_t i = 0; i < t->res.nactions; i++)
+            assert_int_not_equal(t->res.actions[i].node, n1);
+        ts_apply(t, true);
+        /* x's pod on node-1 finishes: the big pod takes the node. */
+        t->pods[x1].terminating = true;
+        ts_reap(t);
+        assert_int_equal(ts_run(t), 0);
+        bool bound = false;
+        for (size_t i = 0; i < t->res.nactions; i++)
+            if (t->res.actions[i].kind == FAIR_ACTION_BIND &&
+                t->pods[t->res.actions[i].pod].queue == a) {
+                assert_int_equal(t->res.actions[i].node, n1);
+                bound = true;
+            }
+        assert_true(bound);
+        ts_free(t);
+    }
+}
+
+/* A hold lasts hold_timeout; then the node is free for others for as long
+ * again, after which the pod may hold a node again. */
+static void test_hold_timeout(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    t->hold_timeout = 60000;
+    int n0 = ts_node(t, "node-0", 8);
+    int n1 = ts_node(t, "node-1", 8);
+    int x = ts_team(t, "qx", 4 * G, 1);
+    int a = ts_team(t, "qa", 8 * G, 1);
+    int c = ts_team(t, "qc", 0, 1);
+    int x0 = ts_bound(t, x, 2 * G, n0, 0x3, t->now - 1000);
+    int x1 = ts_bound(t, x, 2 * G, n1, 0x3, t->now - 1000);
+    t->pods[x0].preemptible = false;
+    t->pods[x1].preemptible = false;
+    int big = ts_pod(t, a, 8 * G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.hold_node[big], n0); /* equal room: the first by name */
+    int64_t since = t->res.hold_since_ms[big];
+    ts_apply(t, true);
+    t->now = since + 60000; /* timed out */
+    for (int i = 0; i < 12; i++)
+        ts_pod(t, c, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.hold_node[big], -1);
+    assert_int_equal(t->res.hold_since_ms[big], since);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_BIND, c), 12);
+    ts_apply(t, true);
+    /* c's pods finish; within the cooldown no new hold is made. */
+    for (size_t i = 0; i < t->npods; i++)
+        if (t->pods[i].queue == c)
+            t->pods[i].terminating = true;
+    ts_reap(t);
+    big = -1;
+    for (size_t i = 0; i < t->npods; i++)
+        if (t->pods[i].queue == a)
+            big = (int)i;
+    t->now = since + 100000;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.hold_node[big], -1);
+    ts_apply(t, true);
+    t->now = since + 120000;
+    assert_int_equal(ts_run(t), 0);
+    assert_true(t->res.hold_node[big] >= 0);
+    assert_int_equal(t->res.hold_since_ms[big], t->now);
+    ts_free(t);
+}
+
+/* Victims lose the least work: with 16 borrowed pods of b started at
+ * different times, the one evicted for a's pod is the one with the
+ * shortest run since its last checkpoint (here an old pod that just
+ * checkpointed), not simply the youngest. */
+static void test_victims_lose_least_work(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    ts_node(t, "node-0", 8);
+    ts_node(t, "node-1", 8);
+    int a = ts_team(t, "qa", 8 * G, 1);
+    int b = ts_team(t, "qb", 0, 1);
+    int want = -1;
+    for (int i = 0; i < 16; i++) {
+        int p = ts_bound(t, b, G, i / 8, 1ULL << (i % 8), t->now - (100 + i) * 1000LL);
+        if (i == 10) {
+            t->pods[p].started_ms = t->now - 1000000;
+            t->pods[p].checkpoint_interval_ms = 999000; /* checkpointed 1 s ago */
+            want = p;
+        }
+    }
+    ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 1);
+    assert_int_equal(t->res.actions[0].pod, want);
+    ts_free(t);
+
+    /* Equal work lost: the smaller request goes first. */
+    t = ts_new();
+    ts_node(t, "node-0", 8);
+    a = ts_team(t, "qa", 4 * G, 1);
+    b = ts_team(t, "qb", 0, 1);
+    int two = ts_bound(t, b, 2 * G, 0, 0x3, t->now - 5000);
+    int one = ts_bound(t, b, G, 0, 0x4, t->now - 5000);
+    for (int i = 3; i < 8; i++)
+        ts_bound(t, b, G, 0, 1ULL << i, t->now - 900000);
+    (void)two;
+    ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 1);
+    assert_int_equal(t->res.actions[0].pod, one);
+    ts_free(t);
+}
+
+/* A pod evicted max_evictions times runs only within its queue's fair
+ * share: pass 2 leaves it pending while a pod of its queue evicted fewer
+ * times borrows. Queue x is owed 4 GPUs its pods cannot use (they want a
+ * model no node has), so pass 2 has 4 GPUs to hand out beyond c's share. */
+static void test_evicted_too_often_stays_within_share(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    t->max_evictions = 3;
+    ts_node(t, "node-0", 8);
+    int x = ts_team(t, "qx", 4 * G, 1);
+    int c = ts_team(t, "qc", 0, 1);
+    for (int i = 0; i < 4; i++) {
+        int p = ts_pod(t, x, G);
+        t->pods[p].gpu_model = "H100";
+    }
+    for (int i = 0; i < 4; i++)
+        ts_pod(t, c, G);
+    int tired = ts_pod(t, c, G);
+    t->pods[tired].evictions = 3;
+    int fresh = ts_pod(t, c, G);
+    t->pods[fresh].evictions = 2;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(t->res.queues[c].fair_share.v[FAIR_RES_GPU], 4 * G);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_BIND, c), 5);
+    assert_int_equal(t->res.pending_reasons[tired], FAIR_PENDING_FAIR_SHARE);
+    assert_int_equal(t->res.pending_reasons[fresh], FAIR_PENDING_NONE);
+    /* Without the bound both borrow. */
+    t->max_evictions = 0;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_BIND, c), 6);
+    ts_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_staggered_arrivals_end_at_fair_share),
+        cmocka_unit_test(test_guarantee_only_keeps_borrowers),
+        cmocka_unit_test(test_hysteresis),
+        cmocka_unit_test(test_over_quota_min_runtime),
+        cmocka_unit_test(test_idle_gpus_go_to_waiting_pods),
+        cmocka_unit_test(test_hold_timeout),
+        cmocka_unit_test(test_victims_lose_least_work),
+        cmocka_unit_test(test_evicted_too_often_stays_within_share),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
