@@ -1,10 +1,15 @@
 /* Reflector + informer for one resource type (see informer.h for the
  * state machine). Transitions:
- *   start_list()      -> LISTING  (first page; on_list_page() pages on)
+ *   start_list()      -> LISTING  (first page; on_list_done() pages on)
+ *   on_list_done()    -> LISTING: the next page; the same page at half the
+ *                        size (too large); the first page again (expired
+ *                        continue token); WAITING -> LISTING (failure)
  *   apply_list()      -> WATCHING (the diff applied; start_watch())
  *   on_watch_done()   -> WATCHING again, or LISTING on 410/oversized events,
  *                        through WAITING (the backoff timer) on failures
- *   on_list_page() failure -> WAITING -> LISTING */
+ * The objects of a page are staged (page, page_unread) and committed to
+ * the list in progress (relist, relist_unread) only when the page has
+ * arrived whole, so a page that is retried smaller is not counted twice. */
 #include "cache/informer.h"
 
 #include <event2/event.h>
@@ -19,6 +24,12 @@
 enum state { ST_IDLE, ST_LISTING, ST_WATCHING, ST_WAITING };
 enum next { NEXT_LIST, NEXT_WATCH };
 
+/* A set of unreadable objects, by uid (linear: it is small). */
+struct unread_set {
+    struct fair_informer_unreadable *v;
+    size_t n, cap;
+};
+
 struct fair_informer {
     struct fair_kclient *c;
     struct fair_informer_options opt;
@@ -26,8 +37,17 @@ struct fair_informer {
     struct fair_informer_handlers h;
     struct fair_store *store;
     struct fair_store *relist; /* objects of the list in progress */
-    char *rv;                  /* last resourceVersion seen */
-    char *list_rv;             /* resourceVersion of the list in progress */
+    struct unread_set relist_unread;
+    void **page; /* decoded objects of the page in flight */
+    size_t npage, page_cap;
+    struct unread_set page_unread;
+    uint64_t page_oversized, page_decode_errors;
+    int page_rc;              /* FAIR_ENOMEM while staging the page failed */
+    struct unread_set unread; /* the current unreadable objects */
+    long page_limit;          /* the current page size */
+    int expired_in_row;       /* continue tokens expired without a list between */
+    char *rv;                 /* last resourceVersion seen */
+    char *list_rv;            /* resourceVersion of the list in progress */
     char *continue_token;
     struct fair_kreq *req; /* the list page or watch in flight */
     struct event *timer;   /* backoff, or a deferred step */
@@ -38,7 +58,6 @@ struct fair_informer {
     int64_t last_list_ms;
     uint64_t watch_events; /* events in the current watch */
     bool synced;
-    bool unpaged; /* the next list asks for everything at once */
     uint32_t rng;
     struct fair_informer_stats stats;
 };
@@ -109,6 +128,108 @@ static void backoff(struct fair_informer *inf, enum next next)
     schedule(inf, next, d);
 }
 
+/* ---- unreadable objects --------------------------------------------------- */
+
+static void unread_entry_release(struct fair_informer_unreadable *u)
+{
+    fair_kskeleton_release(&u->id);
+    fair_free(u->reason);
+    u->reason = NULL;
+}
+
+static void us_clear(struct unread_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        unread_entry_release(&s->v[i]);
+    s->n = 0;
+}
+
+static void us_release(struct unread_set *s)
+{
+    us_clear(s);
+    fair_free(s->v);
+    s->v = NULL;
+    s->cap = 0;
+}
+
+static long us_find(const struct unread_set *s, const char *uid)
+{
+    for (size_t i = 0; uid && i < s->n; i++)
+        if (s->v[i].id.uid && !strcmp(s->v[i].id.uid, uid))
+            return (long)i;
+    return -1;
+}
+
+static void us_remove(struct unread_set *s, const char *uid)
+{
+    long i = us_find(s, uid);
+    if (i < 0)
+        return;
+    unread_entry_release(&s->v[i]);
+    s->v[i] = s->v[--s->n];
+}
+
+/* Takes *u (replacing an entry with the same uid); *u is emptied either
+ * way. Returns FAIR_ENOMEM, or FAIR_ERANGE when the set is full. */
+static int us_put_take(struct unread_set *s, struct fair_informer_unreadable *u)
+{
+    int rc = 0;
+    long i = us_find(s, u->id.uid);
+    if (i >= 0) {
+        unread_entry_release(&s->v[i]);
+        s->v[i] = *u;
+        memset(u, 0, sizeof *u);
+        return 0;
+    }
+    void *p = s->v;
+    if (s->n >= FAIR_INFORMER_MAX_UNREADABLE)
+        rc = FAIR_ERANGE;
+    else if ((rc = fair_grow(&p, &s->cap, s->n + 1, sizeof *s->v)) == 0)
+        s->v = p;
+    if (rc) {
+        unread_entry_release(u);
+        return rc;
+    }
+    s->v[s->n++] = *u;
+    memset(u, 0, sizeof *u);
+    return 0;
+}
+
+/* Moves every entry of src into dst. */
+static void us_move(struct fair_informer *inf, struct unread_set *dst, struct unread_set *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        if (us_put_take(dst, &src->v[i]) == FAIR_ERANGE)
+            FAIR_WARN(COMP,
+                      "msg=\"too many unreadable objects; forgetting one\" resource=%s limit=%d",
+                      kind(inf), FAIR_INFORMER_MAX_UNREADABLE);
+    src->n = 0;
+}
+
+/* An unreadable entry for obj (a skeleton source: the object, its filtered
+ * view or its skeleton; may be NULL). */
+static int unread_make(const json_t *obj, const char *why, size_t bytes,
+                       struct fair_informer_unreadable *u)
+{
+    memset(u, 0, sizeof *u);
+    u->bytes = bytes;
+    if (fair_kskeleton_decode(obj, &u->id) || !(u->reason = fair_strdup(why ? why : ""))) {
+        unread_entry_release(u);
+        return FAIR_ENOMEM;
+    }
+    return 0;
+}
+
+static void log_unreadable(struct fair_informer *inf, const struct fair_informer_unreadable *u)
+{
+    FAIR_WARN(COMP,
+              "msg=\"skipping object that cannot be read; keeping its last readable version if "
+              "any\" resource=%s object=%s%s%s uid=%s node=%s bytes=%zu error=\"%s\"",
+              kind(inf), u->id.namespace_ ? u->id.namespace_ : "", u->id.namespace_ ? "/" : "",
+              u->id.name ? u->id.name : "(unknown)", u->id.uid ? u->id.uid : "(unknown)",
+              u->id.node_name ? u->id.node_name : "", u->bytes, u->reason ? u->reason : "");
+}
+
 /* ---- applying objects ---------------------------------------------------- */
 
 static void upsert(struct fair_informer *inf, void *obj)
@@ -162,8 +283,8 @@ static void apply_list(struct fair_informer *inf)
     void *o;
     while ((o = fair_store_next(inf->store, &pos))) {
         const char *uid = fair_kobj_meta(o)->uid;
-        if (fair_store_get(inf->relist, uid))
-            continue;
+        if (fair_store_get(inf->relist, uid) || us_find(&inf->relist_unread, uid) >= 0)
+            continue; /* listed, or unreadable now: its last version stays */
         void *g = gone;
         if (fair_grow(&g, &cap, n + 1, sizeof *gone) == 0) {
             gone = g;
@@ -180,11 +301,17 @@ static void apply_list(struct fair_informer *inf)
     fair_store_drain(inf->relist, take_listed, inf);
     fair_store_free(inf->relist);
     inf->relist = NULL;
+    us_release(&inf->unread);
+    inf->unread = inf->relist_unread;
+    memset(&inf->relist_unread, 0, sizeof inf->relist_unread);
     set_str(&inf->rv, inf->list_rv);
     inf->stats.lists++;
     inf->last_list_ms = mono();
-    FAIR_INFO(COMP, "msg=\"listed\" resource=%s objects=%zu resourceVersion=%s", kind(inf),
-              fair_store_len(inf->store), inf->rv ? inf->rv : "");
+    FAIR_INFO(COMP,
+              "msg=\"listed\" resource=%s objects=%zu unreadable=%zu resourceVersion=%s "
+              "pageSize=%ld",
+              kind(inf), fair_store_len(inf->store), inf->unread.n, inf->rv ? inf->rv : "",
+              inf->page_limit);
     if (!inf->synced) {
         inf->synced = true;
         if (inf->h.on_synced)
@@ -196,28 +323,138 @@ static void apply_list(struct fair_informer *inf)
 
 static int request_page(struct fair_informer *inf);
 
-static void on_list_page(const struct fair_kresponse *resp, void *ctx)
+static void page_drop(struct fair_informer *inf)
+{
+    for (size_t i = 0; i < inf->npage; i++)
+        inf->opt.type->free(inf->page[i]);
+    inf->npage = 0;
+    us_clear(&inf->page_unread);
+    inf->page_oversized = inf->page_decode_errors = 0;
+    inf->page_rc = 0;
+}
+
+/* Forgets the list in progress (not the store). */
+static void list_drop(struct fair_informer *inf)
+{
+    page_drop(inf);
+    fair_store_free(inf->relist);
+    inf->relist = NULL;
+    us_clear(&inf->relist_unread);
+    set_str(&inf->continue_token, NULL);
+}
+
+static void stage_unreadable(struct fair_informer *inf, const json_t *src, const char *why,
+                             size_t bytes)
+{
+    struct fair_informer_unreadable u;
+    int rc = unread_make(src, why, bytes, &u);
+    if (!rc)
+        rc = us_put_take(&inf->page_unread, &u);
+    if (rc == FAIR_ENOMEM)
+        inf->page_rc = FAIR_ENOMEM;
+}
+
+/* One item of the page in flight. */
+static void on_list_object(const struct fair_klist_object *o, void *ctx)
+{
+    struct fair_informer *inf = ctx;
+    if (!o->object) {
+        if (o->rc == FAIR_ERANGE)
+            inf->page_oversized++;
+        else
+            inf->page_decode_errors++;
+        stage_unreadable(inf, o->skeleton, o->why, o->bytes);
+        return;
+    }
+    void *obj = NULL;
+    struct fair_error err = {0};
+    if (inf->opt.type->decode(o->object, &obj, &err)) {
+        inf->page_decode_errors++;
+        stage_unreadable(inf, o->object, err.msg, o->bytes);
+        return;
+    }
+    void *p = inf->page;
+    if (fair_grow(&p, &inf->page_cap, inf->npage + 1, sizeof *inf->page)) {
+        inf->opt.type->free(obj);
+        inf->page_rc = FAIR_ENOMEM;
+        return;
+    }
+    inf->page = p;
+    inf->page[inf->npage++] = obj;
+}
+
+/* The page arrived whole: its objects join the list in progress. */
+static int page_commit(struct fair_informer *inf)
+{
+    int rc = 0;
+    for (size_t i = 0; i < inf->npage; i++) {
+        int prc = fair_store_put_take(inf->relist, inf->page[i], NULL);
+        if (prc == FAIR_ENOMEM)
+            rc = prc;
+    }
+    inf->npage = 0;
+    for (size_t i = 0; i < inf->page_unread.n; i++)
+        log_unreadable(inf, &inf->page_unread.v[i]);
+    inf->stats.oversized += inf->page_oversized;
+    inf->stats.decode_errors += inf->page_decode_errors;
+    us_move(inf, &inf->relist_unread, &inf->page_unread);
+    inf->page_oversized = inf->page_decode_errors = 0;
+    return rc;
+}
+
+static size_t max_body(const struct fair_informer *inf)
+{
+    struct fair_kclient_options o;
+    fair_kclient_get_options(inf->c, &o);
+    return o.max_body;
+}
+
+static void on_list_done(const struct fair_kresponse *resp, void *ctx)
 {
     struct fair_informer *inf = ctx;
     inf->req = NULL;
     if (resp->rc == FAIR_EGONE && inf->continue_token) {
-        /* The continue token expired: list again in one piece, as
-         * client-go does, so that a busy server cannot starve paging. */
-        FAIR_INFO(COMP,
-                  "msg=\"continue token expired; listing again without paging\" "
-                  "resource=%s",
-                  kind(inf));
+        /* The continue token expired (etcd compacted past the list's
+         * revision). Start again from the first page, still paged; a
+         * second expiry in a row waits for the backoff first. */
         inf->stats.gone++;
-        inf->unpaged = true;
-        start_list(inf);
+        inf->expired_in_row++;
+        FAIR_INFO(COMP,
+                  "msg=\"continue token expired; listing again from the first page\" "
+                  "resource=%s pageSize=%ld",
+                  kind(inf), inf->page_limit);
+        list_drop(inf);
+        if (inf->expired_in_row > 1)
+            backoff(inf, NEXT_LIST);
+        else
+            start_list(inf);
         return;
     }
-    if (resp->rc || !json_is_object(resp->json)) {
+    bool began = resp->status >= 200 && resp->status < 300;
+    if ((resp->rc == FAIR_ERANGE || (resp->rc == FAIR_ETIMEDOUT && began)) && inf->page_limit > 1) {
+        /* Too large to fetch in one piece (over the byte cap, or still
+         * arriving at the request timeout): the same page, half as long. */
+        page_drop(inf);
+        inf->page_limit /= 2;
+        inf->stats.page_shrinks++;
+        FAIR_INFO(COMP,
+                  "msg=\"list page too large; asking for fewer objects\" resource=%s "
+                  "pageSize=%ld error=\"%s\"",
+                  kind(inf), inf->page_limit, resp->err.msg);
+        if (request_page(inf)) {
+            inf->stats.errors++;
+            list_drop(inf);
+            backoff(inf, NEXT_LIST);
+        }
+        return;
+    }
+    if (resp->rc || inf->page_rc || !json_is_object(resp->json)) {
         inf->stats.errors++;
         FAIR_WARN(COMP, "msg=\"list failed\" resource=%s error=\"%s\"", kind(inf),
-                  resp->rc ? resp->err.msg : "not a JSON object");
-        fair_store_free(inf->relist);
-        inf->relist = NULL;
+                  resp->rc       ? resp->err.msg
+                  : inf->page_rc ? "out of memory"
+                                 : "not a JSON object");
+        list_drop(inf);
         backoff(inf, NEXT_LIST);
         return;
     }
@@ -226,24 +463,12 @@ static void on_list_page(const struct fair_kresponse *resp, void *ctx)
     const char *cont = json_string_value(json_object_get(md, "continue"));
     if (!inf->continue_token && set_str(&inf->list_rv, rv ? rv : ""))
         goto oom;
-    json_t *items = json_object_get(resp->json, "items");
-    size_t i;
-    json_t *it;
-    json_array_foreach(items, i, it)
-    {
-        void *obj = NULL;
-        struct fair_error err = {0};
-        if (inf->opt.type->decode(it, &obj, &err)) {
-            inf->stats.decode_errors++;
-            FAIR_WARN(COMP,
-                      "msg=\"skipping object that cannot be decoded\" resource=%s "
-                      "error=\"%s\"",
-                      kind(inf), err.msg);
-            continue;
-        }
-        int rc = fair_store_put_take(inf->relist, obj, NULL);
-        if (rc == FAIR_ENOMEM)
-            goto oom;
+    if (page_commit(inf))
+        goto oom;
+    if (inf->page_limit < inf->opt.page_size && resp->received < max_body(inf) / 4) {
+        /* A light page: grow back towards the configured size. */
+        inf->page_limit =
+            inf->page_limit * 2 > inf->opt.page_size ? inf->opt.page_size : inf->page_limit * 2;
     }
     if (cont && cont[0]) {
         if (set_str(&inf->continue_token, cont) || request_page(inf))
@@ -251,31 +476,31 @@ static void on_list_page(const struct fair_kresponse *resp, void *ctx)
         return;
     }
     set_str(&inf->continue_token, NULL);
-    inf->unpaged = false;
+    inf->expired_in_row = 0;
     apply_list(inf);
     inf->backoff_ms = inf->opt.backoff_base_ms;
     start_watch(inf);
     return;
 oom:
     inf->stats.errors++;
-    fair_store_free(inf->relist);
-    inf->relist = NULL;
-    set_str(&inf->continue_token, NULL);
+    list_drop(inf);
     backoff(inf, NEXT_LIST);
 }
 
 static int request_page(struct fair_informer *inf)
 {
+    /* resourceVersion stays unset: every list is a consistent read (never
+     * "0", which the watch cache may serve whole, ignoring limit). */
     struct fair_klist_opts o = {
         .label_selector = inf->label_selector,
         .field_selector = inf->field_selector,
-        .limit = inf->unpaged ? 0 : inf->opt.page_size,
+        .limit = inf->page_limit,
         .filter = inf->opt.type->filter,
         .continue_token = inf->continue_token,
     };
     struct fair_error err = {0};
-    int rc =
-        fair_kclient_list(inf->c, inf->opt.res, inf->ns, &o, on_list_page, inf, &inf->req, &err);
+    int rc = fair_kclient_list_stream(inf->c, inf->opt.res, inf->ns, &o, on_list_object,
+                                      on_list_done, inf, &inf->req, &err);
     if (rc)
         FAIR_WARN(COMP, "msg=\"cannot start list\" resource=%s error=\"%s\"", kind(inf), err.msg);
     return rc;
@@ -284,11 +509,10 @@ static int request_page(struct fair_informer *inf)
 static void start_list(struct fair_informer *inf)
 {
     inf->state = ST_LISTING;
-    fair_store_free(inf->relist);
-    inf->relist = NULL;
-    set_str(&inf->continue_token, NULL);
+    list_drop(inf);
     if (fair_store_new(inf->opt.type, &inf->relist) || request_page(inf)) {
         inf->stats.errors++;
+        list_drop(inf);
         backoff(inf, NEXT_LIST);
     }
 }
@@ -327,16 +551,24 @@ static void on_watch_event(const struct fair_kwatch_event *ev, void *ctx)
         const char *uid =
             json_string_value(json_object_get(json_object_get(ev->object, "metadata"), "uid"));
         remove_uid(inf, uid);
+        us_remove(&inf->unread, uid);
     } else {
         void *obj = NULL;
         struct fair_error err = {0};
         if (inf->opt.type->decode(ev->object, &obj, &err)) {
+            /* Unreadable now: its last readable version (if any) stays. */
+            struct fair_informer_unreadable u;
             inf->stats.decode_errors++;
-            FAIR_WARN(COMP,
-                      "msg=\"skipping object that cannot be decoded\" resource=%s "
-                      "error=\"%s\"",
-                      kind(inf), err.msg);
+            if (unread_make(ev->object, err.msg, 0, &u) == 0) {
+                log_unreadable(inf, &u);
+                if (us_put_take(&inf->unread, &u) == FAIR_ERANGE)
+                    FAIR_WARN(COMP,
+                              "msg=\"too many unreadable objects; forgetting one\" resource=%s "
+                              "limit=%d",
+                              kind(inf), FAIR_INFORMER_MAX_UNREADABLE);
+            }
         } else {
+            us_remove(&inf->unread, fair_kobj_meta(obj)->uid);
             upsert(inf, obj);
         }
     }
@@ -434,6 +666,7 @@ int fair_informer_new(struct fair_kclient *c, const struct fair_informer_options
         inf->opt.backoff_cap_ms = 30000;
     if (inf->opt.healthy_reset_ms <= 0)
         inf->opt.healthy_reset_ms = 60000;
+    inf->page_limit = inf->opt.page_size;
     inf->backoff_ms = inf->opt.backoff_base_ms;
     inf->rng = (uint32_t)(uintptr_t)inf ^ (uint32_t)mono();
     int rc = 0;
@@ -467,7 +700,11 @@ void fair_informer_free(struct fair_informer *inf)
     if (inf->timer)
         event_free(inf->timer);
     fair_store_free(inf->store);
-    fair_store_free(inf->relist);
+    list_drop(inf);
+    fair_free(inf->page);
+    us_release(&inf->page_unread);
+    us_release(&inf->relist_unread);
+    us_release(&inf->unread);
     fair_free(inf->ns);
     fair_free(inf->label_selector);
     fair_free(inf->field_selector);
@@ -495,4 +732,20 @@ const char *fair_informer_resource_version(const struct fair_informer *inf)
 void fair_informer_get_stats(const struct fair_informer *inf, struct fair_informer_stats *out)
 {
     *out = inf->stats;
+}
+
+long fair_informer_page_size(const struct fair_informer *inf)
+{
+    return inf->page_limit;
+}
+
+size_t fair_informer_unreadable_count(const struct fair_informer *inf)
+{
+    return inf->unread.n;
+}
+
+const struct fair_informer_unreadable *fair_informer_unreadable_at(const struct fair_informer *inf,
+                                                                   size_t i)
+{
+    return i < inf->unread.n ? &inf->unread.v[i] : NULL;
 }

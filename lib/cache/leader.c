@@ -336,9 +336,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (l->stopping || l->lost)
         return;
     arm(l->tick_timer, l->opt.retry_ms);
-    /* An attempt that hangs longer than a retry period is abandoned (its
-     * answer, if it ever comes, is ignored). */
-    if (l->busy && mono() - l->busy_since < l->opt.retry_ms)
+    /* An attempt (a GET, then maybe a write: two round trips) runs until
+     * it is answered; one that hangs past the renew deadline is abandoned
+     * (its answer, if it ever comes, is ignored), as client-go bounds each
+     * try by the renew deadline. Abandoning it after one retry period
+     * instead would cancel every renewal once a round trip takes half a
+     * retry period, and the cancelled transfer's connection with it. */
+    if (l->busy && mono() - l->busy_since < l->opt.renew_deadline_ms)
         return;
     start_get(l);
 }

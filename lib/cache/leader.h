@@ -15,6 +15,9 @@
  *     holder. A leader that lost its lease stops campaigning, as
  *     client-go's elector returns: the program should exit (and be
  *     restarted) or create a new fair_leader.
+ *   One attempt runs at a time: a tick that finds the previous attempt
+ *     still in flight waits for it, unless it has been in flight for the
+ *     renew deadline (then it is abandoned and a new GET starts).
  *   fair_leader_stop(): if LEADER, on_stopped_leading runs, then the Lease
  *     is released (holderIdentity cleared, leaseDurationSeconds 1, as
  *     client-go's ReleaseOnCancel) so the next candidate takes over fast;
@@ -48,7 +51,13 @@ struct fair_leader_callbacks {
     void *ctx;
 };
 
-/* Strings in opts are copied. Does nothing until fair_leader_start(). */
+/* Strings in opts are copied. Does nothing until fair_leader_start().
+ * c (borrowed; it must outlive the leader) should be a client of its own,
+ * not the one that carries bulk work: requests of one client share its
+ * connections, and a renewal queued behind binds for a connection can
+ * miss the renew deadline (see kube/client.h; lib/ctl/controller.c makes
+ * one from the same kubeconfig, with its request timeout at the renew
+ * deadline). */
 int fair_leader_new(struct fair_kclient *c, const struct fair_leader_options *opts,
                     const struct fair_leader_callbacks *cbs, struct fair_leader **out,
                     struct fair_error *err);

@@ -26,6 +26,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "kube/decode.h"
+#include "kube/liststream.h"
 #include "kube/ratelimit.h"
 
 #define COMP "kube"
@@ -52,6 +53,11 @@ struct fair_kreq {
     fair_kwatch_event_cb on_event;
     const struct fair_jfield *filter;
     struct fair_jfield list_filter[8]; /* LIST: items through filter */
+    bool list_stream;                  /* a streamed LIST page */
+    bool page_cap;                     /* its body is capped at max_body */
+    struct fair_kliststream *ls;       /* created at its first 2xx byte */
+    fair_klist_object_cb on_object;
+    size_t received; /* body bytes of this transfer */
     fair_kclient_cb cb;
     void *ctx;
     int retries;
@@ -182,9 +188,21 @@ static int curl_timer_cb(CURLM *m, long timeout_ms, void *userp)
 
 /* ---- requests ----------------------------------------------------------- */
 
+static void note_peak(struct fair_kclient *c, size_t n)
+{
+    if (n > c->stats.peak_buffer)
+        c->stats.peak_buffer = n;
+}
+
 static void req_free(struct fair_kreq *r)
 {
     struct fair_kclient *c = r->c;
+    note_peak(c, r->resp.cap);
+    if (r->ls)
+        note_peak(c, fair_kliststream_peak(r->ls));
+    if (r->watch)
+        note_peak(c, r->framer.partial.cap);
+    fair_kliststream_free(r->ls);
     if (r->easy) {
         curl_multi_remove_handle(c->multi, r->easy);
         curl_easy_cleanup(r->easy);
@@ -272,6 +290,43 @@ static int on_watch_line(const char *line, size_t len, void *ctx)
     return r->cancelled ? 1 : 0;
 }
 
+/* A streamed LIST's item: parsed through the filter, then handed out. */
+static int on_list_item(const struct fair_klist_item *it, void *ctx)
+{
+    struct fair_kreq *r = ctx;
+    if (r->cancelled)
+        return 1;
+    struct fair_klist_object o = {.bytes = it->raw_len};
+    struct fair_error pe = {0};
+    char why[FAIR_ERROR_MSG_MAX + 64];
+    json_t *obj = NULL, *skel = NULL;
+    if (it->oversized) {
+        o.rc = FAIR_ERANGE;
+        snprintf(why, sizeof why,
+                 "the fields Fairshare reads pass the limit of %zu bytes per object (or nest "
+                 "deeper than %d)",
+                 r->c->opt.max_event, FAIR_JSON_MAX_DEPTH);
+    } else {
+        int rc = fair_json_parse_filtered(it->json, it->len, r->filter, &obj, &pe);
+        if (rc == FAIR_ENOMEM)
+            return FAIR_ENOMEM;
+        if (rc) {
+            o.rc = rc;
+            snprintf(why, sizeof why, "%s", pe.msg);
+        }
+    }
+    if (!obj && it->skeleton &&
+        fair_json_parse_filtered(it->skeleton, it->skeleton_len, NULL, &skel, NULL) == FAIR_ENOMEM)
+        return FAIR_ENOMEM;
+    o.object = obj;
+    o.skeleton = skel;
+    o.why = o.rc ? why : "";
+    r->on_object(&o, r->ctx);
+    json_decref(obj);
+    json_decref(skel);
+    return r->cancelled ? 1 : 0;
+}
+
 static size_t on_write(char *data, size_t size, size_t n, void *userp)
 {
     struct fair_kreq *r = userp;
@@ -280,6 +335,27 @@ static size_t on_write(char *data, size_t size, size_t n, void *userp)
         return 0;
     long status = 0;
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (r->list_stream && status >= 200 && status < 300) {
+        r->received += len;
+        if (r->page_cap && r->received > r->c->opt.max_body) {
+            r->stream_rc = fair_error_set(&r->stream_err, FAIR_ERANGE,
+                                          "list page larger than %zu bytes; ask for fewer items",
+                                          r->c->opt.max_body);
+            return 0;
+        }
+        if (!r->ls && fair_kliststream_new(r->filter, fair_kskeleton_filter, r->c->opt.max_event,
+                                           on_list_item, r, &r->ls)) {
+            r->stream_rc = fair_error_set(&r->stream_err, FAIR_ENOMEM, "out of memory");
+            return 0;
+        }
+        int rc = fair_kliststream_feed(r->ls, data, len, &r->stream_err);
+        if (rc) {
+            if (!r->stream_rc && !r->cancelled)
+                r->stream_rc = rc == 1 ? FAIR_EIO : rc;
+            return 0;
+        }
+        return len;
+    }
     if (r->watch && status == 200) {
         int rc = fair_kframer_feed(&r->framer, data, len, on_watch_line, r, &r->stream_err);
         if (rc) {
@@ -354,6 +430,12 @@ static int start_transfer(struct fair_kreq *r)
     r->errbuf[0] = '\0';
     r->retry_after_ms = -1;
     r->stream_rc = 0;
+    r->received = 0;
+    if (r->ls) {
+        note_peak(c, fair_kliststream_peak(r->ls));
+        fair_kliststream_free(r->ls);
+        r->ls = NULL;
+    }
     fair_buf_reset(&r->resp);
     curl_easy_setopt(e, CURLOPT_URL, r->url);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
@@ -467,6 +549,7 @@ static void complete(struct fair_kreq *r, CURLcode cc)
     resp.retries = r->retries;
     resp.body = fair_buf_str(&r->resp);
     resp.body_len = r->resp.len;
+    resp.received = r->list_stream ? r->received : r->resp.len;
     if (r->stream_rc) {
         resp.rc = r->stream_rc;
         resp.err = r->stream_err;
@@ -490,6 +573,20 @@ static void complete(struct fair_kreq *r, CURLcode cc)
         } else {
             resp.rc = fair_error_set(&resp.err, FAIR_EHTTP, "%s %s: %s", r->method, r->url, detail);
         }
+    } else if (r->list_stream && resp.status >= 200 && resp.status < 300) {
+        /* The items went to on_object; what is left is the list's own
+         * fields, where metadata.continue is. */
+        const char *meta = NULL;
+        size_t mlen = 0;
+        int rc = r->ls ? fair_kliststream_finish(r->ls, &meta, &mlen, &resp.err)
+                       : fair_error_set(&resp.err, FAIR_EPARSE, "list: empty response");
+        if (!rc)
+            rc = fair_json_parse_filtered(meta, mlen, NULL, &json, &resp.err);
+        if (rc) {
+            resp.rc = rc;
+            fair_error_prefix(&resp.err, "%s %s: ", r->method, r->url);
+        }
+        resp.json = json;
     } else {
         resp.rc = fair_khttp_code(resp.status);
         if (r->resp.len) {
@@ -618,6 +715,11 @@ void fair_kclient_free(struct fair_kclient *c)
 struct event_base *fair_kclient_base(struct fair_kclient *c)
 {
     return c->base;
+}
+
+void fair_kclient_get_options(const struct fair_kclient *c, struct fair_kclient_options *out)
+{
+    *out = c->opt;
 }
 
 const char *fair_kclient_namespace(const struct fair_kclient *c)
@@ -814,6 +916,32 @@ int fair_kclient_list(struct fair_kclient *c, const struct fair_kres *r, const c
         req->list_filter[6] = (struct fair_jfield){"items", opts->filter};
         req->list_filter[7] = (struct fair_jfield){NULL, NULL};
     }
+    schedule(req, 0);
+    if (handle)
+        *handle = req;
+    return 0;
+}
+
+int fair_kclient_list_stream(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                             const struct fair_klist_opts *opts, fair_klist_object_cb on_object,
+                             fair_kclient_cb on_done, void *ctx, struct fair_kreq **handle,
+                             struct fair_error *err)
+{
+    struct fair_buf p;
+    fair_buf_init(&p, 16384);
+    int rc = fair_kpath(&p, r, ns, NULL, NULL, err);
+    if (!rc && (rc = list_query(&p, opts, false)))
+        fair_error_set(err, rc, "list query too long");
+    struct fair_kreq *req = NULL;
+    if (!rc)
+        rc = new_req(c, "GET", fair_buf_str(&p), NULL, NULL, 0, 0, on_done, ctx, &req, err);
+    fair_buf_release(&p);
+    if (rc)
+        return rc;
+    req->list_stream = true;
+    req->page_cap = !(opts && opts->limit == 1);
+    req->on_object = on_object;
+    req->filter = opts ? opts->filter : NULL;
     schedule(req, 0);
     if (handle)
         *handle = req;

@@ -21,7 +21,16 @@
  *
  * Watches are streams: each complete newline-delimited JSON event is
  * handed to the event callback as it arrives (see kube/watch.h for the
- * framing), and the done callback is called once when the stream ends. */
+ * framing), and the done callback is called once when the stream ends.
+ * Streamed LISTs (fair_kclient_list_stream()) are parsed item by item as
+ * the bytes arrive (kube/liststream.h): memory is bounded by one item's
+ * kept fields (max_event), not by the page, which is capped in bytes by
+ * max_body only so that one request stays bounded in time.
+ *
+ * Isolation: a client's requests share its curl multi handle, hence its
+ * connections (and HTTP/2 streams); a request waits behind the others
+ * once max_host_connections are busy. Work that must never wait behind
+ * bulk writes (leader election) gets a client of its own. */
 #ifndef FAIR_KUBE_CLIENT_H
 #define FAIR_KUBE_CLIENT_H
 
@@ -46,8 +55,10 @@ struct fair_kclient_options {
     long max_host_connections;      /* default 16 */
     long connect_timeout_ms;        /* default 10000 */
     long request_timeout_ms;        /* non-watch requests; default 60000 */
-    size_t max_body;                /* largest response body; default 64 MiB */
-    size_t max_event;               /* largest watch event; default 4 MiB */
+    size_t max_body;                /* largest response body, and largest
+                                       page of a streamed LIST; default 64 MiB */
+    size_t max_event;               /* largest watch event, and the most a
+                                       streamed LIST keeps of one item; default 4 MiB */
     int max_retries;                /* 429 retries per request; default 5 */
     int64_t max_retry_after_ms;     /* cap on a Retry-After; default 30000 */
     const char *user_agent;         /* default "fairshare/0.1" */
@@ -68,6 +79,8 @@ int fair_kclient_new(struct event_base *base, const struct fair_kconfig *cfg,
 void fair_kclient_free(struct fair_kclient *c);
 
 struct event_base *fair_kclient_base(struct fair_kclient *c);
+/* The options in force (defaults filled in). */
+void fair_kclient_get_options(const struct fair_kclient *c, struct fair_kclient_options *out);
 /* The namespace of the configuration ("default" when unset). Borrowed. */
 const char *fair_kclient_namespace(const struct fair_kclient *c);
 
@@ -79,8 +92,10 @@ struct fair_kresponse {
     const char *reason;    /* the Status' reason ("Conflict", ...) or "" */
     const char *body;      /* NUL-terminated; "" when none */
     size_t body_len;
-    json_t *json; /* body parsed as JSON, or NULL; borrowed */
-    int retries;  /* 429 retries done */
+    json_t *json;    /* body parsed as JSON, or NULL; borrowed. Streamed
+                        LISTs: the list without its items */
+    int retries;     /* 429 retries done */
+    size_t received; /* body bytes received (streamed LISTs: not kept) */
 };
 
 typedef void (*fair_kclient_cb)(const struct fair_kresponse *resp, void *ctx);
@@ -143,10 +158,38 @@ void fair_kreq_cancel(struct fair_kreq *req);
  * text (borrowed, copied). */
 int fair_kclient_get(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
                      const char *name, fair_kclient_cb cb, void *ctx, struct fair_error *err);
-/* One page of a LIST (opts->limit / continue_token for paging). */
+/* One page of a LIST (opts->limit / continue_token for paging), buffered
+ * whole (at most max_body) and parsed when complete: for tests, the CLI and
+ * benchmarks. The informer reads pages with fair_kclient_list_stream(). */
 int fair_kclient_list(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
                       const struct fair_klist_opts *opts, fair_kclient_cb cb, void *ctx,
                       struct fair_kreq **handle, struct fair_error *err);
+
+/* One item of a streamed LIST page, borrowed for the duration of the
+ * callback. */
+struct fair_klist_object {
+    json_t *object;   /* the item parsed through opts->filter; NULL when unreadable */
+    json_t *skeleton; /* when object is NULL: fair_kskeleton_filter's fields
+                         (kube/decode.h), or NULL when even those were lost */
+    size_t bytes;     /* the item's size in the response */
+    int rc;           /* 0; FAIR_ERANGE: its kept fields pass max_event (or
+                         nest too deeply); FAIR_EPARSE: they are malformed */
+    const char *why;  /* when rc != 0: what failed, in words */
+};
+typedef void (*fair_klist_object_cb)(const struct fair_klist_object *o, void *ctx);
+
+/* One page of a LIST, parsed as it arrives: on_object runs for each item
+ * (readable or not: an item that cannot be read never fails the page),
+ * then on_done once, with resp->json the list without its items
+ * (metadata.continue, metadata.resourceVersion). A page over max_body
+ * bytes fails with FAIR_ERANGE (ask for a smaller limit); a page of one
+ * item (opts->limit == 1) is read whatever its size, since no smaller page
+ * exists and memory does not depend on it. Items already handed out by a
+ * page that then fails are the caller's to drop. */
+int fair_kclient_list_stream(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
+                             const struct fair_klist_opts *opts, fair_klist_object_cb on_object,
+                             fair_kclient_cb on_done, void *ctx, struct fair_kreq **handle,
+                             struct fair_error *err);
 int fair_kclient_create(struct fair_kclient *c, const struct fair_kres *r, const char *ns,
                         const char *body, fair_kclient_cb cb, void *ctx, struct fair_error *err);
 /* PUT; sub "status" for the status subresource, else NULL. The body's
@@ -210,6 +253,10 @@ struct fair_kclient_stats {
     uint64_t retries_429;
     uint64_t errors;
     uint64_t throttled; /* requests that waited for the token bucket */
+    /* The most bytes one finished request held at once for its body: a
+     * buffered body, the longest watch event, or a streamed LIST's largest
+     * item (kept fields) and list metadata. */
+    uint64_t peak_buffer;
 };
 void fair_kclient_stats(const struct fair_kclient *c, struct fair_kclient_stats *out);
 

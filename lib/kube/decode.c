@@ -557,6 +557,40 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
         else
             p->sim_duration_s = v;
     }
+    if ((rc = map_get(ann, FAIR_ANN_CHECKPOINT_INTERVAL, "annotation " FAIR_ANN_CHECKPOINT_INTERVAL,
+                      &s, err)))
+        return rc;
+    if (s) {
+        struct fair_error de = {0};
+        int64_t ms = 0;
+        if (fair_duration_parse_ms(s, &ms, &de) || ms <= 0)
+            add_problem(&p->problem,
+                        "annotation %s: \"%s\" must be a positive duration such as "
+                        "\"30m\"",
+                        FAIR_ANN_CHECKPOINT_INTERVAL, s);
+        else
+            p->checkpoint_interval_ms = ms;
+    }
+    return 0;
+}
+
+/* The uid of the controller owner (ownerReferences entry with controller:
+ * true), borrowed; the Job, ReplicaSet or operator that recreates the
+ * pod. */
+static int pod_owner(const json_t *md, struct fair_kpod *p, struct fair_error *err)
+{
+    int rc = 0;
+    const json_t *refs = get_arr(md, "ownerReferences", "metadata.ownerReferences", &rc, err);
+    if (rc || !refs)
+        return rc;
+    size_t i;
+    const json_t *ref;
+    json_array_foreach(refs, i, ref)
+    {
+        if (!json_is_object(ref) || !json_is_true(json_object_get(ref, "controller")))
+            continue;
+        return borrow_str(ref, "uid", "metadata.ownerReferences[].uid", &p->owner_uid, err);
+    }
     return 0;
 }
 
@@ -597,7 +631,7 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
             add_problem(&p->problem, "label %s: \"%s\" must be \"true\" or \"false\"",
                         FAIR_LABEL_PREEMPTIBLE, s);
     }
-    if ((rc = pod_annotations(md, p, err)))
+    if ((rc = pod_annotations(md, p, err)) || (rc = pod_owner(md, p, err)))
         return rc;
     if ((rc = borrow_str(spec, "schedulerName", "spec.schedulerName", &p->scheduler_name, err)) ||
         (rc = borrow_str(spec, "nodeName", "spec.nodeName", &p->node_name, err)))
@@ -673,7 +707,7 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     size += slen(t->meta.uid) + slen(t->meta.namespace_) + slen(t->meta.name) +
             slen(t->meta.resource_version) + slen(t->scheduler_name) + slen(t->node_name) +
             slen(t->queue) + slen(t->gpu_devices) + slen(t->gang) + slen(t->gpu_model) +
-            slen(t->scheduled_reason) + slen(t->problem);
+            slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid);
     for (size_t i = 0; i < t->nnode_selector; i++)
         size += slen(t->node_selector[i].key) + slen(t->node_selector[i].value);
     for (size_t i = 0; i < t->ntolerations; i++)
@@ -703,6 +737,7 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     pack_str(&p->gpu_model, &c);
     pack_str(&p->scheduled_reason, &c);
     pack_str(&p->problem, &c);
+    pack_str(&p->owner_uid, &c);
     for (size_t i = 0; i < p->nnode_selector; i++) {
         pack_cstr(&p->node_selector[i].key, &c);
         pack_cstr(&p->node_selector[i].value, &c);
@@ -912,6 +947,16 @@ static void decode_quota(const json_t *spec, struct fair_kquota *q, char **probl
         else
             q->over_quota_priority = (int32_t)json_integer_value(p);
     }
+    const json_t *up = json_object_get(spec, "reclaimUpTo");
+    if (up && !json_is_null(up)) {
+        const char *v = json_string_value(up);
+        if (v && !strcmp(v, "FairShare"))
+            q->reclaim_up_to = FAIR_KRECLAIM_FAIR_SHARE;
+        else if (v && !strcmp(v, "Guarantee"))
+            q->reclaim_up_to = FAIR_KRECLAIM_GUARANTEE;
+        else
+            add_problem(problem, "spec.reclaimUpTo: want \"FairShare\" or \"Guarantee\"");
+    }
 }
 
 /* A spec string that is optional; a wrong type is a problem, not a
@@ -1110,11 +1155,19 @@ static void free_queue(void *o)
 
 static const struct fair_jfield pod_labels[] = {
     {FAIR_LABEL_QUEUE, NULL}, {FAIR_LABEL_PREEMPTIBLE, NULL}, {NULL, NULL}};
-static const struct fair_jfield pod_ann_filter[] = {
-    {FAIR_ANN_GPU_FRACTION, NULL}, {FAIR_ANN_GPU_DEVICES, NULL},  {FAIR_ANN_GANG, NULL},
-    {FAIR_ANN_GANG_SIZE, NULL},    {FAIR_ANN_SIM_DURATION, NULL}, {NULL, NULL}};
-static const struct fair_jfield pod_meta[] = {
-    META_FIELDS, {"labels", pod_labels}, {"annotations", pod_ann_filter}, {NULL, NULL}};
+static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL},
+                                                    {FAIR_ANN_GPU_DEVICES, NULL},
+                                                    {FAIR_ANN_GANG, NULL},
+                                                    {FAIR_ANN_GANG_SIZE, NULL},
+                                                    {FAIR_ANN_SIM_DURATION, NULL},
+                                                    {FAIR_ANN_CHECKPOINT_INTERVAL, NULL},
+                                                    {NULL, NULL}};
+static const struct fair_jfield owner_ref[] = {{"uid", NULL}, {"controller", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_meta[] = {META_FIELDS,
+                                              {"labels", pod_labels},
+                                              {"annotations", pod_ann_filter},
+                                              {"ownerReferences", owner_ref},
+                                              {NULL, NULL}};
 static const struct fair_jfield res_quantities[] = {
     {FAIR_RES_NAME_GPU, NULL}, {"cpu", NULL}, {"memory", NULL}, {NULL, NULL}};
 static const struct fair_jfield res_lists[] = {
@@ -1159,6 +1212,54 @@ const struct fair_ktype fair_ktype_pod = {"Pod", dec_pod, free_pod, pod_filter};
 const struct fair_ktype fair_ktype_node = {"Node", dec_node, free_node, node_filter};
 const struct fair_ktype fair_ktype_project = {"Project", dec_project, free_project, NULL};
 const struct fair_ktype fair_ktype_queue = {"Queue", dec_queue, free_queue, NULL};
+
+static const struct fair_jfield skel_meta[] = {
+    {"name", NULL}, {"namespace", NULL}, {"uid", NULL}, {"resourceVersion", NULL}, {NULL, NULL}};
+static const struct fair_jfield skel_spec[] = {
+    {"nodeName", NULL}, {"schedulerName", NULL}, {NULL, NULL}};
+static const struct fair_jfield skel_status[] = {{"phase", NULL}, {NULL, NULL}};
+const struct fair_jfield fair_kskeleton_filter[] = {
+    {"metadata", skel_meta}, {"spec", skel_spec}, {"status", skel_status}, {NULL, NULL}};
+
+static int skel_str(const json_t *obj, const char *a, const char *b, char **out)
+{
+    const char *s = json_string_value(json_object_get(json_object_get(obj, a), b));
+    *out = NULL;
+    if (!s || strlen(s) > FAIR_DECODE_MAX_STR)
+        return 0;
+    *out = fair_strdup(s);
+    return *out ? 0 : FAIR_ENOMEM;
+}
+
+int fair_kskeleton_decode(const json_t *obj, struct fair_kskeleton *sk)
+{
+    memset(sk, 0, sizeof *sk);
+    if (!json_is_object(obj))
+        return 0;
+    if (skel_str(obj, "metadata", "uid", &sk->uid) ||
+        skel_str(obj, "metadata", "namespace", &sk->namespace_) ||
+        skel_str(obj, "metadata", "name", &sk->name) ||
+        skel_str(obj, "metadata", "resourceVersion", &sk->resource_version) ||
+        skel_str(obj, "spec", "nodeName", &sk->node_name) ||
+        skel_str(obj, "spec", "schedulerName", &sk->scheduler_name) ||
+        skel_str(obj, "status", "phase", &sk->phase)) {
+        fair_kskeleton_release(sk);
+        return FAIR_ENOMEM;
+    }
+    return 0;
+}
+
+void fair_kskeleton_release(struct fair_kskeleton *sk)
+{
+    fair_free(sk->uid);
+    fair_free(sk->namespace_);
+    fair_free(sk->name);
+    fair_free(sk->resource_version);
+    fair_free(sk->node_name);
+    fair_free(sk->scheduler_name);
+    fair_free(sk->phase);
+    memset(sk, 0, sizeof *sk);
+}
 
 int fair_kstatus_decode(const json_t *obj, struct fair_kstatus *st)
 {

@@ -33,6 +33,7 @@
 #define FAIR_ANN_GANG "fairshare.dev/gang"
 #define FAIR_ANN_GANG_SIZE "fairshare.dev/gang-size"
 #define FAIR_ANN_SIM_DURATION "sim.fairshare.dev/duration-seconds"
+#define FAIR_ANN_CHECKPOINT_INTERVAL "fairshare.dev/checkpoint-interval"
 #define FAIR_RES_NAME_GPU "nvidia.com/gpu"
 #define FAIR_LABEL_GPU_PRODUCT "nvidia.com/gpu.product"
 
@@ -82,6 +83,30 @@ static inline struct fair_kmeta *fair_kobj_meta(void *obj)
 {
     return (struct fair_kmeta *)obj;
 }
+
+/* The skeleton of an object: the fields that name it and place it, read
+ * from any object, also one too large or too malformed to decode (see
+ * kube/liststream.h). Every field may be NULL (absent, or not a string of
+ * at most FAIR_DECODE_MAX_STR bytes). Release with
+ * fair_kskeleton_release(). */
+struct fair_kskeleton {
+    char *uid;
+    char *namespace_;
+    char *name;
+    char *resource_version;
+    char *node_name;      /* spec.nodeName (pods) */
+    char *scheduler_name; /* spec.schedulerName (pods) */
+    char *phase;          /* status.phase (pods) */
+};
+
+/* The fields fair_kskeleton_decode() reads, for fair_json_parse_filtered()
+ * and the list stream. */
+extern const struct fair_jfield fair_kskeleton_filter[];
+
+/* obj (borrowed, may be NULL or not an object: then everything is NULL)
+ * into sk. Returns 0 or FAIR_ENOMEM. */
+int fair_kskeleton_decode(const json_t *obj, struct fair_kskeleton *sk);
+void fair_kskeleton_release(struct fair_kskeleton *sk);
 
 /* Kubernetes' Status object (the body of every API error). */
 struct fair_kstatus {

@@ -46,6 +46,7 @@ void fair_kpod_free(struct fair_kpod *p)
     }
     fair_free(p->tolerations);
     fair_free(p->problem);
+    fair_free(p->owner_uid);
     fair_free(p);
 }
 

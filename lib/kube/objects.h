@@ -45,15 +45,17 @@ struct fair_kpod {
      * absent, as Kubernetes defaults them); GPU from nvidia.com/gpu. */
     struct fair_resources request;
     /* Labels and annotations Fairshare reads, already extracted: */
-    char *queue;          /* label fairshare.dev/queue */
-    bool preemptible;     /* label fairshare.dev/preemptible != "false" */
-    int64_t gpu_fraction_milli; /* annotation fairshare.dev/gpu-fraction; 0 if none */
-    char *gpu_devices;    /* annotation fairshare.dev/gpu-devices ("0,3"); NULL if none */
-    char *gang;           /* annotation fairshare.dev/gang */
-    int32_t gang_size;    /* annotation fairshare.dev/gang-size; 0 if none */
-    char *gpu_model;      /* nodeSelector nvidia.com/gpu.product, if any */
-    int64_t sim_duration_s; /* annotation sim.fairshare.dev/duration-seconds; 0 if none */
-    int64_t start_ms;     /* status.startTime */
+    char *queue;                    /* label fairshare.dev/queue */
+    bool preemptible;               /* label fairshare.dev/preemptible != "false" */
+    int64_t gpu_fraction_milli;     /* annotation fairshare.dev/gpu-fraction; 0 if none */
+    char *gpu_devices;              /* annotation fairshare.dev/gpu-devices ("0,3"); NULL if none */
+    char *gang;                     /* annotation fairshare.dev/gang */
+    int32_t gang_size;              /* annotation fairshare.dev/gang-size; 0 if none */
+    char *gpu_model;                /* nodeSelector nvidia.com/gpu.product, if any */
+    int64_t sim_duration_s;         /* annotation sim.fairshare.dev/duration-seconds; 0 if none */
+    int64_t checkpoint_interval_ms; /* annotation fairshare.dev/checkpoint-interval; 0 if none */
+    char *owner_uid;  /* uid of metadata.ownerReferences[controller=true]; NULL if none */
+    int64_t start_ms; /* status.startTime */
     bool scheduled_condition_false; /* PodScheduled=False is already set */
     char *scheduled_reason;         /* its reason, to avoid rewriting it */
     bool disruption_target;         /* DisruptionTarget=True condition */
@@ -86,17 +88,25 @@ struct fair_knode {
 
 /* spec of a fairshare.dev Project or Queue, shared parts. Unset
  * guaranteed is 0; unset limit is FAIR_UNLIMITED. */
+/* spec.reclaimUpTo of a Project or Queue. */
+enum fair_kreclaim {
+    FAIR_KRECLAIM_UNSET = 0,  /* the parent's, then the controller's default */
+    FAIR_KRECLAIM_FAIR_SHARE, /* "FairShare" */
+    FAIR_KRECLAIM_GUARANTEE,  /* "Guarantee" */
+};
+
 struct fair_kquota {
     struct fair_resources guaranteed;
     struct fair_resources limit;
     int64_t over_quota_weight;   /* default 1 */
     int32_t over_quota_priority; /* default 0 */
+    enum fair_kreclaim reclaim_up_to;
 };
 
 struct fair_kproject {
     struct fair_kmeta meta;
     struct fair_kquota quota;
-    char *team;          /* defaults to the name */
+    char *team; /* defaults to the name */
     char *cost_center;
     char **namespaces;
     size_t nnamespaces;

@@ -410,13 +410,15 @@ static long query_long(struct evkeyvalq *q, const char *k, long def, int *bad)
     return r;
 }
 
-/* ---- continue tokens: base64url of {"v":..,"rv":N,"start":key} ---- */
+/* ---- continue tokens: base64url of {"v":..,"rv":N,"start":key,"c":E} ----
+ * E counts the compactions before the token was made: a token from before
+ * a compaction has expired, one made after it (at the same rv) has not. */
 
-static char *continue_encode(uint64_t rv, const char *key)
+static char *continue_encode(const struct fk_server *s, uint64_t rv, const char *key)
 {
     char *res = NULL;
-    json_t *t =
-        json_pack("{s:s,s:I,s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", key);
+    json_t *t = json_pack("{s:s,s:I,s:s,s:I}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start",
+                          key, "c", (json_int_t)s->compactions);
     char *txt = t ? json_dumps(t, JSON_COMPACT) : NULL;
     json_decref(t);
     if (!txt)
@@ -435,7 +437,7 @@ static char *continue_encode(uint64_t rv, const char *key)
     return res;
 }
 
-static int continue_decode(const char *tok, uint64_t *rv, char *key, size_t keyn)
+static int continue_decode(const char *tok, uint64_t *rv, uint64_t *epoch, char *key, size_t keyn)
 {
     size_t len = strlen(tok);
     if (len == 0 || len > 4096)
@@ -466,8 +468,10 @@ static int continue_decode(const char *tok, uint64_t *rv, char *key, size_t keyn
     int rc = -1;
     json_int_t r = json_integer_value(json_object_get(t, "rv"));
     const char *start = json_string_value(json_object_get(t, "start"));
+    json_int_t c = json_integer_value(json_object_get(t, "c"));
     if (t && r > 0 && start && strlen(start) < keyn) {
         *rv = (uint64_t)r;
+        *epoch = c > 0 ? (uint64_t)c : 0;
         snprintf(key, keyn, "%s", start);
         rc = 0;
     }
@@ -614,14 +618,17 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
     char startkey[600];
     const char *ctok = evhttp_find_header(q, "continue");
     if (ctok && *ctok) {
-        uint64_t crv;
-        if (continue_decode(ctok, &crv, startkey, sizeof(startkey))) {
+        uint64_t crv, cepoch;
+        if (continue_decode(ctok, &crv, &cepoch, startkey, sizeof(startkey))) {
             fk_reply(
                 s, req, 400,
                 fk_status(400, "BadRequest", "continue key is not valid: illegal base64 data"));
             goto out;
         }
-        if (crv < s->continue_floor) {
+        int expire = s->expire_continue > 0;
+        if (expire)
+            s->expire_continue--;
+        if (crv < s->continue_floor || cepoch < s->compactions || expire) {
             /* Like the real server: 410 plus a token that continues the
              * list inconsistently at the current rv. */
             json_t *st = fk_status(
@@ -632,7 +639,7 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
                 "Continuing with the provided token results in an inconsistent list - objects "
                 "that were created, modified, or deleted between the time the first chunk was "
                 "returned and now may show up in the list.");
-            cont = continue_encode(s->rv, startkey);
+            cont = continue_encode(s, s->rv, startkey);
             if (st && cont)
                 json_object_set_new(st, "metadata", json_pack("{s:s}", "continue", cont));
             fk_reply(s, req, 410, st);
@@ -718,7 +725,7 @@ static void handle_list(struct fk_server *s, struct evhttp_request *req, const s
             }
         }
         if (more) {
-            cont = continue_encode(list_rv, last);
+            cont = continue_encode(s, list_rv, last);
             if (!cont)
                 goto oom;
         } else {
@@ -1782,6 +1789,15 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         }
         s->latency_ms = (int)ms;
         reply_json(s, req, 200, json_pack("{s:i}", "latencyMs", s->latency_ms), 0);
+    } else if (!strcmp(what, "expire-continue")) {
+        long count = query_long(q, "count", 1, &bad);
+        if (bad || count < 0) {
+            reply_json(s, req, 400, fk_status(400, "BadRequest", "expire-continue needs count>=0"),
+                       0);
+            return;
+        }
+        s->expire_continue = count;
+        reply_json(s, req, 200, json_pack("{s:I}", "expireContinue", (json_int_t)count), 0);
     } else if (!strcmp(what, "compact")) {
         fk_hist_compact(s);
         reply_json(s, req, 200, json_pack("{s:I}", "historyFloor", (json_int_t)s->hist_floor), 0);
@@ -1791,6 +1807,7 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
     } else if (!strcmp(what, "reset")) {
         s->nfaults = 0;
         s->latency_ms = 0;
+        s->expire_continue = 0;
         reply_json(s, req, 200, json_pack("{s:b}", "reset", 1), 0);
     } else {
         reply_json(s, req, 404, fk_status(404, "NotFound", "no fake endpoint %s", what), 0);

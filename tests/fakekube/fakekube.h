@@ -114,6 +114,7 @@ struct fk_server {
     size_t hist_cap, hist_head, hist_len;
     uint64_t hist_floor;     /* a watch from rv >= hist_floor is served */
     uint64_t continue_floor; /* continue tokens with rv < this are expired */
+    uint64_t compactions;    /* /fake/compact calls: older tokens are expired */
 
     struct fk_watcher *watchers;
     size_t nwatchers, max_watchers;
@@ -122,6 +123,7 @@ struct fk_server {
     struct fk_fault faults[FK_MAX_FAULTS];
     size_t nfaults;
     int latency_ms;
+    long expire_continue; /* list requests with a continue token still to answer 410 */
     struct fk_deferred *deferred;
 
     struct fk_timer *timers;

@@ -246,8 +246,9 @@ void fk_hist_compact(struct fk_server *s)
         event_clear(&s->hist[(s->hist_head + i) % s->hist_cap]);
     s->hist_head = s->hist_len = 0;
     s->hist_floor = s->rv;
-    /* Tokens issued before the compaction, even at this rv, expire. */
-    s->continue_floor = s->rv + 1;
+    /* Tokens issued before the compaction, even at this rv, expire (they
+     * carry the count of compactions before them); later ones do not. */
+    s->compactions++;
 }
 
 const char *fk_meta_str(const json_t *obj, const char *field)

@@ -25,6 +25,7 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/decode.h"
+#include "kube/liststream.h"
 
 static struct fair_fake fake;
 static struct event_base *base;
@@ -286,6 +287,119 @@ static void test_paged_list(void **state)
     assert_int_equal(items, 7);
 }
 
+/* Streamed pages: items arrive one by one through the Pod filter, the
+ * list's metadata comes with the done callback; a page over max_body fails
+ * with FAIR_ERANGE unless it holds one item; an item over max_event is
+ * handed out unreadable, with its skeleton. */
+struct streamed {
+    int items, unreadable;
+    char names[16][64];
+    bool done;
+    int rc;
+    json_t *meta;
+    size_t received;
+};
+
+static void on_streamed_object(const struct fair_klist_object *o, void *ctx)
+{
+    struct streamed *s = ctx;
+    if (!o->object) {
+        assert_int_equal(o->rc, FAIR_ERANGE);
+        assert_non_null(strstr(o->why, "limit"));
+        struct fair_kskeleton id;
+        assert_int_equal(fair_kskeleton_decode(o->skeleton, &id), 0);
+        assert_non_null(id.name);
+        assert_non_null(id.uid);
+        assert_string_equal(id.namespace_, "team-a");
+        fair_kskeleton_release(&id);
+        s->unreadable++;
+        return;
+    }
+    assert_null(json_object_get(o->object, "managedFields"));
+    struct fair_kpod *p = NULL;
+    assert_int_equal(fair_kpod_decode(o->object, &p, NULL), 0);
+    assert_true(s->items < 16);
+    snprintf(s->names[s->items++], 64, "%s", p->meta.name);
+    fair_kpod_free(p);
+}
+
+static void on_streamed_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct streamed *s = ctx;
+    s->done = true;
+    s->rc = resp->rc;
+    s->received = resp->received;
+    s->meta = resp->json ? json_incref(resp->json) : NULL;
+}
+
+static int stream_page(struct fair_kclient *kc, long limit, const char *cont, struct streamed *s)
+{
+    memset(s, 0, sizeof *s);
+    struct fair_klist_opts o = {.label_selector = "set=paged",
+                                .limit = limit,
+                                .continue_token = cont,
+                                .filter = fair_ktype_pod.filter};
+    assert_int_equal(fair_kclient_list_stream(kc, &fair_kres_pods, "team-a", &o, on_streamed_object,
+                                              on_streamed_done, s, NULL, NULL),
+                     0);
+    while (!s->done)
+        assert_true(event_base_loop(base, EVLOOP_ONCE) >= 0);
+    return s->rc;
+}
+
+static void test_streamed_list(void **state)
+{
+    (void)state;
+    struct streamed s;
+    int pages = 0, items = 0;
+    char *cont = NULL;
+    do {
+        assert_int_equal(stream_page(client, 3, cont, &s), 0);
+        pages++;
+        items += s.items;
+        assert_int_equal(s.unreadable, 0);
+        assert_null(json_object_get(s.meta, "items"));
+        assert_string_equal(jpath(s.meta, "kind", NULL), "PodList");
+        assert_non_null(jpath(s.meta, "metadata", "resourceVersion"));
+        assert_true(s.received > 0);
+        fair_free(cont);
+        const char *c = jpath(s.meta, "metadata", "continue");
+        cont = c && c[0] ? fair_strdup(c) : NULL;
+        json_decref(s.meta);
+    } while (cont);
+    assert_int_equal(pages, 3);
+    assert_int_equal(items, 7);
+
+    struct fair_kconfig cfg;
+    struct fair_error err = {0};
+    assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err), 0);
+    /* A page of 3 pods is more than 256 bytes: refused. One pod is more
+     * too, but a page of one is read whatever its size. */
+    struct fair_kclient_options co = {.max_body = 256};
+    struct fair_kclient *small = NULL;
+    assert_int_equal(fair_kclient_new(base, &cfg, &co, &small, &err), 0);
+    assert_int_equal(stream_page(small, 3, NULL, &s), FAIR_ERANGE);
+    assert_null(s.meta);
+    assert_int_equal(stream_page(small, 1, NULL, &s), 0);
+    assert_int_equal(s.items, 1);
+    assert_true(s.received > 256);
+    json_decref(s.meta);
+    fair_kclient_free(small);
+    /* Each pod keeps more than 64 bytes of the fields Fairshare reads: all
+     * unreadable, named by their skeletons; the page itself succeeds. */
+    struct fair_kclient_options tiny = {.max_event = 64};
+    assert_int_equal(fair_kclient_new(base, &cfg, &tiny, &small, &err), 0);
+    assert_int_equal(stream_page(small, 0, NULL, &s), 0);
+    assert_int_equal(s.items, 0);
+    assert_int_equal(s.unreadable, 7);
+    json_decref(s.meta);
+    struct fair_kclient_stats st;
+    fair_kclient_stats(small, &st);
+    assert_true(st.peak_buffer > 0 && st.peak_buffer <= FAIR_KLIST_MAX_META);
+    fair_kclient_free(small);
+    fair_kconfig_release(&cfg);
+}
+
 static void test_429_retry(void **state)
 {
     (void)state;
@@ -533,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_crud_and_errors),
         cmocka_unit_test(test_conflict_retried_after_reread),
         cmocka_unit_test(test_paged_list),
+        cmocka_unit_test(test_streamed_list),
         cmocka_unit_test(test_429_retry),
         cmocka_unit_test(test_bind_evict_pdb),
         cmocka_unit_test(test_event_and_lease),

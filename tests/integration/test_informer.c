@@ -399,11 +399,432 @@ static void test_oversized_event_relists(void **state)
     fair_kclient_free(small);
 }
 
+/* ---- finding 6: no tenant object can stop the informer from syncing ---- */
+
+/* A client with some options changed (fields left 0 keep the defaults). */
+static struct fair_kclient *client_with(const struct fair_kclient_options *co)
+{
+    struct fair_kconfig cfg;
+    struct fair_error err = {0};
+    struct fair_kclient *kc = NULL;
+    assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err), 0);
+    assert_int_equal(fair_kclient_new(base, &cfg, co, &kc, &err), 0);
+    fair_kconfig_release(&cfg);
+    return kc;
+}
+
+/* The identity the server gave the last pod create_raw() made. */
+static char last_uid[64], last_rv[32];
+
+/* POSTs a pod to ns; extra is spliced into metadata (after the name) and
+ * spec_extra into spec, both may be ""; env_value (may be NULL) becomes
+ * the value of an environment variable. */
+static void create_raw(const char *ns, const char *name, const char *meta_extra,
+                       const char *spec_extra, const char *env_value)
+{
+    size_t n = strlen(meta_extra) + strlen(spec_extra) + (env_value ? strlen(env_value) : 0) + 1024;
+    char *body = fair_malloc(n);
+    snprintf(body, n,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"%s},"
+             "\"spec\":{\"schedulerName\":\"other\"%s,\"containers\":[{\"name\":\"m\",\"image\":"
+             "\"x\"%s%s%s,\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+             name, meta_extra, spec_extra,
+             env_value ? ",\"env\":[{\"name\":\"BLOB\",\"value\":\"" : "",
+             env_value ? env_value : "", env_value ? "\"}]" : "");
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    long code = 0;
+    char *resp = NULL;
+    assert_int_equal(fair_fake_request(&fake, "POST", path, body, &code, &resp), 0);
+    if (code != 201)
+        fail_msg("create %s/%s: %ld %.300s", ns, name, code, resp);
+    json_t *j = json_loads(resp, 0, NULL);
+    snprintf(last_uid, sizeof last_uid, "%s", fair_fake_json_str(j, "metadata.uid"));
+    snprintf(last_rv, sizeof last_rv, "%s", fair_fake_json_str(j, "metadata.resourceVersion"));
+    json_decref(j);
+    free(resp);
+    fair_free(body);
+}
+
+static void delete_all(const char *ns)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    long code = 0;
+    char *resp = NULL;
+    assert_int_equal(fair_fake_request(&fake, "DELETE", path, NULL, &code, &resp), 0);
+    free(resp);
+    assert_int_equal(code, 200);
+}
+
+/* Whether the store of i holds exactly the server's pods of ns (by uid
+ * and resourceVersion), apart from the names in except. */
+static bool store_matches(struct fair_informer *i, const char *ns, const char *const *except,
+                          char *why, size_t n)
+{
+    json_t *st = fair_fake_state(&fake, "pods");
+    json_t *pods = json_object_get(json_object_get(st, "objects"), "pods");
+    struct fair_store *s = fair_informer_store(i);
+    size_t want = 0;
+    bool ok = true;
+    size_t k;
+    json_t *p;
+    json_array_foreach(pods, k, p)
+    {
+        json_t *md = json_object_get(p, "metadata");
+        const char *pns = json_string_value(json_object_get(md, "namespace"));
+        const char *name = json_string_value(json_object_get(md, "name"));
+        bool skip = strcmp(pns, ns) != 0;
+        for (const char *const *e = except; !skip && e && *e; e++)
+            skip = !strcmp(*e, name);
+        if (skip)
+            continue;
+        want++;
+        const char *uid = json_string_value(json_object_get(md, "uid"));
+        const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+        struct fair_kpod *mine = fair_store_get(s, uid);
+        if (ok && (!mine || strcmp(mine->meta.resource_version, rv))) {
+            snprintf(why, n, "pod %s: server rv %s, store %s", name, rv,
+                     mine ? mine->meta.resource_version : "(absent)");
+            ok = false;
+        }
+    }
+    if (ok && want != fair_store_len(s)) {
+        snprintf(why, n, "server has %zu pods, store %zu", want, fair_store_len(s));
+        ok = false;
+    }
+    json_decref(st);
+    return ok;
+}
+
+static void run_until_synced(struct fair_informer *i, int seconds)
+{
+    int64_t deadline = fair_mono_ms(fair_clock_system()) + seconds * 1000;
+    while (!fair_informer_has_synced(i) && fair_mono_ms(fair_clock_system()) < deadline)
+        run_ms(50);
+    if (!fair_informer_has_synced(i)) {
+        struct fair_informer_stats st;
+        fair_informer_get_stats(i, &st);
+        fail_msg("not synced after %d s: lists %llu errors %llu gone %llu page size %ld", seconds,
+                 (unsigned long long)st.lists, (unsigned long long)st.errors,
+                 (unsigned long long)st.gone, fair_informer_page_size(i));
+    }
+}
+
+static struct fair_informer *start_informer(struct fair_kclient *kc, const char *ns, long page,
+                                            const struct fair_informer_handlers *h)
+{
+    struct fair_informer_options o = {.res = &fair_kres_pods,
+                                      .type = &fair_ktype_pod,
+                                      .ns = ns,
+                                      .page_size = page,
+                                      .backoff_base_ms = 50,
+                                      .backoff_cap_ms = 400};
+    struct fair_informer *i = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_informer_new(kc, &o, h, &i, &err), 0);
+    assert_int_equal(fair_informer_start(i, &err), 0);
+    return i;
+}
+
+/* The finding: 50 pending pods of another scheduler with 1.4 MiB of env
+ * each (70 MiB, past the 64 MiB page cap at any page size above 45) next
+ * to ordinary pods. With the default page size and client the informer
+ * syncs, its store equals the server's pods, and the client never held
+ * more than a few KiB of one response: env is skipped as it streams by. */
+static void test_huge_env_pods_sync(void **state)
+{
+    (void)state;
+    assert_int_equal(fair_fake_create_namespace(&fake, "env"), 0);
+    size_t blob = (size_t)1400 * 1024;
+    char *env = fair_malloc(blob + 1);
+    memset(env, 'e', blob);
+    env[blob] = '\0';
+    char nm[64];
+    /* What the server holds (nothing changes them afterwards): /fake/state
+     * would be a 70 MiB answer, past the test helper's cap. */
+    static char uids[70][64], rvs[70][32];
+    for (int i = 0; i < 70; i++) {
+        snprintf(nm, sizeof nm, i < 50 ? "big-%02d" : "small-%02d", i);
+        create_raw("env", nm, "", "", i < 50 ? env : NULL);
+        memcpy(uids[i], last_uid, sizeof uids[i]);
+        memcpy(rvs[i], last_rv, sizeof rvs[i]);
+    }
+    fair_free(env);
+    struct fair_kclient *kc = NULL;
+    assert_int_equal(fair_fake_kclient_new(&fake, base, &kc), 0);
+    struct fair_informer *i = start_informer(kc, "env", 0, NULL);
+    run_until_synced(i, 240);
+    assert_int_equal(fair_store_len(fair_informer_store(i)), 70);
+    for (int k = 0; k < 70; k++) {
+        struct fair_kpod *p = fair_store_get(fair_informer_store(i), uids[k]);
+        if (!p || strcmp(p->meta.resource_version, rvs[k]))
+            fail_msg("pod %d: server rv %s, store %s", k, rvs[k],
+                     p ? p->meta.resource_version : "(absent)");
+        assert_int_equal(p->request.v[FAIR_RES_GPU], 1000);
+    }
+    struct fair_informer_stats st;
+    fair_informer_get_stats(i, &st);
+    assert_int_equal(st.lists, 1);
+    assert_int_equal(st.oversized, 0);
+    assert_int_equal(st.decode_errors, 0);
+    assert_true(st.page_shrinks >= 1); /* 70 MiB does not fit in one 64 MiB page */
+    assert_int_equal(fair_informer_unreadable_count(i), 0);
+    struct fair_kclient_stats cs;
+    fair_kclient_stats(kc, &cs);
+    if (cs.peak_buffer > 64 * 1024)
+        fail_msg("the client held %llu bytes of one response", (unsigned long long)cs.peak_buffer);
+    fair_informer_free(i);
+    fair_kclient_free(kc);
+    for (int k = 0; k < 70; k++) { /* one by one: the collection's answer is 70 MiB */
+        char path[128];
+        snprintf(path, sizeof path,
+                 k < 50 ? "/api/v1/namespaces/env/pods/big-%02d"
+                        : "/api/v1/namespaces/env/pods/small-%02d",
+                 k);
+        long code = 0;
+        assert_int_equal(fair_fake_request(&fake, "DELETE", path, NULL, &code, NULL), 0);
+        assert_int_equal(code, 200);
+    }
+}
+
+/* A page over the byte cap is asked again with half the page size, down
+ * to one object, and a page of one is read whatever its size. 30 pods of
+ * ~5 KB and one of ~100 KB against a 64 KiB cap, 30 per page. */
+static void test_page_halves_down_to_one(void **state)
+{
+    (void)state;
+    assert_int_equal(fair_fake_create_namespace(&fake, "half"), 0);
+    char *note = fair_malloc(100 * 1024 + 64);
+    char nm[64];
+    for (int i = 0; i < 30; i++) {
+        size_t len = i == 17 ? 100 * 1024 : 5000;
+        int o = snprintf(note, 64, ",\"annotations\":{\"note\":\"");
+        memset(note + o, 'n', len);
+        snprintf(note + o + len, 8, "\"}");
+        snprintf(nm, sizeof nm, "p-%02d", i);
+        create_raw("half", nm, note, "", NULL);
+    }
+    fair_free(note);
+    struct fair_kclient_options co = {.max_body = 64 * 1024};
+    struct fair_kclient *kc = client_with(&co);
+    struct fair_informer *i = start_informer(kc, "half", 30, NULL);
+    run_until_synced(i, 60);
+    char why[256] = "";
+    if (!store_matches(i, "half", NULL, why, sizeof why))
+        fail_msg("store: %s", why);
+    assert_non_null(fair_store_get_by_name(fair_informer_store(i), "half", "p-17"));
+    struct fair_informer_stats st;
+    fair_informer_get_stats(i, &st);
+    assert_int_equal(st.lists, 1);
+    /* p-17 alone passes the cap: only a page of one could bring it. */
+    assert_true(st.page_shrinks >= 4);
+    assert_int_equal(st.oversized, 0);
+    fair_informer_free(i);
+    fair_kclient_free(kc);
+    delete_all("half");
+}
+
+/* An expired continue token mid-list restarts the list from the first
+ * page, still paged: the whole list (~100 KB) does not fit the client's
+ * 64 KiB cap, so one unpaged LIST could never succeed. Two expiries in a
+ * row: the second restart waits for the backoff. */
+static void test_expired_continue_relists_paged(void **state)
+{
+    (void)state;
+    assert_int_equal(fair_fake_create_namespace(&fake, "exp"), 0);
+    char note[1200];
+    int o = snprintf(note, sizeof note, ",\"annotations\":{\"note\":\"");
+    memset(note + o, 'n', 1000);
+    snprintf(note + o + 1000, sizeof note - (size_t)o - 1000, "\"}");
+    char nm[64];
+    for (int i = 0; i < 60; i++) {
+        snprintf(nm, sizeof nm, "p-%02d", i);
+        create_raw("exp", nm, note, "", NULL);
+    }
+    long code = 0;
+    char *resp = NULL;
+    assert_int_equal(
+        fair_fake_request(&fake, "POST", "/fake/expire-continue?count=2", NULL, &code, &resp), 0);
+    free(resp);
+    assert_int_equal(code, 200);
+    struct fair_kclient_options co = {.max_body = 64 * 1024};
+    struct fair_kclient *kc = client_with(&co);
+    struct fair_informer *i = start_informer(kc, "exp", 10, NULL);
+    run_until_synced(i, 60);
+    char why[256] = "";
+    if (!store_matches(i, "exp", NULL, why, sizeof why))
+        fail_msg("store: %s", why);
+    struct fair_informer_stats st;
+    fair_informer_get_stats(i, &st);
+    assert_int_equal(st.gone, 2);
+    assert_int_equal(st.lists, 1);
+    assert_int_equal(st.page_shrinks, 0);
+    assert_int_equal(fair_informer_page_size(i), 10);
+    fair_informer_free(i);
+    fair_kclient_free(kc);
+    delete_all("exp");
+}
+
+/* An object over the per-object cap (the client's max_event, 16 KiB here)
+ * is skipped and counted, listed as unreadable with its identity and
+ * node; everything else syncs. An object that becomes unreadable keeps
+ * its last readable version in the store (no delete handler runs), and
+ * leaves the unreadable set when it is readable again or deleted. */
+static int over_deletes;
+
+static void over_delete(void *obj, void *ctx)
+{
+    (void)obj;
+    (void)ctx;
+    over_deletes++;
+}
+
+static const struct fair_informer_unreadable *unreadable_named(struct fair_informer *i,
+                                                               const char *name)
+{
+    for (size_t k = 0; k < fair_informer_unreadable_count(i); k++) {
+        const struct fair_informer_unreadable *u = fair_informer_unreadable_at(i, k);
+        if (u->id.name && !strcmp(u->id.name, name))
+            return u;
+    }
+    return NULL;
+}
+
+static void patch_gang(const char *ns, const char *name, const char *value)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    size_t n = strlen(value) + 128;
+    char *body = fair_malloc(n);
+    snprintf(body, n, "{\"metadata\":{\"annotations\":{\"fairshare.dev/gang\":\"%s\"}}}", value);
+    long code = 0;
+    char *resp = NULL;
+    assert_int_equal(fair_fake_request_ct(&fake, "PATCH", path, "application/merge-patch+json",
+                                          body, &code, &resp),
+                     0);
+    if (code != 200)
+        fail_msg("patch %s: %ld %.300s", name, code, resp);
+    free(resp);
+    fair_free(body);
+}
+
+static void wait_for_cond(bool (*cond)(struct fair_informer *), struct fair_informer *i,
+                          const char *what)
+{
+    int64_t deadline = fair_mono_ms(fair_clock_system()) + 30000;
+    while (!cond(i)) {
+        if (fair_mono_ms(fair_clock_system()) > deadline)
+            fail_msg("timed out waiting for %s", what);
+        run_ms(50);
+    }
+}
+
+static bool two_unreadable(struct fair_informer *i)
+{
+    return unreadable_named(i, "n-0") && unreadable_named(i, "wide");
+}
+
+static bool only_n0_unreadable(struct fair_informer *i)
+{
+    return fair_informer_unreadable_count(i) == 1 && unreadable_named(i, "n-0");
+}
+
+static bool none_unreadable(struct fair_informer *i)
+{
+    char why[256];
+    return fair_informer_unreadable_count(i) == 0 &&
+           store_matches(i, "over", NULL, why, sizeof why);
+}
+
+static void test_oversized_object_skipped(void **state)
+{
+    (void)state;
+    assert_int_equal(fair_fake_create_namespace(&fake, "over"), 0);
+    /* nodeSelector is kept whole by the Pod filter: 1000 entries are about
+     * 30 KB of kept fields. */
+    size_t n = 1000 * 40 + 64;
+    char *sel = fair_malloc(n);
+    int o = snprintf(sel, n, ",\"nodeName\":\"node-7\",\"nodeSelector\":{");
+    for (int k = 0; k < 1000; k++)
+        o += snprintf(sel + o, n - (size_t)o, "%s\"example.com/k%04d\":\"v\"", k ? "," : "", k);
+    snprintf(sel + o, n - (size_t)o, "}");
+    create_raw("over", "wide", "", sel, NULL);
+    fair_free(sel);
+    char nm[64];
+    for (int i = 0; i < 5; i++) {
+        snprintf(nm, sizeof nm, "n-%d", i);
+        create_raw("over", nm, "", "", NULL);
+    }
+    struct fair_kclient_options co = {.max_event = 16 * 1024};
+    struct fair_kclient *kc = client_with(&co);
+    struct fair_informer_handlers h = {NULL, NULL, over_delete, NULL, NULL};
+    struct fair_informer *i = start_informer(kc, "over", 0, &h);
+    run_until_synced(i, 30);
+    const char *const wide[] = {"wide", NULL};
+    char why[256] = "";
+    if (!store_matches(i, "over", wide, why, sizeof why))
+        fail_msg("store: %s", why);
+    assert_null(fair_store_get_by_name(fair_informer_store(i), "over", "wide"));
+    struct fair_informer_stats st;
+    fair_informer_get_stats(i, &st);
+    assert_int_equal(st.oversized, 1);
+    assert_int_equal(fair_informer_unreadable_count(i), 1);
+    const struct fair_informer_unreadable *u = unreadable_named(i, "wide");
+    assert_non_null(u);
+    assert_string_equal(u->id.namespace_, "over");
+    assert_string_equal(u->id.node_name, "node-7");
+    assert_string_equal(u->id.scheduler_name, "other");
+    assert_non_null(u->id.uid);
+    assert_non_null(u->id.resource_version);
+    assert_true(u->bytes > 16 * 1024);
+    assert_non_null(strstr(u->reason, "limit"));
+
+    /* n-0 becomes unreadable: a 20 KB kept annotation. Its watch event is
+     * over the cap too, so the informer relists; n-0's last readable
+     * version stays, and no delete handler runs. */
+    struct fair_kpod *before = fair_store_get_by_name(fair_informer_store(i), "over", "n-0");
+    assert_non_null(before);
+    char old_rv[64];
+    snprintf(old_rv, sizeof old_rv, "%s", before->meta.resource_version);
+    char *gang = fair_malloc(20001);
+    memset(gang, 'g', 20000);
+    gang[20000] = '\0';
+    patch_gang("over", "n-0", gang);
+    fair_free(gang);
+    wait_for_cond(two_unreadable, i, "n-0 to become unreadable");
+    struct fair_kpod *kept = fair_store_get_by_name(fair_informer_store(i), "over", "n-0");
+    assert_non_null(kept);
+    assert_string_equal(kept->meta.resource_version, old_rv);
+    assert_int_equal(over_deletes, 0);
+
+    /* wide is deleted: it leaves the set. n-0 readable again: it leaves
+     * the set and the store has its new version. */
+    long code = 0;
+    char *resp = NULL;
+    assert_int_equal(
+        fair_fake_request(&fake, "DELETE", "/api/v1/namespaces/over/pods/wide", NULL, &code, &resp),
+        0);
+    free(resp);
+    assert_int_equal(code, 200);
+    wait_for_cond(only_n0_unreadable, i, "wide to leave the unreadable set");
+    patch_gang("over", "n-0", "g");
+    wait_for_cond(none_unreadable, i, "n-0 to be readable again");
+    assert_int_equal(over_deletes, 0);
+    fair_informer_free(i);
+    fair_kclient_free(kc);
+    delete_all("over");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_informer_under_faults),
         cmocka_unit_test(test_oversized_event_relists),
+        cmocka_unit_test(test_expired_continue_relists_paged),
+        cmocka_unit_test(test_page_halves_down_to_one),
+        cmocka_unit_test(test_oversized_object_skipped),
+        cmocka_unit_test(test_huge_env_pods_sync),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -211,11 +211,100 @@ static void test_bad_options(void **state)
     unsetenv("POD_NAME");
 }
 
+/* ---- finding 7: renewals never wait behind bulk requests ---- */
+
+static int flood_done;
+
+static void flood_cb(const struct fair_kresponse *resp, void *ctx)
+{
+    (void)resp;
+    (void)ctx;
+    flood_done++;
+}
+
+static const char *renew_time(json_t *spec)
+{
+    return json_string_value(json_object_get(spec, "renewTime"));
+}
+
+/* With 300 ms of latency on every answer, 600 requests queued on a busy
+ * client (4 connections: about 13 answers a second, so the queue lasts
+ * 45 s) and a leader with a 2 s renew deadline on a client of its own, as
+ * the controller sets them up: the leader keeps renewing (renewTime moves
+ * on, again and again) and never steps down. A renewal queued behind the
+ * flood would wait far past the deadline. */
+static void test_renewals_do_not_wait_behind_bulk(void **state)
+{
+    (void)state;
+    struct fair_kconfig cfg;
+    struct fair_error err = {0};
+    assert_int_equal(fair_kconfig_load_kubeconfig(fake.kubeconfig, NULL, &cfg, &err), 0);
+    struct fair_kclient_options bulk_opt = {.qps = -1, .max_host_connections = 4};
+    struct fair_kclient *bulk = NULL;
+    assert_int_equal(fair_kclient_new(base, &cfg, &bulk_opt, &bulk, &err), 0);
+    /* The leader's own client, as lib/ctl/controller.c makes it. */
+    struct fair_kclient_options lease_opt = {
+        .qps = -1, .max_host_connections = 2, .request_timeout_ms = 2000};
+    struct fair_kclient *lease_client = NULL;
+    assert_int_equal(fair_kclient_new(base, &cfg, &lease_opt, &lease_client, &err), 0);
+    fair_kconfig_release(&cfg);
+
+    struct cand a;
+    memset(&a, 0, sizeof a);
+    struct fair_leader_options o = {.ns = "fairshare",
+                                    .name = "flooded",
+                                    .identity = "pod-f",
+                                    .lease_ms = 3000,
+                                    .renew_deadline_ms = 2000,
+                                    .retry_ms = 300};
+    struct fair_leader_callbacks cb = {started, stopped, new_leader, &a};
+    assert_int_equal(fair_leader_new(lease_client, &o, &cb, &a.l, &err), 0);
+    assert_int_equal(fair_leader_start(a.l, &err), 0);
+    run_until(&a.started, "pod-f to lead");
+
+    assert_int_equal(fair_fake_set_latency(&fake, 300), 0);
+    flood_done = 0;
+    for (int i = 0; i < 600; i++)
+        assert_int_equal(fair_kclient_get(bulk, &fair_kres_nodes, NULL, NULL, flood_cb, NULL, &err),
+                         0);
+    char last[64] = "";
+    int advances = 0;
+    const char *path = "/apis/coordination.k8s.io/v1/namespaces/fairshare/leases/flooded";
+    while (advances < 6) {
+        run_ms(400);
+        long code = 0;
+        json_t *l = fair_fake_request_json(&fake, "GET", path, NULL, &code);
+        assert_int_equal(code, 200);
+        json_t *spec = json_object_get(l, "spec");
+        assert_string_equal(json_string_value(json_object_get(spec, "holderIdentity")), "pod-f");
+        const char *rt = renew_time(spec);
+        assert_non_null(rt);
+        if (strcmp(rt, last)) {
+            snprintf(last, sizeof last, "%s", rt);
+            advances++;
+        }
+        json_decref(l);
+        if (a.stopped)
+            fail_msg("the leader stepped down behind the flood (%d renewals seen)", advances);
+    }
+    /* The flood was still queued all along: the leader never waited for it. */
+    assert_true(flood_done < 600);
+    assert_true(fair_leader_is_leader(a.l));
+    assert_int_equal(a.stopped, 0);
+    assert_int_equal(fair_fake_reset_faults(&fake), 0);
+    fair_leader_stop(a.l, released, &a);
+    run_until(&a.released, "pod-f to release");
+    fair_leader_free(a.l);
+    fair_kclient_free(bulk); /* cancels what is left of the flood */
+    fair_kclient_free(lease_client);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handover_and_lost_lease),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_renewals_do_not_wait_behind_bulk),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

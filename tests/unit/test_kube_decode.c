@@ -94,8 +94,11 @@ static void test_pod_fraction_gang(void **state)
         pod_ok(POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\",\"fairshare.dev/preemptible\":"
                         "\"false\"},\"annotations\":{\"fairshare.dev/gpu-fraction\":\"0.25\","
                         "\"fairshare.dev/gang\":\"g1\",\"fairshare.dev/gang-size\":\"4\","
+                        "\"fairshare.dev/checkpoint-interval\":\"30m\","
                         "\"fairshare.dev/gpu-devices\":\"0,3\"},\"deletionTimestamp\":"
-                        "\"2026-11-23T19:00:01Z\"},"
+                        "\"2026-11-23T19:00:01Z\",\"ownerReferences\":[{\"kind\":\"Foo\","
+                        "\"uid\":\"not-controller\"},{\"kind\":\"Job\",\"uid\":\"job-7\","
+                        "\"controller\":true}]},"
                         "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"a\"}]},"
                         "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:00Z\","
                         "\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}");
@@ -111,6 +114,8 @@ static void test_pod_fraction_gang(void **state)
     assert_int_equal(p->meta.deletion_ms, 1795460401000LL);
     assert_true(p->disruption_target);
     assert_false(p->scheduled_condition_false);
+    assert_int_equal(p->checkpoint_interval_ms, 30 * 60 * 1000);
+    assert_string_equal(p->owner_uid, "job-7"); /* the controller owner, not the first */
     assert_null(p->problem);
     fair_kpod_free(p);
 }
@@ -142,6 +147,10 @@ static void test_pod_problems(void **state)
         {"\"labels\":{}", "{\"requests\":{\"memory\":\"-1Gi\"}}", "negative"},
         {"\"annotations\":{\"fairshare.dev/gpu-fraction\":\"0.5\"}",
          "{\"limits\":{\"nvidia.com/gpu\":\"1\"}}", "are both set"},
+        {"\"annotations\":{\"fairshare.dev/checkpoint-interval\":\"often\"}", "{}",
+         "checkpoint-interval: \"often\" must be a positive duration"},
+        {"\"annotations\":{\"fairshare.dev/checkpoint-interval\":\"0s\"}", "{}",
+         "must be a positive duration"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[1024];
@@ -340,6 +349,7 @@ static void test_queue_from_yaml(void **state)
                        "  limit: {gpu: \"4\"}\n"
                        "  overQuotaWeight: \"2\"\n"
                        "  overQuotaPriority: 5\n"
+                       "  reclaimUpTo: Guarantee\n"
                        "  reclaimMinRuntime: 10m\n";
     json_t *docs = NULL;
     struct fair_error err = {0};
@@ -355,14 +365,18 @@ static void test_queue_from_yaml(void **state)
     assert_int_equal(q->quota.over_quota_weight, 2);
     assert_int_equal(q->quota.over_quota_priority, 5);
     assert_int_equal(q->reclaim_min_runtime_ms, 600000);
+    assert_int_equal(q->quota.reclaim_up_to, FAIR_KRECLAIM_GUARANTEE);
     assert_null(q->problem);
     fair_kqueue_free(q);
 
-    json_t *j = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"reclaimMinRuntime\":\"soon\"}}");
+    json_t *j = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"reclaimMinRuntime\":\"soon\","
+                     "\"reclaimUpTo\":\"Everything\"}}");
     assert_int_equal(fair_kqueue_decode(j, &q, &err), 0);
     json_decref(j);
     assert_non_null(strstr(q->problem, "spec.project: missing"));
     assert_non_null(strstr(q->problem, "spec.reclaimMinRuntime"));
+    assert_non_null(strstr(q->problem, "spec.reclaimUpTo: want \"FairShare\" or \"Guarantee\""));
+    assert_int_equal(q->quota.reclaim_up_to, FAIR_KRECLAIM_UNSET);
     assert_int_equal(q->quota.over_quota_weight, 1);
     fair_kqueue_free(q);
 }
