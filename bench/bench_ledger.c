@@ -132,7 +132,11 @@ static void build(void)
                            " inquota_milli, start_ms, end_ms, reason) VALUES(?,?,?,?,?,?,?,?,?)",
                            -1, &iv, NULL) ||
         sqlite3_prepare_v2(h, "INSERT INTO interval_day VALUES(?,?,?,?,?,?,?)", -1, &iday, NULL) ||
-        sqlite3_prepare_v2(h, "INSERT INTO sample_day VALUES(?,?,?,?,?,?,?,?)", -1, &sday, NULL))
+        sqlite3_prepare_v2(h,
+                           "INSERT INTO sample_day(day, dim_id, allocated_mms, guaranteed_mms,"
+                           " in_quota_mms, borrowed_mms, lent_mms, pending_mms)"
+                           " VALUES(?,?,?,?,?,?,?,?)",
+                           -1, &sday, NULL))
         die_sql(h, "prepare");
     for (int q = 0; q < NQ; q++) {
         char ns[32], queue[32], team[32];

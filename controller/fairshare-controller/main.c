@@ -154,7 +154,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (strcmp(cfg.metrics_address, "0") != 0 &&
-        fair_ctl_http_new(a.base, cfg.metrics_address, a.ctl, &http, &err)) {
+        fair_ctl_http_new(a.base, &cfg, a.ctl, &http, &err)) {
         fprintf(stderr, "fairshare-controller: metricsAddress %s: %s\n", cfg.metrics_address,
                 err.msg);
         goto out;

@@ -1,5 +1,7 @@
 /* fairsharectl dashboard: serves the finance dashboard and the report
- * endpoints from a ledger file (read-only), without the controller. */
+ * endpoints from a ledger file (read-only), without the controller. The
+ * queries run on a query pool (lib/httpd/querypool.h), as in the
+ * controller, with the same deadline. */
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include "base/log.h"
 #include "httpd/dashboard.h"
 #include "httpd/httpd.h"
+#include "httpd/querypool.h"
 #include "ledger/ledger.h"
 
 #include "cmd.h"
@@ -54,6 +57,7 @@ int fair_cmd_dashboard(int argc, char **argv)
     struct fair_error err = {0};
     struct fair_ledger *l = NULL;
     struct fair_httpd *srv = NULL;
+    struct fair_querypool *pool = NULL;
     struct event_base *base = NULL;
     struct event *sigint = NULL, *sigterm = NULL;
 
@@ -81,16 +85,22 @@ int fair_cmd_dashboard(int argc, char **argv)
     fair_ledger_options_init(&o);
     o.path = db;
     o.readonly = 1;
+    /* Opened here once so that a bad file fails at start; the pool's
+     * threads open their own connections. */
     if (fair_ledger_open(&o, &l, &err))
         goto fail;
+    fair_ledger_free(l);
+    l = NULL;
     base = event_base_new();
     if (!base) {
         fair_error_set(&err, FAIR_ENOMEM, "cannot create the event loop");
         goto fail;
     }
-    if (fair_httpd_new(base, addr, port, &srv, &err))
+    struct fair_querypool_options po = {.path = db};
+    if (fair_httpd_new(base, addr, port, NULL, &srv, &err) ||
+        fair_querypool_new(base, &po, &pool, &err))
         goto fail;
-    if (fair_dashboard_register(srv, l)) {
+    if (fair_dashboard_register(srv, pool)) {
         fair_error_set(&err, FAIR_EINVAL, "cannot register the routes");
         goto fail;
     }
@@ -113,6 +123,7 @@ out:
         event_free(sigint);
     if (sigterm)
         event_free(sigterm);
+    fair_querypool_free(pool);
     fair_httpd_free(srv);
     if (base)
         event_base_free(base);

@@ -61,8 +61,33 @@ static const struct fair_ctl_config_entry table[] = {
      "Queue and Project status is written at most this often per object"},
     {"eviction.pdbBackoff", FAIR_CFG_DURATION, OFF(evict_backoff_ms), "30s", 0, 3600 * 1000,
      "a pod whose eviction a PodDisruptionBudget refused is not chosen again for this long"},
+    {"reclaim.upTo", FAIR_CFG_STRING, OFF(reclaim_up_to), "FairShare", 1, 16,
+     "how far a queue's pods take GPUs back from borrowers by default: FairShare (up to its fair "
+     "share) or Guarantee (up to its guarantee only); a Project's or Queue's spec.reclaimUpTo "
+     "overrides it"},
+    {"reclaim.overQuotaThreshold", FAIR_CFG_INT, OFF(oq_threshold_pct), "10", 0, 100,
+     "percent of its fair share a queue must be below it before it reclaims beyond its "
+     "guarantee (hysteresis)"},
+    {"reclaim.overQuotaMinRuntime", FAIR_CFG_DURATION, OFF(oq_min_runtime_ms), "60s", 0, DAY_MS,
+     "pods that ran less than this are not taken by reclaim beyond a guarantee"},
+    {"reclaim.maxEvictions", FAIR_CFG_INT, OFF(max_evictions), "3", 0, 1000,
+     "a workload evicted this many times runs only within its queue's fair share; 0: no bound"},
+    {"reclaim.nodeHoldTimeout", FAIR_CFG_DURATION, OFF(hold_timeout_ms), "10m", 0, DAY_MS,
+     "how long a node is held for a pod owed GPUs that only an emptied node can take; 0: never"},
     {"inFlightTimeout", FAIR_CFG_DURATION, OFF(op_timeout_ms), "30s", 1000, 3600 * 1000,
      "a bind or eviction not yet seen in the informer is forgotten after this long"},
+    {"http.maxConnections", FAIR_CFG_INT, OFF(http_max_conns), "256", 4, 65536,
+     "HTTP connections open at once; beyond it the connection that has waited longest for its "
+     "request is closed"},
+    {"http.headerTimeout", FAIR_CFG_DURATION, OFF(http_header_timeout_ms), "10s", 100, 600 * 1000,
+     "a request's line, headers and body must arrive within this (also the idle time of a "
+     "kept-alive connection)"},
+    {"ledger.queryTimeout", FAIR_CFG_DURATION, OFF(ledger_query_timeout_ms), "10s", 10, 600 * 1000,
+     "a report or dashboard query still running after this is stopped (answer 503)"},
+    {"ledger.queryThreads", FAIR_CFG_INT, OFF(ledger_query_threads), "2", 1, 16,
+     "threads that run report and dashboard queries, each with its own read-only connection"},
+    {"ledger.shutdownTimeout", FAIR_CFG_DURATION, OFF(ledger_shutdown_wait_ms), "5s", 0, 600 * 1000,
+     "at shutdown, how long the last ledger writes wait for a lock held by another process"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -326,6 +351,11 @@ int fair_ctl_config_check(const struct fair_ctl_config *cfg, struct fair_error *
     if (cfg->cycle_min_interval_ms > cfg->cycle_interval_ms)
         return fair_error_set(err, FAIR_EINVAL,
                               "key cycleMinInterval: must not be longer than cycleInterval");
+    if (strcmp(cfg->reclaim_up_to, "FairShare") != 0 &&
+        strcmp(cfg->reclaim_up_to, "Guarantee") != 0)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "key reclaim.upTo: \"%s\" must be FairShare or Guarantee",
+                              cfg->reclaim_up_to);
     return 0;
 }
 

@@ -22,28 +22,38 @@
 #define FAIR_CTL_CONFIG_MAX_BYTES (256 * 1024)
 
 struct fair_ctl_config {
-    char *scheduler_name;          /* schedulerName */
-    bool leader_elect;             /* leaderElection.enabled */
-    char *lease_name;              /* leaderElection.leaseName */
-    char *lease_namespace;         /* leaderElection.leaseNamespace */
-    int64_t lease_duration_ms;     /* leaderElection.leaseDuration */
-    int64_t renew_deadline_ms;     /* leaderElection.renewDeadline */
-    int64_t retry_period_ms;       /* leaderElection.retryPeriod */
-    char *metrics_address;         /* metricsAddress: host:port, "0" disables */
-    char *ledger_path;             /* ledger.path: "" disables the ledger */
-    int64_t ledger_sample_ms;      /* ledger.samplePeriod */
-    int64_t ledger_retention_ms;   /* ledger.retention */
-    int64_t ledger_flush_ms;       /* ledger.flushInterval */
-    int64_t cycle_interval_ms;     /* cycleInterval: longest time between cycles */
-    int64_t cycle_min_interval_ms; /* cycleMinInterval: changes are coalesced */
-    int64_t api_qps;               /* kubeAPI.qps */
-    int64_t api_burst;             /* kubeAPI.burst */
-    int64_t api_timeout_ms;        /* kubeAPI.timeout */
-    int log_level;                 /* logLevel: enum fair_log_level */
-    int64_t event_interval_ms;     /* events.perPodInterval */
-    int64_t status_interval_ms;    /* statusUpdateInterval */
-    int64_t evict_backoff_ms;      /* eviction.pdbBackoff */
-    int64_t op_timeout_ms;         /* inFlightTimeout */
+    char *scheduler_name;            /* schedulerName */
+    bool leader_elect;               /* leaderElection.enabled */
+    char *lease_name;                /* leaderElection.leaseName */
+    char *lease_namespace;           /* leaderElection.leaseNamespace */
+    int64_t lease_duration_ms;       /* leaderElection.leaseDuration */
+    int64_t renew_deadline_ms;       /* leaderElection.renewDeadline */
+    int64_t retry_period_ms;         /* leaderElection.retryPeriod */
+    char *metrics_address;           /* metricsAddress: host:port, "0" disables */
+    char *ledger_path;               /* ledger.path: "" disables the ledger */
+    int64_t ledger_sample_ms;        /* ledger.samplePeriod */
+    int64_t ledger_retention_ms;     /* ledger.retention */
+    int64_t ledger_flush_ms;         /* ledger.flushInterval */
+    int64_t cycle_interval_ms;       /* cycleInterval: longest time between cycles */
+    int64_t cycle_min_interval_ms;   /* cycleMinInterval: changes are coalesced */
+    int64_t api_qps;                 /* kubeAPI.qps */
+    int64_t api_burst;               /* kubeAPI.burst */
+    int64_t api_timeout_ms;          /* kubeAPI.timeout */
+    int log_level;                   /* logLevel: enum fair_log_level */
+    int64_t event_interval_ms;       /* events.perPodInterval */
+    int64_t status_interval_ms;      /* statusUpdateInterval */
+    int64_t evict_backoff_ms;        /* eviction.pdbBackoff */
+    int64_t op_timeout_ms;           /* inFlightTimeout */
+    char *reclaim_up_to;             /* reclaim.upTo: "FairShare" or "Guarantee" */
+    int64_t oq_threshold_pct;        /* reclaim.overQuotaThreshold (percent) */
+    int64_t oq_min_runtime_ms;       /* reclaim.overQuotaMinRuntime */
+    int64_t max_evictions;           /* reclaim.maxEvictions; 0: no bound */
+    int64_t hold_timeout_ms;         /* reclaim.nodeHoldTimeout; 0: no holds */
+    int64_t http_max_conns;          /* http.maxConnections */
+    int64_t http_header_timeout_ms;  /* http.headerTimeout */
+    int64_t ledger_query_timeout_ms; /* ledger.queryTimeout */
+    int64_t ledger_query_threads;    /* ledger.queryThreads */
+    int64_t ledger_shutdown_wait_ms; /* ledger.shutdownTimeout */
 };
 
 enum fair_ctl_config_type {

@@ -156,6 +156,41 @@ static int bad_request(struct fair_buf *body, const char **ct, int *status, int 
     return rc ? FAIR_ENOMEM : 0;
 }
 
+/* The bucket numbers of the partial days at the edges (rollup path), as
+ * rollup_sql writes them. */
+#define EDGE_BEFORE (-1)
+#define EDGE_AFTER 1000000000
+
+static const char raw_sql[] =
+    "SELECT d.queue, d.team, (s.t_ms - ?1 - 1) / ?3, sum(s.allocated * s.dur_ms),"
+    " sum(s.fair_share * s.dur_ms), sum(s.guaranteed * s.dur_ms), sum(s.dur_ms)"
+    " FROM samples s JOIN dims d ON d.id = s.dim_id"
+    " WHERE s.t_ms > ?1 AND s.t_ms <= ?2 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3";
+
+/* ?1 from, ?2 to, ?3 D0 and ?4 D1 (the whole UTC days inside, ms), ?5 and
+ * ?7 the same as day numbers, ?6 days per bucket. */
+static const char rollup_sql[] =
+    "SELECT d.queue, d.team, x.b, sum(x.a), sum(x.f), sum(x.g), sum(x.w) FROM ("
+    " SELECT s.dim_id AS dim, -1 AS b, s.allocated * s.dur_ms AS a,"
+    "  s.fair_share * s.dur_ms AS f, s.guaranteed * s.dur_ms AS g, s.dur_ms AS w"
+    "  FROM samples s WHERE s.t_ms > ?1 AND s.t_ms <= ?3"
+    " UNION ALL"
+    " SELECT sd.dim_id, (sd.day - ?5) / ?6, sd.allocated_mms, sd.fair_share_mms,"
+    "  sd.guaranteed_mms, sd.sampled_ms FROM sample_day sd"
+    "  WHERE sd.day >= ?5 AND sd.day < ?7 AND sd.sampled_ms > 0"
+    " UNION ALL"
+    " SELECT s.dim_id, 1000000000, s.allocated * s.dur_ms, s.fair_share * s.dur_ms,"
+    "  s.guaranteed * s.dur_ms, s.dur_ms FROM samples s WHERE s.t_ms > ?4 AND s.t_ms <= ?2"
+    ") x JOIN dims d ON d.id = x.dim GROUP BY 1, 2, 3 ORDER BY 1, 2, 3";
+
+static int64_t floor_day(int64_t ms)
+{
+    int64_t q = ms / FAIR_LEDGER_DAY_MS;
+    if (ms % FAIR_LEDGER_DAY_MS != 0 && ms < 0)
+        q--;
+    return q * FAIR_LEDGER_DAY_MS;
+}
+
 int fair_dashboard_samples(void *ledger, const char *query, struct fair_buf *body,
                            const char **content_type, int *status)
 {
@@ -180,24 +215,34 @@ int fair_dashboard_samples(void *ledger, const char *query, struct fair_buf *bod
     if (to <= from || to - from > 5 * 366 * FAIR_LEDGER_DAY_MS)
         return bad_request(body, content_type, status, 400,
                            "to must be after from, at most 5 years later");
-    int64_t step = (to - from + 299) / 300;
-    if (step < fair_ledger_sample_period(l))
+    /* Short periods: each of at most 300 buckets is the duration-weighted
+     * mean of the raw samples in it. Longer ones: whole UTC days come from
+     * the daily rollups (a few rows per queue and day instead of 1,440),
+     * in buckets of whole days, and the partial days at the edges from the
+     * raw samples, one bucket each. */
+    int64_t D0 = floor_day(from + FAIR_LEDGER_DAY_MS - 1), D1 = floor_day(to);
+    int rollup = to - from > FAIR_DASHBOARD_RAW_MAX_MS && D1 > D0;
+    int64_t d0 = D0 / FAIR_LEDGER_DAY_MS, d1 = D1 / FAIR_LEDGER_DAY_MS;
+    int64_t kdays = rollup ? (d1 - d0 + 299) / 300 : 0;
+    int64_t step = rollup ? kdays * FAIR_LEDGER_DAY_MS : (to - from + 299) / 300;
+    if (!rollup && step < fair_ledger_sample_period(l))
         step = fair_ledger_sample_period(l);
-    /* Each bucket: the duration-weighted mean of the samples in it. */
-    int src = sqlite3_prepare_v2(
-        fair_ledger_db(l),
-        "SELECT d.queue, d.team, (s.t_ms - ?1 - 1) / ?3, sum(s.allocated * s.dur_ms),"
-        " sum(s.fair_share * s.dur_ms), sum(s.guaranteed * s.dur_ms), sum(s.dur_ms)"
-        " FROM samples s JOIN dims d ON d.id = s.dim_id"
-        " WHERE s.t_ms > ?1 AND s.t_ms <= ?2 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-        -1, &st, NULL);
+    int src = sqlite3_prepare_v2(fair_ledger_db(l), rollup ? rollup_sql : raw_sql, -1, &st, NULL);
     if (src != SQLITE_OK) {
         fair_ledger_sql_error(l, src, "queue samples", &err);
         return bad_request(body, content_type, status, 500, err.msg);
     }
     sqlite3_bind_int64(st, 1, from);
     sqlite3_bind_int64(st, 2, to);
-    sqlite3_bind_int64(st, 3, step);
+    if (rollup) {
+        sqlite3_bind_int64(st, 3, D0);
+        sqlite3_bind_int64(st, 4, D1);
+        sqlite3_bind_int64(st, 5, d0);
+        sqlite3_bind_int64(st, 6, kdays);
+        sqlite3_bind_int64(st, 7, d1);
+    } else {
+        sqlite3_bind_int64(st, 3, step);
+    }
     fair_buf_reset(body);
     rc = fair_buf_appendf(
         body, "{\"from_ms\":%" PRId64 ",\"to_ms\":%" PRId64 ",\"step_ms\":%" PRId64 ",\"queues\":[",
@@ -220,12 +265,17 @@ int fair_dashboard_samples(void *ledger, const char *query, struct fair_buf *bod
             nq++;
             first_point = 1;
         }
-        int64_t b = (int64_t)sqlite3_column_int64(st, 2);
-        rc = rc || fair_buf_appendf(body, "%s[%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "]",
-                                    first_point ? "" : ",", from + b * step + step,
-                                    (int64_t)sqlite3_column_int64(st, 3) / dur,
-                                    (int64_t)sqlite3_column_int64(st, 4) / dur,
-                                    (int64_t)sqlite3_column_int64(st, 5) / dur);
+        int64_t b = (int64_t)sqlite3_column_int64(st, 2), t = from + b * step + step;
+        if (rollup)
+            t = b == EDGE_BEFORE           ? D0
+                : b == EDGE_AFTER          ? to
+                : D0 + (b + 1) * step < D1 ? D0 + (b + 1) * step
+                                           : D1;
+        rc = rc ||
+             fair_buf_appendf(body, "%s[%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "]",
+                              first_point ? "" : ",", t, (int64_t)sqlite3_column_int64(st, 3) / dur,
+                              (int64_t)sqlite3_column_int64(st, 4) / dur,
+                              (int64_t)sqlite3_column_int64(st, 5) / dur);
         first_point = 0;
     }
     sqlite3_finalize(st);
@@ -302,15 +352,13 @@ static int report_route(void *ledger, const char *query, struct fair_buf *body,
     return fair_report_http(ledger, query, body, content_type, status);
 }
 
-int fair_dashboard_register(struct fair_httpd *srv, struct fair_ledger *ledger)
+int fair_dashboard_register(struct fair_httpd *srv, struct fair_querypool *pool)
 {
     int rc;
-    if ((rc = fair_httpd_route(srv, "GET", "/", fair_dashboard_page, ledger)) ||
-        (rc = fair_httpd_route(srv, "GET", "/api/v1/reports/gpu-hours", report_route, ledger)) ||
-        (rc = fair_httpd_route(srv, "GET", "/api/v1/queues/samples", fair_dashboard_samples,
-                               ledger)) ||
-        (rc = fair_httpd_route(srv, "GET", "/api/v1/queues/current", fair_dashboard_current,
-                               ledger)))
+    if ((rc = fair_httpd_route(srv, "GET", "/", fair_dashboard_page, NULL)) ||
+        (rc = fair_querypool_route(pool, srv, "/api/v1/reports/gpu-hours", report_route)) ||
+        (rc = fair_querypool_route(pool, srv, "/api/v1/queues/samples", fair_dashboard_samples)) ||
+        (rc = fair_querypool_route(pool, srv, "/api/v1/queues/current", fair_dashboard_current)))
         return rc;
     return 0;
 }

@@ -1,37 +1,141 @@
-/* The route-table HTTP server on evhttp (see httpd.h). */
+/* The route-table HTTP server on evhttp (see httpd.h): exact routes,
+ * deferred replies, and the connection limits evhttp lacks (a cap, a
+ * deadline for the request headers, accept errors with a back-off).
+ *
+ * evhttp (libevent 2.1) has no hook for a new connection, so the server
+ * makes each connection's bufferevent itself (evhttp_set_bevcb) and, once
+ * evhttp has wrapped it in an evhttp_connection (one loop callback later,
+ * through attach_ev), finds that connection through the bufferevent's
+ * callback argument and asks to hear of its close (closecb). Between the
+ * two the server holds a reference on the bufferevent, so that a
+ * connection evhttp frees at once (out of memory) is noticed, not used. */
 #include "httpd/httpd.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <inttypes.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
+
+#define DEFAULT_MAX_CONNECTIONS 256
+#define DEFAULT_HEADER_TIMEOUT_MS 10000
+#define ACCEPT_BACKOFF_MIN_MS 10
+#define ACCEPT_BACKOFF_MAX_MS 1000
+#define ACCEPT_LOG_EVERY_MS 10000
 
 struct route {
     char method[8];
     char path[128];
     fair_httpd_handler fn;
+    fair_httpd_async_handler afn;
     void *ctx;
 };
 
-struct fair_httpd {
-    struct evhttp *http;
-    int port;
-    size_t nroutes;
-    struct route routes[FAIR_HTTPD_MAX_ROUTES];
+struct conn {
+    struct fair_httpd *srv;
+    struct bufferevent *bev;         /* evhttp's; ours to reference until attached */
+    struct evhttp_connection *evcon; /* NULL until attached */
+    struct event *deadline;          /* the header deadline (WAITING) */
+    struct fair_httpd_req *pending;  /* a deferred request waiting for its reply */
+    int busy;                        /* BUSY; else WAITING */
+    int fresh;                       /* attached in this round of on_attach() */
+    struct conn *prev, *next;        /* srv's list: WAITING ones in the order they began */
 };
 
-static void reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
-                  size_t len, int head)
+struct fair_httpd_req {
+    struct fair_httpd *srv;       /* NULL once orphaned */
+    struct conn *conn;            /* NULL once the connection closed */
+    struct evhttp_request *evreq; /* NULL once the client went away */
+    struct event *watch;          /* readable: the client may have closed */
+    void (*cancel_fn)(void *arg);
+    void *cancel_arg;
+    bool cancelled;
+    bool head;
+    char path[128]; /* for the log */
+};
+
+struct fair_httpd {
+    struct event_base *base;
+    struct evhttp *http;
+    struct evconnlistener *listener; /* evhttp's; borrowed */
+    int port;
+    int max_conns;
+    int header_timeout_ms;
+    size_t nroutes;
+    struct route routes[FAIR_HTTPD_MAX_ROUTES];
+    struct conn *head, *tail; /* every connection */
+    struct event *attach_ev;  /* attaches the connections accepted since */
+    bool attach_pending;
+    struct event *accept_timer; /* re-enables the listener after a back-off */
+    int64_t accept_backoff_ms;
+    int64_t accept_logged_ms;
+    uint64_t accept_suppressed;
+    struct fair_httpd_stats st;
+    struct fair_httpd *reg_next; /* the registry below */
+};
+
+/* evconnlistener's error callback gets evhttp's pointer, not ours: a small
+ * registry maps one to the other. Servers on loops in other threads may
+ * register at the same time, hence the lock. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fair_httpd *reg_head;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct timeval tv_ms(int64_t ms)
+{
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    return tv;
+}
+
+/* ---- replies ---- */
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Error";
+    }
+}
+
+static void on_complete(struct evhttp_request *req, void *arg);
+
+static void reply(struct conn *c, struct evhttp_request *req, int status, const char *ctype,
+                  const char *body, size_t len, int head, const char *allow)
 {
     struct evbuffer *out = evbuffer_new();
+    if (c)
+        evhttp_request_set_on_complete_cb(req, on_complete, c);
     if (!out) {
         evhttp_send_error(req, 500, "out of memory");
         return;
@@ -42,79 +146,480 @@ static void reply(struct evhttp_request *req, int status, const char *ctype, con
     evhttp_add_header(h, "Content-Type", ctype);
     evhttp_add_header(h, "Cache-Control", "no-store");
     evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-    const char *reason = status == 200   ? "OK"
-                         : status == 400 ? "Bad Request"
-                         : status == 404 ? "Not Found"
-                         : status == 405 ? "Method Not Allowed"
-                         : status == 503 ? "Service Unavailable"
-                                         : "Error";
-    evhttp_send_reply(req, status, reason, out);
+    if (allow)
+        evhttp_add_header(h, "Allow", allow);
+    evhttp_send_reply(req, status, reason_of(status), out);
     evbuffer_free(out);
 }
 
-static void json_error(struct evhttp_request *req, int status, const char *msg, int head)
+static void json_error(struct conn *c, struct evhttp_request *req, int status, const char *msg,
+                       int head, const char *allow)
 {
     char body[256];
     int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", msg);
-    reply(req, status, "application/json", body, (size_t)n, head);
+    reply(c, req, status, "application/json", body, (size_t)n, head, allow);
+}
+
+/* ---- connections ---- */
+
+static void list_remove(struct fair_httpd *srv, struct conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        srv->tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void list_append(struct fair_httpd *srv, struct conn *c)
+{
+    c->prev = srv->tail;
+    c->next = NULL;
+    if (srv->tail)
+        srv->tail->next = c;
+    else
+        srv->head = c;
+    srv->tail = c;
+}
+
+/* Detaches a deferred request from its connection: the reply will be
+ * dropped. Runs its cancel callback last (it may free req). */
+static void req_cancel(struct fair_httpd_req *r)
+{
+    if (r->watch) {
+        event_free(r->watch);
+        r->watch = NULL;
+    }
+    if (r->conn)
+        r->conn->pending = NULL;
+    r->conn = NULL;
+    r->evreq = NULL; /* evhttp frees it with the connection */
+    if (r->cancelled)
+        return;
+    r->cancelled = true;
+    if (r->srv) {
+        r->srv->st.cancelled++;
+        r->srv->st.deferred--;
+    }
+    FAIR_DEBUG("httpd", "msg=\"client went away; deferred request cancelled\" path=%s", r->path);
+    if (r->cancel_fn)
+        r->cancel_fn(r->cancel_arg);
+}
+
+/* evhttp frees the connection (closecb): forget it. */
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct conn *c = arg;
+    (void)evcon;
+    struct fair_httpd *srv = c->srv;
+    list_remove(srv, c);
+    srv->st.connections--;
+    if (c->deadline)
+        event_free(c->deadline);
+    struct fair_httpd_req *r = c->pending;
+    fair_free(c);
+    if (r)
+        req_cancel(r);
+}
+
+/* Closes a connection now; on_close() frees c. */
+static void conn_close(struct conn *c)
+{
+    evhttp_connection_free(c->evcon);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct conn *c = arg;
+    if (c->busy)
+        return;
+    c->srv->st.header_timeouts++;
+    FAIR_DEBUG("httpd", "msg=\"request headers not complete within the deadline; closing\"");
+    conn_close(c);
+}
+
+/* WAITING again: to the end of the list, deadline restarted. */
+static void conn_wait(struct conn *c)
+{
+    struct fair_httpd *srv = c->srv;
+    c->busy = 0;
+    list_remove(srv, c);
+    list_append(srv, c);
+    struct timeval tv = tv_ms(srv->header_timeout_ms);
+    evtimer_add(c->deadline, &tv);
+}
+
+/* The WAITING connection that has waited longest, other than except. */
+static struct conn *oldest_waiting(struct fair_httpd *srv, const struct conn *except)
+{
+    for (struct conn *c = srv->head; c; c = c->next)
+        if (c->evcon && !c->busy && c != except)
+            return c;
+    return NULL;
+}
+
+/* evhttp_set_bevcb: every accepted connection starts here. */
+static struct bufferevent *make_bev(struct event_base *base, void *arg)
+{
+    struct fair_httpd *srv = arg;
+    struct conn *c = fair_calloc(1, sizeof(*c));
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, 0); /* as evhttp's own */
+    if (!c || !bev) {
+        fair_free(c);
+        return bev; /* untracked; evhttp still serves it */
+    }
+    bufferevent_incref(bev); /* until attach(): see the file's note */
+    c->srv = srv;
+    c->bev = bev;
+    list_append(srv, c);
+    srv->st.connections++;
+    srv->st.accepted++;
+    srv->accept_backoff_ms = 0;
+    if (!srv->attach_pending) {
+        srv->attach_pending = true;
+        event_active(srv->attach_ev, EV_TIMEOUT, 1);
+    }
+    return bev;
+}
+
+/* Attaches one new connection; 0 when it is tracked, -1 when it is gone. */
+static int attach(struct conn *c)
+{
+    struct fair_httpd *srv = c->srv;
+    void (*readcb)(struct bufferevent *, void *) = NULL;
+    void *cbarg = NULL;
+    bufferevent_getcb(c->bev, &readcb, NULL, NULL, &cbarg);
+    if (!readcb || !cbarg) {
+        /* evhttp gave up on it already (bufferevent_free clears the
+         * callbacks): drop our reference, which frees it. */
+        bufferevent_decref(c->bev);
+        list_remove(srv, c);
+        srv->st.connections--;
+        fair_free(c);
+        return -1;
+    }
+    c->evcon = cbarg; /* evhttp's bufferevent callbacks get the connection */
+    bufferevent_decref(c->bev);
+    c->deadline = evtimer_new(srv->base, on_deadline, c);
+    if (!c->deadline) {
+        c->evcon = NULL;
+        evhttp_connection_free(cbarg); /* no closecb yet: freed below */
+        list_remove(srv, c);
+        srv->st.connections--;
+        fair_free(c);
+        return -1;
+    }
+    evhttp_connection_set_closecb(c->evcon, on_close, c);
+    struct timeval tv = tv_ms(srv->header_timeout_ms);
+    evtimer_add(c->deadline, &tv);
+    return 0;
+}
+
+static void on_attach(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fair_httpd *srv = arg;
+    srv->attach_pending = false;
+    struct conn *next;
+    for (struct conn *c = srv->head; c; c = next) {
+        next = c->next;
+        if (!c->evcon && attach(c) == 0)
+            c->fresh = 1;
+    }
+    /* Over the cap: close the connections that have waited longest for
+     * their request. The new ones come last in the list, so they go only
+     * when every older connection is BUSY: then they are refused. */
+    while (srv->st.connections > (uint64_t)srv->max_conns) {
+        struct conn *old = oldest_waiting(srv, NULL);
+        if (!old)
+            break;
+        if (old->fresh)
+            srv->st.refused++;
+        else
+            srv->st.evicted++;
+        conn_close(old);
+    }
+    for (struct conn *c = srv->head; c; c = c->next)
+        c->fresh = 0;
+}
+
+static void rate_limited_accept_log(struct fair_httpd *srv, int e)
+{
+    int64_t now = mono_ms();
+    if (srv->accept_logged_ms && now - srv->accept_logged_ms < ACCEPT_LOG_EVERY_MS) {
+        srv->accept_suppressed++;
+        return;
+    }
+    FAIR_WARN("httpd",
+              "msg=\"accept failed; pausing the listener\" port=%d err=\"%s\" connections=%" PRIu64
+              " failures_since_last_line=%" PRIu64 " backoff_ms=%" PRId64,
+              srv->port, strerror(e), srv->st.connections, srv->accept_suppressed,
+              srv->accept_backoff_ms);
+    srv->accept_logged_ms = now;
+    srv->accept_suppressed = 0;
+}
+
+static void on_accept_error(struct evconnlistener *lev, void *http)
+{
+    int e = EVUTIL_SOCKET_ERROR();
+    struct fair_httpd *srv;
+    pthread_mutex_lock(&reg_lock);
+    for (srv = reg_head; srv && srv->http != http; srv = srv->reg_next) {
+    }
+    pthread_mutex_unlock(&reg_lock);
+    if (!srv)
+        return;
+    srv->st.accept_errors++;
+    evconnlistener_disable(lev);
+    srv->accept_backoff_ms =
+        srv->accept_backoff_ms ? srv->accept_backoff_ms * 2 : ACCEPT_BACKOFF_MIN_MS;
+    if (srv->accept_backoff_ms > ACCEPT_BACKOFF_MAX_MS)
+        srv->accept_backoff_ms = ACCEPT_BACKOFF_MAX_MS;
+    rate_limited_accept_log(srv, e);
+    if (e == EMFILE || e == ENFILE) {
+        /* Free a descriptor for the next client (a probe, most likely). */
+        struct conn *old = oldest_waiting(srv, NULL);
+        if (old) {
+            srv->st.evicted++;
+            conn_close(old);
+        }
+    }
+    struct timeval tv = tv_ms(srv->accept_backoff_ms);
+    evtimer_add(srv->accept_timer, &tv);
+}
+
+static void on_accept_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fair_httpd *srv = arg;
+    if (srv->listener)
+        evconnlistener_enable(srv->listener);
+}
+
+static void on_complete(struct evhttp_request *req, void *arg)
+{
+    (void)req;
+    conn_wait(arg); /* on_close() follows when evhttp then closes it */
+}
+
+/* ---- deferred requests ---- */
+
+/* The client's side became readable while a deferred request waits: an
+ * end of file means the client went away. Data (a pipelined request)
+ * cannot be told apart without reading it, so watching stops there. */
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct fair_httpd_req *r = arg;
+    (void)what;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) {
+        if (n < 0)
+            event_add(r->watch, NULL);
+        return;
+    }
+    struct conn *c = r->conn;
+    req_cancel(r); /* may free r */
+    if (c)
+        conn_close(c);
+}
+
+void fair_httpd_req_on_cancel(struct fair_httpd_req *req, void (*fn)(void *arg), void *arg)
+{
+    req->cancel_fn = fn;
+    req->cancel_arg = arg;
+}
+
+bool fair_httpd_req_cancelled(const struct fair_httpd_req *req)
+{
+    return req->cancelled;
+}
+
+void fair_httpd_reply(struct fair_httpd_req *req, int status, const char *content_type,
+                      const char *body, size_t len)
+{
+    if (!req)
+        return;
+    if (req->watch)
+        event_free(req->watch);
+    if (req->evreq && req->conn) {
+        req->conn->pending = NULL;
+        if (req->srv)
+            req->srv->st.deferred--;
+        reply(req->conn, req->evreq, status, content_type, body, len, req->head, NULL);
+        FAIR_DEBUG("httpd", "msg=request path=%s status=%d deferred=1", req->path, status);
+    }
+    fair_free(req);
+}
+
+static void start_async(struct fair_httpd *srv, struct conn *c, struct evhttp_request *evreq,
+                        const struct route *r, const char *query, int head)
+{
+    struct fair_httpd_req *req = fair_calloc(1, sizeof(*req));
+    if (!req) {
+        json_error(c, evreq, 500, "out of memory", head, NULL);
+        return;
+    }
+    req->srv = srv;
+    req->conn = c;
+    req->evreq = evreq;
+    req->head = head;
+    snprintf(req->path, sizeof(req->path), "%s", r->path);
+    if (c) {
+        c->pending = req;
+        evutil_socket_t fd = bufferevent_getfd(c->bev);
+        if (fd >= 0 && (req->watch = event_new(srv->base, fd, EV_READ, on_watch, req)))
+            event_add(req->watch, NULL);
+    }
+    srv->st.deferred++;
+    r->afn(r->ctx, req, query); /* may reply at once */
+}
+
+/* ---- requests ---- */
+
+/* Splits the request target into an exact path and a query. */
+static int target_split(struct evhttp_request *req, char *path, size_t pn, char *query, size_t qn,
+                        int *has_query)
+{
+    const char *t = evhttp_request_get_uri(req);
+    *has_query = 0;
+    if (!t)
+        return -1;
+    if (t[0] != '/') {
+        /* absolute-form (http://host/path): the parsed URI's path */
+        const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+        const char *p = u ? evhttp_uri_get_path(u) : NULL;
+        const char *q = u ? evhttp_uri_get_query(u) : NULL;
+        if (!u || !evhttp_uri_get_scheme(u))
+            return -1;
+        if ((size_t)snprintf(path, pn, "%s", p && *p ? p : "/") >= pn)
+            return -1;
+        if (q) {
+            *has_query = 1;
+            if ((size_t)snprintf(query, qn, "%s", q) >= qn)
+                return -1;
+        }
+        return 0;
+    }
+    size_t plen = strcspn(t, "?#");
+    if (plen >= pn)
+        return -1;
+    memcpy(path, t, plen);
+    path[plen] = '\0';
+    if (t[plen] == '?') {
+        const char *q = t + plen + 1;
+        size_t qlen = strcspn(q, "#");
+        if (qlen >= qn)
+            return -1;
+        memcpy(query, q, qlen);
+        query[qlen] = '\0';
+        *has_query = 1;
+    }
+    return 0;
+}
+
+static const char *method_name(enum evhttp_cmd_type cmd)
+{
+    switch (cmd) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_TRACE:
+        return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+        return "CONNECT";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    }
+    return "?";
+}
+
+static struct conn *conn_of(struct fair_httpd *srv, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    for (struct conn *c = srv->tail; evcon && c; c = c->prev)
+        if (c->evcon == evcon)
+            return c;
+    return NULL;
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct fair_httpd *srv = arg;
-    const char *method;
-    int head = 0;
-    switch (evhttp_request_get_command(req)) {
-    case EVHTTP_REQ_GET:
+    struct conn *c = conn_of(srv, req);
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const char *method = method_name(cmd);
+    int head = cmd == EVHTTP_REQ_HEAD;
+    if (head)
         method = "GET";
-        break;
-    case EVHTTP_REQ_HEAD:
-        method = "GET";
-        head = 1;
-        break;
-    case EVHTTP_REQ_POST:
-        method = "POST";
-        break;
-    default:
-        json_error(req, 405, "method not allowed", 0);
+    if (c) {
+        c->busy = 1;
+        evtimer_del(c->deadline);
+    }
+    char path[1024], query[4096];
+    int has_query = 0;
+    if (target_split(req, path, sizeof(path), query, sizeof(query), &has_query) != 0) {
+        json_error(c, req, 404, "not found", head, NULL);
         return;
     }
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (!path || !*path)
-        path = "/";
-    int path_known = 0;
+    char allow[64] = "";
     for (size_t i = 0; i < srv->nroutes; i++) {
         struct route *r = &srv->routes[i];
         if (strcmp(r->path, path) != 0)
             continue;
-        path_known = 1;
-        if (strcmp(r->method, method) != 0)
+        if (strcmp(r->method, method) != 0) {
+            size_t n = strlen(allow);
+            snprintf(allow + n, sizeof(allow) - n, "%s%s%s", n ? ", " : "", r->method,
+                     strcmp(r->method, "GET") == 0 ? ", HEAD" : "");
             continue;
+        }
+        if (r->afn) {
+            start_async(srv, c, req, r, has_query ? query : NULL, head);
+            return;
+        }
         struct fair_buf body;
         const char *ctype = "text/plain; charset=utf-8";
         int status = 200;
         fair_buf_init(&body, 64 << 20);
-        int rc = r->fn(r->ctx, query, &body, &ctype, &status);
+        int rc = r->fn(r->ctx, has_query ? query : NULL, &body, &ctype, &status);
         if (rc < 0) {
             FAIR_WARN("httpd", "msg=\"handler failed\" path=%s rc=%d", path, rc);
-            json_error(req, 500, "internal error", head);
+            json_error(c, req, 500, "internal error", head, NULL);
         } else {
-            reply(req, status, ctype, fair_buf_str(&body), body.len, head);
+            reply(c, req, status, ctype, fair_buf_str(&body), body.len, head, NULL);
         }
         FAIR_DEBUG("httpd", "msg=request method=%s path=%s status=%d", method, path,
                    rc < 0 ? 500 : status);
         fair_buf_release(&body);
         return;
     }
-    if (path_known)
-        json_error(req, 405, "method not allowed", head);
+    if (allow[0])
+        json_error(c, req, 405, "method not allowed", head, allow);
     else
-        json_error(req, 404, "not found", head);
+        json_error(c, req, 404, "not found", head, NULL);
 }
 
-int fair_httpd_new(struct event_base *base, const char *addr, int port, struct fair_httpd **out,
+/* ---- lifecycle ---- */
+
+int fair_httpd_new(struct event_base *base, const char *addr, int port,
+                   const struct fair_httpd_options *o, struct fair_httpd **out,
                    struct fair_error *err)
 {
     struct fair_httpd *srv = NULL;
@@ -125,16 +630,28 @@ int fair_httpd_new(struct event_base *base, const char *addr, int port, struct f
     srv = fair_calloc(1, sizeof(*srv));
     if (!srv)
         return fair_error_set(err, FAIR_ENOMEM, "httpd: out of memory");
+    srv->base = base;
+    srv->max_conns = o && o->max_connections > 0 ? o->max_connections : DEFAULT_MAX_CONNECTIONS;
+    srv->header_timeout_ms =
+        o && o->header_timeout_ms > 0 ? o->header_timeout_ms : DEFAULT_HEADER_TIMEOUT_MS;
     srv->http = evhttp_new(base);
-    if (!srv->http) {
-        rc = fair_error_set(err, FAIR_ENOMEM, "httpd: evhttp_new failed");
+    srv->attach_ev = event_new(base, -1, 0, on_attach, srv);
+    srv->accept_timer = evtimer_new(base, on_accept_timer, srv);
+    if (!srv->http || !srv->attach_ev || !srv->accept_timer) {
+        rc = fair_error_set(err, FAIR_ENOMEM, "httpd: out of memory");
         goto out;
     }
     evhttp_set_max_headers_size(srv->http, 16384);
     evhttp_set_max_body_size(srv->http, 1 << 20);
     evhttp_set_timeout(srv->http, 30);
-    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
+    /* Every method reaches on_request, which answers the JSON 405 that the
+     * route table implies; evhttp's own answer would be an HTML 501. */
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                              EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                              EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                              EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_gencb(srv->http, on_request, srv);
+    evhttp_set_bevcb(srv->http, make_bev, srv);
     struct evhttp_bound_socket *bs =
         evhttp_bind_socket_with_handle(srv->http, addr, (ev_uint16_t)port);
     if (!bs) {
@@ -144,6 +661,13 @@ int fair_httpd_new(struct event_base *base, const char *addr, int port, struct f
                             addr, port);
         goto out;
     }
+    srv->listener = evhttp_bound_socket_get_listener(bs);
+    pthread_mutex_lock(&reg_lock);
+    srv->reg_next = reg_head;
+    reg_head = srv;
+    pthread_mutex_unlock(&reg_lock);
+    if (srv->listener)
+        evconnlistener_set_error_cb(srv->listener, on_accept_error);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0) {
@@ -165,15 +689,44 @@ void fair_httpd_free(struct fair_httpd *srv)
 {
     if (!srv)
         return;
+    pthread_mutex_lock(&reg_lock);
+    for (struct fair_httpd **p = &reg_head; *p; p = &(*p)->reg_next)
+        if (*p == srv) {
+            *p = srv->reg_next;
+            break;
+        }
+    pthread_mutex_unlock(&reg_lock);
+    /* Orphan the deferred requests first: their owners reply later. */
+    for (struct conn *c = srv->head; c; c = c->next) {
+        struct fair_httpd_req *r = c->pending;
+        if (r) {
+            r->srv = NULL;
+            req_cancel(r);
+        }
+    }
     if (srv->http)
-        evhttp_free(srv->http);
+        evhttp_free(srv->http); /* closes every connection: on_close() */
+    /* Connections evhttp never attached hold only our reference now. */
+    while (srv->head) {
+        struct conn *c = srv->head;
+        list_remove(srv, c);
+        if (!c->evcon)
+            bufferevent_decref(c->bev);
+        if (c->deadline)
+            event_free(c->deadline);
+        fair_free(c);
+    }
+    if (srv->attach_ev)
+        event_free(srv->attach_ev);
+    if (srv->accept_timer)
+        event_free(srv->accept_timer);
     fair_free(srv);
 }
 
-int fair_httpd_route(struct fair_httpd *srv, const char *method, const char *path,
-                     fair_httpd_handler handler, void *ctx)
+static int add_route(struct fair_httpd *srv, const char *method, const char *path,
+                     fair_httpd_handler fn, fair_httpd_async_handler afn, void *ctx)
 {
-    if (!method || !path || !handler || strlen(method) >= sizeof(srv->routes[0].method) ||
+    if (!method || !path || (!fn && !afn) || strlen(method) >= sizeof(srv->routes[0].method) ||
         strlen(path) >= sizeof(srv->routes[0].path) || path[0] != '/')
         return FAIR_EINVAL;
     for (size_t i = 0; i < srv->nroutes; i++)
@@ -184,12 +737,63 @@ int fair_httpd_route(struct fair_httpd *srv, const char *method, const char *pat
     struct route *r = &srv->routes[srv->nroutes++];
     snprintf(r->method, sizeof(r->method), "%s", method);
     snprintf(r->path, sizeof(r->path), "%s", path);
-    r->fn = handler;
+    r->fn = fn;
+    r->afn = afn;
     r->ctx = ctx;
     return 0;
+}
+
+int fair_httpd_route(struct fair_httpd *srv, const char *method, const char *path,
+                     fair_httpd_handler handler, void *ctx)
+{
+    return add_route(srv, method, path, handler, NULL, ctx);
+}
+
+int fair_httpd_route_async(struct fair_httpd *srv, const char *method, const char *path,
+                           fair_httpd_async_handler handler, void *ctx)
+{
+    return add_route(srv, method, path, NULL, handler, ctx);
 }
 
 int fair_httpd_port(const struct fair_httpd *srv)
 {
     return srv->port;
+}
+
+void fair_httpd_stats(const struct fair_httpd *srv, struct fair_httpd_stats *out)
+{
+    *out = srv->st;
+}
+
+int fair_httpd_metrics(const struct fair_httpd *srv, struct fair_buf *out)
+{
+    const struct fair_httpd_stats *s = &srv->st;
+    int rc = fair_buf_appendf(
+        out,
+        "# HELP fairshare_http_connections HTTP connections open.\n"
+        "# TYPE fairshare_http_connections gauge\n"
+        "fairshare_http_connections %" PRIu64 "\n"
+        "# HELP fairshare_http_connections_accepted_total HTTP connections accepted.\n"
+        "# TYPE fairshare_http_connections_accepted_total counter\n"
+        "fairshare_http_connections_accepted_total %" PRIu64 "\n"
+        "# HELP fairshare_http_connections_closed_total HTTP connections closed by the server "
+        "before a request completed.\n"
+        "# TYPE fairshare_http_connections_closed_total counter\n"
+        "fairshare_http_connections_closed_total{reason=\"header_timeout\"} %" PRIu64 "\n"
+        "fairshare_http_connections_closed_total{reason=\"evicted\"} %" PRIu64 "\n"
+        "fairshare_http_connections_closed_total{reason=\"refused\"} %" PRIu64 "\n"
+        "# HELP fairshare_http_accept_errors_total accept() failures (the listener paused).\n"
+        "# TYPE fairshare_http_accept_errors_total counter\n"
+        "fairshare_http_accept_errors_total %" PRIu64 "\n"
+        "# HELP fairshare_http_deferred_requests Requests waiting for a reply from a query "
+        "thread.\n"
+        "# TYPE fairshare_http_deferred_requests gauge\n"
+        "fairshare_http_deferred_requests %" PRIu64 "\n"
+        "# HELP fairshare_http_cancelled_requests_total Deferred requests whose client went "
+        "away.\n"
+        "# TYPE fairshare_http_cancelled_requests_total counter\n"
+        "fairshare_http_cancelled_requests_total %" PRIu64 "\n",
+        s->connections, s->accepted, s->header_timeouts, s->evicted, s->refused, s->accept_errors,
+        s->deferred, s->cancelled);
+    return rc ? FAIR_ENOMEM : 0;
 }

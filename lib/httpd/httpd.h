@@ -2,39 +2,125 @@
  * controller serves /healthz, /readyz, /metrics, the reports and the
  * dashboard through it, and `fairsharectl dashboard` serves a ledger file.
  *
- * Handlers run on the event loop thread and must not block for long. A
- * handler gets the raw query string (NULL when none) and fills body,
- * content_type (a static string) and status; a negative return answers 500.
- * Limits: request headers 16 KiB, bodies 1 MiB, 30 s timeout, 64 routes,
- * response bodies 64 MiB. Unknown paths answer 404, known paths with
- * another method 405, both as JSON {"error": "..."}. HEAD is served as GET
- * without a body. */
+ * Threads: everything in this module runs on the event loop's thread, and
+ * so do the handlers; nothing here is thread-safe. A handler must not block
+ * (one slow handler stalls /healthz and the controller's lease renewals).
+ * Work that may take long, such as the ledger's report queries, uses a
+ * deferred reply: an async route's handler keeps its request handle,
+ * returns at once, and answers later with fair_httpd_reply(), also on the
+ * loop thread (lib/httpd/querypool.h runs such work on its own threads and
+ * hands the result back to the loop).
+ *
+ * Requests: a sync handler gets the raw query string (NULL when none) and
+ * fills body, content_type (a static string) and status; a negative return
+ * answers 500. Paths match exactly, byte for byte, against the request
+ * target up to '?' ("//metrics" is not "/metrics"; an absolute-form target
+ * "http://host/metrics" is matched by its path). Unknown paths answer 404;
+ * a known path with another method (OPTIONS, PUT, DELETE, PATCH, ...)
+ * answers 405 with an Allow header; both as JSON {"error": "..."}. HEAD is
+ * served as GET without a body. Limits: request headers 16 KiB, bodies
+ * 1 MiB, 64 routes, response bodies 64 MiB, 30 s without progress while
+ * writing a response.
+ *
+ * Design note: the connection state machine.
+ *
+ *   WAITING --request line, headers and body read--> BUSY
+ *   BUSY    --reply written, keep-alive-------------> WAITING (deadline restarts)
+ *   WAITING --header deadline passes----------------> closed
+ *   any     --client closes, error, eviction--------> closed
+ *
+ * WAITING covers a new connection, an idle keep-alive one and a slow
+ * sender: all of it must be over within header_timeout_ms, however the
+ * bytes trickle in. In BUSY the handler runs or a deferred reply is
+ * awaited; a client that closes meanwhile cancels the deferred request
+ * (its cancel callback runs, the connection is closed at once).
+ * At most max_connections at once: beyond the cap, the WAITING connections
+ * that have waited longest are closed (evicted), and when the only WAITING
+ * ones are those just accepted, these are closed at once (refused), oldest
+ * first; BUSY connections are never closed to make room. An accept() that fails (too many open
+ * files, no buffers) pauses the listener for a back-off of 10 ms doubling to 1 s, closes the oldest
+ * WAITING connection when descriptors ran out, and is logged once, then
+ * at most once per 10 s with the count of failures in between. */
 #ifndef FAIR_HTTPD_HTTPD_H
 #define FAIR_HTTPD_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "base/buf.h"
 #include "base/error.h"
 
 struct event_base;
 struct fair_httpd;
+struct fair_httpd_req;
 
 #define FAIR_HTTPD_MAX_ROUTES 64
 
 typedef int (*fair_httpd_handler)(void *ctx, const char *query, struct fair_buf *body,
                                   const char **content_type, int *status);
 
+/* An async route's handler. req is new and owned by the handler until it
+ * passes it to fair_httpd_reply(), which it must do exactly once, now or
+ * later, on the loop thread (also after a cancel). query is borrowed for
+ * the duration of the call (NULL when none). */
+typedef void (*fair_httpd_async_handler)(void *ctx, struct fair_httpd_req *req, const char *query);
+
+struct fair_httpd_options {
+    int max_connections;   /* 0: 256 */
+    int header_timeout_ms; /* 0: 10000. WAITING (see above) lasts at most this */
+};
+
 /* Listens on addr:port (port 0: an ephemeral port, see fair_httpd_port()).
- * base is borrowed and must outlive the server. *out is new. */
-int fair_httpd_new(struct event_base *base, const char *addr, int port, struct fair_httpd **out,
+ * o may be NULL (defaults). base is borrowed and must outlive the server.
+ * *out is new. */
+int fair_httpd_new(struct event_base *base, const char *addr, int port,
+                   const struct fair_httpd_options *o, struct fair_httpd **out,
                    struct fair_error *err);
-/* Closes the listener. NULL: no-op. */
+/* Closes the listener and every connection. Deferred requests still
+ * waiting are cancelled (their cancel callbacks run) and orphaned: their
+ * owner must still pass them to fair_httpd_reply(), which then only frees
+ * them. NULL: no-op. */
 void fair_httpd_free(struct fair_httpd *srv);
 /* method "GET" or "POST"; path exact ("/api/v1/reports/gpu-hours"). ctx is
  * borrowed. Returns FAIR_ERANGE when the table is full, FAIR_EINVAL on a
  * duplicate. */
 int fair_httpd_route(struct fair_httpd *srv, const char *method, const char *path,
                      fair_httpd_handler handler, void *ctx);
+/* The same for a handler that replies later (see fair_httpd_async_handler). */
+int fair_httpd_route_async(struct fair_httpd *srv, const char *method, const char *path,
+                           fair_httpd_async_handler handler, void *ctx);
 /* The port the server listens on. */
 int fair_httpd_port(const struct fair_httpd *srv);
+
+/* Answers a deferred request and frees req (req is taken over). body is
+ * borrowed and copied; content_type is borrowed. If the client has gone
+ * (or the server was freed), the answer is dropped and req only freed. */
+void fair_httpd_reply(struct fair_httpd_req *req, int status, const char *content_type,
+                      const char *body, size_t len);
+/* Asks to be told when the client goes away before the reply: fn(arg) runs
+ * once, on the loop thread, and req stays valid until fair_httpd_reply().
+ * fn may call fair_httpd_reply(). */
+void fair_httpd_req_on_cancel(struct fair_httpd_req *req, void (*fn)(void *arg), void *arg);
+/* Whether the client went away (the reply will be dropped). */
+bool fair_httpd_req_cancelled(const struct fair_httpd_req *req);
+
+struct fair_httpd_stats {
+    uint64_t connections;     /* open now */
+    uint64_t accepted;        /* since start */
+    uint64_t header_timeouts; /* closed in WAITING at the header deadline */
+    uint64_t evicted;         /* closed in WAITING to make room */
+    uint64_t refused;         /* closed as soon as accepted, over the cap */
+    uint64_t accept_errors;   /* accept() failures (the listener paused) */
+    uint64_t deferred;        /* deferred requests waiting for their reply */
+    uint64_t cancelled;       /* deferred requests whose client went away */
+};
+void fair_httpd_stats(const struct fair_httpd *srv, struct fair_httpd_stats *out);
+/* Appends the stats in the Prometheus text format: fairshare_http_connections,
+ * fairshare_http_connections_accepted_total,
+ * fairshare_http_connections_closed_total{reason="header_timeout"|"evicted"|
+ * "refused"}, fairshare_http_accept_errors_total,
+ * fairshare_http_deferred_requests, fairshare_http_cancelled_requests_total. */
+int fair_httpd_metrics(const struct fair_httpd *srv, struct fair_buf *out);
 
 #endif

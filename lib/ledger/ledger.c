@@ -2,11 +2,14 @@
  * write queue, the flush transaction, daily rollups, reconcile and pruning. */
 #include "ledger/ledger.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
-#include <stdlib.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -54,7 +57,29 @@ struct fair_ledger {
     struct dim_entry *dcache;
     size_t ndcache;
     int64_t tx_maxlen; /* longest interval closed in the open transaction */
+    /* The retry (see "the flush retry" in ledger.h). */
+    int64_t fail_since_ms;    /* monotonic start of the failing streak */
+    int64_t fail_logged_ms;   /* monotonic time of the last failure line */
+    uint64_t dropped_streak;  /* records dropped in this streak */
+    int64_t lock_deadline_ms; /* monotonic; the busy handler waits until it */
+    /* Readers: the statement deadline (fair_ledger_set_deadline). */
+    int64_t deadline_ms;
+    const _Atomic int *cancel;
+    int deadline_hit; /* 1: deadline, 2: cancelled */
 };
+
+/* A failing streak logs its first failure and then at most one line per
+ * this many ms. */
+#define FAIL_LOG_EVERY_MS 60000
+/* First retry after a failed flush; doubles up to the flush interval. */
+#define RETRY_MIN_MS 50
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static const char *const end_names[] = {"open",      "completed", "failed",
                                         "preempted", "deleted",   "unknown"};
@@ -97,6 +122,12 @@ int fair_ledger_sql_error(struct fair_ledger *l, int rc, const char *what, struc
     case SQLITE_READONLY:
     case SQLITE_PERM:
         return fair_error_set(err, FAIR_EIO, "ledger %s: %s: %s", path, what, msg);
+    case SQLITE_INTERRUPT:
+        return fair_error_set(err, FAIR_ETIMEDOUT,
+                              "ledger %s: %s: the query was stopped %s; ask for a shorter "
+                              "period",
+                              path, what,
+                              l && l->deadline_hit == 2 ? "(cancelled)" : "at its deadline");
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
         return fair_error_set(err, FAIR_EDB,
@@ -160,8 +191,32 @@ static const char schema_v1[] =
     " lent_mms INTEGER NOT NULL, pending_mms INTEGER NOT NULL,"
     " PRIMARY KEY(day, dim_id)) WITHOUT ROWID;";
 
+/* Version 2: sample_day also keeps the fair share and the ms its samples
+ * cover, so that the dashboard draws long periods from the daily rollups
+ * (mean = x_mms / sampled_ms) instead of reading every raw sample. Days
+ * whose raw samples are all still there are filled in from them; older
+ * days keep sampled_ms = 0 and are left out of the charts, as their raw
+ * samples already were. A sample covers [t - dur, t) and dur is at most a
+ * day, so it touches at most two days. */
+static const char schema_v2[] =
+    "ALTER TABLE sample_day ADD COLUMN fair_share_mms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE sample_day ADD COLUMN sampled_ms INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE sample_day SET fair_share_mms = f.fs, sampled_ms = f.ms FROM ("
+    " SELECT day, dim_id, sum(fair_share * ms) AS fs, sum(ms) AS ms FROM ("
+    "  SELECT (t_ms - dur_ms) / 86400000 AS day, dim_id, fair_share,"
+    "   min(t_ms, ((t_ms - dur_ms) / 86400000 + 1) * 86400000) - (t_ms - dur_ms) AS ms"
+    "   FROM samples WHERE dur_ms > 0"
+    "  UNION ALL"
+    "  SELECT (t_ms - 1) / 86400000, dim_id, fair_share,"
+    "   t_ms - ((t_ms - 1) / 86400000) * 86400000"
+    "   FROM samples WHERE dur_ms > 0 AND (t_ms - 1) / 86400000 > (t_ms - dur_ms) / 86400000)"
+    " GROUP BY day, dim_id) AS f"
+    " WHERE sample_day.day = f.day AND sample_day.dim_id = f.dim_id"
+    " AND sample_day.day >= coalesce((SELECT value FROM meta"
+    " WHERE key = 'samples_pruned_before_ms'), 0) / 86400000;";
+
 /* Migrations: index i brings the schema from version i to i + 1. */
-static const char *const migrations[] = {schema_v1};
+static const char *const migrations[] = {schema_v1, schema_v2};
 
 static int migrate(struct fair_ledger *l, struct fair_error *err)
 {
@@ -218,7 +273,7 @@ int fair_ledger_open(const struct fair_ledger_options *o, struct fair_ledger **o
     if (!l)
         return fair_error_set(err, FAIR_ENOMEM, "ledger: out of memory");
     l->path = fair_strdup(o->path);
-    l->cap = o->queue_max ? o->queue_max : 65536;
+    l->cap = o->readonly ? 1 : o->queue_max ? o->queue_max : 65536;
     l->ops = fair_calloc(l->cap, sizeof(*l->ops));
     if (!l->path || !l->ops) {
         rc = fair_error_set(err, FAIR_ENOMEM, "ledger: out of memory");
@@ -228,6 +283,15 @@ int fair_ledger_open(const struct fair_ledger_options *o, struct fair_ledger **o
     l->sample_period_ms = o->sample_period_ms > 0 ? o->sample_period_ms : 60000;
     l->retention_ms = o->retention_ms > 0 ? o->retention_ms : 400 * FAIR_LEDGER_DAY_MS;
     l->sample_retention_ms = o->sample_retention_ms > 0 ? o->sample_retention_ms : l->retention_ms;
+    if (!o->readonly) {
+        /* SQLite would create the file 0644; create it 0600 first (an empty
+         * file is an empty database), and SQLite gives the -wal and -shm
+         * files the mode of the database file. An existing file keeps its
+         * mode. */
+        int fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
+    }
     int flags = o->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     int src = sqlite3_open_v2(o->path, &l->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
     if (src != SQLITE_OK) {
@@ -310,6 +374,79 @@ struct sqlite3 *fair_ledger_db(struct fair_ledger *l)
     return l->db;
 }
 
+/* SQLite's busy handler while a lock wait is set: sleep in short steps
+ * until the lock clears or the deadline passes. */
+static int busy_until_deadline(void *arg, int count)
+{
+    struct fair_ledger *l = arg;
+    (void)count;
+    int64_t left = l->lock_deadline_ms - mono_ms();
+    if (left <= 0)
+        return 0;
+    struct timespec ts = {0, (long)(left < 10 ? left : 10) * 1000000L};
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+void fair_ledger_set_lock_wait(struct fair_ledger *l, int64_t ms)
+{
+    if (!l->db)
+        return;
+    if (ms <= 0) {
+        l->lock_deadline_ms = 0;
+        sqlite3_busy_timeout(l->db, 0); /* removes any busy handler */
+        return;
+    }
+    l->lock_deadline_ms = mono_ms() + ms;
+    sqlite3_busy_handler(l->db, busy_until_deadline, l);
+}
+
+int64_t fair_ledger_retry_delay_ms(const struct fair_ledger *l, int64_t interval_ms)
+{
+    if (!l->st.fail_streak || interval_ms <= RETRY_MIN_MS)
+        return interval_ms;
+    int64_t d = RETRY_MIN_MS;
+    for (uint64_t i = 1; i < l->st.fail_streak && d < interval_ms; i++)
+        d *= 2;
+    return d < interval_ms ? d : interval_ms;
+}
+
+/* The progress handler of a reader with a deadline: non-zero stops the
+ * statement with SQLITE_INTERRUPT. */
+static int past_deadline(void *arg)
+{
+    struct fair_ledger *l = arg;
+    if (l->cancel && atomic_load(l->cancel)) {
+        l->deadline_hit = 2;
+        return 1;
+    }
+    if (l->deadline_ms && mono_ms() >= l->deadline_ms) {
+        l->deadline_hit = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void fair_ledger_set_deadline(struct fair_ledger *l, int64_t deadline_mono_ms,
+                              const _Atomic int *cancel)
+{
+    l->deadline_ms = deadline_mono_ms;
+    l->cancel = cancel;
+    l->deadline_hit = 0;
+    if (!l->db)
+        return;
+    /* Every 1,000 virtual machine instructions: microseconds apart. */
+    if (deadline_mono_ms || cancel)
+        sqlite3_progress_handler(l->db, 1000, past_deadline, l);
+    else
+        sqlite3_progress_handler(l->db, 0, NULL, NULL);
+}
+
+int fair_ledger_deadline_hit(const struct fair_ledger *l)
+{
+    return l->deadline_hit;
+}
+
 int64_t fair_ledger_sample_period(const struct fair_ledger *l)
 {
     return l->sample_period_ms;
@@ -318,7 +455,7 @@ int64_t fair_ledger_sample_period(const struct fair_ledger *l)
 void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *out)
 {
     *out = l->st;
-    out->queued = l->count;
+    out->queued = l->readonly ? 0 : l->count;
 }
 
 int fair_ledger_metrics(const struct fair_ledger *l, struct fair_buf *out)
@@ -344,11 +481,15 @@ int fair_ledger_metrics(const struct fair_ledger *l, struct fair_buf *out)
         "retried.\n"
         "# TYPE fairshare_ledger_flush_errors_total counter\n"
         "fairshare_ledger_flush_errors_total %" PRIu64 "\n"
+        "# HELP fairshare_ledger_flush_failing Consecutive failed ledger flushes (0: the last "
+        "one committed).\n"
+        "# TYPE fairshare_ledger_flush_failing gauge\n"
+        "fairshare_ledger_flush_failing %" PRIu64 "\n"
         "# HELP fairshare_ledger_heartbeat_seconds Last committed heartbeat (Unix time).\n"
         "# TYPE fairshare_ledger_heartbeat_seconds gauge\n"
         "fairshare_ledger_heartbeat_seconds %" PRId64 ".%03" PRId64 "\n",
-        s.queued, s.flushed, s.dropped, s.flushes, s.flush_errors, s.heartbeat_ms / 1000,
-        s.heartbeat_ms % 1000);
+        s.queued, s.flushed, s.dropped, s.flushes, s.flush_errors, s.fail_streak,
+        s.heartbeat_ms / 1000, s.heartbeat_ms % 1000);
     return rc ? FAIR_ENOMEM : 0;
 }
 
@@ -420,13 +561,24 @@ static int enqueue_take(struct fair_ledger *l, struct op *op, struct fair_error 
         return fair_error_set(err, FAIR_EINVAL, "ledger %s: opened read-only", l->path);
     }
     if (l->count == l->cap) {
-        int rc = fair_ledger_flush(l, err);
+        /* While flushes fail, the retry timer owns the database: drop
+         * without trying, so that a locked database costs nothing per
+         * record. Otherwise flush first (backpressure). */
+        int rc = l->st.fail_streak
+                     ? fair_error_set(err, FAIR_EBUSY,
+                                      "ledger %s: queue full (%zu records) while flushes "
+                                      "fail; record dropped",
+                                      l->path, l->cap)
+                     : fair_ledger_flush(l, err);
         if (rc) {
             l->st.dropped++;
-            FAIR_ERROR("ledger",
-                       "msg=\"queue full and flush failed: record dropped\" "
-                       "dropped=%" PRIu64 " err=\"%s\"",
-                       l->st.dropped, err ? err->msg : "");
+            if (l->dropped_streak++ == 0)
+                FAIR_ERROR("ledger",
+                           "msg=\"queue full and the database cannot be written: dropping "
+                           "records until a flush commits (counted in "
+                           "fairshare_ledger_dropped_records_total)\" path=%s queue_max=%zu "
+                           "err=\"%s\"",
+                           l->path, l->cap, err ? err->msg : "");
             op_release(op);
             return rc;
         }
@@ -642,10 +794,12 @@ static const char *const stmt_sql[] = {
     "INSERT INTO samples(t_ms, dur_ms, dim_id, allocated, guaranteed, fair_share, pending,"
     " in_quota, borrowed, lent) VALUES(?,?,?,?,?,?,?,?,?,?)",
     "INSERT INTO sample_day(day, dim_id, allocated_mms, guaranteed_mms, in_quota_mms,"
-    " borrowed_mms, lent_mms, pending_mms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)"
+    " borrowed_mms, lent_mms, pending_mms, fair_share_mms, sampled_ms)"
+    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"
     " ON CONFLICT(day, dim_id) DO UPDATE SET allocated_mms=allocated_mms+?3,"
     " guaranteed_mms=guaranteed_mms+?4, in_quota_mms=in_quota_mms+?5,"
-    " borrowed_mms=borrowed_mms+?6, lent_mms=lent_mms+?7, pending_mms=pending_mms+?8",
+    " borrowed_mms=borrowed_mms+?6, lent_mms=lent_mms+?7, pending_mms=pending_mms+?8,"
+    " fair_share_mms=fair_share_mms+?9, sampled_ms=sampled_ms+?10",
 };
 #define NSTMTS (sizeof(stmt_sql) / sizeof(stmt_sql[0]))
 
@@ -868,6 +1022,8 @@ static int sday_add(struct fair_ledger *l, struct stmts *s, int64_t day, int64_t
     sqlite3_bind_int64(s->sday, 6, r->borrowed * ms);
     sqlite3_bind_int64(s->sday, 7, r->lent * ms);
     sqlite3_bind_int64(s->sday, 8, r->pending * ms);
+    sqlite3_bind_int64(s->sday, 9, r->fair_share * ms);
+    sqlite3_bind_int64(s->sday, 10, ms);
     return step_done(l, s->sday, "write sample rollup", err);
 }
 
@@ -937,6 +1093,40 @@ static int commit(struct fair_ledger *l, struct fair_error *err)
     return 0;
 }
 
+/* The retry state and its log lines (see "the flush retry" in ledger.h). */
+static void note_flush(struct fair_ledger *l, int rc, const struct fair_error *err)
+{
+    int64_t now = mono_ms();
+    if (!rc) {
+        if (l->st.fail_streak)
+            FAIR_INFO("ledger",
+                      "msg=\"flush committed again\" path=%s failed_attempts=%" PRIu64
+                      " failing_ms=%" PRId64 " dropped=%" PRIu64,
+                      l->path, l->st.fail_streak, now - l->fail_since_ms, l->dropped_streak);
+        l->st.fail_streak = 0;
+        l->dropped_streak = 0;
+        return;
+    }
+    l->st.flush_errors++;
+    if (l->st.fail_streak++ == 0) {
+        l->fail_since_ms = now;
+        l->fail_logged_ms = now;
+        FAIR_WARN("ledger",
+                  "msg=\"flush failed; records kept and retried with backoff\" queued=%zu "
+                  "err=\"%s\"",
+                  l->count, err ? err->msg : "");
+    } else if (now - l->fail_logged_ms >= FAIL_LOG_EVERY_MS) {
+        l->fail_logged_ms = now;
+        FAIR_WARN("ledger",
+                  "msg=\"flush still failing; records kept\" queued=%zu failed_attempts=%" PRIu64
+                  " failing_ms=%" PRId64 " err=\"%s\"",
+                  l->count, l->st.fail_streak, now - l->fail_since_ms, err ? err->msg : "");
+    } else {
+        FAIR_DEBUG("ledger", "msg=\"flush failed\" failed_attempts=%" PRIu64 " err=\"%s\"",
+                   l->st.fail_streak, err ? err->msg : "");
+    }
+}
+
 static int refresh_heartbeat(struct fair_ledger *l, struct fair_error *err)
 {
     return fair_ledger_meta_get(l, "heartbeat_ms", &l->st.heartbeat_ms, err);
@@ -1004,14 +1194,9 @@ out:
     if (in_tx)
         sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
     l->tx_maxlen = 0;
-    if (rc) {
+    if (rc)
         dcache_clear(l); /* it may hold ids of rows that were rolled back */
-        l->st.flush_errors++;
-        FAIR_WARN("ledger",
-                  "msg=\"flush failed; records kept for the next flush\" queued=%zu "
-                  "err=\"%s\"",
-                  l->count, err ? err->msg : "");
-    }
+    note_flush(l, rc, err);
     return rc;
 }
 
@@ -1120,6 +1305,8 @@ out:
     l->tx_maxlen = 0;
     if (rc)
         dcache_clear(l);
+    if (rc != FAIR_ENOMEM)
+        note_flush(l, rc, err); /* a write like a flush: one retry streak */
     for (size_t i = 0; i < ngone; i++)
         fair_free(gone[i]);
     fair_free(gone);
@@ -1220,6 +1407,9 @@ int fair_ledger_backup(struct fair_ledger *l, const char *dest, struct fair_erro
         return rc;
     snprintf(tmp, sizeof(tmp), "%s.tmp", dest);
     unlink(tmp);
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600); /* like the ledger */
+    if (fd >= 0)
+        close(fd);
     int src = sqlite3_open_v2(tmp, &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (src != SQLITE_OK) {
         rc = fair_error_set(err, FAIR_EIO, "ledger backup: cannot create %s: %s", tmp,

@@ -26,15 +26,36 @@
  * Writes never block the scheduling loop: open/close/sample only copy the
  * record into a bounded in-memory queue (O(1), no I/O). The controller calls
  * fair_ledger_flush() from a timer; it writes the whole queue in ONE
- * transaction. If the queue is full, the enqueue flushes first (backpressure
- * instead of data loss); if that flush fails, the record is dropped, counted
- * (fair_ledger_stats) and an error is returned. A failed flush (database
- * locked, disk full) rolls back and keeps the queue for the next try.
+ * transaction. A failed flush (database locked, disk full) rolls back and
+ * keeps the queue for the next try.
  *
- * There is no writer thread: one connection, used from one thread (the
- * controller's event loop). Readers (fairsharectl report, the dashboard)
- * open their own connection; WAL mode lets them read while the controller
- * writes. */
+ * Design note: the flush retry.
+ *
+ *   OK   --flush fails (locked, full, I/O)--> FAILING(streak = 1)
+ *   FAILING --flush fails------------------> FAILING(streak + 1)
+ *   FAILING --flush commits----------------> OK (one line logs the recovery)
+ *
+ * A writer that must never wait (the controller's loop) sets its lock wait
+ * to 0 (fair_ledger_set_lock_wait): a flush that meets another process's
+ * lock fails at once with FAIR_EBUSY instead of sleeping in SQLite's busy
+ * handler, and the caller retries after fair_ledger_retry_delay_ms(), which
+ * backs off from 50 ms up to its regular interval while FAILING. The first
+ * failure of a streak is logged at warn level, then one line a minute and
+ * one at recovery, never one per attempt. Records stay queued meanwhile;
+ * only a record that finds the queue full is dropped: while OK the enqueue
+ * flushes first (backpressure), while FAILING it drops without trying
+ * (the retry timer owns the database), counts the drop
+ * (fair_ledger_stats().dropped) and logs the first drop of the streak.
+ * At shutdown the caller gives the lock a bounded wait
+ * (fair_ledger_set_lock_wait(l, ms)) so that a lock that clears in time
+ * loses nothing.
+ *
+ * Threads: one connection, used from one thread (the controller's event
+ * loop); a struct fair_ledger is never shared between threads. Readers
+ * (fairsharectl report, the dashboard's query threads, lib/httpd/
+ * querypool.h) open their own read-only connection each, with a deadline
+ * (fair_ledger_set_deadline); WAL mode lets them read while the controller
+ * writes, and a reader never blocks the writer. */
 #ifndef FAIR_LEDGER_LEDGER_H
 #define FAIR_LEDGER_LEDGER_H
 
@@ -47,7 +68,7 @@
 struct sqlite3;
 struct fair_ledger;
 
-#define FAIR_LEDGER_SCHEMA_VERSION 1
+#define FAIR_LEDGER_SCHEMA_VERSION 2
 #define FAIR_LEDGER_NAME_MAX 253 /* Kubernetes names (DNS subdomain) */
 #define FAIR_LEDGER_UID_MAX 128
 #define FAIR_LEDGER_DAY_MS 86400000LL
@@ -67,12 +88,14 @@ const char *fair_ledger_end_name(int reason);
 
 struct fair_ledger_options {
     const char *path;            /* the database file; created when missing */
-    int readonly;                /* reports: no writes, no migration */
+    int readonly;                /* reports: no writes, no migration, no queue */
     int64_t sample_period_ms;    /* 0: 60000. A sample counts for at most this */
     int64_t retention_ms;        /* 0: 400 days. Raw rows older are pruned */
     int64_t sample_retention_ms; /* 0: same as retention_ms */
     size_t queue_max;            /* 0: 65536 queued records */
-    int busy_timeout_ms;         /* 0: 5000; -1: fail at once when locked */
+    int busy_timeout_ms;         /* 0: 5000; -1: fail at once when locked. The
+                                  * lock wait of the open and of later writes
+                                  * until fair_ledger_set_lock_wait() */
     int64_t max_pages;           /* 0: unlimited. Caps the file (tests: "disk full") */
 };
 
@@ -81,8 +104,10 @@ void fair_ledger_options_init(struct fair_ledger_options *o);
 
 /* Opens (creating when missing) and migrates the ledger at o->path: WAL
  * journal, synchronous=NORMAL, the busy timeout, schema migrations by
- * PRAGMA user_version. A garbage file, a locked database or a full disk
- * fail with FAIR_EDB/FAIR_EBUSY/FAIR_EIO and a message naming the file.
+ * PRAGMA user_version. A new file is created with mode 0600 (owner only:
+ * it holds every team's usage), and SQLite gives its -wal and -shm files
+ * the same mode. A garbage file, a locked database or a full disk fail
+ * with FAIR_EDB/FAIR_EBUSY/FAIR_EIO and a message naming the file.
  * Returns a new ledger in *out, to be freed with fair_ledger_free(). */
 int fair_ledger_open(const struct fair_ledger_options *o, struct fair_ledger **out,
                      struct fair_error *err);
@@ -152,8 +177,20 @@ int fair_ledger_sample(struct fair_ledger *l, int64_t now_ms,
                        const struct fair_ledger_sample_row *rows, size_t n, struct fair_error *err);
 
 /* Writes everything queued in one transaction. 0, or FAIR_EBUSY (locked),
- * FAIR_EIO (disk full, I/O), FAIR_EDB; the queue is then kept. */
+ * FAIR_EIO (disk full, I/O), FAIR_EDB; the queue is then kept. Failures are
+ * logged as the retry note above says (first, then once a minute). */
 int fair_ledger_flush(struct fair_ledger *l, struct fair_error *err);
+
+/* How long a write waits for a lock held by another connection, from now
+ * on: 0 never waits (FAIR_EBUSY at once; the loop's setting), ms > 0 waits
+ * until now + ms in total, across every write made until the next call
+ * (so a shutdown's last reconcile and flush share one bound). */
+void fair_ledger_set_lock_wait(struct fair_ledger *l, int64_t ms);
+
+/* When to flush next: interval_ms after a flush that committed (or when
+ * nothing failed); after failures, 50 ms doubling per consecutive failure,
+ * capped at interval_ms. */
+int64_t fair_ledger_retry_delay_ms(const struct fair_ledger *l, int64_t interval_ms);
 
 /* At start-up (and whenever the controller resyncs): flushes, then in one
  * transaction closes every open interval whose UID is not among live[] at
@@ -177,6 +214,7 @@ struct fair_ledger_stats {
     uint64_t dropped; /* records lost: queue full and flush failed */
     uint64_t flushes; /* committed transactions */
     uint64_t flush_errors;
+    uint64_t fail_streak; /* consecutive failed flushes; 0 when the last committed */
     int64_t heartbeat_ms; /* last committed heartbeat, 0 if none */
 };
 void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *out);
@@ -184,7 +222,8 @@ void fair_ledger_stats(const struct fair_ledger *l, struct fair_ledger_stats *ou
 /* Appends the stats in the Prometheus text format, for /metrics:
  * fairshare_ledger_queued_records, fairshare_ledger_flushed_records_total,
  * fairshare_ledger_dropped_records_total, fairshare_ledger_flushes_total,
- * fairshare_ledger_flush_errors_total, fairshare_ledger_heartbeat_seconds. */
+ * fairshare_ledger_flush_errors_total, fairshare_ledger_flush_failing
+ * (consecutive failed flushes), fairshare_ledger_heartbeat_seconds. */
 int fair_ledger_metrics(const struct fair_ledger *l, struct fair_buf *out);
 
 /* Online backup (SQLite's backup API) of the whole database into dest,
@@ -204,6 +243,17 @@ struct fair_ledger_check {
 /* Runs PRAGMA integrity_check and collects counts. 0 even when the check
  * finds damage (see out->ok); an error only when it cannot run. */
 int fair_ledger_check(struct fair_ledger *l, struct fair_ledger_check *out, struct fair_error *err);
+
+/* A deadline for the statements of a reader (the dashboard's query
+ * threads): from now on, a statement still running at deadline_mono_ms
+ * (CLOCK_MONOTONIC, ms) or once *cancel (may be NULL) is non-zero is
+ * stopped through SQLite's progress handler and fails with FAIR_ETIMEDOUT.
+ * cancel is borrowed and may be set from another thread. deadline 0: none.
+ * fair_ledger_deadline_hit() then says whether it stopped one (1 deadline,
+ * 2 cancel) since this call. Readers only: the writer never gets one. */
+void fair_ledger_set_deadline(struct fair_ledger *l, int64_t deadline_mono_ms,
+                              const _Atomic int *cancel);
+int fair_ledger_deadline_hit(const struct fair_ledger *l);
 
 /* The configured sample period (ms). */
 int64_t fair_ledger_sample_period(const struct fair_ledger *l);

@@ -33,6 +33,11 @@ static void test_defaults(void **state)
     assert_int_equal(c.ledger_retention_ms, 400LL * 24 * 3600 * 1000);
     assert_int_equal(c.api_qps, 2000);
     assert_int_equal(c.api_burst, 4000);
+    assert_string_equal(c.reclaim_up_to, "FairShare");
+    assert_int_equal(c.oq_threshold_pct, 10);
+    assert_int_equal(c.oq_min_runtime_ms, 60000);
+    assert_int_equal(c.max_evictions, 3);
+    assert_int_equal(c.hold_timeout_ms, 600000);
     assert_int_equal(c.log_level, FAIR_LOG_INFO);
     assert_int_equal(c.event_interval_ms, 5 * 60 * 1000);
     assert_string_equal(c.metrics_address, "127.0.0.1:8080");
@@ -122,6 +127,10 @@ static const struct bad_case bad[] = {
     {HEAD "cycleInterval: 1h\n", {"key cycleInterval", "out of range"}},
     {HEAD "cycleInterval: 1ms\n", {"key cycleInterval", "out of range"}},
     {HEAD "kubeAPI:\n  qps: 0\n", {"key kubeAPI.qps", "out of range"}},
+    {HEAD "reclaim:\n  upTo: Everything\n", {"key reclaim.upTo", "FairShare or Guarantee"}},
+    {HEAD "reclaim:\n  overQuotaThreshold: 150\n",
+     {"key reclaim.overQuotaThreshold", "out of range"}},
+    {HEAD "reclaim:\n  nodeHoldTimeout: soon\n", {"key reclaim.nodeHoldTimeout"}},
     {HEAD "kubeAPI:\n  qps: lots\n", {"key kubeAPI.qps", "not an integer"}},
     {HEAD "kubeAPI:\n  qps: 500\n  burst: 10\n", {"kubeAPI.burst", "at least"}},
     {HEAD "leaderElection:\n  enabled: yes\n", {"key leaderElection.enabled", "true or false"}},

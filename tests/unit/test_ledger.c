@@ -7,10 +7,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -714,6 +718,303 @@ static void test_http(void **state)
     fair_ledger_free(l);
 }
 
+/* A new ledger, its -wal and -shm files and a backup are readable by their
+ * owner only (it holds every team's usage and cost). */
+static void test_file_modes(void **state)
+{
+    (void)state;
+    mode_t old = umask(022);
+    struct fair_ledger *l = open_ledger();
+    open_iv(l, "m1", "ns", "q", "alpha", "A100", 1000, 1000, T("2026-11-01T00:00:00Z"));
+    flush(l);
+    char side[160], bak[160];
+    struct stat st;
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(side, sizeof(side), "%s%s", path, sfx[i]);
+        assert_int_equal(stat(side, &st), 0);
+        if (st.st_mode & 077)
+            fail_msg("%s has mode %o", side, (unsigned)(st.st_mode & 0777));
+    }
+    snprintf(bak, sizeof(bak), "%s/backup.db", dir);
+    struct fair_error err = {0};
+    assert_int_equal(fair_ledger_backup(l, bak, &err), 0);
+    assert_int_equal(stat(bak, &st), 0);
+    assert_int_equal(st.st_mode & 077, 0);
+    fair_ledger_free(l);
+    umask(old);
+}
+
+/* With lock wait 0 (the controller's loop), a locked database fails the
+ * flush at once; the records stay queued, the retry backs off from 50 ms
+ * to the interval, only records past the queue's cap are dropped (and
+ * counted), and when the lock clears every queued record is committed. */
+static void test_locked_retry(void **state)
+{
+    (void)state;
+    struct fair_ledger_options o;
+    struct fair_ledger *l = NULL;
+    struct fair_error err = {0};
+    fair_ledger_options_init(&o);
+    o.path = path;
+    o.queue_max = 4;
+    assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
+    fair_ledger_set_lock_wait(l, 0);
+    assert_int_equal(fair_ledger_retry_delay_ms(l, 1000), 1000);
+    sqlite3 *other = NULL;
+    assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    for (int i = 0; i < 4; i++) {
+        char uid[16];
+        snprintf(uid, sizeof(uid), "k%d", i);
+        open_iv(l, uid, "ns", "q", "alpha", "A100", 1000, 1000, T("2026-11-01T00:00:00Z"));
+    }
+    int64_t want[] = {50, 100, 200, 400, 800, 1000, 1000};
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(fair_ledger_flush(l, &err), FAIR_EBUSY);
+        assert_int_equal(fair_ledger_retry_delay_ms(l, 1000), want[i]);
+    }
+    struct fair_ledger_stats st;
+    fair_ledger_stats(l, &st);
+    assert_int_equal(st.queued, 4);
+    assert_int_equal(st.fail_streak, 7);
+    /* The queue is full and flushes fail: these two are dropped, counted. */
+    struct fair_ledger_interval_info in = {.uid = "k9",
+                                           .namespace_ = "ns",
+                                           .pod = "p",
+                                           .queue = "q",
+                                           .gpu_milli = 1000,
+                                           .start_ms = 1};
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), FAIR_EBUSY);
+    assert_int_equal(fair_ledger_interval_close(l, "k0", 2, FAIR_LEDGER_DELETED, &err), FAIR_EBUSY);
+    fair_ledger_stats(l, &st);
+    assert_int_equal(st.dropped, 2);
+    assert_int_equal(st.queued, 4);
+    struct fair_buf m;
+    fair_buf_init(&m, 0);
+    assert_int_equal(fair_ledger_metrics(l, &m), 0);
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_dropped_records_total 2\n"));
+    assert_non_null(strstr(fair_buf_str(&m), "\nfairshare_ledger_flush_failing 7\n"));
+    fair_buf_release(&m);
+    /* The lock clears: everything queued is committed, the streak ends. */
+    assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    flush(l);
+    fair_ledger_stats(l, &st);
+    assert_int_equal(st.fail_streak, 0);
+    assert_int_equal(st.flushed, 4);
+    assert_int_equal(fair_ledger_retry_delay_ms(l, 1000), 1000);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(other,
+                                        "SELECT count(*) FROM intervals WHERE end_ms IS NULL", -1,
+                                        &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), 4);
+    sqlite3_finalize(q);
+    sqlite3_close(other);
+    fair_ledger_free(l);
+}
+
+struct locker {
+    atomic_int locked;
+    atomic_int release;
+};
+
+static void *hold_lock(void *arg)
+{
+    struct locker *k = arg;
+    sqlite3 *h = NULL;
+    if (sqlite3_open(path, &h) != SQLITE_OK ||
+        sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK) {
+        atomic_store(&k->locked, -1);
+        sqlite3_close(h);
+        return NULL;
+    }
+    atomic_store(&k->locked, 1);
+    while (!atomic_load(&k->release)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(h);
+    return NULL;
+}
+
+/* At shutdown the writer waits (boundedly) for a lock: one that clears in
+ * time loses nothing; one that outlasts the wait fails with FAIR_EBUSY. */
+static void test_lock_wait(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    fair_ledger_set_lock_wait(l, 0);
+    struct locker k;
+    atomic_init(&k.locked, 0);
+    atomic_init(&k.release, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, hold_lock, &k), 0);
+    while (!atomic_load(&k.locked))
+        sched_yield();
+    assert_int_equal(atomic_load(&k.locked), 1);
+    open_iv(l, "w1", "ns", "q", "alpha", "A100", 1000, 1000, T("2026-11-01T00:00:00Z"));
+    struct fair_error err = {0};
+    assert_int_equal(fair_ledger_flush(l, &err), FAIR_EBUSY);
+    /* A wait that outlasts the lock: the holder lets go while we wait. */
+    fair_ledger_set_lock_wait(l, 60000);
+    atomic_store(&k.release, 1);
+    flush(l);
+    pthread_join(th, NULL);
+    struct fair_ledger_stats st;
+    fair_ledger_stats(l, &st);
+    assert_int_equal(st.flushed, 1);
+    /* A lock that outlasts the wait. */
+    sqlite3 *other = NULL;
+    assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    fair_ledger_set_lock_wait(l, 50);
+    close_iv(l, "w1", T("2026-11-01T01:00:00Z"), FAIR_LEDGER_COMPLETED);
+    assert_int_equal(fair_ledger_flush(l, &err), FAIR_EBUSY);
+    assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(other);
+    flush(l);
+    fair_ledger_free(l);
+}
+
+/* A reader's deadline and cancel flag stop a running statement through the
+ * progress handler: FAIR_ETIMEDOUT, and fair_ledger_deadline_hit() says
+ * which. */
+static void test_reader_deadline(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    /* Enough rows that a report runs far more than 1,000 instructions. */
+    for (int i = 0; i < 3000; i++) {
+        char uid[16];
+        snprintf(uid, sizeof(uid), "d%d", i);
+        open_iv(l, uid, "ns", "q", "alpha", "A100", 1000, 500, T("2026-11-01T00:00:00Z") + i);
+    }
+    heartbeat(l, T("2026-11-02T00:00:00Z"));
+    flush(l);
+    fair_ledger_free(l);
+    struct fair_ledger_options o;
+    struct fair_error err = {0};
+    fair_ledger_options_init(&o);
+    o.path = path;
+    o.readonly = 1;
+    assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    struct fair_report_params p = {.from_ms = T("2026-11-01T00:00:00Z"),
+                                   .to_ms = T("2026-11-01T12:00:00Z")};
+    struct fair_report *r = NULL;
+    fair_ledger_set_deadline(l, now - 1, NULL); /* already past */
+    assert_int_equal(fair_report_run(l, &p, &r, &err), FAIR_ETIMEDOUT);
+    assert_null(r);
+    assert_int_equal(fair_ledger_deadline_hit(l), 1);
+    assert_non_null(strstr(err.msg, "deadline"));
+    _Atomic int cancel = 1;
+    fair_ledger_set_deadline(l, 0, &cancel);
+    assert_int_equal(fair_report_run(l, &p, &r, &err), FAIR_ETIMEDOUT);
+    assert_int_equal(fair_ledger_deadline_hit(l), 2);
+    /* Cleared: the same report runs. */
+    fair_ledger_set_deadline(l, 0, NULL);
+    r = report(l, p.from_ms, p.to_ms, FAIR_REPORT_BY_TEAM);
+    assert_int_equal(fair_ledger_deadline_hit(l), 0);
+    assert_int_equal(r->n, 1);
+    fair_report_free(r);
+    fair_ledger_free(l);
+}
+
+static int64_t scalar(sqlite3 *h, const char *sql)
+{
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+/* Schema 1 -> 2: sample_day gains fair_share_mms and sampled_ms, filled in
+ * from the raw samples exactly as the writer fills them, except for days
+ * whose raw samples were pruned (left at 0, out of the charts). */
+static void test_migration_v2(void **state)
+{
+    (void)state;
+    struct fair_ledger_options o;
+    struct fair_ledger *l = NULL;
+    struct fair_error err = {0};
+    fair_ledger_options_init(&o);
+    o.path = path;
+    o.sample_period_ms = 600000; /* each 7-minute sample covers 7 minutes */
+    assert_int_equal(fair_ledger_open(&o, &l, &err), 0);
+    /* Samples every 7 minutes over 3 days (some straddle midnight). */
+    int64_t t0 = T("2026-11-01T00:00:00Z");
+    for (int i = 1; i <= 3 * 24 * 60 / 7; i++) {
+        struct fair_ledger_sample_row rows[2] = {
+            {.queue = "qa",
+             .team = "alpha",
+             .allocated = 1000 + i,
+             .guaranteed = 2000,
+             .fair_share = 1500 + 3 * i,
+             .lent = -1},
+            {.queue = "qb",
+             .team = "beta",
+             .allocated = 700,
+             .guaranteed = 0,
+             .fair_share = 900 + i % 5,
+             .lent = -1},
+        };
+        assert_int_equal(fair_ledger_sample(l, t0 + i * 420000LL, rows, 2, &err), 0);
+    }
+    flush(l);
+    fair_ledger_free(l);
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    int64_t fs = scalar(h, "SELECT sum(fair_share_mms * (day + 7)) FROM sample_day");
+    int64_t ms = scalar(h, "SELECT sum(sampled_ms * (day + 3)) FROM sample_day");
+    assert_true(fs > 0);
+    /* the first sample ever counts one period */
+    assert_int_equal(scalar(h, "SELECT sum(sampled_ms) FROM sample_day"),
+                     2 * (600000 + (3 * 24 * 60 / 7 - 1) * 420000LL));
+    /* Back to version 1, then open: the migration fills the columns in. */
+    assert_int_equal(sqlite3_exec(h,
+                                  "ALTER TABLE sample_day DROP COLUMN fair_share_mms;"
+                                  "ALTER TABLE sample_day DROP COLUMN sampled_ms;"
+                                  "PRAGMA user_version=1",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    l = open_ledger();
+    fair_ledger_free(l);
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(scalar(h, "PRAGMA user_version"), FAIR_LEDGER_SCHEMA_VERSION);
+    assert_int_equal(scalar(h, "SELECT sum(fair_share_mms * (day + 7)) FROM sample_day"), fs);
+    assert_int_equal(scalar(h, "SELECT sum(sampled_ms * (day + 3)) FROM sample_day"), ms);
+    /* Days before the samples' prune cut stay at 0. */
+    char sql[400];
+    snprintf(sql, sizeof(sql),
+             "ALTER TABLE sample_day DROP COLUMN fair_share_mms;"
+             "ALTER TABLE sample_day DROP COLUMN sampled_ms;"
+             "INSERT INTO meta(key, value) VALUES('samples_pruned_before_ms', %lld);"
+             "PRAGMA user_version=1",
+             (long long)T("2026-11-02T00:00:00Z"));
+    assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    l = open_ledger();
+    fair_ledger_free(l);
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM sample_day WHERE day < %lld AND sampled_ms > 0",
+             (long long)(T("2026-11-02T00:00:00Z") / FAIR_LEDGER_DAY_MS));
+    assert_int_equal(scalar(h, sql), 0);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM sample_day WHERE day >= %lld AND sampled_ms > 0",
+             (long long)(T("2026-11-02T00:00:00Z") / FAIR_LEDGER_DAY_MS));
+    assert_int_equal(scalar(h, sql), 2 * 2); /* 2 queues x Nov 2 and 3 */
+    sqlite3_close(h);
+}
+
 /* Every allocation in lib/ledger may fail: each failure point in turn gives
  * FAIR_ENOMEM (or success), never a crash or a leak (ASan checks leaks). */
 static void test_alloc_failures(void **state)
@@ -836,6 +1137,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_optional_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_locked_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reader_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migration_v2, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
