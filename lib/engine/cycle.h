@@ -71,7 +71,8 @@ struct acct {
      * bigger ones are not searched again this cycle. */
     struct fail_entry fail[3][FAIL_ENTRIES]; /* reclaim, preempt, fair-share reclaim */
     uint8_t nfail[3], fail_next[3];
-    bool held; /* a node was held for one of its pods this cycle */
+    bool held;     /* a node was held for one of its pods this cycle */
+    int32_t young; /* victims too young for reclaim up to a fair share */
 };
 
 struct gang {
@@ -106,6 +107,7 @@ struct eng {
     int32_t *vlist;  /* victims by node rank, in victim order */
     size_t *voff;    /* nnodes + 1 offsets into vlist */
     int32_t *vrank;  /* pod -> victim-order position */
+    int64_t *vlost;  /* pod -> work its eviction would lose (victims only) */
     int32_t *vorder; /* victims in victim order */
     size_t nvict;
     int32_t *cand; /* node ranks with room being freed (fut differs) */
@@ -124,6 +126,7 @@ struct eng {
      * placement, and per pod the rank it holds (-1). */
     const struct fair_pod **hold;
     int32_t *hold_of;
+    int64_t young_total; /* sum of the queues' young */
 };
 
 struct ratio {

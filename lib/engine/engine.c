@@ -74,6 +74,7 @@ static void eng_release(struct eng *e)
     fair_free(e->vlist);
     fair_free(e->voff);
     fair_free(e->vrank);
+    fair_free(e->vlost);
     fair_free(e->vorder);
     fair_free(e->cand);
     fair_free(e->clist);

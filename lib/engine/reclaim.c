@@ -15,7 +15,7 @@
 struct vkey {
     int32_t pprio, qprio;
     int32_t prio;
-    int64_t lost; /* ms of work an eviction would lose (since the last checkpoint) */
+    int64_t lost; /* work an eviction would lose: milli-GPU x ms since the last checkpoint */
     int64_t size[NRES];
     struct ratio over; /* live/fs on GPU of the victim's queue */
     const char *uid;
@@ -23,9 +23,9 @@ struct vkey {
 };
 
 /* Victim order: lower over-quota tiers first (project, then queue), then
- * lower pod priority, then the least work lost (the shortest time since
- * start or last checkpoint), then the smallest request (GPU, CPU,
- * memory), then the queue furthest above its fair share, then uid. */
+ * lower pod priority, then the least work lost (GPUs times the time since
+ * start or last checkpoint), then the smallest request (GPU, CPU, memory),
+ * then the queue furthest above its fair share, then uid. */
 static int cmp_vkey(const void *pa, const void *pb)
 {
     const struct vkey *a = pa, *b = pb;
@@ -49,14 +49,18 @@ static int cmp_vkey(const void *pa, const void *pb)
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
-/* The work an eviction of p would lose now: its run time since its last
- * checkpoint (all of it without checkpoints). */
-static int64_t lost_ms(const struct fair_snapshot *s, const struct fair_pod *p)
+/* The work an eviction of p would lose now: its GPUs (milli; a pod
+ * without GPU counts as 1) times its run time since its last checkpoint
+ * (all of it without checkpoints). */
+static int64_t lost_work(const struct fair_snapshot *s, const struct fair_pod *p)
 {
     int64_t run = s->now_ms - p->started_ms;
     if (run < 0)
         return 0;
-    return p->checkpoint_interval_ms > 0 ? run % p->checkpoint_interval_ms : run;
+    if (p->checkpoint_interval_ms > 0)
+        run %= p->checkpoint_interval_ms;
+    int64_t g = p->request.v[GPU] > 0 ? p->request.v[GPU] : 1;
+    return (int64_t)((i128)run * g > INT64_MAX / 2 ? INT64_MAX / 2 : (i128)run * g);
 }
 
 /* Whether pod i may be evicted to reclaim or preempt: a bound, valid,
@@ -86,6 +90,7 @@ static int build_victims(struct eng *e)
     e->vlist = fair_eng_calloc(e, nv, sizeof(*e->vlist));
     e->voff = fair_eng_calloc(e, s->nnodes + 1, sizeof(*e->voff));
     e->vrank = fair_eng_calloc(e, s->npods, sizeof(*e->vrank));
+    e->vlost = fair_eng_calloc(e, s->npods, sizeof(*e->vlost));
     e->vorder = fair_eng_calloc(e, nv, sizeof(*e->vorder));
     e->cand = fair_eng_calloc(e, s->nnodes, sizeof(*e->cand));
     e->clist = fair_eng_calloc(e, s->nnodes, sizeof(*e->clist));
@@ -94,8 +99,8 @@ static int build_victims(struct eng *e)
     e->qvlist = fair_eng_calloc(e, nv, sizeof(*e->qvlist));
     e->qvoff = fair_eng_calloc(e, s->nqueues + 1, sizeof(*e->qvoff));
     e->nstamp = fair_eng_calloc(e, s->nnodes, sizeof(*e->nstamp));
-    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand || !e->vorder || !e->clist ||
-        !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff || !e->rrank)
+    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->vlost || !e->cand || !e->vorder ||
+        !e->clist || !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff || !e->rrank)
         goto out;
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
@@ -107,7 +112,7 @@ static int build_victims(struct eng *e)
         vk[k] = (struct vkey){.pprio = s->projects[q->parent].q.over_quota_priority,
                               .qprio = s->queues[p->queue].q.over_quota_priority,
                               .prio = p->priority,
-                              .lost = lost_ms(s, p),
+                              .lost = lost_work(s, p),
                               .over = fair_eng_ratio_of(q->live[GPU], q->fs[GPU]),
                               .uid = p->uid,
                               .idx = (int32_t)i};
@@ -117,6 +122,11 @@ static int build_victims(struct eng *e)
         if (!qm->has_victim || p->priority < qm->minvprio)
             qm->minvprio = p->priority;
         qm->has_victim = true;
+        if (qm->live[GPU] > qm->fs[GPU] &&
+            s->now_ms - p->started_ms < s->over_quota_min_runtime_ms) {
+            qm->young++;
+            e->young_total++;
+        }
     }
     qsort(vk, nv, sizeof(*vk), cmp_vkey);
     e->nvict = nv;
@@ -136,6 +146,7 @@ static int build_victims(struct eng *e)
     for (size_t i = 0; i < nv; i++) {
         e->vorder[i] = vk[i].idx;
         e->vrank[vk[i].idx] = (int32_t)i;
+        e->vlost[vk[i].idx] = vk[i].lost;
         e->voff[e->pl.rank_of[s->pods[vk[i].idx].node] + 1]++;
     }
     for (size_t r = 0; r < s->nnodes; r++)
@@ -185,6 +196,7 @@ static bool held_by_other(const struct eng *e, const struct search *sr, int32_t 
 struct trial {
     int32_t v[MAX_VICTIMS];
     int nv;
+    int64_t lost; /* work the victims lose (sum of lost_work) */
     int64_t cost;
     int32_t rank;
     int64_t fitkey; /* nv == 0: fut free of the chosen fit, smaller first */
@@ -298,6 +310,7 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     t->nv = 0;
     t->rank = rank;
     t->cost = 0;
+    t->lost = 0;
     t->fitkey = 0;
     const struct fair_pnode *nd = &e->pl.nodes[rank];
     for (int r = 0; r < NRES; r++)
@@ -334,6 +347,8 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     }
     for (int i = 0; i < t->nv; i++)
         t->cost += e->vrank[t->v[i]];
+    for (int i = 0; i < t->nv; i++)
+        t->lost += e->vlost[t->v[i]];
     if (t->nv == 0) {
         /* Among nodes that need no new victim, the fullest fut view wins. */
         const struct fair_pnode *n = &e->pl.nodes[rank];
@@ -349,8 +364,15 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     return true;
 }
 
+/* Room already being freed wins (it loses no work); then the set that
+ * loses the least work, then the fewest victims, then the fullest room,
+ * then the earliest in victim order, then the node's rank. Searches that
+ * need more than one victim on a node compare their sets this way; a
+ * single victim that makes room alone is taken first (see search_for). */
 static bool better(const struct trial *a, const struct trial *b)
 {
+    if (a->lost != b->lost)
+        return a->lost < b->lost;
     if (a->nv != b->nv)
         return a->nv < b->nv;
     if (a->nv == 0 && a->fitkey != b->fitkey)
@@ -455,8 +477,11 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     struct acct *q = &e->q[sr->qi];
     int m = fail_slot(sr);
     const int64_t *req = sr->pod->request.v;
+    /* A pod holding a node may search there, where others may not: the
+     * failure cache does not speak for it, nor it for others. */
+    bool holder = e->hold_of[sr->pi] >= 0;
     *found = false;
-    for (int i = 0; i < q->nfail[m]; i++)
+    for (int i = 0; i < q->nfail[m] && !holder; i++)
         if (same_shape_or_bigger(&q->fail[m][i], sr->pod))
             return 0;
     if (e->searches >= MAX_SEARCHES)
@@ -496,23 +521,27 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         e->nstamp[r] = e->stamp;
         e->clist[nc++] = r;
         if (fits_with(e, sr, r, &vi, 1, -1, short_by, &mask)) {
+            /* Victims come in victim order (least work lost first): the
+             * first that makes room alone is the cheapest single one. */
             best.v[0] = vi;
             best.nv = 1;
             best.rank = r;
             best.cost = e->vrank[vi];
+            best.lost = e->vlost[vi];
             have = true;
         }
     }
     bool full = !have && !e->damp;
     for (size_t c = 0; c < nc && full; c++) {
-        int limit = have ? best.nv : MAX_VICTIMS;
-        if (!try_node(e, sr, e->clist[c], &cur, limit))
+        if (!try_node(e, sr, e->clist[c], &cur, MAX_VICTIMS))
             continue;
         if (!have || better(&cur, &best)) {
             best = cur;
             have = true;
         }
     }
+    if (!have && holder)
+        return 0;
     if (!have) {
         struct fail_entry *f = &q->fail[m][q->fail_next[m]];
         memcpy(f->req, req, sizeof(f->req));
@@ -700,19 +729,12 @@ static bool entitled_fair_share(const struct eng *e, int32_t qi, const struct fa
 }
 
 /* Whether some pod that reclaim up to the fair share could take, but for
- * its short run time, sits on a queue above its fair share: then a pod
- * owed room is held back, not without a victim. */
+ * its short run time, sits on a queue other than qi above its fair share:
+ * then a pod owed room is held back, not without a victim. Counted once
+ * per cycle in build_victims (young, young_total). */
 static bool young_victims(const struct eng *e, int32_t qi)
 {
-    const struct fair_snapshot *s = e->s;
-    for (size_t i = 0; i < e->nvict; i++) {
-        const struct fair_pod *v = &s->pods[e->vorder[i]];
-        const struct acct *vq = &e->q[v->queue];
-        if (v->queue != qi && !(e->pflags[e->vorder[i]] & PF_EVICTED) &&
-            vq->live[GPU] > vq->fs[GPU] && s->now_ms - v->started_ms < s->over_quota_min_runtime_ms)
-            return true;
-    }
-    return false;
+    return e->young_total - e->q[qi].young > 0;
 }
 
 /* Holds a node for pod pi (owed room that no node has now, though an
@@ -851,14 +873,28 @@ int fair_eng_reclaim_phase(struct eng *e)
             }
             if (found)
                 continue;
-            /* Owed room that no victim set frees now: hold the node an
-             * emptied one would be, or say what holds the reclaim back. */
-            if (owed &&
-                (e->hold_of[pi] >= 0 || (!e->damp && could_fit(e, p) && hold_node_for(e, pi))))
-                e->res->pending_reasons[pi] = FAIR_PENDING_NODE_HELD;
-            else if ((owed && fair_share && young_victims(e, qi)) || held)
+            /* Owed room that no victim set frees now: say what holds the
+             * reclaim back (victims too young, the hysteresis), or hold the
+             * node an emptied one would be. */
+            if ((owed && fair_share && young_victims(e, qi)) || held)
                 e->res->pending_reasons[pi] = FAIR_PENDING_RECLAIM_HELD;
+            else if (owed && (e->hold_of[pi] >= 0 ||
+                              (!e->damp && !q->held && could_fit(e, p) && hold_node_for(e, pi))))
+                e->res->pending_reasons[pi] = FAIR_PENDING_NODE_HELD;
         }
+    }
+    /* A hold lasts only while its pod waits for it: one that got room some
+     * other way (bound, or room reserved) or is no longer owed any (its
+     * queue reached its fair share, say) lets the node go, for pass 2 now
+     * and for everyone next cycle. */
+    for (size_t pi = 0; pi < s->npods; pi++) {
+        int32_t rank = e->hold_of[pi];
+        if (rank < 0 || e->res->pending_reasons[pi] == FAIR_PENDING_NODE_HELD)
+            continue;
+        e->hold[rank] = NULL;
+        e->hold_of[pi] = -1;
+        e->res->hold_node[pi] = -1;
+        e->res->hold_since_ms[pi] = 0;
     }
     return 0;
 }
