@@ -16,6 +16,7 @@
 #include "base/quantity.h"
 #include "cache/informer.h"
 #include "cache/leader.h"
+#include "cache/store.h"
 #include "cache/workqueue.h"
 #include "ctl/metrics.h"
 #include "ctl/podmem.h"
@@ -68,6 +69,7 @@ struct req {
     char *obj_kind;                  /* status writes: "Queue" / "Project" */
     char *message;                   /* queued Events */
     const char *ev_type, *ev_reason; /* queued Events; static strings */
+    char *lineage;                   /* evictions: whose eviction count grows */
     int64_t gpu_milli, inquota_milli;
     int evict_reason;
     struct req *qnext; /* binds waiting for a slot; queued Events */
@@ -95,6 +97,7 @@ struct fair_ctl {
     char *identity;
     struct fair_kconfig kcfg;
     struct fair_kclient *kc;
+    struct fair_kclient *lease_kc; /* leader election's own client */
     struct fair_informer *inf[INF_COUNT];
     bool synced[INF_COUNT];
     struct fair_leader *leader;
@@ -124,6 +127,8 @@ struct fair_ctl {
     size_t events_in_flight;         /* queued Events sent and not answered */
     struct req *evq_head, *evq_tail; /* Events waiting to be sent */
     size_t nevq;
+    /* Nodes holding a pod the pods informer cannot read (borrowed names). */
+    const char *full_nodes[FAIR_INFORMER_MAX_UNREADABLE];
     /* Scratch arrays for the snapshot input, reused between cycles. */
     const void **arr[INF_COUNT];
     size_t arr_cap[INF_COUNT];
@@ -188,6 +193,7 @@ static void req_free(struct req *r)
     fair_free(r->for_pod);
     fair_free(r->obj_kind);
     fair_free(r->message);
+    fair_free(r->lineage);
     fair_free(r);
 }
 
@@ -257,6 +263,13 @@ static void ledger_close(struct fair_ctl *c, const struct fair_kpod *p, enum fai
 }
 
 /* ---- informer handlers ---- */
+
+/* The lineage whose evictions count for pod: its controller owner (a Job's
+ * replacement pods share the Job's count), else the pod itself. */
+static const char *lineage_of(const struct fair_kpod *p)
+{
+    return p->owner_uid && *p->owner_uid ? p->owner_uid : p->meta.uid;
+}
 
 static bool is_ours(const struct fair_ctl *c, const struct fair_kpod *p)
 {
@@ -782,15 +795,26 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
     }
     if (r->evict_reason == FAIR_EVICT_PREEMPT)
         c->metrics.preemptions_preempt++;
+    else if (r->evict_reason == FAIR_EVICT_FAIR_SHARE)
+        c->metrics.preemptions_fair_share++;
     else
         c->metrics.preemptions_reclaim++;
-    FAIR_INFO(COMP, "msg=\"evicted\" pod=%s/%s for_queue=%s for_pod=%s", r->ns, r->name,
-              r->for_queue, r->for_pod);
+    if (fair_ctl_podmem_count_eviction(&c->pods, r->lineage))
+        FAIR_WARN(COMP, "msg=\"eviction not counted (too many workloads tracked)\" pod=%s/%s",
+                  r->ns, r->name);
+    FAIR_INFO(COMP, "msg=\"evicted\" pod=%s/%s for_queue=%s for_pod=%s reason=%s", r->ns, r->name,
+              r->for_queue, r->for_pod,
+              fair_evict_reason_str((enum fair_evict_reason)r->evict_reason));
     char msg[600];
     if (r->evict_reason == FAIR_EVICT_PREEMPT)
         snprintf(msg, sizeof msg,
                  "Preempted by fairshare: pod %s of the same queue %s has a higher priority",
                  r->for_pod, r->for_queue);
+    else if (r->evict_reason == FAIR_EVICT_FAIR_SHARE)
+        snprintf(msg, sizeof msg,
+                 "Preempted by fairshare: this pod's queue was above its fair share and queue %s "
+                 "below its own, so it took the GPUs back (for pod %s)",
+                 r->for_queue, r->for_pod);
     else
         snprintf(msg, sizeof msg,
                  "Preempted by fairshare: queue %s reclaimed the GPUs it lent (for pod %s)",
@@ -832,11 +856,12 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     r->for_queue = dup0(fq);
     r->for_pod = dup0(forpod);
     r->evict_reason = a->reason;
+    r->lineage = dup0(lineage_of(s->kpods[a->pod]));
     m->uid = dup0(p->uid);
     m->ns = dup0(p->namespace_);
     m->name = dup0(p->name);
-    if (!r->uid || !r->ns || !r->name || !r->for_queue || !r->for_pod || !m->uid || !m->ns ||
-        !m->name) {
+    if (!r->uid || !r->ns || !r->name || !r->for_queue || !r->for_pod || !r->lineage || !m->uid ||
+        !m->ns || !m->name) {
         fair_ctl_podmem_end(&c->pods, p->uid);
         req_free(r);
         req_free(m);
@@ -976,12 +1001,14 @@ static const char *project_team(const struct fair_ctl_snapshot *s, int32_t proje
     return kp->team ? kp->team : kp->meta.name;
 }
 
-static void ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
+/* Returns the ledger's result: FAIR_EBUSY (locked by another process) is
+ * retried at the next cycle. */
+static int ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
 {
     struct fair_error err = {0};
     struct fair_ledger_interval_info *live = fair_calloc(s->snap.npods + 1, sizeof *live);
     if (!live)
-        return;
+        return FAIR_ENOMEM;
     size_t n = 0;
     for (size_t i = 0; i < s->snap.npods; i++) {
         const struct fair_pod *p = &s->snap.pods[i];
@@ -1005,12 +1032,16 @@ static void ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot 
             .start_ms = p->started_ms ? p->started_ms : wall(c)};
     }
     size_t closed = 0, opened = 0;
-    if (fair_ledger_reconcile(c->ledger, wall(c), live, n, &closed, &opened, &err))
+    int rc = fair_ledger_reconcile(c->ledger, wall(c), live, n, &closed, &opened, &err);
+    if (rc == FAIR_EBUSY) /* the ledger logs the streak; retried next cycle */
+        FAIR_DEBUG(COMP, "msg=\"ledger reconcile: database locked\" err=\"%s\"", err.msg);
+    else if (rc)
         FAIR_WARN(COMP, "msg=\"ledger reconcile failed\" err=\"%s\"", err.msg);
     else
         FAIR_INFO(COMP, "msg=\"ledger reconciled\" live=%zu closed=%zu opened=%zu", n, closed,
                   opened);
     fair_free(live);
+    return rc;
 }
 
 static void ledger_sample(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
@@ -1044,13 +1075,16 @@ static void ledger_sample(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
 
 /* ---- the cycle ---- */
 
-static void overlay(void *ctx, const char *uid, struct fair_ctl_overlay *out)
+static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_overlay *out)
 {
     struct fair_ctl *c = ctx;
     memset(out, 0, sizeof *out);
-    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, uid);
+    out->evictions = fair_ctl_podmem_evictions(&c->pods, lineage_of(pod));
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, pod->meta.uid);
     if (!e)
         return;
+    out->hold_node = e->hold_node;
+    out->hold_since_ms = e->hold_since_ms;
     if (e->op == FAIR_CTL_OP_BINDING) {
         out->kind = FAIR_CTL_OVERLAY_BINDING;
         out->node = e->op_node;
@@ -1090,12 +1124,40 @@ static int collect(struct fair_ctl *c, int i, size_t *n_out)
 
 /* Builds the snapshot of what the informers hold, n[i] objects collected
  * from informer i; binds sent and not yet seen count as running. */
+/* Nodes holding a pod the pods informer could not read (not finished, and
+ * with no readable version in the store): what it holds is unknown, so the
+ * node takes no new pods. Fills c->full_nodes; returns the count. */
+static size_t collect_full_nodes(struct fair_ctl *c)
+{
+    struct fair_informer *inf = c->inf[INF_PODS];
+    size_t n = 0, total = inf ? fair_informer_unreadable_count(inf) : 0;
+    for (size_t i = 0; i < total && n < FAIR_INFORMER_MAX_UNREADABLE; i++) {
+        const struct fair_informer_unreadable *u = fair_informer_unreadable_at(inf, i);
+        const struct fair_kskeleton *k = &u->id;
+        if (!k->node_name || !*k->node_name ||
+            (k->phase && (!strcmp(k->phase, "Succeeded") || !strcmp(k->phase, "Failed"))))
+            continue;
+        if (k->uid && fair_store_get(fair_informer_store(inf), k->uid))
+            continue; /* its last readable version is in the store: that counts */
+        c->full_nodes[n++] = k->node_name;
+    }
+    return n;
+}
+
 static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
                           struct fair_ctl_snapshot *s, struct fair_error *err)
 {
+    size_t nfull = collect_full_nodes(c);
+    c->metrics.nodes_blocked_unreadable = nfull;
     struct fair_ctl_snapshot_input in = {
         .scheduler_name = c->cfg->scheduler_name,
         .now_ms = wall(c),
+        .reclaim_up_to = strcmp(c->cfg->reclaim_up_to, "Guarantee") == 0 ? FAIR_RECLAIM_GUARANTEE
+                                                                         : FAIR_RECLAIM_FAIR_SHARE,
+        .over_quota_threshold_pct = (int32_t)c->cfg->oq_threshold_pct,
+        .over_quota_min_runtime_ms = c->cfg->oq_min_runtime_ms,
+        .max_evictions = (int32_t)c->cfg->max_evictions,
+        .hold_timeout_ms = c->cfg->hold_timeout_ms,
         .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
         .nnodes = n[INF_NODES],
         .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
@@ -1105,7 +1167,9 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
         .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
         .npods = n[INF_PODS],
         .overlay = overlay,
-        .overlay_ctx = c};
+        .overlay_ctx = c,
+        .full_nodes = c->full_nodes,
+        .nfull_nodes = nfull};
     return fair_ctl_snapshot_build(&in, s, err);
 }
 
@@ -1146,10 +1210,23 @@ static void run_cycle(struct fair_ctl *c)
     }
     have_res = true;
     clock_gettime(CLOCK_MONOTONIC, &ts_eng);
-    if (c->need_reconcile && c->ledger) {
-        ledger_reconcile(c, &s);
-        c->need_reconcile = false;
+    /* Nodes held for pending pods go back into the next snapshot. */
+    for (size_t i = 0; i < s.snap.npods && i < res.npods; i++) {
+        const struct fair_pod *p = &s.snap.pods[i];
+        if (p->state != FAIR_POD_PENDING || (res.hold_since_ms[i] <= 0 && p->hold_since_ms <= 0))
+            continue;
+        int32_t hn = res.hold_node[i];
+        const char *node = hn >= 0 && (size_t)hn < s.snap.nnodes ? s.snap.nodes[hn].name : NULL;
+        FAIR_DEBUG(COMP, "msg=\"hold\" pod=%s/%s node=%s since=%lld was=%d/%lld reason=%s",
+                   p->namespace_, p->name, node ? node : "-", (long long)res.hold_since_ms[i],
+                   p->hold_node, (long long)p->hold_since_ms,
+                   fair_pending_reason_str((enum fair_pending_reason)res.pending_reasons[i]));
+        if (fair_ctl_podmem_set_hold(&c->pods, p->uid, node, res.hold_since_ms[i]))
+            FAIR_WARN(COMP, "msg=\"could not remember a held node\" pod=%s/%s", p->namespace_,
+                      p->name);
     }
+    if (c->need_reconcile && c->ledger)
+        c->need_reconcile = ledger_reconcile(c, &s) == FAIR_EBUSY;
 
     /* Binds and evictions first. */
     queue_alloc = fair_calloc(s.snap.nqueues + 1, sizeof *queue_alloc);
@@ -1275,9 +1352,14 @@ static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
     struct fair_ctl *c = arg;
     struct fair_error err = {0};
     if (c->ledger) {
-        if (fair_ledger_flush(c->ledger, &err))
-            FAIR_WARN(COMP, "msg=\"ledger flush failed; kept for the next try\" err=\"%s\"",
-                      err.msg);
+        /* Never waits for a lock (fair_ledger_set_lock_wait(0) at start): a
+         * failed flush keeps its records and is retried with backoff; the
+         * ledger logs the streak. */
+        fair_ledger_flush(c->ledger, &err);
+        int64_t ms = fair_ledger_retry_delay_ms(c->ledger, c->cfg->ledger_flush_ms);
+        struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                             .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+        event_add(c->flush_ev, &tv);
         if (c->leader_now && mono(c) - c->last_prune_ms >= PRUNE_INTERVAL_MS) {
             int64_t deleted = 0;
             c->last_prune_ms = mono(c);
@@ -1414,7 +1496,18 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
         struct fair_leader_callbacks cb = {.on_started_leading = on_started_leading,
                                            .on_stopped_leading = on_stopped_leading,
                                            .ctx = c};
-        if ((rc = fair_leader_new(c->kc, &lo, &cb, &c->leader, err)))
+        /* A client of its own (own curl multi handle, own connections) so
+         * that renewals never wait behind binds for a connection or an
+         * HTTP/2 stream; as kube-scheduler's leader-election client, its
+         * requests time out at the renew deadline. */
+        struct fair_kclient_options lkopt = kopt;
+        lkopt.qps = -1;
+        lkopt.max_host_connections = 2;
+        if (lkopt.request_timeout_ms > c->cfg->renew_deadline_ms)
+            lkopt.request_timeout_ms = (long)c->cfg->renew_deadline_ms;
+        lkopt.user_agent = "fairshare-controller/0.1 leader-election";
+        if ((rc = fair_kclient_new(base, &c->kcfg, &lkopt, &c->lease_kc, err)) ||
+            (rc = fair_leader_new(c->lease_kc, &lo, &cb, &c->leader, err)))
             goto out;
     }
     *out = c;
@@ -1435,6 +1528,7 @@ int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
         lo.retention_ms = c->cfg->ledger_retention_ms;
         if ((rc = fair_ledger_open(&lo, &c->ledger, err)))
             return rc;
+        fair_ledger_set_lock_wait(c->ledger, 0); /* the loop never waits for a lock */
         int64_t ms = c->cfg->ledger_flush_ms;
         struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
                              .tv_usec = (suseconds_t)(ms % 1000) * 1000};
@@ -1491,6 +1585,8 @@ static void ledger_final_heartbeat(struct fair_ctl *c)
 
 void fair_ctl_shutdown(struct fair_ctl *c, void (*done)(void *ctx), void *ctx)
 {
+    if (c->ledger) /* the last writes may wait, boundedly, for a lock to clear */
+        fair_ledger_set_lock_wait(c->ledger, c->cfg->ledger_shutdown_wait_ms);
     drop_bind_queue(c); /* planned binds not sent: never placed */
     ledger_final_heartbeat(c);
     c->stopping = true;
@@ -1515,6 +1611,7 @@ void fair_ctl_free(struct fair_ctl *c)
     for (int i = 0; i < INF_COUNT; i++)
         fair_informer_free(c->inf[i]);
     fair_kclient_free(c->kc);
+    fair_kclient_free(c->lease_kc);
     while (c->reqs)
         req_free(c->reqs); /* their callbacks will not run */
     fair_ledger_free(c->ledger);
@@ -1552,6 +1649,15 @@ int fair_ctl_exit_code(const struct fair_ctl *c)
 int fair_ctl_metrics_text(struct fair_ctl *c, struct fair_buf *out)
 {
     c->metrics.inflight = c->pods.inflight;
+    for (int i = 0; i < INF_COUNT && i < FAIR_CTL_INFORMERS; i++) {
+        struct fair_informer_stats st;
+        if (!c->inf[i])
+            continue;
+        fair_informer_get_stats(c->inf[i], &st);
+        c->metrics.inf_oversized[i] = st.oversized;
+        c->metrics.inf_undecodable[i] = st.decode_errors;
+        c->metrics.inf_page_shrinks[i] = st.page_shrinks;
+    }
     return fair_ctl_metrics_render(&c->metrics, out);
 }
 

@@ -150,8 +150,10 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
     P("# HELP fairshare_preemptions_total Pods evicted by the controller.\n"
       "# TYPE fairshare_preemptions_total counter\n"
       "fairshare_preemptions_total{reason=\"reclaim\"} %llu\n"
+      "fairshare_preemptions_total{reason=\"fair_share\"} %llu\n"
       "fairshare_preemptions_total{reason=\"priority\"} %llu\n",
-      (unsigned long long)m->preemptions_reclaim, (unsigned long long)m->preemptions_preempt);
+      (unsigned long long)m->preemptions_reclaim, (unsigned long long)m->preemptions_fair_share,
+      (unsigned long long)m->preemptions_preempt);
     P("# HELP fairshare_evictions_blocked_total Evictions refused by a PodDisruptionBudget.\n"
       "# TYPE fairshare_evictions_blocked_total counter\n"
       "fairshare_evictions_blocked_total %llu\n",
@@ -199,6 +201,26 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
     P("# HELP fairshare_informers_synced 1 once every informer has listed.\n"
       "# TYPE fairshare_informers_synced gauge\nfairshare_informers_synced %d\n",
       m->synced ? 1 : 0);
+    static const char *const inf_names[FAIR_CTL_INFORMERS] = {"projects", "queues", "nodes",
+                                                              "pods"};
+    P("# HELP fairshare_informer_objects_skipped_total Objects an informer could not read "
+      "(over the per-object cap, or not decodable) and skipped.\n"
+      "# TYPE fairshare_informer_objects_skipped_total counter\n");
+    for (int i = 0; i < FAIR_CTL_INFORMERS; i++)
+        P("fairshare_informer_objects_skipped_total{resource=\"%s\",reason=\"oversized\"} %llu\n"
+          "fairshare_informer_objects_skipped_total{resource=\"%s\",reason=\"undecodable\"} "
+          "%llu\n",
+          inf_names[i], (unsigned long long)m->inf_oversized[i], inf_names[i],
+          (unsigned long long)m->inf_undecodable[i]);
+    P("# HELP fairshare_informer_page_shrinks_total List pages asked again at half the size.\n"
+      "# TYPE fairshare_informer_page_shrinks_total counter\n");
+    for (int i = 0; i < FAIR_CTL_INFORMERS; i++)
+        P("fairshare_informer_page_shrinks_total{resource=\"%s\"} %llu\n", inf_names[i],
+          (unsigned long long)m->inf_page_shrinks[i]);
+    P("# HELP fairshare_nodes_blocked_unreadable Nodes taking no new pods because they hold a pod "
+      "the controller cannot read.\n"
+      "# TYPE fairshare_nodes_blocked_unreadable gauge\nfairshare_nodes_blocked_unreadable %llu\n",
+      (unsigned long long)m->nodes_blocked_unreadable);
     P("# HELP fairshare_pods_pending Pods of ours waiting to be scheduled.\n"
       "# TYPE fairshare_pods_pending gauge\nfairshare_pods_pending %llu\n",
       (unsigned long long)m->pods_pending);

@@ -18,6 +18,7 @@
 
 #define FAIR_CTL_HIST_BUCKETS 12
 #define FAIR_CTL_MAX_CODES 16
+#define FAIR_CTL_INFORMERS 4 /* projects, queues, nodes, pods */
 
 struct fair_ctl_queue_metrics {
     char *queue;
@@ -32,7 +33,8 @@ struct fair_ctl_metrics {
     uint64_t bind_conflicts; /* 409: already bound; not retried until seen */
     uint64_t preemptions_reclaim;
     uint64_t preemptions_preempt;
-    uint64_t evictions_blocked; /* 429 from a PodDisruptionBudget */
+    uint64_t preemptions_fair_share; /* reclaim beyond a guarantee, up to a fair share */
+    uint64_t evictions_blocked;      /* 429 from a PodDisruptionBudget */
     uint64_t events_sent;
     uint64_t events_dropped; /* Scheduled/Preempted Events over the queue's cap */
     uint64_t status_writes;
@@ -52,6 +54,13 @@ struct fair_ctl_metrics {
     uint64_t inflight;
     struct fair_ctl_queue_metrics *queues;
     size_t nqueues;
+    /* Per informer (projects, queues, nodes, pods): objects it could not
+     * read and skipped, list pages it asked again at half the size, and
+     * the nodes taking no new pods because of a pod it cannot read. */
+    uint64_t inf_oversized[FAIR_CTL_INFORMERS];
+    uint64_t inf_undecodable[FAIR_CTL_INFORMERS];
+    uint64_t inf_page_shrinks[FAIR_CTL_INFORMERS];
+    uint64_t nodes_blocked_unreadable;
 };
 
 /* Upper bounds of the histogram buckets, in seconds (+Inf is implicit). */

@@ -11,6 +11,7 @@ void fair_ctl_podmem_init(struct fair_ctl_podmem *m)
 {
     memset(m, 0, sizeof *m);
     fair_ctl_index_init(&m->by_uid);
+    fair_ctl_index_init(&m->by_lineage);
 }
 
 static void entry_free(struct fair_ctl_podmem_entry *e)
@@ -19,6 +20,7 @@ static void entry_free(struct fair_ctl_podmem_entry *e)
         return;
     fair_free(e->uid);
     fair_free(e->op_node);
+    fair_free(e->hold_node);
     fair_free(e);
 }
 
@@ -28,6 +30,11 @@ void fair_ctl_podmem_release(struct fair_ctl_podmem *m)
         entry_free(m->v[i]);
     fair_free(m->v);
     fair_ctl_index_release(&m->by_uid);
+    for (size_t i = 0; i < m->nlin; i++)
+        fair_free(m->lin_keys[i]);
+    fair_free(m->lin_keys);
+    fair_free(m->lin_count);
+    fair_ctl_index_release(&m->by_lineage);
     memset(m, 0, sizeof *m);
 }
 
@@ -134,4 +141,56 @@ void fair_ctl_podmem_clear_ops(struct fair_ctl_podmem *m)
 {
     for (size_t i = 0; i < m->n; i++)
         end_entry(m, m->v[i]);
+}
+
+int fair_ctl_podmem_set_hold(struct fair_ctl_podmem *m, const char *uid, const char *node,
+                             int64_t since_ms)
+{
+    /* node NULL with since_ms > 0: a hold that timed out (its cooldown). */
+    bool keep = node || since_ms > 0;
+    struct fair_ctl_podmem_entry *e =
+        keep ? fair_ctl_podmem_ensure(m, uid) : fair_ctl_podmem_get(m, uid);
+    if (!e)
+        return keep ? FAIR_ENOMEM : 0;
+    if (node && e->hold_node && !strcmp(e->hold_node, node)) {
+        e->hold_since_ms = since_ms;
+        return 0;
+    }
+    char *copy = node ? fair_strdup(node) : NULL;
+    if (node && !copy)
+        return FAIR_ENOMEM;
+    fair_free(e->hold_node);
+    e->hold_node = copy;
+    e->hold_since_ms = since_ms;
+    return 0;
+}
+
+int fair_ctl_podmem_count_eviction(struct fair_ctl_podmem *m, const char *lineage)
+{
+    int32_t i = fair_ctl_index_get(&m->by_lineage, lineage);
+    if (i >= 0) {
+        if (m->lin_count[i] < INT32_MAX)
+            m->lin_count[i]++;
+        return 0;
+    }
+    if (m->nlin >= FAIR_CTL_LINEAGE_MAX)
+        return FAIR_ERANGE;
+    if (fair_grow((void **)&m->lin_keys, &m->lin_cap, m->nlin + 1, sizeof *m->lin_keys) ||
+        fair_grow((void **)&m->lin_count, &m->lin_cnt_cap, m->nlin + 1, sizeof *m->lin_count))
+        return FAIR_ENOMEM;
+    char *key = fair_strdup(lineage);
+    if (!key || fair_ctl_index_put(&m->by_lineage, key, (int32_t)m->nlin)) {
+        fair_free(key);
+        return FAIR_ENOMEM;
+    }
+    m->lin_keys[m->nlin] = key;
+    m->lin_count[m->nlin] = 1;
+    m->nlin++;
+    return 0;
+}
+
+int32_t fair_ctl_podmem_evictions(const struct fair_ctl_podmem *m, const char *lineage)
+{
+    int32_t i = lineage ? fair_ctl_index_get(&m->by_lineage, lineage) : -1;
+    return i < 0 ? 0 : m->lin_count[i];
 }

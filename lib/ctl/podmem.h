@@ -13,6 +13,11 @@
  *             failed, or op_timeout passed--> NONE
  * Invariant: a pod in BINDING or EVICTING gets no new bind or eviction.
  *
+ * It also keeps, per pending pod, the node the engine holds for it (passed
+ * back into the next snapshot), and per lineage (the pod's controller
+ * owner, else the pod itself) how many of its pods were evicted, so that a
+ * workload evicted again and again stops borrowing.
+ *
  * Ownership: entries and their strings are owned by the table; pointers
  * returned are borrowed until the entry is removed. */
 #ifndef FAIR_CTL_PODMEM_H
@@ -25,6 +30,8 @@
 #include "ctl/index.h"
 
 #define FAIR_CTL_PODMEM_MAX ((size_t)4 << 20)
+/* Lineages whose evictions are counted; past this, new ones are not. */
+#define FAIR_CTL_LINEAGE_MAX ((size_t)1 << 16)
 
 enum fair_ctl_op { FAIR_CTL_OP_NONE = 0, FAIR_CTL_OP_BINDING, FAIR_CTL_OP_EVICTING };
 
@@ -39,9 +46,11 @@ struct fair_ctl_podmem_entry {
     int64_t last_event_ms;    /* monotonic */
     int last_cond_why;        /* FAIR_CTL_WHY_* of the last condition written; -1 */
     int64_t last_cond_ms;
-    bool ledger_open;   /* an interval is open in the ledger */
-    bool mark_inflight; /* the DisruptionTarget=True patch is not answered yet */
-    bool unmark_due;    /* ...and a refused eviction wants it set back when it is */
+    bool ledger_open;      /* an interval is open in the ledger */
+    bool mark_inflight;    /* the DisruptionTarget=True patch is not answered yet */
+    bool unmark_due;       /* ...and a refused eviction wants it set back when it is */
+    char *hold_node;       /* pending: the node the engine holds for it, or NULL */
+    int64_t hold_since_ms; /* ...since (wall ms); 0: none */
 };
 
 struct fair_ctl_podmem {
@@ -49,6 +58,11 @@ struct fair_ctl_podmem {
     size_t n, cap;
     struct fair_ctl_index by_uid; /* uid -> position in v */
     size_t inflight;              /* entries with op != NONE */
+    /* Evictions per lineage: keys owned here, counts by position. */
+    char **lin_keys;
+    int32_t *lin_count;
+    size_t nlin, lin_cap, lin_cnt_cap;
+    struct fair_ctl_index by_lineage;
 };
 
 void fair_ctl_podmem_init(struct fair_ctl_podmem *m);
@@ -70,5 +84,17 @@ size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t
 void fair_ctl_podmem_remove(struct fair_ctl_podmem *m, const char *uid);
 /* Ends every operation (leadership lost: another replica decides now). */
 void fair_ctl_podmem_clear_ops(struct fair_ctl_podmem *m);
+
+/* Sets (node non-NULL, copied) or clears the node held for pod uid, with
+ * since_ms (kept without a node: the cooldown of a hold that timed out).
+ * Returns 0 or FAIR_ENOMEM. */
+int fair_ctl_podmem_set_hold(struct fair_ctl_podmem *m, const char *uid, const char *node,
+                             int64_t since_ms);
+/* Counts one eviction of lineage (owner uid or pod uid). Returns 0,
+ * FAIR_ENOMEM, or FAIR_ERANGE when FAIR_CTL_LINEAGE_MAX lineages are
+ * counted already. */
+int fair_ctl_podmem_count_eviction(struct fair_ctl_podmem *m, const char *lineage);
+/* Evictions counted for lineage (0 when none). */
+int32_t fair_ctl_podmem_evictions(const struct fair_ctl_podmem *m, const char *lineage);
 
 #endif

@@ -389,6 +389,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         n->allocatable.v[FAIR_RES_GPU] = (int64_t)n->gpu_count * FAIR_GPU_DEVICE_MILLI;
         n->max_pods = k->max_pods;
         n->unschedulable = k->unschedulable || !k->ready;
+        for (size_t f = 0; f < in->nfull_nodes && !n->unschedulable; f++)
+            if (in->full_nodes[f] && k->meta.name && !strcmp(in->full_nodes[f], k->meta.name))
+                n->unschedulable = true; /* holds a pod we cannot read */
         n->labels = k->labels;
         n->nlabels = k->nlabels;
         n->taints = k->taints;
@@ -470,6 +473,13 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         q->project_name = k->project;
         q->project = out->project_index[kp];
         q->reclaim_min_runtime_ms = k->reclaim_min_runtime_ms;
+        /* The queue's reclaimUpTo, else its project's, else the default. */
+        enum fair_kreclaim up = k->quota.reclaim_up_to;
+        if (up == FAIR_KRECLAIM_UNSET)
+            up = in->projects[kp]->quota.reclaim_up_to;
+        q->reclaim_up_to = up == FAIR_KRECLAIM_GUARANTEE    ? FAIR_RECLAIM_GUARANTEE
+                           : up == FAIR_KRECLAIM_FAIR_SHARE ? FAIR_RECLAIM_FAIR_SHARE
+                                                            : in->reclaim_up_to;
         out->kqueues[q_out] = k;
         if ((rc = fair_ctl_index_put(&out->queue_by_name, k->meta.name, (int32_t)q_out)))
             goto out;
@@ -503,7 +513,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             continue;
         struct fair_ctl_overlay ov = {0};
         if (in->overlay)
-            in->overlay(in->overlay_ctx, k->meta.uid, &ov);
+            in->overlay(in->overlay_ctx, k, &ov);
         bool ours = k->scheduler_name && in->scheduler_name &&
                     strcmp(k->scheduler_name, in->scheduler_name) == 0;
         const char *node = k->node_name && *k->node_name ? k->node_name : NULL;
@@ -557,6 +567,15 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->tolerations = k->tolerations;
         p->ntolerations = k->ntolerations;
         p->gpu_model = k->gpu_model;
+        p->checkpoint_interval_ms = k->checkpoint_interval_ms;
+        p->evictions = ov.evictions;
+        p->hold_node = -1;
+        if (!node && ov.hold_node && ov.hold_since_ms > 0) {
+            p->hold_node = fair_ctl_index_get(&out->node_by_name, ov.hold_node);
+            p->hold_since_ms = ov.hold_since_ms;
+        } else if (!node && ov.hold_since_ms > 0) {
+            p->hold_since_ms = ov.hold_since_ms; /* a hold that timed out: its cooldown */
+        }
         if (ours && k->gang && *k->gang) {
             p->gang = pool_add_gang(out, p->namespace_, k->gang);
             p->gang_size = k->gang_size > 0 ? k->gang_size : 1;
@@ -582,6 +601,10 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->snap.pods = out->pods;
     out->snap.npods = pod_out;
     out->snap.now_ms = in->now_ms;
+    out->snap.over_quota_threshold_pct = in->over_quota_threshold_pct;
+    out->snap.over_quota_min_runtime_ms = in->over_quota_min_runtime_ms;
+    out->snap.max_evictions = in->max_evictions;
+    out->snap.hold_timeout_ms = in->hold_timeout_ms;
     if (any_unknown && (rc = assign_devices(out, unknown)))
         goto out;
 

@@ -59,14 +59,27 @@ struct fair_ctl_overlay {
     enum fair_ctl_overlay_kind kind;
     const char *node;     /* BINDING */
     uint64_t gpu_devices; /* BINDING */
+    /* Whatever the kind: a pending pod's held node (NULL: none) and since
+     * when (0: none), and how often the pod's lineage was evicted. */
+    const char *hold_node;
+    int64_t hold_since_ms;
+    int32_t evictions;
 };
 
-/* Returns the overlay of the pod with this UID (kind NONE when none). */
-typedef void (*fair_ctl_overlay_fn)(void *ctx, const char *uid, struct fair_ctl_overlay *out);
+/* Returns the overlay of pod (kind NONE when none); pod is borrowed. */
+typedef void (*fair_ctl_overlay_fn)(void *ctx, const struct fair_kpod *pod,
+                                    struct fair_ctl_overlay *out);
 
 struct fair_ctl_snapshot_input {
     const char *scheduler_name;
     int64_t now_ms;
+    /* Reclaim policy (controller config; see struct fair_snapshot):
+     * reclaim_up_to is the default of Projects and Queues that set none. */
+    enum fair_reclaim_mode reclaim_up_to;
+    int32_t over_quota_threshold_pct;
+    int64_t over_quota_min_runtime_ms;
+    int32_t max_evictions;
+    int64_t hold_timeout_ms;
     const struct fair_knode *const *nodes;
     size_t nnodes;
     const struct fair_kproject *const *projects;
@@ -77,6 +90,12 @@ struct fair_ctl_snapshot_input {
     size_t npods;
     fair_ctl_overlay_fn overlay; /* may be NULL */
     void *overlay_ctx;
+    /* Nodes that hold a pod the controller could not read (too big, or not
+     * decodable; the informer's unreadable set): what that pod holds is
+     * unknown, so the node takes no new pods (it counts as unschedulable).
+     * Names borrowed; may be NULL. */
+    const char *const *full_nodes;
+    size_t nfull_nodes;
 };
 
 struct fair_ctl_rejected {

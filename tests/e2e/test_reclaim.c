@@ -247,12 +247,68 @@ static void test_restart(void **state)
     e2e_scenario_end();
 }
 
+/* Queue PRE-q1, -q2, -q3 of one project in namespace PRE, no guarantee,
+ * weights 1:2:1, reach 4/8/4 on 16 GPUs whatever the arrival timing: all
+ * 60 pods at once (as a Job controller would create them), or one queue
+ * after the other, 30 ms apart. Seen before this rule: 0/11/5 and 16/0/0. */
+static void test_weights_staggered(void **state)
+{
+    (void)state;
+    for (int order = 0; order < 2; order++) {
+        char pre[128], q[3][160];
+        e2e_scenario_begin(order ? "staggered" : "together", pre, sizeof pre);
+        e2e_namespace(pre);
+        e2e_project(pre, pre, "0", NULL);
+        static const int weights[3] = {1, 2, 1};
+        for (int k = 0; k < 3; k++) {
+            snprintf(q[k], sizeof q[k], "%s-q%d", pre, k + 1);
+            e2e_queue(q[k], pre, "0", weights[k]);
+        }
+        static struct e2e_ctl ctl;
+        memset(&ctl, 0, sizeof ctl);
+        e2e_ctl_start(&ctl, order ? "staggered" : "together",
+                      "reclaim:\n  overQuotaMinRuntime: 1s");
+        for (int i = 0; i < 60; i++) {
+            int k = order ? i / 20 : i % 3;
+            char name[64], lab[200];
+            snprintf(name, sizeof name, "q%d-%02d", k + 1, order ? i % 20 : i / 3);
+            snprintf(lab, sizeof lab, ",\"w\":\"q%d\"", k + 1);
+            e2e_pod(pre, name, q[k], "1", lab, NULL);
+            if (order)
+                e2e_nap(30);
+        }
+        if (!E2E_WAIT(e2e_count(pre, "w=q1").bound == 4 && e2e_count(pre, "w=q2").bound == 8 &&
+                          e2e_count(pre, "w=q3").bound == 4 &&
+                          e2e_count(pre, NULL).terminating == 0,
+                      E2E_WAIT_MS)) {
+            e2e_ctl_dump(&ctl, 40);
+            fail_msg("%s: %d/%d/%d bound, want 4/8/4", order ? "staggered" : "together",
+                     e2e_count(pre, "w=q1").bound, e2e_count(pre, "w=q2").bound,
+                     e2e_count(pre, "w=q3").bound);
+        }
+        /* And it stays. */
+        long long end = e2e_now_ms() + 3000;
+        while (e2e_now_ms() < end) {
+            assert_int_equal(e2e_count(pre, "w=q1").bound, 4);
+            assert_int_equal(e2e_count(pre, "w=q2").bound, 8);
+            assert_int_equal(e2e_count(pre, "w=q3").bound, 4);
+            e2e_nap(250);
+        }
+        fprintf(stderr, "e2e: %s arrivals: 4/8/4 after %.0f evictions up to the fair share\n",
+                order ? "staggered" : "together",
+                e2e_ctl_metric(&ctl, "fairshare_preemptions_total{reason=\"fair_share\"}"));
+        assert_int_equal(e2e_ctl_stop(&ctl), 0);
+        e2e_scenario_end();
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_lend_and_reclaim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_pdb_forces_another_victim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_restart, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_weights_staggered, e2e_scenario_teardown),
     };
     return cmocka_run_group_tests_name("e2e/reclaim", tests, e2e_setup, e2e_teardown);
 }

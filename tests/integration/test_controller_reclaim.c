@@ -1,7 +1,8 @@
 /* The controller end to end over real HTTPS against the fake API server:
  * team B borrows team A's idle GPUs and gives back exactly what A asks for
  * (Eviction API, Events, DisruptionTarget), and three queues with weights
- * 1:2:1 and no guarantee share 16 GPUs as 4/8/4. */
+ * 1:2:1 and no guarantee share 16 GPUs as 4/8/4, whether their pods arrive
+ * together or one at a time in any order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -179,12 +180,87 @@ static void test_weights_1_2_1(void **state)
     fair_fake_release(&fake);
 }
 
+/* The 1:2:1 case with real arrival timing: 20 pods per queue created one
+ * at a time, 40 ms apart, in three orders (one queue after the other,
+ * round robin, and the reverse). Whoever comes first takes what is idle;
+ * reclaim up to the fair share brings it to 4/8/4, and it stays there. */
+static void test_weights_staggered(void **state)
+{
+    (void)state;
+    static const char *const orders[] = {"sequential", "round-robin", "reverse"};
+    for (int o = 0; o < 3; o++) {
+        static struct fair_fake fake;
+        struct fair_fake_opts opt = {
+            .nodes = 2, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = -1};
+        assert_int_equal(tc_fake_start(&fake, &opt), 0);
+        const char *ns[] = {"ml", NULL};
+        mk_namespaces(&fake, ns);
+        mk_project(&fake, "research", "0", "[\"ml\"]", NULL);
+        mk_queue(&fake, "w1", "research", "0", 1);
+        mk_queue(&fake, "w2", "research", "0", 2);
+        mk_queue(&fake, "w3", "research", "0", 1);
+        static struct ctl c;
+        memset(&c, 0, sizeof c);
+        /* A short minimum run time (the default is a minute), so that the
+         * test also crosses it. */
+        snprintf(c.config, sizeof c.config, "%s/staggered-config.yaml", fake.dir);
+        FILE *f = fopen(c.config, "w");
+        assert_non_null(f);
+        fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
+                   "leaderElection:\n  enabled: false\nreclaim:\n  overQuotaMinRuntime: 1s\n");
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(ctl_start(&c, &fake, orders[o]), 0);
+        if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS))
+            fail_msg("controller not ready");
+        const char *queues[] = {"w1", "w2", "w3"};
+        char name[64];
+        for (int k = 0; k < 60; k++) {
+            int q = o == 0 ? k / 20 : o == 1 ? k % 3 : 2 - k / 20;
+            snprintf(name, sizeof name, "%s-%02d", queues[q], o == 1 ? k / 3 : k % 20);
+            mk_pod(&fake, "ml", name, queues[q], "1");
+            nap(40);
+        }
+        if (!WAIT_UNTIL(queue_gpu_is(&fake, "w1", "allocated", "4") &&
+                            queue_gpu_is(&fake, "w2", "allocated", "8") &&
+                            queue_gpu_is(&fake, "w3", "allocated", "4"),
+                        WAIT_MS)) {
+            ctl_dump_log(&c, 60);
+            json_t *s1 = queue_status(&fake, "w1"), *s2 = queue_status(&fake, "w2"),
+                   *s3 = queue_status(&fake, "w3");
+            char *t1 = json_dumps(json_object_get(s1, "allocated"), JSON_COMPACT);
+            char *t2 = json_dumps(json_object_get(s2, "allocated"), JSON_COMPACT);
+            char *t3 = json_dumps(json_object_get(s3, "allocated"), JSON_COMPACT);
+            fprintf(stderr,
+                    "allocated: w1 %s w2 %s w3 %s; controller %s, %.0f cycles, %.0f in flight\n",
+                    t1, t2, t3, ctl_alive(&c) ? "running" : "gone",
+                    ctl_metric(&c, "fairshare_cycles_total"),
+                    ctl_metric(&c, "fairshare_operations_in_flight"));
+            free(t1), free(t2), free(t3);
+            json_decref(s1), json_decref(s2), json_decref(s3);
+            fail_msg("order %s: not 4/8/4", orders[o]);
+        }
+        /* It stays: no eviction and no bind for three seconds. */
+        double ev = ctl_metric(&c, "fairshare_preemptions_total{reason=\"fair_share\"}");
+        double binds = ctl_metric(&c, "fairshare_binds_total");
+        nap(3000);
+        assert_true(ctl_metric(&c, "fairshare_preemptions_total{reason=\"fair_share\"}") == ev);
+        assert_true(ctl_metric(&c, "fairshare_binds_total") == binds);
+        assert_int_equal(count_pods(&fake, "ml", 1), 16);
+        printf("staggered 1:2:1, order %s: 4/8/4 after %.0f evictions up to the fair share\n",
+               orders[o], ev);
+        assert_int_equal(ctl_stop(&c), 0);
+        assert_int_equal(fair_fake_stop(&fake), 0);
+        fair_fake_release(&fake);
+    }
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_lend_and_reclaim, tc_teardown),
         cmocka_unit_test_teardown(test_weights_1_2_1, tc_teardown),
+        cmocka_unit_test_teardown(test_weights_staggered, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

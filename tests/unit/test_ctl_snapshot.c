@@ -103,9 +103,10 @@ static struct fair_kpod *add_pod(char *uid, char *ns, char *sched, char *queue, 
 }
 
 /* Overlays for the tests: by UID. */
-static void test_overlay(void *ctx, const char *uid, struct fair_ctl_overlay *out)
+static void test_overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_overlay *out)
 {
     (void)ctx;
+    const char *uid = pod->meta.uid;
     memset(out, 0, sizeof *out);
     if (strcmp(uid, "inflight-bind") == 0) {
         out->kind = FAIR_CTL_OVERLAY_BINDING;
@@ -115,6 +116,12 @@ static void test_overlay(void *ctx, const char *uid, struct fair_ctl_overlay *ou
         out->kind = FAIR_CTL_OVERLAY_EVICTING;
     } else if (strcmp(uid, "pdb-blocked") == 0) {
         out->kind = FAIR_CTL_OVERLAY_PROTECTED;
+    } else if (strcmp(uid, "holder") == 0) {
+        out->hold_node = "n2";
+        out->hold_since_ms = 1000;
+        out->evictions = 2;
+    } else if (strcmp(uid, "cooling") == 0) {
+        out->hold_since_ms = 500; /* a hold that timed out */
     }
 }
 
@@ -132,6 +139,9 @@ static void build(struct fair_ctl_snapshot *s)
         .pods = pod_ptrs,
         .npods = npod,
         .overlay = test_overlay,
+        .reclaim_up_to = FAIR_RECLAIM_FAIR_SHARE,
+        .over_quota_threshold_pct = 10,
+        .hold_timeout_ms = 600000,
     };
     struct fair_error err = {0};
     int rc = fair_ctl_snapshot_build(&in, s, &err);
@@ -153,6 +163,86 @@ static const struct fair_ctl_rejected *rejected(const struct fair_ctl_snapshot *
         if (strcmp(s->rejected[i].pod->meta.uid, uid) == 0)
             return &s->rejected[i];
     return NULL;
+}
+
+/* reclaimUpTo: a queue's own, else its project's, else the controller's
+ * default; a pending pod's held node and its lineage's evictions come from
+ * the controller's memory (the overlay). */
+static void test_reclaim_policy_and_holds(void **state)
+{
+    (void)state;
+    reset();
+    add_node("n1", 8, true);
+    add_node("n2", 8, true);
+    static char *ns[] = {"team"};
+    struct fair_kproject *pr = add_project("p", 8, ns, 1, NULL);
+    pr->quota.reclaim_up_to = FAIR_KRECLAIM_GUARANTEE;
+    add_queue("inherits", "p", 2, 1);
+    struct fair_kqueue *own = add_queue("own", "p", 2, 1);
+    own->quota.reclaim_up_to = FAIR_KRECLAIM_FAIR_SHARE;
+    static char *ns2[] = {"other"};
+    add_project("q", 0, ns2, 1, NULL);
+    add_queue("defaulted", "q", 0, 1);
+    add_pod("holder", "team", "fairshare", "inherits", 1000, NULL);
+    add_pod("cooling", "team", "fairshare", "inherits", 1000, NULL);
+    add_pod("plain", "team", "fairshare", "own", 1000, NULL);
+    struct fair_ctl_snapshot s;
+    build(&s);
+    int32_t qi = fair_ctl_index_get(&s.queue_by_name, "inherits");
+    int32_t qo = fair_ctl_index_get(&s.queue_by_name, "own");
+    int32_t qd = fair_ctl_index_get(&s.queue_by_name, "defaulted");
+    assert_int_equal(s.snap.queues[qi].reclaim_up_to, FAIR_RECLAIM_GUARANTEE);
+    assert_int_equal(s.snap.queues[qo].reclaim_up_to, FAIR_RECLAIM_FAIR_SHARE);
+    assert_int_equal(s.snap.queues[qd].reclaim_up_to, FAIR_RECLAIM_FAIR_SHARE); /* the default */
+    const struct fair_pod *h = &s.snap.pods[pod_index(&s, "holder")];
+    assert_int_equal(h->hold_node, fair_ctl_index_get(&s.node_by_name, "n2"));
+    assert_int_equal(h->hold_since_ms, 1000);
+    assert_int_equal(h->evictions, 2);
+    const struct fair_pod *c = &s.snap.pods[pod_index(&s, "cooling")];
+    assert_int_equal(c->hold_node, -1);
+    assert_int_equal(c->hold_since_ms, 500);
+    const struct fair_pod *pl = &s.snap.pods[pod_index(&s, "plain")];
+    assert_int_equal(pl->hold_node, -1);
+    assert_int_equal(pl->hold_since_ms, 0);
+    assert_int_equal(s.snap.hold_timeout_ms, 600000);
+    assert_int_equal(s.snap.over_quota_threshold_pct, 10);
+    fair_ctl_snapshot_release(&s);
+}
+
+/* A node holding a pod the controller cannot read takes no new pods: the
+ * engine sees it unschedulable, so nothing is placed on room it may not
+ * have. */
+static void test_unreadable_pod_blocks_its_node(void **state)
+{
+    (void)state;
+    reset();
+    add_node("n1", 8, true);
+    add_node("n2", 8, true);
+    static char *ns[] = {"team"};
+    add_project("p", 8, ns, 1, NULL);
+    add_queue("q", "p", 8, 1);
+    add_pod("w", "team", "fairshare", "q", 1000, NULL);
+    static const char *const full[] = {"n2"};
+    struct fair_ctl_snapshot_input in = {
+        .scheduler_name = "fairshare",
+        .now_ms = 123456,
+        .nodes = node_ptrs,
+        .nnodes = nn,
+        .projects = project_ptrs,
+        .nprojects = np,
+        .queues = queue_ptrs,
+        .nqueues = nq,
+        .pods = pod_ptrs,
+        .npods = npod,
+        .full_nodes = full,
+        .nfull_nodes = 1,
+    };
+    struct fair_ctl_snapshot s;
+    struct fair_error err = {0};
+    assert_int_equal(fair_ctl_snapshot_build(&in, &s, &err), 0);
+    assert_false(s.snap.nodes[fair_ctl_index_get(&s.node_by_name, "n1")].unschedulable);
+    assert_true(s.snap.nodes[fair_ctl_index_get(&s.node_by_name, "n2")].unschedulable);
+    fair_ctl_snapshot_release(&s);
 }
 
 static void standard_cluster(void)
@@ -514,6 +604,8 @@ int main(void)
         cmocka_unit_test(test_foreign_pods_and_devices),
         cmocka_unit_test(test_bad_pods),
         cmocka_unit_test(test_overlays_gangs_nodes),
+        cmocka_unit_test(test_reclaim_policy_and_holds),
+        cmocka_unit_test(test_unreadable_pod_blocks_its_node),
         cmocka_unit_test(test_many_pods_memo),
         cmocka_unit_test(test_devices_text),
         cmocka_unit_test(test_empty_and_alloc_failures),
