@@ -32,14 +32,32 @@ static void usage(FILE *f)
             "\n"
             "  --nodes FILE          node list (openb format: sn,cpu_milli,memory_mib,gpu,model)\n"
             "  --pods FILE           openb pod list, or the simple job list\n"
-            "                        (name,queue,submit_s,duration_s,gpu,cpu,memory,...)\n"
+            "  --jobs FILE           the same as --pods; the simple job list is\n"
+            "                        name,queue,submit_s,duration_s,gpu[,cpu,memory,\n"
+            "                        priority,preemptible,gpu_model,pods], where pods = N\n"
+            "                        makes a job of N pods that start together\n"
             "  --projects FILE       Project/Queue manifests (YAML); default: one queue\n"
             "  --compare FILE        a second Project/Queue file, reported side by side\n"
+            "                        over the same window\n"
             "  --placement POLICY    fairshare (the engine, default), first-fit,\n"
             "                        random-fit, best-fit, fgd or fgd-online\n"
             "                        (experimental)\n"
+            "  --checkpoint-minutes N  jobs save their progress every N minutes of run\n"
+            "                        time: an eviction loses only the work since the last\n"
+            "                        checkpoint; default 0 (none: restart from scratch)\n"
+            "\n"
+            "The engine's reclaim settings (the controller's config; its defaults):\n"
+            "  --reclaim-up-to MODE  FairShare (default) or Guarantee, for Queues whose\n"
+            "                        Queue and Project leave spec.reclaimUpTo unset\n"
+            "  --over-quota-threshold PCT  hysteresis of reclaim beyond a guarantee; 10\n"
+            "  --over-quota-min-runtime S  pods younger are not reclaimed beyond a\n"
+            "                        guarantee; 60\n"
+            "  --max-evictions N     a pod evicted N times runs only within its queue's fair\n"
+            "                        share; 3 (0: no bound)\n"
+            "  --node-hold-timeout S how long a node is held for a pod owed GPUs; 600\n"
+            "                        (0: no holds)\n"
             "  --out DIR             write timeseries.csv, queues.csv, summary.csv,\n"
-            "                        report.html (the fragmentation mode: frag.csv)\n"
+            "                        jobs.csv, report.html (the fragmentation mode: frag.csv)\n"
             "  --seed N              random seed (random fit, sampling); default 1\n"
             "  --cycle-seconds S     engine cycle period in virtual seconds; default 10\n"
             "  --speedup N           arrivals N times faster (run times unchanged), for a\n"
@@ -102,7 +120,9 @@ static const char *trace_label(const char *path, char *buf, size_t n)
 struct opts {
     const char *nodes, *pods, *projects, *compare, *out, *label;
     const char *placement;
-    uint64_t seed, cycle_s, repeats, stop, speedup, horizon_h;
+    uint64_t seed, cycle_s, repeats, stop, speedup, horizon_h, checkpoint_min;
+    uint64_t oq_threshold, oq_min_runtime_s, max_evictions, hold_s;
+    enum fair_reclaim_mode reclaim;
     int frag, quiet;
 };
 
@@ -254,27 +274,137 @@ static int run_fragmentation(const struct opts *o, struct fair_sim_trace *t)
     return status;
 }
 
+/* A duration for the console: the unit its size reads best in, no
+ * spaces or thousands separators (key=value stays one field), "-" for
+ * none (never "-0"). */
+static const char *dur(char *buf, size_t n, int64_t ms)
+{
+    double v = (double)ms / 1000.0;
+    if (ms < 0)
+        snprintf(buf, n, "-");
+    else if (v < 120)
+        snprintf(buf, n, "%.*fs", v < 10 && ms % 1000 ? 1 : 0, v);
+    else if (v < 3600)
+        snprintf(buf, n, "%.1fmin", v / 60);
+    else if (v < 72 * 3600)
+        snprintf(buf, n, "%.1fh", v / 3600);
+    else
+        snprintf(buf, n, "%.1fd", v / 86400);
+    return buf;
+}
+
+/* GPU-hours for the console: whole from 100 on, else 1 or 3 decimals, so
+ * that small runs do not print 0.0 for work that was lost. */
+static const char *gpu_h(char *buf, size_t n, int64_t gpu_ms)
+{
+    double h = (double)gpu_ms / 3.6e9;
+    snprintf(buf, n, "%.*f", h >= 100 || h <= -100 ? 0 : (h >= 1 || h <= -1 ? 1 : 3), h);
+    return buf;
+}
+
 static void print_run(const struct fair_sim_labeled *l, double secs)
 {
     const struct fair_sim_run *run = l->run;
-    printf("config=%s projects=%s placement=%s simulated_h=%.2f wall_s=%.2f cycles=%zu "
-           "mean_alloc=%.1f%% peak_alloc=%.1f%% evictions=%zu",
-           l->label, l->source, l->policy, (double)(run->end_ms - run->start_ms) / 3.6e6, secs,
-           run->cycles, 100 * run->mean_alloc_ratio, 100 * run->peak_alloc_ratio, run->evictions);
+    const struct fair_sim_qstats *tot = &run->qstats[run->nqueues];
+    char a[32], b[32], c[32], d[32], e[32];
+    printf("config=%s projects=%s placement=%s checkpoint=%s reclaim_threshold=%d%% "
+           "reclaim_min_runtime=%s max_evictions=%d node_hold=%s window_h=%.2f simulated_h=%.2f "
+           "wall_s=%.2f cycles=%zu evictions=%zu peak_alloc=%.1f%%",
+           l->label, l->source, l->policy,
+           run->opts.checkpoint_ms > 0 ? dur(a, sizeof(a), run->opts.checkpoint_ms) : "none",
+           run->opts.over_quota_threshold_pct,
+           dur(b, sizeof(b), run->opts.over_quota_min_runtime_ms), run->opts.max_evictions,
+           run->opts.hold_timeout_ms > 0 ? dur(c, sizeof(c), run->opts.hold_timeout_ms) : "none",
+           (double)(run->window_end_ms - run->window_start_ms) / 3.6e6,
+           (double)(run->end_ms - run->start_ms) / 3.6e6, secs, run->cycles, run->evictions,
+           100 * run->peak_alloc_ratio);
     if (run->first_fail_ms >= 0)
         printf(" first_fail_h=%.2f unallocated_gpu_at_first_fail=%.1f\n",
                (double)(run->first_fail_ms - run->start_ms) / 3.6e6,
                (double)run->first_fail_unallocated / 1000.0);
     else
         printf(" first_fail=none\n");
+    /* The headline: allocation next to useful allocation. */
+    char g1[32], g2[32], g3[32], g4[32], g5[32], g6[32];
+    printf("  alloc=%.1f%% useful_alloc=%.1f%% used_gpu_h=%s lost_gpu_h=%s useful_gpu_h=%s "
+           "max_restarts=%d idle_fit_gpu_h=%s idle_fit_episodes=%zu idle_fit_longest=%s "
+           "idle_fit_admissible_gpu_h=%s held_idle_gpu_h=%s left_out=%zu\n",
+           100 * run->mean_alloc_ratio, 100 * run->useful_alloc_ratio,
+           gpu_h(g1, sizeof(g1), tot->used_gpu_ms), gpu_h(g2, sizeof(g2), tot->lost_gpu_ms),
+           gpu_h(g3, sizeof(g3), tot->used_gpu_ms - tot->lost_gpu_ms), tot->max_restarts,
+           gpu_h(g4, sizeof(g4), run->idle_fit.gpu_ms), run->idle_fit.episodes,
+           dur(a, sizeof(a), run->idle_fit.longest_ms),
+           gpu_h(g5, sizeof(g5), run->idle_fit_admissible.gpu_ms),
+           gpu_h(g6, sizeof(g6), run->held_idle_gpu_ms), tot->unrunnable);
     for (size_t q = 0; q <= run->nqueues; q++) {
         const struct fair_sim_qstats *s = &run->qstats[q];
-        printf("  queue=%s jobs=%zu started=%zu completed=%zu wait_p50_s=%.0f wait_p95_s=%.0f "
-               "wait_max_s=%.0f preemptions=%zu lost_gpu_h=%.1f\n",
+        printf("  queue=%s jobs=%zu started=%zu completed=%zu wait_mean=%s wait_p50=%s "
+               "wait_p95=%s wait_p99=%s wait_max=%s",
                q == run->nqueues ? "*" : l->cfg->queues[q].q.name, s->jobs, s->started,
-               s->completed, s->wait_p50_ms / 1000.0, s->wait_p95_ms / 1000.0,
-               s->wait_max_ms / 1000.0, s->preemptions, (double)s->lost_gpu_ms / 3.6e9);
+               s->completed, dur(a, sizeof(a), s->wait.n ? (int64_t)(s->wait.mean_ms + 0.5) : -1),
+               dur(b, sizeof(b), s->wait.p50_ms), dur(c, sizeof(c), s->wait.p95_ms),
+               dur(d, sizeof(d), s->wait.p99_ms), dur(e, sizeof(e), s->wait.max_ms));
+        printf(" jct_mean=%s jct_p50=%s jct_p95=%s jct_p99=%s preemptions=%zu max_restarts=%d "
+               "lost_gpu_h=%s",
+               dur(a, sizeof(a), s->jct.n ? (int64_t)(s->jct.mean_ms + 0.5) : -1),
+               dur(b, sizeof(b), s->jct.p50_ms), dur(c, sizeof(c), s->jct.p95_ms),
+               dur(d, sizeof(d), s->jct.p99_ms), s->preemptions, s->max_restarts,
+               gpu_h(g1, sizeof(g1), s->lost_gpu_ms));
+        if (s->guaranteed > 0 && s->guar_owed_gpu_ms > 0)
+            printf(" guarantee_gpu=%.1f demand_ge_guarantee=%s guarantee_delivered=%.1f%%",
+                   (double)s->guaranteed / 1000.0, dur(a, sizeof(a), s->demand_ge_guar_ms),
+                   100.0 * (double)s->guar_delivered_gpu_ms / (double)s->guar_owed_gpu_ms);
+        else if (s->guaranteed > 0)
+            printf(" guarantee_gpu=%.1f demand_ge_guarantee=0s", (double)s->guaranteed / 1000.0);
+        if (s->guaranteed > 0)
+            printf(" ttg_p50=%s ttg_p95=%s ttg_max=%s ttg_unfinished=%zu",
+                   dur(a, sizeof(a), s->ttg.p50_ms), dur(b, sizeof(b), s->ttg.p95_ms),
+                   dur(c, sizeof(c), s->ttg.max_ms), s->ttg_unfinished);
+        printf("\n");
     }
+}
+
+/* Jobs that can never run under a config: counted by reason, a few
+ * named, on stderr (the replay leaves them out; docs/simulator.md). */
+static void warn_left_out(const struct fair_sim_labeled *l)
+{
+    const struct fair_sim_run *run = l->run;
+    size_t by[FAIR_SIM_JOB_STATUS_COUNT] = {0}, total = 0;
+    for (size_t i = 0; i < run->njobs; i++)
+        if (fair_sim_job_unrunnable(run->jobs[i].status)) {
+            by[run->jobs[i].status]++;
+            total++;
+        }
+    if (!total)
+        return;
+    fprintf(stderr,
+            "fairsharectl simulate: warning: config=%s (%s): %zu job%s can never run and %s "
+            "left out (",
+            l->label, l->source, total, total == 1 ? "" : "s", total == 1 ? "is" : "are");
+    static const char *const why[FAIR_SIM_JOB_STATUS_COUNT] = {
+        [FAIR_SIM_JOB_NO_NODE] = "fit no node of the empty cluster",
+        [FAIR_SIM_JOB_OVER_LIMIT] = "ask for more than their queue's or project's limit",
+        [FAIR_SIM_JOB_OVER_GUARANTEE] = "are non-preemptible and ask for more than the "
+                                        "guarantee",
+    };
+    const char *sep = "";
+    for (int k = FAIR_SIM_JOB_NO_NODE; k < FAIR_SIM_JOB_STATUS_COUNT; k++)
+        if (by[k]) {
+            fprintf(stderr, "%s%zu %s", sep, by[k], why[k]);
+            sep = ", ";
+        }
+    fprintf(stderr, "):");
+    size_t shown = 0;
+    for (size_t i = 0; i < run->njobs && shown < 5; i++) {
+        const struct fair_sim_jobrec *j = &run->jobs[i];
+        if (!fair_sim_job_unrunnable(j->status))
+            continue;
+        const struct fair_sim_job *p = &l->trace->jobs[j->first];
+        fprintf(stderr, "%s %s (%s, %.1f GPUs)", shown ? "," : "", p->gang ? p->gang : p->name,
+                fair_sim_job_status_name(j->status), (double)j->gpu_milli / 1000.0);
+        shown++;
+    }
+    fprintf(stderr, "%s\n", total > shown ? ", ... (jobs.csv lists them all)" : "");
 }
 
 static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_sim_policy pol)
@@ -301,12 +431,21 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
             goto out;
         }
     }
+    double wall[2] = {0, 0};
     for (size_t i = 0; i < n; i++) {
-        struct fair_sim_opts so = {.policy = pol,
-                                   .seed = o->seed,
-                                   .cycle_ms = (int64_t)o->cycle_s * 1000,
-                                   .speedup = (int64_t)o->speedup,
-                                   .horizon_ms = (int64_t)o->horizon_h * 3600000};
+        struct fair_sim_opts so;
+        fair_sim_opts_default(&so);
+        so.policy = pol;
+        so.seed = o->seed;
+        so.cycle_ms = (int64_t)o->cycle_s * 1000;
+        so.speedup = (int64_t)o->speedup;
+        so.horizon_ms = (int64_t)o->horizon_h * 3600000;
+        so.checkpoint_ms = (int64_t)o->checkpoint_min * 60000;
+        so.over_quota_threshold_pct = (int32_t)o->oq_threshold;
+        so.over_quota_min_runtime_ms = (int64_t)o->oq_min_runtime_s * 1000;
+        so.max_evictions = (int32_t)o->max_evictions;
+        so.hold_timeout_ms = (int64_t)o->hold_s * 1000;
+        fair_sim_config_reclaim_default(&cfg[i], o->reclaim);
         double t0 = now_s();
         if (fair_sim_replay(t, &cfg[i], queue_of[i], &so, &runs[i], &err)) {
             fprintf(stderr, "fairsharectl simulate: %s\n", err.msg);
@@ -314,14 +453,27 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
             goto out;
         }
         done++;
+        wall[i] = now_s() - t0;
         labeled[i] = (struct fair_sim_labeled){
             .label = i == 0 ? "base" : "compare",
             .source = files[i] ? files[i] : "(default config)",
             .policy = fair_sim_policy_name(pol),
             .run = &runs[i],
             .cfg = &cfg[i],
+            .trace = t,
         };
-        print_run(&labeled[i], now_s() - t0);
+    }
+    /* One reporting window for every config: from the first arrival to
+     * the last end of any of them. */
+    int64_t w0 = runs[0].start_ms, w1 = runs[0].end_ms;
+    for (size_t i = 1; i < n; i++) {
+        w0 = runs[i].start_ms < w0 ? runs[i].start_ms : w0;
+        w1 = runs[i].end_ms > w1 ? runs[i].end_ms : w1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        fair_sim_run_window(&runs[i], w0, w1);
+        warn_left_out(&labeled[i]);
+        print_run(&labeled[i], wall[i]);
     }
     if (o->out) {
         if (ensure_dir(o->out) != 0) {
@@ -337,8 +489,9 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
             status = 1;
             goto out;
         }
-        printf("wrote %s/timeseries.csv %s/queues.csv %s/summary.csv %s/report.html\n", o->out,
-               o->out, o->out, o->out);
+        printf("wrote %s/timeseries.csv %s/queues.csv %s/summary.csv %s/jobs.csv "
+               "%s/report.html\n",
+               o->out, o->out, o->out, o->out, o->out);
     }
 out:
     for (size_t i = 0; i < done; i++)
@@ -366,7 +519,13 @@ int fair_cmd_simulate(int argc, char **argv)
         O_STOP,
         O_LABEL,
         O_SPEEDUP,
-        O_HORIZON
+        O_HORIZON,
+        O_CHECKPOINT,
+        O_RECLAIM,
+        O_OQ_THRESHOLD,
+        O_OQ_RUNTIME,
+        O_MAX_EVICTIONS,
+        O_HOLD
     };
     static const struct option longopts[] = {
         {"nodes", required_argument, NULL, O_NODES},
@@ -380,6 +539,12 @@ int fair_cmd_simulate(int argc, char **argv)
         {"cycle-seconds", required_argument, NULL, O_CYCLE},
         {"speedup", required_argument, NULL, O_SPEEDUP},
         {"horizon-hours", required_argument, NULL, O_HORIZON},
+        {"checkpoint-minutes", required_argument, NULL, O_CHECKPOINT},
+        {"reclaim-up-to", required_argument, NULL, O_RECLAIM},
+        {"over-quota-threshold", required_argument, NULL, O_OQ_THRESHOLD},
+        {"over-quota-min-runtime", required_argument, NULL, O_OQ_RUNTIME},
+        {"max-evictions", required_argument, NULL, O_MAX_EVICTIONS},
+        {"node-hold-timeout", required_argument, NULL, O_HOLD},
         {"fragmentation", no_argument, NULL, O_FRAG},
         {"repeats", required_argument, NULL, O_REPEATS},
         {"stop-percent", required_argument, NULL, O_STOP},
@@ -388,7 +553,19 @@ int fair_cmd_simulate(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct opts o = {.seed = 1, .cycle_s = 10, .speedup = 1, .repeats = 3, .stop = 100};
+    /* The engine's reclaim settings default to the controller's. */
+    struct fair_sim_opts dflt;
+    fair_sim_opts_default(&dflt);
+    struct opts o = {.seed = 1,
+                     .cycle_s = 10,
+                     .speedup = 1,
+                     .repeats = 3,
+                     .stop = 100,
+                     .oq_threshold = (uint64_t)dflt.over_quota_threshold_pct,
+                     .oq_min_runtime_s = (uint64_t)(dflt.over_quota_min_runtime_ms / 1000),
+                     .max_evictions = (uint64_t)dflt.max_evictions,
+                     .hold_s = (uint64_t)(dflt.hold_timeout_ms / 1000),
+                     .reclaim = FAIR_RECLAIM_FAIR_SHARE};
     const char *bad = NULL;
     optind = 1;
     opterr = 0;
@@ -438,6 +615,34 @@ int fair_cmd_simulate(int argc, char **argv)
             if (parse_u64(optarg, 1000000, &o.horizon_h) || o.horizon_h == 0)
                 bad = "--horizon-hours wants a number in 1..1000000";
             break;
+        case O_CHECKPOINT:
+            if (parse_u64(optarg, 525600, &o.checkpoint_min))
+                bad = "--checkpoint-minutes wants a number of minutes in 0..525600";
+            break;
+        case O_RECLAIM:
+            if (strcmp(optarg, "FairShare") == 0)
+                o.reclaim = FAIR_RECLAIM_FAIR_SHARE;
+            else if (strcmp(optarg, "Guarantee") == 0)
+                o.reclaim = FAIR_RECLAIM_GUARANTEE;
+            else
+                bad = "--reclaim-up-to wants FairShare or Guarantee";
+            break;
+        case O_OQ_THRESHOLD:
+            if (parse_u64(optarg, 100, &o.oq_threshold))
+                bad = "--over-quota-threshold wants a percentage in 0..100";
+            break;
+        case O_OQ_RUNTIME:
+            if (parse_u64(optarg, 86400, &o.oq_min_runtime_s))
+                bad = "--over-quota-min-runtime wants a number of seconds in 0..86400";
+            break;
+        case O_MAX_EVICTIONS:
+            if (parse_u64(optarg, 1000, &o.max_evictions))
+                bad = "--max-evictions wants a number in 0..1000";
+            break;
+        case O_HOLD:
+            if (parse_u64(optarg, 86400, &o.hold_s))
+                bad = "--node-hold-timeout wants a number of seconds in 0..86400";
+            break;
         case O_REPEATS:
             if (parse_u64(optarg, 1000, &o.repeats) || o.repeats == 0)
                 bad = "--repeats wants a number in 1..1000";
@@ -484,6 +689,12 @@ int fair_cmd_simulate(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (o.frag && o.checkpoint_min) {
+        fprintf(stderr, "fairsharectl simulate: --fragmentation takes no --checkpoint-minutes "
+                        "(its pods are never evicted)\n\n");
+        usage(stderr);
+        return 2;
+    }
     if (o.frag && (o.projects || o.compare)) {
         fprintf(stderr, "fairsharectl simulate: --fragmentation takes no --projects or "
                         "--compare (one queue holds the whole cluster)\n\n");
@@ -502,9 +713,15 @@ int fair_cmd_simulate(int argc, char **argv)
         status = 1;
         goto out;
     }
-    if (!o.quiet)
+    size_t njobs = 0; /* a multi-pod job counts once */
+    for (size_t i = 0; i < t.njobs; i++)
+        njobs += t.jobs[i].member == 0;
+    if (!o.quiet && njobs == t.njobs)
         printf("trace: %zu nodes, %.0f GPUs, %zu jobs (loaded in %.2fs)\n", t.nnodes,
                (double)fair_sim_trace_gpu_capacity(&t) / 1000.0, t.njobs, now_s() - t0);
+    else if (!o.quiet)
+        printf("trace: %zu nodes, %.0f GPUs, %zu jobs of %zu pods (loaded in %.2fs)\n", t.nnodes,
+               (double)fair_sim_trace_gpu_capacity(&t) / 1000.0, njobs, t.njobs, now_s() - t0);
     status = o.frag ? run_fragmentation(&o, &t) : run_replay(&o, &t, pol);
 out:
     fair_sim_trace_release(&t);

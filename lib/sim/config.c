@@ -128,7 +128,25 @@ static int parse_docs(struct fair_sim_config *c, const char *name, json_t *docs,
                                   "%s: Queue %s: spec.project \"%s\" is not a Project of this file",
                                   name, q->q.name, q->project_name ? q->project_name : "");
     }
+    fair_sim_config_reclaim_default(c, FAIR_RECLAIM_FAIR_SHARE);
     return 0;
+}
+
+void fair_sim_config_reclaim_default(struct fair_sim_config *c, enum fair_reclaim_mode mode)
+{
+    for (size_t i = 0; i < c->nqueues; i++) {
+        enum fair_kreclaim up = FAIR_KRECLAIM_UNSET;
+        const struct fair_kqueue *kq = c->kqueues ? c->kqueues[i] : NULL;
+        int32_t p = c->queues[i].project;
+        if (kq)
+            up = kq->quota.reclaim_up_to;
+        if (up == FAIR_KRECLAIM_UNSET && kq && c->kprojects && p >= 0 && (size_t)p < c->nprojects &&
+            c->kprojects[p])
+            up = c->kprojects[p]->quota.reclaim_up_to;
+        c->queues[i].reclaim_up_to = up == FAIR_KRECLAIM_GUARANTEE    ? FAIR_RECLAIM_GUARANTEE
+                                     : up == FAIR_KRECLAIM_FAIR_SHARE ? FAIR_RECLAIM_FAIR_SHARE
+                                                                      : mode;
+    }
 }
 
 int fair_sim_config_parse(struct fair_sim_config *c, const char *name, const char *data, size_t len,

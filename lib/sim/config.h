@@ -50,6 +50,12 @@ int fair_sim_config_parse(struct fair_sim_config *c, const char *name, const cha
 int fair_sim_config_default(struct fair_sim_config *c, const struct fair_sim_trace *t,
                             struct fair_error *err);
 
+/* How far the queues whose Queue and Project leave spec.reclaimUpTo unset
+ * take GPUs back from borrowers (the controller's reclaim.upTo): each
+ * Queue's spec.reclaimUpTo wins, then its Project's, then mode. The
+ * config starts with FAIR_RECLAIM_FAIR_SHARE, the controller's default. */
+void fair_sim_config_reclaim_default(struct fair_sim_config *c, enum fair_reclaim_mode mode);
+
 /* Index of the queue named name, or -1. */
 int32_t fair_sim_config_queue(const struct fair_sim_config *c, const char *name);
 

@@ -88,6 +88,10 @@ void fair_sim_enodes_pod(const struct fair_sim_enodes *en, const struct fair_sim
         pod->node_selector = &en->spec_labels[job->spec];
         pod->nnode_selector = 1;
     }
+    if (job->gang && job->gang_size > 1) {
+        pod->gang = job->gang;
+        pod->gang_size = job->gang_size;
+    }
 }
 
 int fair_sim_engine_placer_init(struct fair_sim_engine_placer *ep, const struct fair_sim_trace *t,

@@ -32,8 +32,8 @@ int fair_sim_enodes_init(struct fair_sim_enodes *en, const struct fair_sim_trace
 void fair_sim_enodes_release(struct fair_sim_enodes *en);
 
 /* Fills an engine pod for job (requests, priority, preemptible, created,
- * selector). queue, state, node and devices are left to the caller; the
- * strings are borrowed from the job and en. */
+ * selector, gang). queue, state, node and devices are left to the caller;
+ * the strings are borrowed from the job and en. */
 void fair_sim_enodes_pod(const struct fair_sim_enodes *en, const struct fair_sim_job *job,
                          struct fair_pod *pod);
 

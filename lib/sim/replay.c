@@ -14,21 +14,40 @@
 
 enum { J_FUTURE = 0, J_PENDING, J_RUNNING, J_DONE };
 
+/* One pod. */
 struct jstate {
     int8_t st;
-    int32_t pos; /* index in the pending or running list */
+    uint8_t reason; /* the engine's pending reason at the last cycle */
+    int32_t pos;    /* index in the pending or running list */
     int32_t node;
     uint64_t dev;
     uint32_t gen; /* bumped at each start: stale completions are skipped */
     int64_t started;
-    int64_t wait; /* submit to first start; -1 until then */
+    int64_t progress;   /* run time saved by checkpoints */
+    int64_t evicted_at; /* the last eviction; -1 */
     int32_t queue;
+    int32_t rec;       /* its job in run->jobs */
+    int32_t bind_act;  /* this cycle's BIND action; -1 */
+    int32_t evictions; /* times it was stopped by an eviction */
+    /* The node the engine holds for it (-1) and since when (0: never),
+     * from the last cycle, for the next snapshot. */
+    int32_t hold_node;
+    int64_t hold_since;
 };
 
 struct done_ev {
     int64_t t;
     int32_t job;
     uint32_t gen;
+};
+
+/* One queue's running figures. */
+struct qstate {
+    int64_t alloc, fair, guar, pend_gpu;
+    int32_t running, pending;
+    struct fair_sim_sizes sizes; /* GPU requests of pending pods and gangs */
+    struct fair_sim_spans ttg;   /* owed its guarantee */
+    int64_t ge_ms, delivered, owed;
 };
 
 struct replay {
@@ -42,6 +61,7 @@ struct replay {
     bool have_placer;
     struct fair_sim_enodes en;
     struct jstate *js;
+    int32_t *rec_done; /* per job: pods completed */
     int32_t *pending, *running;
     size_t npending, nrunning;
     struct done_ev *heap;
@@ -49,23 +69,55 @@ struct replay {
     struct fair_pod *pods;
     int32_t *pod_job;
     size_t podcap;
-    /* Per queue, current figures. */
-    int64_t *q_alloc, *q_fair;
-    int32_t *q_running, *q_pending;
+    int32_t *fitlist; /* pending pods counted for idle-while-fits */
+    uint8_t *held;    /* per node: held for a pending pod by the last cycle */
+    struct fair_sim_fit_scratch fit;
+    struct qstate *q;
+    size_t nq;
     int64_t pending_gpu;
     int64_t now;
     int64_t next_sample, sample_every;
     size_t samplecap;
     int64_t peak_alloc;
-    double area; /* integral of allocated milli-GPU over time (ms) */
     int64_t last_t;
+    /* Idle while a pending pod fits, and free GPUs of held nodes, as the
+     * last cycle left them. */
+    int64_t idle_all, idle_adm, idle_held;
+    /* Time-based engine rules: a cycle due then even without a change. */
+    int64_t wake;
+    int64_t last_start;     /* the latest start of a pod */
+    int64_t max_runtime_ms; /* the longest minimum runtime of any rule */
+    struct fair_sim_spans idle_all_spans, idle_adm_spans;
 };
+
+void fair_sim_opts_default(struct fair_sim_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->over_quota_threshold_pct = 10;
+    o->over_quota_min_runtime_ms = 60000;
+    o->max_evictions = 3;
+    o->hold_timeout_ms = 600000;
+}
+
+static const char *const status_names[FAIR_SIM_JOB_STATUS_COUNT] = {
+    "pending", "running", "completed", "no-node", "over-limit", "over-guarantee",
+};
+
+const char *fair_sim_job_status_name(enum fair_sim_job_status s)
+{
+    return (unsigned)s < FAIR_SIM_JOB_STATUS_COUNT ? status_names[s] : "?";
+}
 
 /* Arrival time of job j after --speedup. */
 static int64_t submit_at(const struct replay *r, int32_t j)
 {
     int64_t first = r->t->jobs[0].submit_ms;
     return first + (r->t->jobs[j].submit_ms - first) / r->opts.speedup;
+}
+
+static struct fair_sim_jobrec *rec_of(struct replay *r, int32_t j)
+{
+    return &r->run->jobs[r->js[j].rec];
 }
 
 static bool ev_less(const struct done_ev *a, const struct done_ev *b)
@@ -128,7 +180,7 @@ static void list_del(int32_t *list, size_t *n, struct jstate *js, int32_t j)
 static int add_sample(struct replay *r, int64_t at)
 {
     struct fair_sim_run *run = r->run;
-    size_t nq = r->cfg->nqueues;
+    size_t nq = r->nq;
     size_t old = r->samplecap;
     if (run->nsamples + 1 > r->samplecap) {
         size_t cap = r->samplecap;
@@ -150,16 +202,20 @@ static int add_sample(struct replay *r, int64_t at)
     s->pending = (int32_t)r->npending;
     for (size_t q = 0; q < nq; q++) {
         struct fair_sim_qsample *qs = &run->qsamples[run->nsamples * nq + q];
-        qs->allocated = r->q_alloc[q];
-        qs->fair_share = r->q_fair[q];
-        qs->running = r->q_running[q];
-        qs->pending = r->q_pending[q];
+        const struct qstate *st = &r->q[q];
+        qs->allocated = st->alloc;
+        qs->fair_share = st->fair;
+        qs->guaranteed = st->guar;
+        qs->demand = st->alloc + st->pend_gpu;
+        qs->running = st->running;
+        qs->pending = st->pending;
     }
     run->nsamples++;
     return 0;
 }
 
-/* Moves the clock to T: samples strictly before T see the state so far. */
+/* Moves the clock to T: samples strictly before T see the state so far,
+ * and the time integrals take the interval since the last move. */
 static int advance(struct replay *r, int64_t T)
 {
     while (r->next_sample < T) {
@@ -167,56 +223,140 @@ static int advance(struct replay *r, int64_t T)
             return FAIR_ENOMEM;
         r->next_sample += r->sample_every;
     }
-    r->area += (double)r->cluster.gpu_allocated * (double)(T - r->last_t);
+    int64_t dt = T - r->last_t;
     if (r->cluster.gpu_allocated > r->peak_alloc)
         r->peak_alloc = r->cluster.gpu_allocated;
+    if (dt > 0) {
+        r->run->idle_fit.gpu_ms += r->idle_all * dt;
+        r->run->idle_fit_admissible.gpu_ms += r->idle_adm * dt;
+        r->run->held_idle_gpu_ms += r->idle_held * dt;
+        for (size_t q = 0; q < r->nq; q++) {
+            struct qstate *s = &r->q[q];
+            if (s->guar <= 0 || s->alloc + s->pend_gpu < s->guar)
+                continue;
+            s->ge_ms += dt;
+            s->delivered += (s->alloc < s->guar ? s->alloc : s->guar) * dt;
+            s->owed += s->guar * dt;
+        }
+    }
     r->last_t = T;
     r->now = T;
     return 0;
+}
+
+/* Whether queue q is owed its guarantee now: some pending pod (or gang)
+ * of it would still fit within the guarantee. */
+static bool owed(const struct qstate *s)
+{
+    int64_t m = fair_sim_sizes_min(&s->sizes);
+    return s->guar > 0 && m > 0 && s->alloc + m <= s->guar;
+}
+
+/* A settle point (replay.h): the queues' guarantee episodes. */
+static int settle(struct replay *r)
+{
+    for (size_t q = 0; q < r->nq; q++)
+        if (fair_sim_spans_note(&r->q[q].ttg, r->now, owed(&r->q[q])))
+            return FAIR_ENOMEM;
+    return 0;
+}
+
+/* The request a pending unit stands for in its queue's size set: a
+ * single pod's, or a whole gang's (entered with member 0). */
+static int64_t unit_size(const struct fair_sim_job *job)
+{
+    return job->gpu_milli * (job->gang_size > 1 ? job->gang_size : 1);
 }
 
 static void account_stop(struct replay *r, int32_t j)
 {
     struct jstate *s = &r->js[j];
     const struct fair_sim_job *job = &r->t->jobs[j];
-    r->run->qstats[s->queue].used_gpu_ms += job->gpu_milli * (r->now - s->started);
+    rec_of(r, j)->used_gpu_ms += job->gpu_milli * (r->now - s->started);
     fair_sim_cluster_unbind(&r->cluster, (size_t)s->node, s->dev, job);
     list_del(r->running, &r->nrunning, r->js, j);
-    r->q_alloc[s->queue] -= job->gpu_milli;
-    r->q_running[s->queue]--;
+    r->q[s->queue].alloc -= job->gpu_milli;
+    r->q[s->queue].running--;
 }
 
-static void make_pending(struct replay *r, int32_t j)
+static int make_pending(struct replay *r, int32_t j)
 {
     struct jstate *s = &r->js[j];
+    const struct fair_sim_job *job = &r->t->jobs[j];
+    struct qstate *q = &r->q[s->queue];
     s->st = J_PENDING;
+    s->reason = FAIR_PENDING_NONE;
+    s->hold_node = -1;
+    s->hold_since = 0;
     list_add(r->pending, &r->npending, r->js, j);
-    r->q_pending[s->queue]++;
-    r->pending_gpu += r->t->jobs[j].gpu_milli;
+    q->pending++;
+    q->pend_gpu += job->gpu_milli;
+    r->pending_gpu += job->gpu_milli;
+    if (job->member == 0 && job->gpu_milli > 0)
+        return fair_sim_sizes_add(&q->sizes, unit_size(job));
+    return 0;
 }
 
 static int start_job(struct replay *r, int32_t j, int32_t node, uint64_t dev)
 {
     struct jstate *s = &r->js[j];
     const struct fair_sim_job *job = &r->t->jobs[j];
+    struct qstate *q = &r->q[s->queue];
     list_del(r->pending, &r->npending, r->js, j);
-    r->q_pending[s->queue]--;
+    q->pending--;
+    q->pend_gpu -= job->gpu_milli;
     r->pending_gpu -= job->gpu_milli;
+    if (job->member == 0 && job->gpu_milli > 0)
+        fair_sim_sizes_del(&q->sizes, unit_size(job));
     s->st = J_RUNNING;
     s->node = node;
     s->dev = dev;
     s->started = r->now;
     s->gen++;
-    if (s->wait < 0) {
-        s->wait = r->now - submit_at(r, j);
-        r->run->qstats[s->queue].started++;
-    }
+    s->hold_node = -1;
+    s->hold_since = 0;
+    r->last_start = r->now;
+    struct fair_sim_jobrec *rec = rec_of(r, j);
+    if (rec->first_start_ms < 0)
+        rec->first_start_ms = r->now;
     list_add(r->running, &r->nrunning, r->js, j);
-    r->q_alloc[s->queue] += job->gpu_milli;
-    r->q_running[s->queue]++;
+    q->alloc += job->gpu_milli;
+    q->running++;
     r->run->binds++;
     if (job->duration_ms != FAIR_SIM_FOREVER)
-        return heap_push(r, (struct done_ev){r->now + job->duration_ms, j, s->gen});
+        return heap_push(r, (struct done_ev){r->now + job->duration_ms - s->progress, j, s->gen});
+    return 0;
+}
+
+/* Stops running pod j for an eviction: the work since its last
+ * checkpoint is lost, and it waits again. */
+static int stop_evicted(struct replay *r, int32_t j)
+{
+    struct jstate *s = &r->js[j];
+    const struct fair_sim_job *job = &r->t->jobs[j];
+    int64_t saved = 0;
+    int64_t lost = fair_sim_lost_ms(r->now - s->started, r->opts.checkpoint_ms, &saved);
+    s->progress += saved;
+    rec_of(r, j)->lost_gpu_ms += job->gpu_milli * lost;
+    account_stop(r, j);
+    s->gen++;
+    s->evicted_at = r->now;
+    s->evictions++;
+    return make_pending(r, j);
+}
+
+/* The engine evicted pod j: it stops, and so do the other running pods of
+ * its job (a multi-pod job cannot go on without one of its pods). */
+static int evict(struct replay *r, int32_t j)
+{
+    struct fair_sim_jobrec *rec = rec_of(r, j);
+    rec->restarts++;
+    for (int32_t k = rec->first; k < rec->first + rec->pods; k++)
+        if (r->js[k].st == J_RUNNING) {
+            int rc = stop_evicted(r, k);
+            if (rc)
+                return rc;
+        }
     return 0;
 }
 
@@ -226,6 +366,136 @@ static void note_failure(struct replay *r)
         r->run->first_fail_ms = r->now;
         r->run->first_fail_unallocated = fair_sim_cluster_unallocated(&r->cluster);
     }
+}
+
+/* Binds pod j where the action (or the baseline policy) says. 1: bound,
+ * 0: it did not fit (counted), <0: error. */
+static int bind_one(struct replay *r, int32_t j, const struct fair_action *a, int32_t *node,
+                    uint64_t *dev)
+{
+    const struct fair_sim_job *job = &r->t->jobs[j];
+    *node = a->node;
+    *dev = a->gpu_devices;
+    if (r->have_placer && fair_sim_place(&r->placer, &r->cluster, job, node, dev)) {
+        note_failure(r);
+        return 0;
+    }
+    if (*node < 0 || (size_t)*node >= r->cluster.nnodes ||
+        fair_sim_cluster_bind(&r->cluster, (size_t)*node, *dev, job)) {
+        r->run->bind_conflicts++;
+        FAIR_WARN("sim",
+                  "msg=\"engine bind does not fit the simulated node\" pod=%s node=%d "
+                  "devices=%#llx",
+                  job->name, *node, (unsigned long long)*dev);
+        return 0;
+    }
+    return 1;
+}
+
+/* Applies the BIND of pod j, or of all the pods of j's job at once (a
+ * multi-pod job starts whole or not at all). *changed: something started. */
+static int apply_bind(struct replay *r, const struct fair_result *res, int32_t j, bool *changed)
+{
+    const struct fair_sim_jobrec *rec = rec_of(r, j);
+    int32_t first = rec->pods > 1 ? rec->first : j, n = rec->pods > 1 ? rec->pods : 1;
+    for (int32_t k = first; k < first + n; k++)
+        if (r->js[k].st != J_PENDING || r->js[k].bind_act < 0)
+            return 0; /* a gang not bound whole: wait */
+    int32_t placed = 0;
+    int rc = 0;
+    for (; placed < n; placed++) {
+        int32_t k = first + placed;
+        const struct fair_action *a = &res->actions[r->js[k].bind_act];
+        rc = bind_one(r, k, a, &r->js[k].node, &r->js[k].dev);
+        if (rc != 1)
+            break;
+    }
+    if (rc != 1) {
+        for (int32_t k = first + placed; k-- > first;)
+            fair_sim_cluster_unbind(&r->cluster, (size_t)r->js[k].node, r->js[k].dev,
+                                    &r->t->jobs[k]);
+        for (int32_t k = first; k < first + n; k++)
+            r->js[k].bind_act = -1;
+        return rc < 0 ? rc : 0;
+    }
+    for (int32_t k = first; k < first + n; k++) {
+        r->js[k].bind_act = -1;
+        if (start_job(r, k, r->js[k].node, r->js[k].dev))
+            return FAIR_ENOMEM;
+    }
+    *changed = true;
+    return 0;
+}
+
+/* After a cycle: the idle GPU that pending pods could use at once, over
+ * every pending pod, and over those the engine did not hold back for a
+ * limit outside the nodes it holds; and the free GPUs of held nodes. Pods
+ * evicted in this cycle and pods waiting for the room freed for them are
+ * the eviction's own latency: left out. */
+static int measure_idle(struct replay *r)
+{
+    size_t n = 0, na;
+    for (size_t i = 0; i < r->npending; i++) {
+        int32_t j = r->pending[i];
+        const struct jstate *s = &r->js[j];
+        if (r->t->jobs[j].member != 0 || r->t->jobs[j].gpu_milli <= 0 || s->evicted_at == r->now ||
+            s->reason == FAIR_PENDING_WAITING_RECLAIM)
+            continue;
+        r->fitlist[n++] = j;
+    }
+    int rc = fair_sim_idle_fit(&r->cluster, r->fitlist, n, NULL, &r->fit, &r->idle_all);
+    if (rc)
+        return rc;
+    na = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t why = r->js[r->fitlist[i]].reason;
+        if (why != FAIR_PENDING_OVER_LIMIT && why != FAIR_PENDING_OVER_GUARANTEE)
+            r->fitlist[na++] = r->fitlist[i];
+    }
+    bool holds = false;
+    r->idle_held = 0;
+    for (size_t nd = 0; nd < r->cluster.nnodes; nd++)
+        if (r->held[nd]) {
+            holds = true;
+            r->idle_held += r->cluster.n[nd].gpu_free_total;
+        }
+    r->idle_adm = r->idle_all;
+    if ((na < n || holds) &&
+        (rc = fair_sim_idle_fit(&r->cluster, r->fitlist, na, r->held, &r->fit, &r->idle_adm)))
+        return rc;
+    if (fair_sim_spans_note(&r->idle_all_spans, r->now, r->idle_all > 0) ||
+        fair_sim_spans_note(&r->idle_adm_spans, r->now, r->idle_adm > 0))
+        return FAIR_ENOMEM;
+    return 0;
+}
+
+/* After a cycle: the nodes held for pending pods, and the next moment a
+ * time-based rule may change the engine's mind without any event: a
+ * hold's timeout or the end of its cooldown; or, while a pod's reclaim is
+ * held back and some running pod is younger than the longest minimum
+ * runtime, the next cycle period (the engine does not say which victim it
+ * waits for, so the replay asks again as the controller's resync would). */
+static void plan_wake(struct replay *r)
+{
+    int64_t T = r->opts.hold_timeout_ms, wake = INF;
+    bool held_back = false;
+    memset(r->held, 0, r->cluster.nnodes);
+    for (size_t i = 0; i < r->npending; i++) {
+        const struct jstate *s = &r->js[r->pending[i]];
+        if (s->hold_node >= 0 && (size_t)s->hold_node < r->cluster.nnodes)
+            r->held[s->hold_node] = 1;
+        if (T > 0 && s->hold_since > 0) {
+            int64_t t1 = s->hold_since + T, t2 = s->hold_since + 2 * T;
+            if (t1 > r->now && t1 < wake)
+                wake = t1;
+            else if (t1 <= r->now && t2 > r->now && t2 < wake)
+                wake = t2;
+        }
+        held_back |= s->reason == FAIR_PENDING_RECLAIM_HELD;
+    }
+    if (held_back && r->now < r->last_start + r->max_runtime_ms && r->now + r->opts.cycle_ms < wake)
+        wake = r->now + r->opts.cycle_ms;
+    r->wake = wake;
 }
 
 /* One engine cycle at r->now. *changed: whether anything was applied. */
@@ -253,6 +523,9 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         p->node = r->js[j].node;
         p->gpu_devices = r->js[j].dev;
         p->started_ms = r->js[j].started;
+        p->checkpoint_interval_ms = r->opts.checkpoint_ms;
+        p->evictions = r->js[j].evictions;
+        p->hold_node = -1;
         r->pod_job[k] = j;
     }
     for (size_t i = 0; i < r->npending; i++, k++) {
@@ -262,6 +535,10 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         p->queue = r->js[j].queue;
         p->created_ms = submit_at(r, j);
         p->state = FAIR_POD_PENDING;
+        p->checkpoint_interval_ms = r->opts.checkpoint_ms;
+        p->evictions = r->js[j].evictions;
+        p->hold_node = r->js[j].hold_node;
+        p->hold_since_ms = r->js[j].hold_since;
         r->pod_job[k] = j;
     }
     struct fair_snapshot snap = {
@@ -274,6 +551,10 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         .nqueues = r->cfg->nqueues,
         .pods = r->pods,
         .npods = n,
+        .over_quota_threshold_pct = r->opts.over_quota_threshold_pct,
+        .over_quota_min_runtime_ms = r->opts.over_quota_min_runtime_ms,
+        .max_evictions = r->opts.max_evictions,
+        .hold_timeout_ms = r->opts.hold_timeout_ms,
     };
     struct fair_result res;
     memset(&res, 0, sizeof(res));
@@ -282,6 +563,14 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         return fair_error_prefix(
             err, "simulator: engine cycle at t=%llds: ", (long long)(r->now / 1000));
     r->run->cycles++;
+    /* The engine's pending reasons, for idle-while-fits; its holds, for
+     * the next snapshot (pods that start or are evicted drop theirs). */
+    for (size_t i = r->nrunning; i < n && i < res.npods; i++) {
+        struct jstate *s = &r->js[r->pod_job[i]];
+        s->reason = res.pending_reasons[i];
+        s->hold_node = res.hold_node ? res.hold_node[i] : -1;
+        s->hold_since = res.hold_since_ms ? res.hold_since_ms[i] : 0;
+    }
     /* Evictions first: they free room at once in the simulation. */
     for (size_t i = 0; i < res.nactions; i++) {
         const struct fair_action *a = &res.actions[i];
@@ -290,48 +579,35 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         int32_t j = r->pod_job[a->pod];
         if (r->js[j].st != J_RUNNING)
             continue;
-        struct fair_sim_qstats *qs = &r->run->qstats[r->js[j].queue];
-        qs->preemptions++;
-        qs->lost_gpu_ms += r->t->jobs[j].gpu_milli * (r->now - r->js[j].started);
-        account_stop(r, j);
-        r->js[j].gen++;
-        make_pending(r, j);
+        if ((rc = evict(r, j)))
+            goto nomem;
         r->run->evictions++;
         *changed = true;
+    }
+    for (size_t i = 0; i < res.nactions; i++) {
+        const struct fair_action *a = &res.actions[i];
+        if (a->kind == FAIR_ACTION_BIND && a->pod >= 0 && (size_t)a->pod < n)
+            r->js[r->pod_job[a->pod]].bind_act = (int32_t)i;
     }
     for (size_t i = 0; i < res.nactions; i++) {
         const struct fair_action *a = &res.actions[i];
         if (a->kind != FAIR_ACTION_BIND || a->pod < 0 || (size_t)a->pod >= n)
             continue;
         int32_t j = r->pod_job[a->pod];
-        if (r->js[j].st != J_PENDING)
+        if (r->js[j].st != J_PENDING || r->js[j].bind_act < 0)
             continue;
-        const struct fair_sim_job *job = &r->t->jobs[j];
-        int32_t node = a->node;
-        uint64_t dev = a->gpu_devices;
-        if (r->have_placer) {
-            if (fair_sim_place(&r->placer, &r->cluster, job, &node, &dev)) {
-                note_failure(r);
-                continue;
-            }
-        }
-        if (node < 0 || (size_t)node >= r->cluster.nnodes ||
-            fair_sim_cluster_bind(&r->cluster, (size_t)node, dev, job)) {
-            r->run->bind_conflicts++;
-            FAIR_WARN("sim",
-                      "msg=\"engine bind does not fit the simulated node\" pod=%s node=%d "
-                      "devices=%#llx",
-                      job->name, node, (unsigned long long)dev);
-            continue;
-        }
-        if (start_job(r, j, node, dev)) {
-            rc = fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
-            goto out;
-        }
-        *changed = true;
+        if ((rc = apply_bind(r, &res, j, changed)))
+            goto nomem;
     }
-    for (size_t q = 0; q < r->cfg->nqueues && q < res.nqueues; q++)
-        r->q_fair[q] = res.queues[q].fair_share.v[FAIR_RES_GPU];
+    for (size_t i = 0; i < res.nactions; i++) {
+        const struct fair_action *a = &res.actions[i];
+        if (a->kind == FAIR_ACTION_BIND && a->pod >= 0 && (size_t)a->pod < n)
+            r->js[r->pod_job[a->pod]].bind_act = -1;
+    }
+    for (size_t q = 0; q < r->nq && q < res.nqueues; q++) {
+        r->q[q].fair = res.queues[q].fair_share.v[FAIR_RES_GPU];
+        r->q[q].guar = res.queues[q].guaranteed.v[FAIR_RES_GPU];
+    }
     /* Fragmentation: the first time a pod stays pending because no node
      * can hold it (judged on the simulated cluster, not on the engine's
      * reason, which may name the fair share when the cluster is full). */
@@ -343,66 +619,148 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         if (!fits)
             note_failure(r);
     }
+    plan_wake(r);
+    if ((rc = measure_idle(r)) || (rc = settle(r)))
+        goto nomem;
+    goto out;
+nomem:
+    rc = fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
 out:
     fair_result_release(&res);
     return rc;
 }
 
-int64_t fair_sim_percentile(const int64_t *sorted, size_t n, int p)
+/* Jobs that can never run under the config, before the replay (the
+ * cluster is empty). */
+static int check_runnable(struct replay *r)
 {
-    if (n == 0)
-        return -1;
-    size_t rank = ((size_t)p * n + 99) / 100; /* ceil(p/100 * n) */
-    if (rank < 1)
-        rank = 1;
-    return sorted[rank - 1];
+    const struct fair_sim_config *cfg = r->cfg;
+    for (size_t i = 0; i < r->run->njobs; i++) {
+        struct fair_sim_jobrec *rec = &r->run->jobs[i];
+        const struct fair_sim_job *job = &r->t->jobs[rec->first];
+        const struct fair_queue *q = &cfg->queues[rec->queue];
+        const struct fair_quota *p = q->project >= 0 && (size_t)q->project < cfg->nprojects
+                                         ? &cfg->projects[q->project].q
+                                         : NULL;
+        int64_t want[FAIR_RES_COUNT] = {rec->gpu_milli, job->cpu_milli * rec->pods,
+                                        job->memory_bytes * rec->pods};
+        int fits = fair_sim_job_fits(&r->cluster, rec->first, &r->fit);
+        if (fits < 0)
+            return fits;
+        if (!fits) {
+            rec->status = FAIR_SIM_JOB_NO_NODE;
+            continue;
+        }
+        for (int x = 0; x < FAIR_RES_COUNT; x++)
+            if (want[x] > q->q.limit.v[x] || (p && want[x] > p->limit.v[x]))
+                rec->status = FAIR_SIM_JOB_OVER_LIMIT;
+        if (rec->status != FAIR_SIM_JOB_PENDING || job->preemptible)
+            continue;
+        /* The engine's rule: on GPU always; on CPU and memory where
+         * something is guaranteed. */
+        for (int x = 0; x < FAIR_RES_COUNT; x++) {
+            int64_t gq = q->q.guaranteed.v[x], gp = p ? p->guaranteed.v[x] : 0;
+            if ((x == FAIR_RES_GPU || gq > 0) && want[x] > gq)
+                rec->status = FAIR_SIM_JOB_OVER_GUARANTEE;
+            if (p && (x == FAIR_RES_GPU || gp > 0) && want[x] > gp)
+                rec->status = FAIR_SIM_JOB_OVER_GUARANTEE;
+        }
+    }
+    return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
+static bool runnable(const struct replay *r, size_t j)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    return !fair_sim_job_unrunnable(r->run->jobs[r->js[j].rec].status);
 }
 
 static int finish_stats(struct replay *r, struct fair_error *err)
 {
     struct fair_sim_run *run = r->run;
-    size_t nq = r->cfg->nqueues, nj = r->t->njobs;
-    int64_t *w = fair_malloc((nj ? nj : 1) * sizeof(*w));
+    size_t nq = r->nq, nrec = run->njobs;
+    size_t nttg = 0;
+    for (size_t q = 0; q < nq; q++)
+        nttg += r->q[q].ttg.nlen;
+    size_t cap = nrec > nttg ? nrec : nttg;
+    int64_t *w = fair_malloc((cap ? cap : 1) * sizeof(*w));
     if (!w)
         return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
     struct fair_sim_qstats *tot = &run->qstats[nq];
+    for (size_t i = 0; i < nrec; i++) {
+        const struct fair_sim_jobrec *rec = &run->jobs[i];
+        struct fair_sim_qstats *s = &run->qstats[rec->queue];
+        for (int k = 0; k < 2; k++, s = tot) {
+            s->jobs++;
+            if (fair_sim_job_unrunnable(rec->status)) {
+                s->unrunnable++;
+                continue;
+            }
+            if (rec->first_start_ms >= 0)
+                s->started++;
+            else
+                s->never_started++;
+            s->completed += rec->status == FAIR_SIM_JOB_COMPLETED;
+            s->preemptions += (size_t)rec->restarts;
+            if (rec->restarts > s->max_restarts)
+                s->max_restarts = rec->restarts;
+            s->lost_gpu_ms += rec->lost_gpu_ms;
+            s->used_gpu_ms += rec->used_gpu_ms;
+        }
+    }
+    /* Waits and completion times, per queue and in total. */
     for (size_t q = 0; q <= nq; q++) {
         size_t n = 0;
-        for (size_t j = 0; j < nj; j++)
-            if ((q == nq || (size_t)r->js[j].queue == q) && r->js[j].wait >= 0)
-                w[n++] = r->js[j].wait;
-        qsort(w, n, sizeof(*w), cmp_i64);
-        struct fair_sim_qstats *s = &run->qstats[q];
-        s->wait_p50_ms = fair_sim_percentile(w, n, 50);
-        s->wait_p95_ms = fair_sim_percentile(w, n, 95);
-        s->wait_max_ms = n ? w[n - 1] : -1;
+        for (size_t i = 0; i < nrec; i++)
+            if ((q == nq || (size_t)run->jobs[i].queue == q) && run->jobs[i].first_start_ms >= 0)
+                w[n++] = run->jobs[i].first_start_ms - run->jobs[i].submit_ms;
+        fair_sim_dist_of(w, n, &run->qstats[q].wait);
+        n = 0;
+        for (size_t i = 0; i < nrec; i++)
+            if ((q == nq || (size_t)run->jobs[i].queue == q) &&
+                run->jobs[i].status == FAIR_SIM_JOB_COMPLETED)
+                w[n++] = run->jobs[i].end_ms - run->jobs[i].submit_ms;
+        fair_sim_dist_of(w, n, &run->qstats[q].jct);
     }
-    for (size_t j = 0; j < nj; j++) {
-        struct fair_sim_qstats *s = &run->qstats[r->js[j].queue];
-        s->jobs++;
-        if (r->js[j].wait < 0)
-            s->never_started++;
-        if (r->js[j].st == J_DONE)
-            s->completed++;
-    }
+    /* The guarantee. */
+    size_t n = 0;
     for (size_t q = 0; q < nq; q++) {
+        const struct qstate *st = &r->q[q];
         struct fair_sim_qstats *s = &run->qstats[q];
-        tot->jobs += s->jobs;
-        tot->started += s->started;
-        tot->completed += s->completed;
-        tot->never_started += s->never_started;
-        tot->preemptions += s->preemptions;
-        tot->lost_gpu_ms += s->lost_gpu_ms;
-        tot->used_gpu_ms += s->used_gpu_ms;
+        s->guaranteed = st->guar;
+        s->demand_ge_guar_ms = st->ge_ms;
+        s->guar_delivered_gpu_ms = st->delivered;
+        s->guar_owed_gpu_ms = st->owed;
+        s->ttg_unfinished = st->ttg.unfinished;
+        if (st->ttg.nlen)
+            memcpy(w + n, st->ttg.len, st->ttg.nlen * sizeof(*w));
+        fair_sim_dist_of(w + n, st->ttg.nlen, &s->ttg);
+        n += st->ttg.nlen;
+        tot->guaranteed += st->guar;
+        tot->demand_ge_guar_ms += st->ge_ms;
+        tot->guar_delivered_gpu_ms += st->delivered;
+        tot->guar_owed_gpu_ms += st->owed;
+        tot->ttg_unfinished += st->ttg.unfinished;
     }
+    fair_sim_dist_of(w, n, &tot->ttg);
     fair_free(w);
     return 0;
+}
+
+void fair_sim_run_window(struct fair_sim_run *run, int64_t start_ms, int64_t end_ms)
+{
+    run->window_start_ms = start_ms;
+    run->window_end_ms = end_ms;
+    double span = (double)(end_ms - start_ms), cap = (double)run->gpu_capacity;
+    const struct fair_sim_qstats *tot = &run->qstats[run->nqueues];
+    if (span > 0 && cap > 0) {
+        run->mean_alloc_ratio = (double)tot->used_gpu_ms / span / cap;
+        run->useful_alloc_ratio = (double)(tot->used_gpu_ms - tot->lost_gpu_ms) / span / cap;
+    } else {
+        /* An instant: what was allocated then. */
+        run->mean_alloc_ratio = run->useful_alloc_ratio =
+            run->nsamples && cap > 0 ? (double)run->samples[run->nsamples - 1].gpu_allocated / cap
+                                     : 0;
+    }
 }
 
 static int64_t align_up(int64_t t, int64_t step)
@@ -411,6 +769,100 @@ static int64_t align_up(int64_t t, int64_t step)
     if (r < 0)
         r += step;
     return r ? t + (step - r) : t;
+}
+
+/* The next pod that arrives (runnable), from *ai on; INF when none. */
+static int64_t next_arrival(const struct replay *r, size_t *ai)
+{
+    while (*ai < r->t->njobs && !runnable(r, *ai))
+        (*ai)++;
+    return *ai < r->t->njobs ? submit_at(r, (int32_t)*ai) : INF;
+}
+
+/* Allocates the replay's state and the run's arrays; builds the jobs. */
+static int setup(struct replay *r, struct fair_error *err)
+{
+    const struct fair_sim_trace *t = r->t;
+    struct fair_sim_run *run = r->run;
+    size_t nq = r->nq, nj = t->njobs;
+    r->js = fair_calloc(nj, sizeof(*r->js));
+    r->rec_done = fair_calloc(nj, sizeof(*r->rec_done));
+    r->pending = fair_calloc(nj, sizeof(*r->pending));
+    r->running = fair_calloc(nj, sizeof(*r->running));
+    r->fitlist = fair_calloc(nj, sizeof(*r->fitlist));
+    r->held = fair_calloc(t->nnodes ? t->nnodes : 1, sizeof(*r->held));
+    r->q = fair_calloc(nq, sizeof(*r->q));
+    run->qstats = fair_calloc(nq + 1, sizeof(*run->qstats));
+    run->jobs = fair_calloc(nj, sizeof(*run->jobs));
+    if (!r->js || !r->rec_done || !r->pending || !r->running || !r->fitlist || !r->held || !r->q ||
+        !run->qstats || !run->jobs)
+        return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory for %zu jobs", nj);
+    r->max_runtime_ms = r->opts.over_quota_min_runtime_ms;
+    for (size_t q = 0; q < nq; q++) {
+        if (r->cfg->queues[q].reclaim_min_runtime_ms > r->max_runtime_ms)
+            r->max_runtime_ms = r->cfg->queues[q].reclaim_min_runtime_ms;
+        fair_sim_spans_init(&r->q[q].ttg, true);
+        /* The configured guarantee until the engine's first cycle. */
+        int64_t g = r->cfg->queues[q].q.guaranteed.v[FAIR_RES_GPU];
+        r->q[q].guar = g < run->gpu_capacity ? g : run->gpu_capacity;
+    }
+    for (size_t j = 0; j < nj; j++) {
+        const struct fair_sim_job *job = &t->jobs[j];
+        if (r->queue_of[j] < 0 || (size_t)r->queue_of[j] >= nq)
+            return fair_error_set(err, FAIR_EINVAL, "simulator: job %s has no valid queue",
+                                  job->name);
+        /* A gang's pods follow member 0 (trace.h); a new job starts at
+         * member 0, or where the previous gang is complete. */
+        bool starts =
+            job->member == 0 || run->njobs == 0 || run->jobs[run->njobs - 1].pods >= job->gang_size;
+        if (starts) {
+            run->jobs[run->njobs++] = (struct fair_sim_jobrec){
+                .first = (int32_t)j,
+                .pods = 1,
+                .queue = r->queue_of[j],
+                .gpu_milli = job->gpu_milli,
+                .submit_ms = submit_at(r, (int32_t)j),
+                .first_start_ms = -1,
+                .end_ms = -1,
+            };
+        } else {
+            struct fair_sim_jobrec *rec = &run->jobs[run->njobs - 1];
+            rec->pods++;
+            rec->gpu_milli += job->gpu_milli;
+        }
+        r->js[j] = (struct jstate){.queue = r->queue_of[j],
+                                   .rec = (int32_t)(run->njobs - 1),
+                                   .node = -1,
+                                   .evicted_at = -1,
+                                   .bind_act = -1,
+                                   .hold_node = -1};
+    }
+    return 0;
+}
+
+static void teardown(struct replay *r)
+{
+    fair_free(r->js);
+    fair_free(r->rec_done);
+    fair_free(r->pending);
+    fair_free(r->running);
+    fair_free(r->fitlist);
+    fair_free(r->held);
+    fair_free(r->heap);
+    fair_free(r->pods);
+    fair_free(r->pod_job);
+    for (size_t q = 0; r->q && q < r->nq; q++) {
+        fair_sim_sizes_release(&r->q[q].sizes);
+        fair_sim_spans_release(&r->q[q].ttg);
+    }
+    fair_free(r->q);
+    fair_sim_spans_release(&r->idle_all_spans);
+    fair_sim_spans_release(&r->idle_adm_spans);
+    fair_sim_fit_scratch_release(&r->fit);
+    if (r->have_placer)
+        fair_sim_placer_release(&r->placer);
+    fair_sim_enodes_release(&r->en);
+    fair_sim_cluster_release(&r->cluster);
 }
 
 int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config *cfg,
@@ -425,6 +877,7 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
     r.cfg = cfg;
     r.queue_of = queue_of;
     r.run = run;
+    r.nq = cfg->nqueues;
     r.opts = opts_in ? *opts_in : (struct fair_sim_opts){0};
     if (r.opts.cycle_ms <= 0)
         r.opts.cycle_ms = 10000;
@@ -434,10 +887,16 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
         r.opts.max_cycles = 5000000;
     if (r.opts.speedup <= 0)
         r.opts.speedup = 1;
+    if (r.opts.checkpoint_ms < 0)
+        r.opts.checkpoint_ms = 0;
     size_t nq = cfg->nqueues, nj = t->njobs;
     run->nqueues = nq;
     run->first_fail_ms = -1;
     run->first_fail_unallocated = -1;
+    run->opts = r.opts;
+    fair_sim_spans_init(&r.idle_all_spans, false);
+    fair_sim_spans_init(&r.idle_adm_spans, false);
+    fair_sim_fit_scratch_init(&r.fit);
     if (nj == 0 || t->nnodes == 0 || nq == 0) {
         rc = fair_error_set(err, FAIR_EINVAL, "simulator: needs jobs, nodes and a queue");
         goto out;
@@ -455,29 +914,12 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
             goto out;
         r.have_placer = true;
     }
-    r.js = fair_calloc(nj, sizeof(*r.js));
-    r.pending = fair_calloc(nj, sizeof(*r.pending));
-    r.running = fair_calloc(nj, sizeof(*r.running));
-    r.q_alloc = fair_calloc(nq, sizeof(*r.q_alloc));
-    r.q_fair = fair_calloc(nq, sizeof(*r.q_fair));
-    r.q_running = fair_calloc(nq, sizeof(*r.q_running));
-    r.q_pending = fair_calloc(nq, sizeof(*r.q_pending));
-    run->qstats = fair_calloc(nq + 1, sizeof(*run->qstats));
-    if (!r.js || !r.pending || !r.running || !r.q_alloc || !r.q_fair || !r.q_running ||
-        !r.q_pending || !run->qstats) {
-        rc = fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory for %zu jobs", nj);
+    if ((rc = setup(&r, err)))
         goto out;
-    }
+    if ((rc = check_runnable(&r)))
+        goto nomem;
     int64_t start = t->jobs[0].submit_ms, est_end = start;
     for (size_t j = 0; j < nj; j++) {
-        if (queue_of[j] < 0 || (size_t)queue_of[j] >= nq) {
-            rc = fair_error_set(err, FAIR_EINVAL, "simulator: job %s has no valid queue",
-                                t->jobs[j].name);
-            goto out;
-        }
-        r.js[j].queue = queue_of[j];
-        r.js[j].wait = -1;
-        r.js[j].node = -1;
         int64_t e = submit_at(&r, (int32_t)j);
         if (t->jobs[j].duration_ms != FAIR_SIM_FOREVER)
             e += t->jobs[j].duration_ms;
@@ -493,6 +935,7 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
         r.sample_every = r.opts.cycle_ms;
     r.next_sample = start;
     r.now = r.last_t = start;
+    r.wake = INF;
     run->start_ms = start;
 
     size_t ai = 0;
@@ -502,12 +945,13 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
     bool dirty_event = false, dirty_cycle = false;
     int64_t last_cycle = INT64_MIN;
     for (;;) {
-        int64_t t_arr = ai < nj ? submit_at(&r, (int32_t)ai) : INF;
+        int64_t t_arr = next_arrival(&r, &ai);
         int64_t t_done = r.nheap ? r.heap[0].t : INF;
         int64_t t_evt = t_arr < t_done ? t_arr : t_done;
         int64_t t_cyc = INF;
-        if ((dirty_event && r.npending + r.nrunning > 0) || (dirty_cycle && r.npending > 0)) {
-            t_cyc = align_up(r.now, r.opts.cycle_ms);
+        bool due = (dirty_event && r.npending + r.nrunning > 0) || (dirty_cycle && r.npending > 0);
+        if (due || (r.wake != INF && r.npending > 0)) {
+            t_cyc = align_up(due ? r.now : r.wake, r.opts.cycle_ms);
             if (last_cycle != INT64_MIN && t_cyc < last_cycle + r.opts.cycle_ms)
                 t_cyc = last_cycle + r.opts.cycle_ms;
         }
@@ -521,8 +965,9 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
         if (t_evt <= t_cyc) {
             if ((rc = advance(&r, t_evt)))
                 goto nomem;
-            while (ai < nj && submit_at(&r, (int32_t)ai) == t_evt) {
-                make_pending(&r, (int32_t)ai);
+            while (next_arrival(&r, &ai) == t_evt) {
+                if ((rc = make_pending(&r, (int32_t)ai)))
+                    goto nomem;
                 ai++;
                 dirty_event = true;
             }
@@ -533,8 +978,15 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
                     continue; /* evicted since: a stale completion */
                 account_stop(&r, e.job);
                 s->st = J_DONE;
+                struct fair_sim_jobrec *rec = rec_of(&r, e.job);
+                if (++r.rec_done[s->rec] == rec->pods) {
+                    rec->end_ms = r.now;
+                    rec->status = FAIR_SIM_JOB_COMPLETED;
+                }
                 dirty_event = true;
             }
+            if ((rc = settle(&r)))
+                goto nomem;
         } else {
             if ((rc = advance(&r, t_cyc)))
                 goto nomem;
@@ -558,37 +1010,30 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
         goto nomem;
     for (size_t i = 0; i < r.nrunning; i++) {
         int32_t j = r.running[i];
-        run->qstats[r.js[j].queue].used_gpu_ms += t->jobs[j].gpu_milli * (r.now - r.js[j].started);
+        struct fair_sim_jobrec *rec = rec_of(&r, j);
+        rec->used_gpu_ms += t->jobs[j].gpu_milli * (r.now - r.js[j].started);
+        rec->status = FAIR_SIM_JOB_RUNNING;
     }
-    double dur = (double)(run->end_ms - run->start_ms);
-    run->mean_alloc_ratio =
-        dur > 0 && run->gpu_capacity > 0
-            ? r.area / dur / (double)run->gpu_capacity
-            : (run->gpu_capacity > 0 ? (double)r.cluster.gpu_allocated / (double)run->gpu_capacity
-                                     : 0);
+    for (size_t q = 0; q < nq; q++)
+        fair_sim_spans_end(&r.q[q].ttg, r.now);
+    fair_sim_spans_end(&r.idle_all_spans, r.now);
+    fair_sim_spans_end(&r.idle_adm_spans, r.now);
+    run->idle_fit.episodes = r.idle_all_spans.count + r.idle_all_spans.unfinished;
+    run->idle_fit.longest_ms = r.idle_all_spans.longest_ms;
+    run->idle_fit_admissible.episodes = r.idle_adm_spans.count + r.idle_adm_spans.unfinished;
+    run->idle_fit_admissible.longest_ms = r.idle_adm_spans.longest_ms;
     if (run->gpu_capacity > 0)
         run->peak_alloc_ratio = (double)r.peak_alloc / (double)run->gpu_capacity;
-    rc = finish_stats(&r, err);
+    if ((rc = finish_stats(&r, err)))
+        goto out;
+    fair_sim_run_window(run, run->start_ms, run->end_ms);
     goto out;
 nomem:
     rc = fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
 out:
     if (rc)
         fair_sim_run_release(run);
-    fair_free(r.js);
-    fair_free(r.pending);
-    fair_free(r.running);
-    fair_free(r.heap);
-    fair_free(r.pods);
-    fair_free(r.pod_job);
-    fair_free(r.q_alloc);
-    fair_free(r.q_fair);
-    fair_free(r.q_running);
-    fair_free(r.q_pending);
-    if (r.have_placer)
-        fair_sim_placer_release(&r.placer);
-    fair_sim_enodes_release(&r.en);
-    fair_sim_cluster_release(&r.cluster);
+    teardown(&r);
     return rc;
 }
 
@@ -599,8 +1044,11 @@ void fair_sim_run_release(struct fair_sim_run *run)
     fair_free(run->samples);
     fair_free(run->qsamples);
     fair_free(run->qstats);
+    fair_free(run->jobs);
     run->samples = NULL;
     run->qsamples = NULL;
     run->qstats = NULL;
+    run->jobs = NULL;
     run->nsamples = 0;
+    run->njobs = 0;
 }

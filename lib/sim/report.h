@@ -1,7 +1,8 @@
-/* Simulation reports: CSV files (timeseries.csv, queues.csv, summary.csv)
- * and one self-contained HTML page with inline SVG charts (no script, no
- * network). Several runs (the base config and a --compare config) go side
- * by side, told apart by the "config" column and by colour.
+/* Simulation reports: CSV files (timeseries.csv, queues.csv, summary.csv,
+ * jobs.csv) and one self-contained HTML page with inline SVG charts (no
+ * script, no network). Several runs (the base config and a --compare
+ * config) go side by side, told apart by the "config" column and by
+ * colour. Also the number and duration formats the console shares.
  *
  * Ownership: everything is borrowed. */
 #ifndef FAIR_SIM_REPORT_H
@@ -24,18 +25,21 @@ struct fair_sim_labeled {
     const char *policy; /* placement policy name */
     const struct fair_sim_run *run;
     const struct fair_sim_config *cfg;
+    const struct fair_sim_trace *trace; /* the jobs' names (jobs.csv) */
 };
 
-/* The three CSV files into buffers (each NUL-terminated). */
+/* The CSV files into buffers (each NUL-terminated). */
 int fair_sim_csv_timeseries(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
 int fair_sim_csv_queues(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
 int fair_sim_csv_summary(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
+/* One row per job (a multi-pod job is one row). */
+int fair_sim_csv_jobs(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
 /* The HTML report. title is escaped. */
 int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_labeled *runs,
                   size_t n);
 
-/* Writes timeseries.csv, queues.csv, summary.csv and report.html into dir
- * (which must exist). */
+/* Writes timeseries.csv, queues.csv, summary.csv, jobs.csv and
+ * report.html into dir (which must exist). */
 int fair_sim_write_reports(const char *dir, const char *title, const struct fair_sim_labeled *runs,
                            size_t n, struct fair_error *err);
 
@@ -54,6 +58,16 @@ struct fair_sim_frag_row {
 
 /* CSV of the fragmentation rows (frag.csv). */
 int fair_sim_csv_frag(struct fair_buf *b, const struct fair_sim_frag_row *rows, size_t n);
+
+/* Human-readable figures, for the console and the HTML report. v with
+ * decimals digits after the point and a comma between thousands
+ * ("1,110", "0.5"); never "-0". Returns buf. */
+const char *fair_sim_fmt_num(char *buf, size_t n, double v, int decimals);
+/* A duration in the unit its size reads best in: seconds below 2
+ * minutes ("45 s", "2.5 s"), minutes below an hour ("12.5 min"), hours
+ * below 3 days ("5.2 h"), else days ("3.1 d"); "-" when ms < 0. Returns
+ * buf. */
+const char *fair_sim_fmt_duration(char *buf, size_t n, int64_t ms);
 
 /* Writes buffer contents to path, replacing it. */
 int fair_sim_write_file(const char *path, const struct fair_buf *b, struct fair_error *err);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +38,11 @@ void fair_sim_trace_release(struct fair_sim_trace *t)
     for (size_t i = 0; i < t->nnodes; i++)
         fair_free(t->nodes[i].name);
     fair_free(t->nodes);
-    for (size_t i = 0; i < t->njobs; i++)
+    for (size_t i = 0; i < t->njobs; i++) {
         fair_free(t->jobs[i].name);
+        if (t->jobs[i].member == 0)
+            fair_free(t->jobs[i].gang);
+    }
     fair_free(t->jobs);
     for (size_t i = 0; i < t->nmodels; i++)
         fair_free(t->models[i]);
@@ -431,7 +435,7 @@ out:
 /* ---- jobs --------------------------------------------------------------- */
 
 struct job_cols {
-    int name, queue, submit, duration, gpu, cpu, mem, prio, preempt, model;         /* simple */
+    int name, queue, submit, duration, gpu, cpu, mem, prio, preempt, model, pods;   /* simple */
     int cpu_milli, mem_mib, num_gpu, gpu_milli, spec, qos, created, deleted, sched; /* openb */
 };
 
@@ -589,6 +593,14 @@ static int parse_simple(struct fair_sim_trace *t, const struct job_cols *c,
         return fair_error_set(err, rc, "%s:%ld: gpu_model: \"%s\": %s", name, ln,
                               field(row, c->model),
                               rc == FAIR_ERANGE ? "too many GPU models" : "malformed model list");
+    j->gang_size = 1;
+    if (*field(row, c->pods)) {
+        if (parse_int(field(row, c->pods), 1, FAIR_SIM_MAX_GANG, &v))
+            return fair_error_set(err, FAIR_EPARSE,
+                                  "%s:%ld: pods: \"%s\" is not a count of pods in 1..%d", name, ln,
+                                  field(row, c->pods), FAIR_SIM_MAX_GANG);
+        j->gang_size = (int32_t)v;
+    }
     return 0;
 }
 
@@ -597,7 +609,81 @@ static int job_cmp(const void *a, const void *b)
     const struct fair_sim_job *x = a, *y = b;
     if (x->submit_ms != y->submit_ms)
         return x->submit_ms < y->submit_ms ? -1 : 1;
-    return (x->line > y->line) - (x->line < y->line);
+    if (x->line != y->line)
+        return (x->line > y->line) - (x->line < y->line);
+    return (x->member > y->member) - (x->member < y->member);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    const struct fair_sim_job *x = *(const struct fair_sim_job *const *)a;
+    const struct fair_sim_job *y = *(const struct fair_sim_job *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* The simple format names pods (the engine's uids, the gang members'
+ * names): two alike would be one pod to the engine. */
+static int check_unique_names(const struct fair_sim_trace *t, const char *name,
+                              struct fair_error *err)
+{
+    const struct fair_sim_job **v = fair_malloc(t->njobs * sizeof(*v));
+    if (!v)
+        return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
+    for (size_t i = 0; i < t->njobs; i++)
+        v[i] = &t->jobs[i];
+    qsort(v, t->njobs, sizeof(*v), name_cmp);
+    int rc = 0;
+    for (size_t i = 1; i < t->njobs && !rc; i++)
+        if (strcmp(v[i - 1]->name, v[i]->name) == 0)
+            rc = fair_error_set(err, FAIR_EPARSE,
+                                "%s:%lld: name: \"%s\" is already the name of a pod (line "
+                                "%lld); pods of a multi-pod job are named NAME-0, NAME-1, ...",
+                                name, (long long)v[i]->line, v[i]->name, (long long)v[i - 1]->line);
+    fair_free(v);
+    return rc;
+}
+
+/* Appends job j to t (taking its strings): gang_size pods for a gang, with
+ * the row limit counting pods. */
+static int add_job(struct fair_sim_trace *t, size_t *cap, struct fair_sim_job *j, const char *nm,
+                   const char *name, long ln, const struct fair_sim_limits *lim,
+                   struct fair_error *err)
+{
+    size_t n = j->gang_size > 1 ? (size_t)j->gang_size : 1;
+    if (n > lim->max_rows || t->njobs > lim->max_rows - n)
+        return fair_error_set(err, FAIR_ERANGE, "%s:%ld: more than %zu pods", name, ln,
+                              lim->max_rows);
+    if (fair_grow((void **)&t->jobs, cap, t->njobs + n, sizeof(*t->jobs)))
+        return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
+    if (n == 1) {
+        j->gang = NULL;
+        j->gang_size = 1;
+        j->member = 0;
+        j->name = fair_strdup(nm);
+        if (!j->name)
+            return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
+        t->jobs[t->njobs++] = *j;
+        return 0;
+    }
+    char *gang = fair_strdup(nm);
+    if (!gang)
+        return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
+    for (size_t i = 0; i < n; i++) {
+        char pod[300];
+        snprintf(pod, sizeof(pod), "%s-%zu", nm, i);
+        struct fair_sim_job m = *j;
+        m.gang = gang;
+        m.member = (int32_t)i;
+        m.name = fair_strdup(pod);
+        if (!m.name) {
+            if (i == 0)
+                fair_free(gang);
+            return fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
+        }
+        t->jobs[t->njobs++] = m;
+    }
+    return 0;
 }
 
 int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const char *data,
@@ -625,6 +711,7 @@ int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const 
         .prio = column(hdr, "priority"),
         .preempt = column(hdr, "preemptible"),
         .model = column(hdr, "gpu_model"),
+        .pods = column(hdr, "pods"),
         .cpu_milli = column(hdr, "cpu_milli"),
         .mem_mib = column(hdr, "memory_mib"),
         .num_gpu = column(hdr, "num_gpu"),
@@ -644,8 +731,8 @@ int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const 
     if (simple && (c.submit < 0 || c.gpu < 0)) {
         rc = fair_error_set(err, FAIR_EPARSE,
                             "%s:%ld: a simple job list needs the columns name, queue, submit_s "
-                            "and gpu (duration_s, cpu, memory, priority, preemptible and "
-                            "gpu_model are optional)",
+                            "and gpu (duration_s, cpu, memory, priority, preemptible, "
+                            "gpu_model and pods are optional)",
                             name, it.lineno);
         goto out;
     }
@@ -660,7 +747,7 @@ int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const 
     t->simple_format = simple;
     t->has_times = simple || c.created >= 0;
     while ((rc = next_row(&it, hdr, row, t->njobs, "jobs", err)) == 1) {
-        struct fair_sim_job j = {.line = it.lineno, .spec = -1};
+        struct fair_sim_job j = {.line = it.lineno, .spec = -1, .gang_size = 1};
         const char *nm = field(row, c.name);
         if (!*nm || strlen(nm) > 253) {
             rc = fair_error_set(err, FAIR_EPARSE, "%s:%ld: name: empty or longer than 253 bytes",
@@ -671,16 +758,9 @@ int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const 
                     : parse_openb(t, &c, row, name, it.lineno, &j, err);
         if (rc)
             goto out;
-        if (fair_grow((void **)&t->jobs, &cap, t->njobs + 1, sizeof(*t->jobs))) {
-            rc = fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
+        rc = add_job(t, &cap, &j, nm, name, it.lineno, &lim, err);
+        if (rc)
             goto out;
-        }
-        j.name = fair_strdup(nm);
-        if (!j.name) {
-            rc = fair_error_set(err, FAIR_ENOMEM, "%s: out of memory", name);
-            goto out;
-        }
-        t->jobs[t->njobs++] = j;
     }
     if (rc < 0)
         goto out;
@@ -689,6 +769,8 @@ int fair_sim_trace_parse_jobs(struct fair_sim_trace *t, const char *name, const 
         rc = fair_error_set(err, FAIR_EPARSE, "%s: no jobs after the header", name);
         goto out;
     }
+    if (simple && (rc = check_unique_names(t, name, err)))
+        goto out;
     qsort(t->jobs, t->njobs, sizeof(*t->jobs), job_cmp);
 out:
     fair_free(hdr);

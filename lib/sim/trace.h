@@ -4,8 +4,10 @@
  *     gpu_milli[,gpu_spec,qos,pod_phase,creation_time,deletion_time,
  *     scheduled_time]), times in seconds;
  *   - the simple job list (name,queue,submit_s,duration_s,gpu[,cpu,memory,
- *     priority,preemptible,gpu_model]) whose gpu/cpu/memory are Kubernetes
- *     quantities ("0.5", "500m", "16Gi").
+ *     priority,preemptible,gpu_model,pods]) whose gpu/cpu/memory are
+ *     Kubernetes quantities ("0.5", "500m", "16Gi"); a row with pods = N > 1
+ *     is a job of N identical pods that start together (a gang), loaded as
+ *     N consecutive jobs named NAME-0 .. NAME-(N-1).
  * Nodes use the openb node list's header (sn,cpu_milli,memory_mib,gpu,model;
  * "name" is accepted for "sn"). Columns are found by name, in any order.
  * See docs/simulator.md for the semantics of every column.
@@ -45,6 +47,8 @@ struct fair_sim_node {
 
 /* Sentinel duration: the job never ends on its own. */
 #define FAIR_SIM_FOREVER INT64_MAX
+/* Most pods in one multi-pod job (the simple format's pods column). */
+#define FAIR_SIM_MAX_GANG 4096
 
 struct fair_sim_job {
     char *name;
@@ -63,6 +67,13 @@ struct fair_sim_job {
     int spec; /* index into trace->specs, -1 when unconstrained */
     char qos[16];
     int64_t line; /* line in the job file (1 = header); also the sort tie-break */
+    /* Multi-pod jobs (gangs): the job's name, shared by its gang_size pods
+     * (member 0 .. gang_size-1, consecutive in trace->jobs), which the
+     * engine places all together or not at all. NULL and gang_size 1 for a
+     * single pod. Owned by member 0, borrowed by the others. */
+    char *gang;
+    int32_t gang_size;
+    int32_t member;
 };
 
 struct fair_sim_trace {
@@ -93,7 +104,9 @@ int fair_sim_trace_load_nodes(struct fair_sim_trace *t, const char *path,
 
 /* Loads the job list (either format) from path. Load nodes first, so that
  * GPU models named by jobs share the nodes' model indexes. Jobs end up
- * sorted by submit time (stable: ties keep file order). */
+ * sorted by submit time (stable: ties keep file order, a gang's pods stay
+ * together in member order). In the simple format, pod names (a gang's
+ * NAME-i included) must be unique; max_rows caps the pods, not the rows. */
 int fair_sim_trace_load_jobs(struct fair_sim_trace *t, const char *path,
                              const struct fair_sim_limits *lim, struct fair_error *err);
 

@@ -1,7 +1,11 @@
 /* fairsharectl simulate as a user runs it: bad flags (exit 2 and usage),
  * bad files (exit 1, the message names the file and line), the output
- * files of a replay and of a --compare run, the fragmentation mode, and
- * one run on the real Alibaba trace (skipped when it is absent). */
+ * files of a replay and of a --compare run (one window for both), useful
+ * work (per-job CSV, useful allocation = allocation minus lost work,
+ * multi-pod jobs, jobs that can never run, checkpoints), the fragmentation
+ * mode, and one run on the real Alibaba trace (skipped when it is
+ * absent). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -89,6 +93,38 @@ static char *read_out(const char *dir, const char *name)
     return buf;
 }
 
+/* Field `name` of the CSV row that starts with `prefix` (header in the
+ * first line), as a number; fails the test when either is missing or the
+ * field is empty. (read_out()'s buffer is reused: read, then ask.) */
+static double csv_get(const char *csv, const char *prefix, const char *name)
+{
+    int col = -1, k = 0;
+    const char *p = csv;
+    for (const char *f = csv; *f && *f != '\n'; k++) {
+        size_t len = strcspn(f, ",\n");
+        if (len == strlen(name) && strncmp(f, name, len) == 0)
+            col = k;
+        f += len;
+        if (*f == ',')
+            f++;
+    }
+    if (col < 0)
+        fail_msg("no column %s", name);
+    p = strstr(csv, prefix);
+    if (!p)
+        fail_msg("no row %s", prefix);
+    p += *p == '\n';
+    for (int i = 0; i < col; i++) {
+        p = strpbrk(p, ",\n");
+        if (!p || *p == '\n')
+            fail_msg("row %s has no field %d", prefix, col);
+        p++;
+    }
+    if (*p == ',' || *p == '\n')
+        fail_msg("row %s: %s is empty", prefix, name);
+    return strtod(p, NULL);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -121,6 +157,10 @@ static void test_bad_flags(void **state)
          NULL},
         {"simulate", "--pods", NULL},
         {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--checkpoint-minutes", "soon", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--fragmentation", "--checkpoint-minutes", "30", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
          "--fragmentation", "--projects", DATA "/projects.yaml", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -134,6 +174,8 @@ static void test_bad_flags(void **state)
     assert_int_equal(run_ctl(help), 0);
     assert_non_null(strstr(out_buf, "usage: fairsharectl simulate"));
     assert_non_null(strstr(out_buf, "--compare FILE"));
+    assert_non_null(strstr(out_buf, "--jobs FILE"));
+    assert_non_null(strstr(out_buf, "--checkpoint-minutes N"));
 }
 
 static void test_bad_files(void **state)
@@ -188,6 +230,11 @@ static void test_replay_outputs(void **state)
     assert_non_null(strstr(h, "</html>"));
     assert_null(strstr(h, "<script"));
     assert_null(strstr(h, "https://"));
+    char *j = read_out(dir, "jobs.csv");
+    assert_true(starts_with(j, "config,job,queue,pods,gpu,status,submit_s,first_start_s,end_s,"
+                               "wait_s,jct_s,restarts,used_gpu_hours,lost_gpu_hours,"
+                               "useful_gpu_hours\n"));
+    assert_int_equal(count_lines(j), 6);
 }
 
 static void test_compare(void **state)
@@ -231,6 +278,118 @@ static void test_compare(void **state)
     char *h = read_out(dir, "report.html");
     assert_non_null(strstr(h, ">compare</td>"));
     assert_non_null(strstr(h, "compare fair share"));
+    char *j = read_out(dir, "jobs.csv");
+    assert_non_null(strstr(j, "\nbase,a1,"));
+    assert_non_null(strstr(j, "\ncompare,a1,"));
+
+    /* One window for both. With team-a limited to 8 GPUs, a2 waits for
+     * a1 (0-100 s) and a3 for a2 (100-200 s): that run ends at 210 s, the
+     * base one at 180 s; both are reported over 210 s. */
+    fair_test_write_file(
+        other, sizeof(other), tmpdir, "limited.yaml",
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: all}\n"
+        "spec: {guaranteed: {gpu: 16}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+        "spec: {project: all, guaranteed: {gpu: 8}, limit: {gpu: 8}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+        "spec: {project: all, guaranteed: {gpu: 8}}\n");
+    rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    s = read_out(dir, "summary.csv");
+    assert_true(csv_get(s, "\nbase,fairshare,*,", "duration_s") == 180);
+    assert_true(csv_get(s, "\ncompare,fairshare,*,", "duration_s") == 210);
+    assert_true(csv_get(s, "\nbase,fairshare,*,", "window_s") == 210);
+    assert_true(csv_get(s, "\ncompare,fairshare,*,", "window_s") == 210);
+    assert_non_null(strstr(out_buf,
+                           "config=base projects=" DATA "/projects.yaml placement=fairshare "
+                           "checkpoint=none reclaim_threshold=10% reclaim_min_runtime=60s "
+                           "max_evictions=3 node_hold=10.0min window_h=0.06 simulated_h=0.05"));
+}
+
+static void test_useful_work(void **state)
+{
+    (void)state;
+    /* team-b's 2-pod job (4 GPUs each) takes its guarantee back at 20 s:
+     * one of team-a's 8-GPU pods is evicted and loses 20 s; "huge" (16
+     * GPUs in one pod) fits no node and is left out, with a warning. */
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/useful", tmpdir);
+    const char *const args[] = {"simulate",
+                                "--nodes",
+                                DATA "/nodes_2x8_plain.csv",
+                                "--jobs",
+                                DATA "/jobs_gang.csv",
+                                "--projects",
+                                DATA "/projects.yaml",
+                                "--out",
+                                dir,
+                                NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    assert_non_null(strstr(out_buf, "trace: 2 nodes, 16 GPUs, 4 jobs of 5 pods"));
+    assert_non_null(strstr(err_buf, "warning: config=base"));
+    assert_non_null(strstr(err_buf, "1 job can never run and is left out"));
+    assert_non_null(strstr(err_buf, "huge (no-node, 16.0 GPUs)"));
+    /* The headline: allocation next to useful allocation. */
+    assert_non_null(strstr(out_buf, "alloc=75.0% useful_alloc=69.4% "));
+    assert_non_null(strstr(out_buf, "lost_gpu_h=0.044"));
+    assert_non_null(strstr(out_buf, "left_out=1"));
+    assert_null(strstr(out_buf, "=-0"));
+    assert_null(strstr(out_buf, " -0"));
+
+    char *s = read_out(dir, "summary.csv");
+    const char *tot = "\nbase,fairshare,*,";
+    double used = csv_get(s, tot, "used_gpu_hours"), lost = csv_get(s, tot, "lost_gpu_hours");
+    double useful = csv_get(s, tot, "useful_gpu_hours");
+    double alloc = csv_get(s, tot, "mean_alloc_ratio");
+    double ualloc = csv_get(s, tot, "useful_alloc_ratio");
+    double window_h = csv_get(s, tot, "window_s") / 3600;
+    assert_true(lost > 0.04);
+    assert_true(fabs(useful - (used - lost)) < 0.002);
+    /* Useful allocation is allocation minus lost work, over 16 GPUs x the
+     * window (GPU-hours are printed to 0.001: 0.001 / 0.8 GPU-h). */
+    assert_true(fabs(alloc - used / (16 * window_h)) < 0.0015);
+    assert_true(fabs(ualloc - (used - lost) / (16 * window_h)) < 0.0015);
+    assert_true(fabs((alloc - ualloc) - lost / (16 * window_h)) < 0.0015);
+    assert_true(fabs((alloc - ualloc) - 8.0 * 20 / 3600 / (16 * window_h)) < 0.0001);
+    assert_true(csv_get(s, tot, "unrunnable") == 1);
+    assert_true(csv_get(s, tot, "max_restarts") == 1);
+    assert_true(csv_get(s, "\nbase,fairshare,team-b,", "guarantee_delivered_ratio") > 0.83);
+    assert_true(csv_get(s, "\nbase,fairshare,team-b,", "ttg_p50_s") == 10);
+
+    char *j = read_out(dir, "jobs.csv");
+    assert_non_null(strstr(j, "\nbase,b1,team-b,2,8.000,completed,20.000,30.000,80.000,10.000,"
+                              "60.000,0,"));
+    assert_non_null(strstr(j, "\nbase,huge,team-b,1,16.000,no-node,30.000,,,,,0,"));
+    /* Per-job lost work adds up to the summary's. */
+    double jl =
+        csv_get(j, "\nbase,a1,", "lost_gpu_hours") + csv_get(j, "\nbase,a2,", "lost_gpu_hours");
+    assert_true(fabs(jl - lost) < 0.002);
+
+    char *h = read_out(dir, "report.html");
+    assert_non_null(strstr(h, "useful allocation</th>"));
+    assert_non_null(strstr(h, "<td class=\"big\">69.4%</td>"));
+    assert_non_null(strstr(h, "huge (no-node)"));
+    assert_null(strstr(h, "e+0"));
+
+    /* Checkpoints every minute do not help a job evicted after 20 s. */
+    const char *const ck[] = {"simulate",
+                              "--nodes",
+                              DATA "/nodes_2x8_plain.csv",
+                              "--jobs",
+                              DATA "/jobs_gang.csv",
+                              "--projects",
+                              DATA "/projects.yaml",
+                              "--checkpoint-minutes",
+                              "1",
+                              NULL};
+    rc = run_ctl(ck);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    assert_non_null(strstr(out_buf, "checkpoint=60s"));
+    assert_non_null(strstr(out_buf, "lost_gpu_h=0.044"));
 }
 
 /* frag.csv's unallocated_gpu (4th column) of each policy: checks that the
@@ -354,9 +513,10 @@ static void test_real_trace(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_flags),          cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_replay_outputs),     cmocka_unit_test(test_compare),
-        cmocka_unit_test(test_fragmentation_mode), cmocka_unit_test(test_real_trace),
+        cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_replay_outputs), cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_useful_work),    cmocka_unit_test(test_fragmentation_mode),
+        cmocka_unit_test(test_real_trace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,7 @@
 /* The simulator's Project/Queue config: manifests as admins write them,
  * errors that name the object, the default config, the queue-assignment
  * rule, and the CSV/HTML reports built from a hand-made run. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,8 @@
 
 #include "base/alloc.h"
 #include "sim/config.h"
+#include "sim/metrics.h"
+#include "sim/replay.h"
 #include "sim/report.h"
 
 static void test_load_file(void **state)
@@ -167,58 +170,180 @@ static size_t count_lines(const char *s)
     return n;
 }
 
-static void test_reports(void **state)
+static void test_reclaim_up_to(void **state)
 {
     (void)state;
-    /* A hand-made run: 2 samples, 2 queues. */
+    /* q1 says Guarantee; q2 says nothing, its project p2 says FairShare;
+     * q3 and its project say nothing: the default, which the caller sets. */
+    const char *yaml = "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: p1}\n"
+                       "spec: {guaranteed: {gpu: 4}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: p2}\n"
+                       "spec: {guaranteed: {gpu: 4}, reclaimUpTo: FairShare}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: q1}\n"
+                       "spec: {project: p1, reclaimUpTo: Guarantee}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: q2}\n"
+                       "spec: {project: p2}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: q3}\n"
+                       "spec: {project: p1}\n";
     struct fair_sim_config c;
     struct fair_error err = {0};
     fair_sim_config_init(&c);
+    if (fair_sim_config_parse(&c, "p.yaml", yaml, strlen(yaml), &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.queues[0].reclaim_up_to, FAIR_RECLAIM_GUARANTEE);
+    assert_int_equal(c.queues[1].reclaim_up_to, FAIR_RECLAIM_FAIR_SHARE);
+    assert_int_equal(c.queues[2].reclaim_up_to, FAIR_RECLAIM_FAIR_SHARE);
+    fair_sim_config_reclaim_default(&c, FAIR_RECLAIM_GUARANTEE);
+    assert_int_equal(c.queues[0].reclaim_up_to, FAIR_RECLAIM_GUARANTEE);
+    assert_int_equal(c.queues[1].reclaim_up_to, FAIR_RECLAIM_FAIR_SHARE);
+    assert_int_equal(c.queues[2].reclaim_up_to, FAIR_RECLAIM_GUARANTEE);
+    fair_sim_config_release(&c);
+}
+
+static void test_formats(void **state)
+{
+    (void)state;
+    char b[64];
+    /* Thousands apart, never an exponent, never "-0". */
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), 1110, 0), "1,110");
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), 1234567.891, 2), "1,234,567.89");
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), 999.5, 0), "1,000");
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), 0.5, 1), "0.5");
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), -0.001, 1), "0.0");
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), -0.0, 0), "0");
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), -72522.4, 0), "-72,522");
+    assert_string_equal(fair_sim_fmt_num(b, sizeof(b), 100, 0), "100");
+    /* Durations in the unit their size reads best in. */
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), -1), "-");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 0), "0 s");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 2500), "2.5 s");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 45000), "45 s");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 119000), "119 s");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 120000), "2.0 min");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 35940000), "10.0 h");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 55 * 3600000LL), "55.0 h");
+    assert_string_equal(fair_sim_fmt_duration(b, sizeof(b), 4000LL * 3600000), "166.7 d");
+}
+
+static void test_reports(void **state)
+{
+    (void)state;
+    /* A hand-made run: 2 samples, 2 queues, 3 jobs (one of them a 2-pod
+     * job, one left out). */
+    struct fair_sim_config c;
+    struct fair_sim_trace t;
+    struct fair_error err = {0};
+    fair_sim_config_init(&c);
+    fair_sim_trace_init(&t);
     assert_int_equal(fair_sim_config_load(&c, FAIR_TEST_DATA_DIR "/sim/projects.yaml", &err), 0);
+    const char *nodes = "sn,cpu_milli,memory_mib,gpu\nn0,64000,262144,8\n";
+    const char *jobs = "name,queue,submit_s,duration_s,gpu,pods\na,team-a,0,50,8,\n"
+                       "g,team-b,0,60,4,2\nhuge,team-a,0,1,16,\n";
+    assert_int_equal(fair_sim_trace_parse_nodes(&t, "n", nodes, strlen(nodes), NULL, &err), 0);
+    assert_int_equal(fair_sim_trace_parse_jobs(&t, "j", jobs, strlen(jobs), NULL, &err), 0);
     struct fair_sim_sample samples[2] = {{0, 8000, 0, 1, 0}, {60000, 16000, 4000, 3, 1}};
     struct fair_sim_qsample qs[4] = {
-        {8000, 16000, 1, 0}, {0, 0, 0, 0}, {8000, 8000, 1, 1}, {8000, 8000, 2, 0}};
+        {.allocated = 8000, .fair_share = 16000, .guaranteed = 8000, .demand = 8000, .running = 1},
+        {.guaranteed = 8000},
+        {.allocated = 8000,
+         .fair_share = 8000,
+         .guaranteed = 8000,
+         .demand = 12000,
+         .running = 1,
+         .pending = 1},
+        {.allocated = 8000, .fair_share = 8000, .guaranteed = 8000, .demand = 8000, .running = 2},
+    };
+    int64_t w[3] = {0, 70000, 70000};
     struct fair_sim_qstats st[3] = {
         {.jobs = 3,
          .started = 3,
          .completed = 2,
-         .wait_p50_ms = 0,
-         .wait_p95_ms = 70000,
-         .wait_max_ms = 70000,
          .preemptions = 1,
-         .lost_gpu_ms = 8000LL * 20000},
-        {.jobs = 2,
-         .started = 2,
-         .completed = 2,
-         .wait_p50_ms = 10000,
-         .wait_p95_ms = 10000,
-         .wait_max_ms = 10000},
+         .max_restarts = 1,
+         .lost_gpu_ms = 8000LL * 20000,
+         .used_gpu_ms = 8000LL * 3600000,
+         .guaranteed = 8000,
+         .demand_ge_guar_ms = 30000,
+         .guar_delivered_gpu_ms = 8000LL * 15000,
+         .guar_owed_gpu_ms = 8000LL * 30000,
+         .ttg_unfinished = 1},
+        {.jobs = 2, .started = 2, .completed = 2},
         {.jobs = 5,
          .started = 5,
          .completed = 4,
-         .wait_p50_ms = 10000,
-         .wait_p95_ms = 70000,
-         .wait_max_ms = 70000,
+         .unrunnable = 1,
          .preemptions = 1,
-         .lost_gpu_ms = 8000LL * 20000},
+         .max_restarts = 1,
+         .lost_gpu_ms = 8000LL * 20000,
+         .used_gpu_ms = 8000LL * 3600000},
     };
-    struct fair_sim_run run = {.nqueues = 2,
-                               .samples = samples,
-                               .nsamples = 2,
-                               .qsamples = qs,
-                               .qstats = st,
-                               .gpu_capacity = 16000,
-                               .start_ms = 0,
-                               .end_ms = 60000,
-                               .first_fail_ms = 30000,
-                               .first_fail_unallocated = 500,
-                               .mean_alloc_ratio = 0.75,
-                               .peak_alloc_ratio = 1.0,
-                               .cycles = 4,
-                               .evictions = 1};
+    fair_sim_dist_of(w, 3, &st[0].wait);
+    fair_sim_dist_of(w, 0, &st[0].jct);
+    fair_sim_dist_of(w, 0, &st[1].wait);
+    fair_sim_dist_of(w, 0, &st[1].jct);
+    fair_sim_dist_of(w, 3, &st[2].wait);
+    fair_sim_dist_of(w, 1, &st[2].jct);
+    fair_sim_dist_of(w, 0, &st[0].ttg);
+    fair_sim_dist_of(w, 0, &st[1].ttg);
+    fair_sim_dist_of(w, 0, &st[2].ttg);
+    int64_t ttg[2] = {10000, 20000};
+    fair_sim_dist_of(ttg, 2, &st[0].ttg);
+    struct fair_sim_jobrec recs[3] = {
+        {.first = 0,
+         .pods = 1,
+         .queue = 0,
+         .status = FAIR_SIM_JOB_COMPLETED,
+         .gpu_milli = 8000,
+         .submit_ms = 0,
+         .first_start_ms = 0,
+         .end_ms = 70000,
+         .restarts = 1,
+         .used_gpu_ms = 8000LL * 70000,
+         .lost_gpu_ms = 8000LL * 20000},
+        {.first = 1,
+         .pods = 2,
+         .queue = 1,
+         .status = FAIR_SIM_JOB_RUNNING,
+         .gpu_milli = 8000,
+         .submit_ms = 0,
+         .first_start_ms = 10000,
+         .end_ms = -1,
+         .used_gpu_ms = 8000LL * 50000},
+        {.first = 3,
+         .pods = 1,
+         .queue = 0,
+         .status = FAIR_SIM_JOB_NO_NODE,
+         .gpu_milli = 16000,
+         .first_start_ms = -1,
+         .end_ms = -1},
+    };
+    struct fair_sim_run run = {
+        .nqueues = 2,
+        .samples = samples,
+        .nsamples = 2,
+        .qsamples = qs,
+        .qstats = st,
+        .jobs = recs,
+        .njobs = 3,
+        .gpu_capacity = 16000,
+        .start_ms = 0,
+        .end_ms = 60000,
+        .first_fail_ms = 30000,
+        .first_fail_unallocated = 500,
+        .idle_fit = {.gpu_ms = 1000LL * 3600000, .episodes = 2, .longest_ms = 1800000},
+        .idle_fit_admissible = {.gpu_ms = 0},
+        .held_idle_gpu_ms = 250LL * 3600000,
+        .peak_alloc_ratio = 1.0,
+        .cycles = 4,
+        .evictions = 1};
+    /* Over a window of 10 h: 8 GPU-h used of 160 GPU-h. */
+    fair_sim_opts_default(&run.opts);
+    fair_sim_run_window(&run, 0, 36000000);
+    assert_true(run.mean_alloc_ratio == 0.05);
+    assert_true(fabs(run.useful_alloc_ratio - (8.0 - 8 * 20 / 3600.0) / 160) < 1e-12);
     struct fair_sim_labeled l[2] = {
-        {"base", "a.yaml", "fairshare", &run, &c},
-        {"compare", "b<.yaml", "fairshare", &run, &c},
+        {"base", "a.yaml", "fairshare", &run, &c, &t},
+        {"compare", "b<.yaml", "fairshare", &run, &c, &t},
     };
     struct fair_buf b;
     fair_buf_init(&b, FAIR_BUF_DEFAULT_MAX);
@@ -234,23 +359,57 @@ static void test_reports(void **state)
     assert_int_equal(fair_sim_csv_queues(&b, l, 1), 0);
     assert_string_equal(fair_buf_str(&b),
                         "config,t_s,queue,project,allocated_gpu,fair_share_gpu,guaranteed_gpu,"
-                        "running_pods,pending_pods\n"
-                        "base,0.000,team-a,research,8.000,16.000,8.000,1,0\n"
-                        "base,0.000,team-b,product,0.000,0.000,8.000,0,0\n"
-                        "base,60.000,team-a,research,8.000,8.000,8.000,1,1\n"
-                        "base,60.000,team-b,product,8.000,8.000,8.000,2,0\n");
+                        "running_pods,pending_pods,demand_gpu,effective_guaranteed_gpu\n"
+                        "base,0.000,team-a,research,8.000,16.000,8.000,1,0,8.000,8.000\n"
+                        "base,0.000,team-b,product,0.000,0.000,8.000,0,0,0.000,8.000\n"
+                        "base,60.000,team-a,research,8.000,8.000,8.000,1,1,12.000,8.000\n"
+                        "base,60.000,team-b,product,8.000,8.000,8.000,2,0,8.000,8.000\n");
     fair_buf_reset(&b);
     assert_int_equal(fair_sim_csv_summary(&b, l, 1), 0);
     assert_string_equal(
         fair_buf_str(&b),
-        "config,policy,queue,jobs,started,completed,never_started,wait_p50_s,wait_p95_s,"
-        "wait_max_s,preemptions,lost_gpu_hours,used_gpu_hours,mean_alloc_ratio,"
-        "peak_alloc_ratio,first_fail_s,unallocated_gpu_at_first_fail,duration_s,cycles,"
-        "evictions\n"
-        "base,fairshare,team-a,3,3,2,0,0.000,70.000,70.000,1,0.044,0.000,,,,,,,\n"
-        "base,fairshare,team-b,2,2,2,0,10.000,10.000,10.000,0,0.000,0.000,,,,,,,\n"
-        "base,fairshare,*,5,5,4,0,10.000,70.000,70.000,1,0.044,0.000,0.7500,1.0000,30.000,"
-        "0.500,60.000,4,1\n");
+        "config,policy,queue,jobs,started,completed,never_started,unrunnable,wait_mean_s,"
+        "wait_p50_s,wait_p95_s,wait_p99_s,wait_max_s,jct_mean_s,jct_p50_s,jct_p95_s,jct_p99_s,"
+        "jct_max_s,preemptions,max_restarts,lost_gpu_hours,used_gpu_hours,useful_gpu_hours,"
+        "guaranteed_gpu,demand_ge_guarantee_s,guarantee_delivered_ratio,ttg_episodes,"
+        "ttg_unfinished,ttg_p50_s,ttg_p95_s,ttg_p99_s,ttg_max_s,mean_alloc_ratio,"
+        "useful_alloc_ratio,peak_alloc_ratio,idle_fit_gpu_hours,idle_fit_episodes,"
+        "idle_fit_longest_s,idle_fit_admissible_gpu_hours,idle_fit_admissible_episodes,"
+        "idle_fit_admissible_longest_s,held_idle_gpu_hours,first_fail_s,"
+        "unallocated_gpu_at_first_fail,window_start_s,window_s,duration_s,checkpoint_s,"
+        "over_quota_threshold_pct,over_quota_min_runtime_s,max_evictions,node_hold_timeout_s,"
+        "cycles,evictions\n"
+        "base,fairshare,team-a,3,3,2,0,0,46.667,70.000,70.000,70.000,70.000,,,,,,1,1,0.044,"
+        "8.000,7.956,8.000,30.000,0.5000,2,1,10.000,20.000,20.000,20.000"
+        ",,,,,,,,,,,,,,,,,,,,,,\n"
+        "base,fairshare,team-b,2,2,2,0,0,,,,,,,,,,,0,0,0.000,0.000,0.000,0.000,,,,,,,,"
+        ",,,,,,,,,,,,,,,,,,,,,,\n"
+        "base,fairshare,*,5,5,4,0,1,46.667,70.000,70.000,70.000,70.000,0.000,0.000,0.000,"
+        "0.000,0.000,1,1,0.044,8.000,7.956,0.000,,,,,,,,"
+        ",0.0500,0.0497,1.0000,1.000,2,1800.000,0.000,0,0.000,0.250,30.000,0.500,0.000,"
+        "36000.000,60.000,0.000,10,60.000,3,600.000,4,1\n");
+    /* Every row has as many fields as the header. */
+    size_t want = 0;
+    const char *csv = fair_buf_str(&b);
+    for (const char *p = csv; *p != '\n'; p++)
+        want += *p == ',';
+    for (const char *line = strchr(csv, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+        size_t got = 0;
+        for (const char *p = line; *p != '\n'; p++)
+            got += *p == ',';
+        assert_int_equal(got, want);
+    }
+    fair_buf_reset(&b);
+    assert_int_equal(fair_sim_csv_jobs(&b, l, 1), 0);
+    assert_string_equal(fair_buf_str(&b),
+                        "config,job,queue,pods,gpu,status,submit_s,first_start_s,end_s,wait_s,"
+                        "jct_s,restarts,used_gpu_hours,lost_gpu_hours,useful_gpu_hours\n"
+                        "base,a,team-a,1,8.000,completed,0.000,0.000,70.000,0.000,70.000,1,"
+                        "0.155556,0.044444,0.111111\n"
+                        "base,g,team-b,2,8.000,running,0.000,10.000,,10.000,,0,0.111111,"
+                        "0.000000,0.111111\n"
+                        "base,huge,team-a,1,16.000,no-node,0.000,,,,,0,0.000000,0.000000,"
+                        "0.000000\n");
     fair_buf_reset(&b);
     assert_int_equal(fair_sim_html(&b, "Run <1>", l, 2), 0);
     const char *h = fair_buf_str(&b);
@@ -263,8 +422,29 @@ static void test_reports(void **state)
         nsvg++;
     assert_int_equal(nsvg, 4);
     assert_non_null(strstr(h, ">queue team-a</text>"));
-    assert_non_null(strstr(h, "<td>75.0%</td><td>100.0%</td><td>0.01h</td><td>0.5</td>"));
+    /* The headline: allocation next to useful allocation, lost and idle
+     * GPU-hours, the longest idle episode in a readable unit. */
+    assert_non_null(strstr(h, "<td class=\"big\">5.0%</td><td class=\"big\">5.0%</td>"
+                              "<td>0.044</td><td>1.0</td><td>2</td><td>30.0 min</td>"
+                              "<td>0.000</td><td>0.250</td><td>1</td><td>1</td>"));
+    assert_non_null(strstr(h, "<td>fairshare</td><td>none</td><td>10%, 60 s</td><td>3</td>"
+                              "<td>10.0 min</td><td>10.0 h</td><td>100.0%</td><td>30 s</td>"
+                              "<td>0.5</td><td>60 s</td>"));
+    /* Queue charts carry the guarantee and the demand. */
+    assert_non_null(strstr(h, "base guarantee</text>"));
+    assert_non_null(strstr(h, "base demand</text>"));
+    /* Readable ticks: no exponents, no negative zero. */
+    assert_null(strstr(h, "e+"));
+    assert_null(strstr(h, ">-0"));
+    assert_non_null(strstr(h, ">10 h</text>"));
+    /* Waits in a unit that reads well; the job left out is named. */
+    assert_non_null(strstr(h, "<td>47 s</td><td>70 s</td>"));
+    assert_non_null(strstr(h, "1 job can never run and is left out: huge (no-node)"));
+    /* The guarantee table: 50% delivered, two episodes (10 s, 20 s). */
+    assert_non_null(strstr(h, "<td>8</td><td>30 s</td><td>50.0%</td><td>2</td><td>10 s</td>"
+                              "<td>20 s</td><td>20 s</td><td>20 s</td><td>1</td>"));
     fair_buf_release(&b);
+    fair_sim_trace_release(&t);
 
     struct fair_sim_frag_row rows[1] = {
         {"default", "best-fit", 3, 383.0, 380.5, 385.25, 385.6, 93.8, 425.0, 0.12}};
@@ -284,6 +464,8 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_default_and_assign),
         cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_reclaim_up_to),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* The simulator's trace loaders: openb pod and node lists, the simple job
- * list, malformed rows reported with their line, limits, and allocation
- * failures at every step without a crash or a leak. */
+ * list and its multi-pod jobs, malformed rows reported with their line,
+ * limits, and allocation failures at every step without a crash or a
+ * leak. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -188,6 +189,16 @@ static const struct bad_case bad_cases[] = {
      "t.csv:2: memory: \"lots\" is not a quantity >= 0"},
     {"name,queue,submit_s,gpu,priority\nj,q,1,1,99999999999\n", false,
      "t.csv:2: priority: \"99999999999\" is not an int32"},
+    {"name,queue,submit_s,gpu,pods\nj,q,1,1,0\n", false,
+     "t.csv:2: pods: \"0\" is not a count of pods in 1..4096"},
+    {"name,queue,submit_s,gpu,pods\nj,q,1,1,two\n", false,
+     "t.csv:2: pods: \"two\" is not a count of pods in 1..4096"},
+    {"name,queue,submit_s,gpu,pods\nj,q,1,1,4097\n", false,
+     "t.csv:2: pods: \"4097\" is not a count of pods in 1..4096"},
+    {"name,queue,submit_s,gpu\nj,q,1,1\nk,q,0,1\nj,q,2,1\n", false,
+     "t.csv:4: name: \"j\" is already the name of a pod (line 2)"},
+    {"name,queue,submit_s,gpu,pods\ng,q,0,1,2\ng-1,q,5,1,\n", false,
+     "t.csv:3: name: \"g-1\" is already the name of a pod (line 2)"},
     {"sn,cpu_milli,memory_mib\n", true, "t.csv:1: header must name the columns sn"},
     {"sn,cpu_milli,memory_mib,gpu\nn,1,1,65\n", true,
      "t.csv:2: gpu: \"65\" is not a count in 0..64"},
@@ -275,6 +286,59 @@ static void test_quotes_crlf_and_hash(void **state)
     assert_true(fair_sim_hash("a") == 0xaf63dc4c8601ec8cULL);
 }
 
+static void test_multi_pod_jobs(void **state)
+{
+    (void)state;
+    /* pods = 3: three pods named g-0..g-2, consecutive in member order,
+     * sharing the job's name as their gang; a job at the same time on an
+     * earlier line comes first. */
+    const char *csv = "name,queue,submit_s,duration_s,gpu,cpu,pods\n"
+                      "g,q,10,60,2,4,3\nfirst,q,10,5,1,1,\nsolo,q,0,5,1,1,1\n";
+    struct fair_sim_trace t;
+    struct fair_error err = {0};
+    fair_sim_trace_init(&t);
+    assert_int_equal(fair_sim_trace_parse_jobs(&t, "t.csv", csv, strlen(csv), NULL, &err), 0);
+    assert_int_equal(t.njobs, 5);
+    const char *order[] = {"solo", "g-0", "g-1", "g-2", "first"};
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(t.jobs[i].name, order[i]);
+    assert_null(t.jobs[0].gang);
+    assert_int_equal(t.jobs[0].gang_size, 1);
+    for (int i = 0; i < 3; i++) {
+        const struct fair_sim_job *m = &t.jobs[1 + i];
+        assert_string_equal(m->gang, "g");
+        assert_true(m->gang == t.jobs[1].gang); /* one string, owned by member 0 */
+        assert_int_equal(m->gang_size, 3);
+        assert_int_equal(m->member, i);
+        assert_int_equal(m->gpu_milli, 2000);
+        assert_int_equal(m->cpu_milli, 4000);
+        assert_int_equal(m->duration_ms, 60000);
+        assert_int_equal(m->submit_ms, 10000);
+    }
+    fair_sim_trace_release(&t);
+    /* The row limit counts pods: 1 + 3 > 3. */
+    const char *big = "name,queue,submit_s,gpu,pods\na,q,0,1,\ng,q,0,1,3\n";
+    struct fair_sim_limits lim = {.max_rows = 3};
+    fair_sim_trace_init(&t);
+    assert_int_equal(fair_sim_trace_parse_jobs(&t, "t.csv", big, strlen(big), &lim, &err),
+                     FAIR_ERANGE);
+    assert_string_equal(err.msg, "t.csv:3: more than 3 pods");
+    fair_sim_trace_release(&t);
+    /* Allocation failures at every step, gangs included: no crash, no
+     * leak. */
+    for (long n = 0;; n++) {
+        fair_sim_trace_init(&t);
+        fair_alloc_fail_after(n);
+        int rc = fair_sim_trace_parse_jobs(&t, "t.csv", csv, strlen(csv), NULL, &err);
+        fair_alloc_fail_after(-1);
+        fair_sim_trace_release(&t);
+        if (rc == 0)
+            break;
+        assert_int_equal(rc, FAIR_ENOMEM);
+        assert_true(n < 1000);
+    }
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -301,7 +365,7 @@ int main(void)
         cmocka_unit_test(test_openb_files),    cmocka_unit_test(test_simple_file),
         cmocka_unit_test(test_no_times),       cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_limits),         cmocka_unit_test(test_quotes_crlf_and_hash),
-        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_multi_pod_jobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
