@@ -450,17 +450,23 @@ int fair_eng_run_pass(struct eng *e, int pass)
         struct acct *q = &e->q[qi];
         int32_t pi = e->order[q->first + q->cursor];
         q->cursor++;
+        if (q->cursor + PREFETCH_AHEAD <= q->count)
+            prefetch_pod(&e->s->pods[e->order[q->first + q->cursor + PREFETCH_AHEAD - 1]]);
         bool admitted = false;
         if (!(e->pflags[pi] & PF_BOUND)) {
             int rc = admit_unit(e, pi, pass, &admitted);
             if (rc)
                 return rc;
         }
+        /* The heap needs mending only when its top changed: a queue done,
+         * or admitted pods (no other queue's key moves). */
         if (q->cursor >= q->count) {
             e->heap[0] = e->heap[--e->nheap];
-        }
-        if (e->nheap)
+            if (e->nheap)
+                fair_eng_heap_down(e, 0);
+        } else if (admitted) {
             fair_eng_heap_down(e, 0);
+        }
     }
     return 0;
 }

@@ -75,6 +75,32 @@ struct acct {
     int32_t young; /* victims too young for reclaim up to a fair share */
 };
 
+/* Victims as the victim search reads them, in victim order: where they
+ * are (struct vpos: all that the search's walk reads of most victims) and
+ * what evicting them frees (struct victim). The walk reads these arrays in
+ * order instead of the pods. */
+struct vpos {
+    int32_t queue;
+    int32_t rank; /* its node's rank */
+    int64_t gpu;  /* its GPU request */
+};
+
+/* A node's fut devices in brief: how many are wholly free, the most free
+ * milli on one device, and the most on one not wholly free. */
+struct fbrief {
+    int16_t nfull;
+    int16_t maxf;
+    int16_t maxp;
+};
+
+struct victim {
+    int32_t pod;
+    bool old;      /* ran at least snapshot.over_quota_min_runtime_ms */
+    uint64_t mask; /* the devices it holds */
+    int64_t lost;  /* work its eviction would lose (lost_work) */
+    int64_t req[NRES];
+};
+
 struct gang {
     size_t first, count; /* members' positions in e->gmem */
     int32_t nbound;
@@ -104,12 +130,25 @@ struct eng {
     size_t acap, pcap;
     size_t bytes;
     /* Reclaim phase. */
-    int32_t *vlist;  /* victims by node rank, in victim order */
-    size_t *voff;    /* nnodes + 1 offsets into vlist */
-    int32_t *vrank;  /* pod -> victim-order position */
-    int64_t *vlost;  /* pod -> work its eviction would lose (victims only) */
-    int32_t *vorder; /* victims in victim order */
+    int32_t *vlist;      /* victims by node rank, in victim order */
+    size_t *voff;        /* nnodes + 1 offsets into vlist */
+    int32_t *vrank;      /* pod -> victim-order position */
+    struct vpos *vpos;   /* victims in victim order: where */
+    struct victim *vict; /* victims in victim order: what */
+    /* Reclaim's walk: positions in vpos of the victims whose queue may
+     * lose them (queue_may_lose), in victim order; a superset once some
+     * no longer may, rebuilt when stale (after unevict). */
+    int32_t *vwalk;
+    size_t nwalk;
+    bool walk_stale;
     size_t nvict;
+    /* Per node rank: whether a pod without constraints (GPU model, node
+     * selector, toleration) may go there (fair_place_static_ok). */
+    bool *nplain;
+    /* Per node rank, kept by the reclaim phase (the only one to change the
+     * fut view meanwhile): its fut devices in brief, so that a search skips
+     * nodes whose devices cannot fit its pod without reading them. */
+    struct fbrief *fbrief;
     int32_t *cand; /* node ranks with room being freed (fut differs) */
     size_t ncand;
     int32_t *clist; /* per search: nodes holding a plausible victim */
@@ -117,7 +156,7 @@ struct eng {
     uint32_t stamp;
     int64_t (*vsum)[NRES]; /* per node rank: room its remaining victims hold */
     int32_t *rrank;        /* pending pod -> node rank of its reserved room */
-    int32_t *qvlist;       /* victims by queue, in victim order */
+    int32_t *qvlist;       /* victims by queue: positions in vict */
     size_t *qvoff;         /* nqueues + 1 */
     int searches;
     /* A wave of evictions is still terminating: take no new victims. */
@@ -146,6 +185,17 @@ static inline const char *str_or(const char *s, const char *dflt)
 static inline int cmp_str(const char *a, const char *b)
 {
     return strcmp(a ? a : "", b ? b : "");
+}
+
+/* Loops over pods in admission or victim order read them far apart in
+ * memory: they ask for the pod this many places ahead ahead of time. */
+#define PREFETCH_AHEAD 4
+
+static inline void prefetch_pod(const struct fair_pod *p)
+{
+    __builtin_prefetch(p);
+    __builtin_prefetch((const char *)p + 64);
+    __builtin_prefetch((const char *)p + 128);
 }
 
 /* engine.c: allocation counted in e->bytes, problems and actions. */

@@ -74,8 +74,11 @@ static void eng_release(struct eng *e)
     fair_free(e->vlist);
     fair_free(e->voff);
     fair_free(e->vrank);
-    fair_free(e->vlost);
-    fair_free(e->vorder);
+    fair_free(e->vpos);
+    fair_free(e->vict);
+    fair_free(e->vwalk);
+    fair_free(e->nplain);
+    fair_free(e->fbrief);
     fair_free(e->cand);
     fair_free(e->clist);
     fair_free(e->nstamp);

@@ -91,7 +91,8 @@ static void bucket_out(struct fair_place *pl, int32_t r)
         int f = n->dev[d];
         if (f > 0 && f < DEV_MILLI && bit_test(part_bits(pl, f), r)) {
             bit_clear(part_bits(pl, f), r);
-            pl->part_cnt[f]--;
+            if (--pl->part_cnt[f] == 0)
+                bit_clear(pl->part_any, f);
         }
     }
 }
@@ -116,9 +117,34 @@ static void bucket_in(struct fair_place *pl, int32_t r)
         int f = n->dev[d];
         if (f > 0 && f < DEV_MILLI && !bit_test(part_bits(pl, f), r)) {
             bit_set(part_bits(pl, f), r);
-            pl->part_cnt[f]++;
+            if (pl->part_cnt[f]++ == 0)
+                bit_set(pl->part_any, f);
         }
     }
+}
+
+/* The smallest f' >= f with part_cnt[f'] > 0, or DEV_MILLI. */
+static int part_next(const struct fair_place *pl, int f)
+{
+    while (f < DEV_MILLI) {
+        uint64_t x = pl->part_any[f >> 6] >> (f & 63);
+        if (x)
+            return f + __builtin_ctzll(x);
+        f = (f | 63) + 1;
+    }
+    return DEV_MILLI;
+}
+
+/* The largest f' <= f with part_cnt[f'] > 0, or -1. */
+static int part_prev(const struct fair_place *pl, int f)
+{
+    while (f >= 0) {
+        uint64_t x = pl->part_any[f >> 6] & (~(uint64_t)0 >> (63 - (f & 63)));
+        if (x)
+            return (f & ~63) + 63 - __builtin_clzll(x);
+        f = (f & ~63) - 1;
+    }
+    return -1;
 }
 
 static int16_t clamp_dev(int64_t v)
@@ -720,10 +746,8 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
             return r;
     }
     if (gpu > 0 && gpu < DEV_MILLI) {
-        for (int64_t f = gpu; f < DEV_MILLI; f++) {
-            if (pl->part_cnt[f] == 0)
-                continue;
-            r = scan_fullest(pl, part_bits(pl, (int)f), pod, req, use_fut, mask, fb);
+        for (int f = part_next(pl, (int)gpu); f < DEV_MILLI; f = part_next(pl, f + 1)) {
+            r = scan_fullest(pl, part_bits(pl, f), pod, req, use_fut, mask, fb);
             if (r >= 0)
                 return r;
         }
@@ -757,10 +781,8 @@ static int32_t find_spread(struct fair_place *pl, const struct fair_pod *pod,
             return r;
     }
     if (gpu > 0 && gpu < DEV_MILLI) {
-        for (int64_t f = DEV_MILLI - 1; f >= gpu; f--) {
-            if (pl->part_cnt[f] == 0)
-                continue;
-            r = scan_first(pl, part_bits(pl, (int)f), pod, req, use_fut, mask, NULL);
+        for (int f = part_prev(pl, DEV_MILLI - 1); f >= gpu; f = part_prev(pl, f - 1)) {
+            r = scan_first(pl, part_bits(pl, f), pod, req, use_fut, mask, NULL);
             if (r >= 0)
                 return r;
         }

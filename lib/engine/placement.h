@@ -62,6 +62,8 @@ struct fair_place {
      * 0 < f < 1000 (cur). */
     uint64_t *part;
     int32_t part_cnt[FAIR_GPU_DEVICE_MILLI];
+    /* Bit f: part_cnt[f] > 0, so that searches skip the empty ones. */
+    uint64_t part_any[(FAIR_GPU_DEVICE_MILLI + 63) / 64];
     /* Balance (PACK only): the CPU and memory per GPU (bal_cpu and
      * bal_mem per 1000 milli-GPU) that the lighter third of the GPU
      * pods ask for (weighted 1/3 quantile). A node whose free CPU or memory

@@ -77,6 +77,52 @@ static bool is_victim(const struct eng *e, size_t i)
     return s->now_ms - p->started_ms >= s->queues[p->queue].reclaim_min_runtime_ms;
 }
 
+/* Refreshes e->fbrief[rank] from the node's fut devices. */
+static void brief(struct eng *e, int32_t rank)
+{
+    const struct fair_pnode *n = &e->pl.nodes[rank];
+    struct fbrief *b = &e->fbrief[rank];
+    b->nfull = 0;
+    b->maxf = 0;
+    b->maxp = 0;
+    for (int d = 0; d < n->ngpu; d++) {
+        if (n->fdev[d] >= FAIR_GPU_DEVICE_MILLI)
+            b->nfull++;
+        else if (n->fdev[d] > b->maxp)
+            b->maxp = n->fdev[d];
+        if (n->fdev[d] > b->maxf)
+            b->maxf = n->fdev[d];
+    }
+}
+
+/* fair_place_fut, with the node's brief kept up to date. */
+static void fut_apply(struct eng *e, int32_t rank, const struct fair_resources *req, uint64_t mask,
+                      int sign)
+{
+    fair_place_fut(&e->pl, rank, req, mask, sign);
+    brief(e, rank);
+}
+
+/* Whether victim w's queue may lose it to reclaim: the queue is above its
+ * fair share on GPU and, for a GPU victim, stays at or above it without
+ * the victim. During the reclaim phase this only ever turns false (a
+ * queue's live only drops, but in unevict): e->vwalk relies on it. */
+static bool queue_may_lose(const struct eng *e, const struct vpos *w)
+{
+    const struct acct *vq = &e->q[w->queue];
+    return vq->live[GPU] > vq->fs[GPU] && (w->gpu <= 0 || vq->live[GPU] - w->gpu >= vq->fs[GPU]);
+}
+
+/* e->vwalk from scratch. */
+static void build_walk(struct eng *e)
+{
+    e->nwalk = 0;
+    for (size_t k = 0; k < e->nvict; k++)
+        if (queue_may_lose(e, &e->vpos[k]))
+            e->vwalk[e->nwalk++] = (int32_t)k;
+    e->walk_stale = false;
+}
+
 static int build_victims(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
@@ -90,8 +136,11 @@ static int build_victims(struct eng *e)
     e->vlist = fair_eng_calloc(e, nv, sizeof(*e->vlist));
     e->voff = fair_eng_calloc(e, s->nnodes + 1, sizeof(*e->voff));
     e->vrank = fair_eng_calloc(e, s->npods, sizeof(*e->vrank));
-    e->vlost = fair_eng_calloc(e, s->npods, sizeof(*e->vlost));
-    e->vorder = fair_eng_calloc(e, nv, sizeof(*e->vorder));
+    e->vpos = fair_eng_calloc(e, nv, sizeof(*e->vpos));
+    e->vict = fair_eng_calloc(e, nv, sizeof(*e->vict));
+    e->vwalk = fair_eng_calloc(e, nv, sizeof(*e->vwalk));
+    e->nplain = fair_eng_calloc(e, s->nnodes, sizeof(*e->nplain));
+    e->fbrief = fair_eng_calloc(e, s->nnodes, sizeof(*e->fbrief));
     e->cand = fair_eng_calloc(e, s->nnodes, sizeof(*e->cand));
     e->clist = fair_eng_calloc(e, s->nnodes, sizeof(*e->clist));
     e->vsum = fair_eng_calloc(e, s->nnodes, sizeof(*e->vsum));
@@ -99,8 +148,9 @@ static int build_victims(struct eng *e)
     e->qvlist = fair_eng_calloc(e, nv, sizeof(*e->qvlist));
     e->qvoff = fair_eng_calloc(e, s->nqueues + 1, sizeof(*e->qvoff));
     e->nstamp = fair_eng_calloc(e, s->nnodes, sizeof(*e->nstamp));
-    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->vlost || !e->cand || !e->vorder ||
-        !e->clist || !e->nstamp || !e->vsum || !e->qvlist || !e->qvoff || !e->rrank)
+    if (!vk || !e->vlist || !e->voff || !e->vrank || !e->cand || !e->vpos || !e->vict ||
+        !e->vwalk || !e->nplain || !e->fbrief || !e->clist || !e->nstamp || !e->vsum ||
+        !e->qvlist || !e->qvoff || !e->rrank)
         goto out;
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
@@ -130,32 +180,44 @@ static int build_victims(struct eng *e)
     }
     qsort(vk, nv, sizeof(*vk), cmp_vkey);
     e->nvict = nv;
+    /* The pods are read once, in victim order; the lists below come from
+     * the records. */
     for (size_t i = 0; i < nv; i++) {
         const struct fair_pod *vp = &s->pods[vk[i].idx];
+        if (i + PREFETCH_AHEAD < nv)
+            prefetch_pod(&s->pods[vk[i + PREFETCH_AHEAD].idx]);
+        struct vpos *w = &e->vpos[i];
+        struct victim *v = &e->vict[i];
+        w->queue = vp->queue;
+        w->rank = e->pl.rank_of[vp->node];
+        w->gpu = vp->request.v[GPU];
+        v->pod = vk[i].idx;
+        v->old = s->now_ms - vp->started_ms >= s->over_quota_min_runtime_ms;
+        v->mask = e->masks[vk[i].idx];
+        v->lost = vk[i].lost;
+        memcpy(v->req, vp->request.v, sizeof(v->req));
+        e->vrank[vk[i].idx] = (int32_t)i;
+    }
+    for (size_t i = 0; i < nv; i++) {
+        const struct vpos *w = &e->vpos[i];
         for (int r = 0; r < NRES; r++)
-            e->vsum[e->pl.rank_of[vp->node]][r] += vp->request.v[r];
-        e->qvoff[vp->queue + 1]++;
+            e->vsum[w->rank][r] += e->vict[i].req[r];
+        e->qvoff[w->queue + 1]++;
+        e->voff[w->rank + 1]++;
     }
     for (size_t qi = 0; qi < s->nqueues; qi++)
         e->qvoff[qi + 1] += e->qvoff[qi];
-    for (size_t i = 0; i < nv; i++)
-        e->qvlist[e->qvoff[s->pods[vk[i].idx].queue]++] = vk[i].idx;
+    for (size_t r = 0; r < s->nnodes; r++)
+        e->voff[r + 1] += e->voff[r];
+    /* qvoff and voff advance as cursors; restored below. */
+    for (size_t i = 0; i < nv; i++) {
+        e->qvlist[e->qvoff[e->vpos[i].queue]++] = (int32_t)i;
+        e->vlist[e->voff[e->vpos[i].rank]++] = e->vict[i].pod;
+    }
     for (size_t qi = s->nqueues; qi-- > 0;)
         e->qvoff[qi + 1] = e->qvoff[qi];
     e->qvoff[0] = 0;
-    for (size_t i = 0; i < nv; i++) {
-        e->vorder[i] = vk[i].idx;
-        e->vrank[vk[i].idx] = (int32_t)i;
-        e->vlost[vk[i].idx] = vk[i].lost;
-        e->voff[e->pl.rank_of[s->pods[vk[i].idx].node] + 1]++;
-    }
-    for (size_t r = 0; r < s->nnodes; r++)
-        e->voff[r + 1] += e->voff[r];
-    for (size_t i = 0; i < nv; i++) {
-        int32_t rank = e->pl.rank_of[s->pods[vk[i].idx].node];
-        /* voff[rank] advances as a cursor; restored below. */
-        e->vlist[e->voff[rank]++] = vk[i].idx;
-    }
+    build_walk(e);
     for (size_t r = s->nnodes; r-- > 0;)
         e->voff[r + 1] = e->voff[r];
     e->voff[0] = 0;
@@ -163,6 +225,12 @@ static int build_victims(struct eng *e)
     for (size_t r = 0; r < s->nnodes; r++)
         if (e->pl.nodes[r].ok && e->pl.nodes[r].fdiff)
             e->cand[e->ncand++] = (int32_t)r;
+    /* For a pod without constraints only the node's own state counts. */
+    const struct fair_pod plain = {.node = -1};
+    for (size_t r = 0; r < s->nnodes; r++) {
+        e->nplain[r] = fair_place_static_ok(&e->pl, (int32_t)r, &plain);
+        brief(e, (int32_t)r);
+    }
     rc = 0;
 out:
     fair_free(vk);
@@ -178,6 +246,7 @@ struct search {
     enum mode mode;
     int64_t budget[NRES]; /* PREEMPT: what the queue must free on top */
     bool fair_share;      /* RECLAIM up to the fair share, not only the guarantee */
+    bool plain;           /* set by search_for: the pod has no node constraints */
 };
 
 /* Index of a search's failure cache: guarantee reclaim, preemption, or
@@ -185,6 +254,13 @@ struct search {
 static int fail_slot(const struct search *sr)
 {
     return sr->mode == M_PREEMPT ? 1 : sr->fair_share ? 2 : 0;
+}
+
+/* fair_place_static_ok for sr's pod on node rank; from e->nplain for a pod
+ * without constraints. */
+static bool static_ok(const struct eng *e, const struct search *sr, int32_t rank)
+{
+    return sr->plain ? e->nplain[rank] : fair_place_static_ok(&e->pl, rank, sr->pod);
 }
 
 /* Whether node rank is held for a pod other than sr's. */
@@ -202,38 +278,34 @@ struct trial {
     int64_t fitkey; /* nv == 0: fut free of the chosen fit, smaller first */
 };
 
-/* Whether pod fits on node rank's fut view with victims v[0..nv) gone (skip
- * index `skip`), and with the preemption budget covered. */
-static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank, const int32_t *v,
-                      int nv, int skip, int64_t *short_by, uint64_t *mask)
+/* Node rank's fut view with a victim gone: what it requests (req) back in
+ * freeres, off the preemption budget, one pod fewer, and its devices
+ * (mask) freed. */
+static void free_victim(const struct fair_pnode *n, int16_t *dev, int64_t *freeres, int64_t *budget,
+                        int32_t *pods, const int64_t *req, uint64_t m)
 {
-    const struct fair_pnode *n = &e->pl.nodes[rank];
-    const struct fair_node *sn = &e->s->nodes[n->idx];
-    int16_t dev[FAIR_MAX_GPUS_PER_NODE];
-    int64_t freeres[NRES], budget[NRES];
-    int32_t pods = n->fpods;
-    memcpy(dev, n->fdev, sizeof(dev));
-    memcpy(freeres, n->ffree, sizeof(freeres));
-    memcpy(budget, sr->budget, sizeof(budget));
-    for (int i = 0; i < nv; i++) {
-        if (i == skip)
-            continue;
-        const struct fair_pod *vp = &e->s->pods[v[i]];
-        for (int r = 0; r < NRES; r++) {
-            freeres[r] += vp->request.v[r];
-            budget[r] -= vp->request.v[r];
-        }
-        pods--;
-        uint64_t m = e->masks[v[i]];
-        int64_t g = vp->request.v[GPU];
-        for (int d = 0; d < n->ngpu && g > 0; d++)
-            if (m >> d & 1) {
-                int64_t x = dev[d] + (g < FAIR_GPU_DEVICE_MILLI ? g : FAIR_GPU_DEVICE_MILLI);
-                dev[d] = (int16_t)(x > FAIR_GPU_DEVICE_MILLI ? FAIR_GPU_DEVICE_MILLI : x);
-                if (g < FAIR_GPU_DEVICE_MILLI)
-                    break;
-            }
+    for (int r = 0; r < NRES; r++) {
+        freeres[r] += req[r];
+        budget[r] -= req[r];
     }
+    (*pods)--;
+    int64_t g = req[GPU];
+    for (int d = 0; d < n->ngpu && g > 0; d++)
+        if (m >> d & 1) {
+            int64_t x = dev[d] + (g < FAIR_GPU_DEVICE_MILLI ? g : FAIR_GPU_DEVICE_MILLI);
+            dev[d] = (int16_t)(x > FAIR_GPU_DEVICE_MILLI ? FAIR_GPU_DEVICE_MILLI : x);
+            if (g < FAIR_GPU_DEVICE_MILLI)
+                break;
+        }
+}
+
+/* Whether sr's pod fits in that view (freeres, budget, pods, dev), with
+ * the preemption budget covered; short_by says by how much it does not. */
+static bool fits_view(const struct eng *e, const struct search *sr, const struct fair_pnode *n,
+                      const int16_t *dev, const int64_t *freeres, const int64_t *budget,
+                      int32_t pods, int64_t *short_by, uint64_t *mask)
+{
+    const struct fair_node *sn = &e->s->nodes[n->idx];
     bool ok = true;
     const int64_t *req = sr->pod->request.v;
     for (int r = 0; r < NRES; r++) {
@@ -256,41 +328,123 @@ static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank
     return ok;
 }
 
-/* Whether victim vi may go for sr, given the victims already taken. */
-static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
-                      const int32_t *taken, int nt)
+/* Whether pod fits on node rank's fut view with victims v[0..nv) gone (skip
+ * index `skip`), and with the preemption budget covered. */
+static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank, const int32_t *v,
+                      int nv, int skip, int64_t *short_by, uint64_t *mask)
+{
+    const struct fair_pnode *n = &e->pl.nodes[rank];
+    int16_t dev[FAIR_MAX_GPUS_PER_NODE];
+    int64_t freeres[NRES], budget[NRES];
+    int32_t pods = n->fpods;
+    memcpy(dev, n->fdev, sizeof(dev));
+    memcpy(freeres, n->ffree, sizeof(freeres));
+    memcpy(budget, sr->budget, sizeof(budget));
+    for (int i = 0; i < nv; i++)
+        if (i != skip)
+            free_victim(n, dev, freeres, budget, &pods, e->s->pods[v[i]].request.v, e->masks[v[i]]);
+    return fits_view(e, sr, n, dev, freeres, budget, pods, short_by, mask);
+}
+
+/* False when sr's pod surely does not fit on node rank's fut devices, with
+ * victim v's devices freed (v NULL: none), judged from the node's brief
+ * alone: then fits_with says no too. fair_place_pick_devices needs
+ * request/1000 wholly free devices, or one device with the fraction free.
+ * Freeing v makes at most popcount(mask) more devices wholly free; a
+ * fraction, at most one (if the fullest device not wholly free, maxp,
+ * reaches 1000 with it), and no device more free than maxf or
+ * min(1000, maxp + the fraction). */
+static bool gpu_may_fit(const struct eng *e, const struct search *sr, int32_t rank,
+                        const struct victim *v)
+{
+    int64_t g = sr->pod->request.v[GPU];
+    if (g <= 0)
+        return true;
+    const struct fbrief *b = &e->fbrief[rank];
+    int64_t nfull = b->nfull, maxf = b->maxf;
+    if (v && v->req[GPU] > 0 && v->mask) {
+        int64_t vg = v->req[GPU];
+        if (vg >= FAIR_GPU_DEVICE_MILLI) {
+            nfull += __builtin_popcountll(v->mask);
+            maxf = FAIR_GPU_DEVICE_MILLI;
+        } else {
+            int64_t up =
+                b->maxp + vg < FAIR_GPU_DEVICE_MILLI ? b->maxp + vg : FAIR_GPU_DEVICE_MILLI;
+            if (up >= FAIR_GPU_DEVICE_MILLI)
+                nfull++;
+            if (up > maxf)
+                maxf = up;
+        }
+    }
+    if (g >= FAIR_GPU_DEVICE_MILLI)
+        return nfull >= g / FAIR_GPU_DEVICE_MILLI;
+    return maxf >= g;
+}
+
+/* With queue_may_lose, victim_ok's own test on GPU: a GPU victim of
+ * another project than sr's queue's leaves its project at or above its
+ * fair share. */
+static bool project_may_lose(const struct eng *e, const struct search *sr, const struct vpos *w)
+{
+    if (w->gpu <= 0)
+        return true;
+    const struct acct *vq = &e->q[w->queue];
+    const struct acct *vp = &e->p[vq->parent];
+    return vq->parent == e->q[sr->qi].parent || vp->live[GPU] - w->gpu >= vp->fs[GPU];
+}
+
+/* fits_with for one victim, from its record: no pod is read. */
+static bool fits_alone(const struct eng *e, const struct search *sr, int32_t rank,
+                       const struct victim *v)
+{
+    const struct fair_pnode *n = &e->pl.nodes[rank];
+    int16_t dev[FAIR_MAX_GPUS_PER_NODE];
+    int64_t freeres[NRES], budget[NRES], short_by[NRES];
+    int32_t pods = n->fpods;
+    uint64_t mask;
+    memcpy(dev, n->fdev, sizeof(dev));
+    memcpy(freeres, n->ffree, sizeof(freeres));
+    memcpy(budget, sr->budget, sizeof(budget));
+    free_victim(n, dev, freeres, budget, &pods, v->req, v->mask);
+    return fits_view(e, sr, n, dev, freeres, budget, pods, short_by, &mask);
+}
+
+/* Whether a victim of queue `queue` asking for req (old: it ran at least
+ * over_quota_min_runtime_ms) may go for sr, given the victims already
+ * taken; vi is its pod. */
+static bool victim_ok_as(const struct eng *e, const struct search *sr, int32_t vi, int32_t queue,
+                         const int64_t *req, bool old, const int32_t *taken, int nt)
 {
     const struct fair_snapshot *s = e->s;
-    const struct fair_pod *v = &s->pods[vi];
     if (e->pflags[vi] & PF_EVICTED)
         return false;
     if (sr->mode == M_PREEMPT)
-        return v->queue == sr->qi && v->priority < sr->pod->priority;
-    if (v->queue == sr->qi)
+        return queue == sr->qi && s->pods[vi].priority < sr->pod->priority;
+    if (queue == sr->qi)
         return false;
     /* Reclaim up to the fair share takes only pods that ran long enough. */
-    if (sr->fair_share && s->now_ms - v->started_ms < s->over_quota_min_runtime_ms)
+    if (sr->fair_share && !old)
         return false;
     /* A borrower only, and never below its own fair share (queue, and the
      * project when it is another project's). */
-    const struct acct *vq = &e->q[v->queue];
+    const struct acct *vq = &e->q[queue];
     int32_t vp = vq->parent;
     bool other_project = vp != e->q[sr->qi].parent;
     int64_t tq[NRES] = {0}, tp[NRES] = {0};
     for (int i = 0; i < nt; i++) {
         const struct fair_pod *t = &s->pods[taken[i]];
         for (int r = 0; r < NRES; r++) {
-            if (t->queue == v->queue)
+            if (t->queue == queue)
                 tq[r] += t->request.v[r];
             if (e->q[t->queue].parent == vp)
                 tp[r] += t->request.v[r];
         }
     }
-    bool gpu_only = v->request.v[GPU] > 0;
+    bool gpu_only = req[GPU] > 0;
     for (int r = 0; r < NRES; r++) {
         if (gpu_only && r != GPU)
             continue;
-        int64_t need = v->request.v[r];
+        int64_t need = req[r];
         if (need <= 0)
             continue;
         if (vq->live[r] - tq[r] - need < vq->fs[r])
@@ -299,6 +453,16 @@ static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
             return false;
     }
     return true;
+}
+
+/* Whether victim vi may go for sr, given the victims already taken. */
+static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
+                      const int32_t *taken, int nt)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct fair_pod *v = &s->pods[vi];
+    return victim_ok_as(e, sr, vi, v->queue, v->request.v,
+                        s->now_ms - v->started_ms >= s->over_quota_min_runtime_ms, taken, nt);
 }
 
 /* Greedy victim choice on one node, then pruned to a minimal set. */
@@ -316,7 +480,7 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     for (int r = 0; r < NRES; r++)
         if (nd->ffree[r] + (max_nv > 0 ? e->vsum[rank][r] : 0) < sr->pod->request.v[r])
             return false;
-    if (!fair_place_static_ok(&e->pl, rank, sr->pod))
+    if (!static_ok(e, sr, rank))
         return false;
     bool ok = fits_with(e, sr, rank, t->v, 0, -1, short_by, &mask);
     for (size_t i = e->voff[rank]; i < e->voff[rank + 1] && !ok && !e->damp; i++) {
@@ -348,7 +512,7 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     for (int i = 0; i < t->nv; i++)
         t->cost += e->vrank[t->v[i]];
     for (int i = 0; i < t->nv; i++)
-        t->lost += e->vlost[t->v[i]];
+        t->lost += e->vict[e->vrank[t->v[i]]].lost;
     if (t->nv == 0) {
         /* Among nodes that need no new victim, the fullest fut view wins. */
         const struct fair_pnode *n = &e->pl.nodes[rank];
@@ -399,7 +563,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
             vq->evicted[r] += v->request.v[r];
             vp->evicted[r] += v->request.v[r];
         }
-        fair_place_fut(&e->pl, t->rank, &v->request, e->masks[vi], -1);
+        fut_apply(e, t->rank, &v->request, e->masks[vi], -1);
         struct fair_action a = {FAIR_ACTION_EVICT,
                                 vi,
                                 v->node,
@@ -416,7 +580,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
     const struct fair_pnode *n = &e->pl.nodes[t->rank];
     uint64_t m = 0;
     fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &m);
-    fair_place_fut(&e->pl, t->rank, &sr->pod->request, m, 1);
+    fut_apply(e, t->rank, &sr->pod->request, m, 1);
     e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
     e->rrank[sr->pi] = t->rank;
     struct acct *q = &e->q[sr->qi], *p = &e->p[q->parent];
@@ -472,8 +636,6 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
 {
     struct trial best = {0}, cur;
     bool have = false;
-    int64_t short_by[NRES];
-    uint64_t mask;
     struct acct *q = &e->q[sr->qi];
     int m = fail_slot(sr);
     const int64_t *req = sr->pod->request.v;
@@ -481,6 +643,8 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
      * failure cache does not speak for it, nor it for others. */
     bool holder = e->hold_of[sr->pi] >= 0;
     *found = false;
+    sr->plain = sr->pod->nnode_selector == 0 && sr->pod->ntolerations == 0 &&
+                (!sr->pod->gpu_model || !sr->pod->gpu_model[0]);
     for (int i = 0; i < q->nfail[m] && !holder; i++)
         if (same_shape_or_bigger(&q->fail[m][i], sr->pod))
             return 0;
@@ -489,7 +653,8 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     e->searches++;
     for (size_t c = 0; c < e->ncand; c++) {
         int32_t r = e->cand[c];
-        if (!e->pl.nodes[r].fdiff || held_by_other(e, sr, r) || !try_node(e, sr, r, &cur, 0))
+        if (held_by_other(e, sr, r) || !gpu_may_fit(e, sr, r, NULL) || !e->pl.nodes[r].fdiff ||
+            !try_node(e, sr, r, &cur, 0))
             continue;
         if (!have || better(&cur, &best)) {
             best = cur;
@@ -499,35 +664,51 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     size_t nc = 0;
     e->stamp++;
     bool pre = sr->mode == M_PREEMPT;
-    size_t from = pre ? e->qvoff[sr->qi] : 0, to = pre ? e->qvoff[sr->qi + 1] : e->nvict;
+    if (!pre && e->walk_stale)
+        build_walk(e);
+    size_t from = pre ? e->qvoff[sr->qi] : 0, to = pre ? e->qvoff[sr->qi + 1] : e->nwalk;
     for (size_t i = from; i < to && !have && !e->damp; i++) {
-        int32_t vi = pre ? e->qvlist[i] : e->vorder[i];
-        const struct fair_pod *v = &e->s->pods[vi];
-        if (e->pflags[vi] & PF_EVICTED)
+        /* Reclaim walks the victims its queues may lose, by their records:
+         * the pods are not read until a node is worth a look. */
+        size_t k = (size_t)(pre ? e->qvlist[i] : e->vwalk[i]);
+        const struct vpos *w = &e->vpos[k];
+        const struct victim *v = &e->vict[k];
+        int32_t r = w->rank;
+        /* Reclaim asks victim_ok's questions about a victim's queue and
+         * project first, before its node: a node only counts once a
+         * victim there passes victim_ok, so the order changes nothing. For
+         * a GPU victim they are all of victim_ok but PF_EVICTED. */
+        bool known_ok = false;
+        if (pre) {
+            if (w->queue != sr->qi)
+                continue;
+        } else if (w->queue == sr->qi || !queue_may_lose(e, w) || !project_may_lose(e, sr, w) ||
+                   (sr->fair_share && !v->old)) {
             continue;
-        if (sr->mode == M_PREEMPT
-                ? (v->queue != sr->qi || v->priority >= sr->pod->priority)
-                : (v->queue == sr->qi || e->q[v->queue].live[GPU] <= e->q[v->queue].fs[GPU]))
-            continue;
-        int32_t r = e->pl.rank_of[v->node];
+        } else {
+            known_ok = w->gpu > 0;
+        }
         if (e->nstamp[r] == e->stamp)
             continue;
-        if (!fair_place_static_ok(&e->pl, r, sr->pod) || held_by_other(e, sr, r)) {
+        int32_t vi = v->pod;
+        if ((e->pflags[vi] & PF_EVICTED) || (pre && e->s->pods[vi].priority >= sr->pod->priority))
+            continue;
+        if (!static_ok(e, sr, r) || held_by_other(e, sr, r)) {
             e->nstamp[r] = e->stamp;
             continue;
         }
-        if (!victim_ok(e, sr, vi, NULL, 0))
+        if (!known_ok && !victim_ok_as(e, sr, vi, w->queue, v->req, v->old, NULL, 0))
             continue;
         e->nstamp[r] = e->stamp;
         e->clist[nc++] = r;
-        if (fits_with(e, sr, r, &vi, 1, -1, short_by, &mask)) {
+        if (gpu_may_fit(e, sr, r, v) && fits_alone(e, sr, r, v)) {
             /* Victims come in victim order (least work lost first): the
              * first that makes room alone is the cheapest single one. */
             best.v[0] = vi;
             best.nv = 1;
             best.rank = r;
             best.cost = e->vrank[vi];
-            best.lost = e->vlost[vi];
+            best.lost = v->lost;
             have = true;
         }
     }
@@ -563,7 +744,7 @@ static void unreserve(struct eng *e, int32_t pi)
 {
     const struct fair_pod *p = &e->s->pods[pi];
     struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
-    fair_place_fut(&e->pl, e->rrank[pi], &p->request, e->masks[pi], -1);
+    fut_apply(e, e->rrank[pi], &p->request, e->masks[pi], -1);
     for (int r = 0; r < NRES; r++) {
         q->resv[r] -= p->request.v[r];
         pr->resv[r] -= p->request.v[r];
@@ -578,6 +759,7 @@ static void unevict(struct eng *e, int32_t vi)
     struct acct *q = &e->q[v->queue], *pr = &e->p[q->parent];
     int32_t rank = e->pl.rank_of[v->node];
     e->pflags[vi] &= (uint8_t)~PF_EVICTED;
+    e->walk_stale = true; /* its queue's live grows back */
     for (int r = 0; r < NRES; r++) {
         q->live[r] += v->request.v[r];
         pr->live[r] += v->request.v[r];
@@ -585,7 +767,7 @@ static void unevict(struct eng *e, int32_t vi)
         pr->evicted[r] -= v->request.v[r];
         e->vsum[rank][r] += v->request.v[r];
     }
-    fair_place_fut(&e->pl, rank, &v->request, e->masks[vi], 1);
+    fut_apply(e, rank, &v->request, e->masks[vi], 1);
 }
 
 /* Reclaim for a whole gang owed room: every member gets room (new victims
@@ -620,7 +802,7 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     size_t j = 0;
     for (; j < g->count; j++) {
         int32_t mi = e->order[e->gmem[g->first + j]];
-        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false};
+        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false, false};
         bool found = false;
         int rc = search_for(e, &sr, &found);
         if (rc)
@@ -737,6 +919,18 @@ static bool young_victims(const struct eng *e, int32_t qi)
     return e->young_total - e->q[qi].young > 0;
 }
 
+/* Whether pod pi may get a new hold this cycle: holds are on, its queue
+ * has none new yet, it holds none, and it is not cooling down after one
+ * (after a hold times out, as long again without one). */
+static bool may_hold(const struct eng *e, int32_t pi)
+{
+    const struct fair_snapshot *s = e->s;
+    const struct fair_pod *p = &s->pods[pi];
+    if (s->hold_timeout_ms <= 0 || e->q[p->queue].held || e->hold_of[pi] >= 0)
+        return false;
+    return !(p->hold_since_ms > 0 && s->now_ms - p->hold_since_ms < 2 * s->hold_timeout_ms);
+}
+
 /* Holds a node for pod pi (owed room that no node has now, though an
  * emptied one would): the node that fits it statically with the most room
  * free or held by victims, ties by rank. Nothing else binds or reclaims
@@ -747,10 +941,7 @@ static bool hold_node_for(struct eng *e, int32_t pi)
     const struct fair_snapshot *s = e->s;
     const struct fair_pod *p = &s->pods[pi];
     struct acct *q = &e->q[p->queue];
-    if (s->hold_timeout_ms <= 0 || q->held || e->hold_of[pi] >= 0)
-        return false;
-    /* After a hold times out, as long again without one. */
-    if (p->hold_since_ms > 0 && s->now_ms - p->hold_since_ms < 2 * s->hold_timeout_ms)
+    if (!may_hold(e, pi))
         return false;
     int32_t best = -1;
     int64_t best_room = -1;
@@ -830,6 +1021,8 @@ int fair_eng_reclaim_phase(struct eng *e)
         struct acct *q = &e->q[qi];
         for (size_t k = 0; k < q->count; k++) {
             int32_t pi = e->order[q->first + k];
+            if (k + PREFETCH_AHEAD < q->count)
+                prefetch_pod(&s->pods[e->order[q->first + k + PREFETCH_AHEAD]]);
             const struct fair_pod *p = &s->pods[pi];
             uint8_t why = e->res->pending_reasons[pi];
             if (e->pflags[pi] & (PF_BOUND | PF_RESERVED))
@@ -845,7 +1038,7 @@ int fair_eng_reclaim_phase(struct eng *e)
             }
             if (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_FAIR_SHARE)
                 continue;
-            struct search sr = {p, pi, qi, M_RECLAIM, {0}, false};
+            struct search sr = {p, pi, qi, M_RECLAIM, {0}, false, false};
             bool found = false, owed = false, held = false;
             if (why == FAIR_PENDING_NO_NODE_FITS) {
                 owed = entitled(e, qi, p) && !fair_eng_over(q->live, q->resv, p->request.v, q->fs);
@@ -878,8 +1071,8 @@ int fair_eng_reclaim_phase(struct eng *e)
              * node an emptied one would be. */
             if ((owed && fair_share && young_victims(e, qi)) || held)
                 e->res->pending_reasons[pi] = FAIR_PENDING_RECLAIM_HELD;
-            else if (owed && (e->hold_of[pi] >= 0 ||
-                              (!e->damp && !q->held && could_fit(e, p) && hold_node_for(e, pi))))
+            else if (owed && (e->hold_of[pi] >= 0 || (!e->damp && may_hold(e, pi) &&
+                                                      could_fit(e, p) && hold_node_for(e, pi))))
                 e->res->pending_reasons[pi] = FAIR_PENDING_NODE_HELD;
         }
     }
