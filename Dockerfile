@@ -5,8 +5,17 @@
 # test_manifests.c (test_dockerfile); see docs/operations.md, "Image".
 #
 #   docker build -t ghcr.io/fairshare-dev/fairshare:0.1.0 .
+#
+# Base images are pinned by digest (the multi-platform image index), so a
+# rebuild gets the same bytes whatever the tag points to by then; the
+# dated tag only says what the digest is. Both from Docker's official
+# debian images, as recorded in github.com/docker-library/repo-info
+# (repos/debian/remote/bookworm-20260918.md and
+# bookworm-20260918-slim.md). To update: take a newer dated tag's index
+# digest from there (or `docker buildx imagetools inspect
+# debian:bookworm-YYYYMMDD`), for both stages at once.
 
-FROM debian:bookworm AS build
+FROM debian:bookworm-20260918@sha256:f37a335e82bca302e955fa39f9dfe28f1be618f016f8a2b56318e5a5111afc26 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc libc6-dev make cmake pkg-config \
@@ -19,7 +28,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
  && cmake --build /build -j "$(nproc)" --target fairshare-controller fairsharectl \
  && strip /build/fairshare-controller /build/fairsharectl
 
-FROM debian:bookworm-slim AS runtime
+FROM debian:bookworm-20260918-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251 AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libcurl4 libjansson4 libyaml-0-2 libsqlite3-0 \

@@ -16,12 +16,16 @@
 #include "kube/client.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -41,6 +45,7 @@ struct fair_kreq {
     struct fair_kreq *prev, *next; /* all live requests */
     struct fair_kreq *reap_next;
     char *method, *url, *content_type, *body;
+    const char *path; /* inside url: the path and query, for the observer */
     size_t body_len;
     unsigned flags;
     CURL *easy;
@@ -81,6 +86,11 @@ struct fair_kclient {
     struct fair_kreq *reap;
     int in_curl; /* depth of curl_multi_socket_action() calls */
     struct fair_kclient_stats stats;
+    fair_kclient_observer_fn observer; /* test hook, or the request log */
+    void *observer_ctx;
+    int log_fd;      /* FAIR_KUBE_REQUEST_LOG, or -1 */
+    int64_t log_max; /* FAIR_KUBE_REQUEST_LOG_MAX bytes */
+    bool log_full;   /* the cap was reached: nothing more is written */
 };
 
 const struct fair_kres fair_kres_pods = {"", "v1", "pods", true};
@@ -186,6 +196,80 @@ static int curl_timer_cb(CURLM *m, long timeout_ms, void *userp)
     return 0;
 }
 
+/* ---- the request log and observer (tests) -------------------------------- */
+
+/* FAIR_KUBE_REQUEST_LOG: one line per event, each written with one write()
+ * on an O_APPEND descriptor, so that the lines of several clients and
+ * processes sharing the file never mix:
+ *   <wall ms> <pid> send <METHOD> <PATH?QUERY>
+ *   <wall ms> <pid> done <METHOD> <PATH?QUERY> <HTTP status, 0: no answer>
+ * Once the file holds log_max bytes, one "# request log full" line and
+ * nothing more from this client. */
+static void request_log(struct fair_kclient *c, enum fair_kobserve what, const struct fair_kreq *r,
+                        long status)
+{
+    if (c->log_fd < 0 || c->log_full)
+        return;
+    struct stat st;
+    if (fstat(c->log_fd, &st) != 0 || st.st_size >= c->log_max) {
+        static const char full[] = "# request log full\n";
+        c->log_full = true;
+        if (write(c->log_fd, full, sizeof full - 1) < 0)
+            FAIR_WARN(COMP, "msg=\"cannot write the request log\" error=\"%s\"", strerror(errno));
+        return;
+    }
+    struct fair_buf b;
+    fair_buf_init(&b, 64 * 1024);
+    long long ms = (long long)fair_now_ms(fair_clock_system());
+    int rc =
+        what == FAIR_KOBSERVE_SEND
+            ? fair_buf_appendf(&b, "%lld %ld send %s %s\n", ms, (long)getpid(), r->method, r->path)
+            : fair_buf_appendf(&b, "%lld %ld done %s %s %ld\n", ms, (long)getpid(), r->method,
+                               r->path, status);
+    if (rc == 0 && write(c->log_fd, b.data, b.len) != (ssize_t)b.len)
+        FAIR_WARN(COMP, "msg=\"cannot write the request log\" error=\"%s\"", strerror(errno));
+    fair_buf_release(&b);
+}
+
+static void observe(struct fair_kclient *c, enum fair_kobserve what, const struct fair_kreq *r,
+                    long status)
+{
+    request_log(c, what, r, status);
+    if (c->observer)
+        c->observer(what, r->method, r->path, status, c->observer_ctx);
+}
+
+void fair_kclient_set_observer(struct fair_kclient *c, fair_kclient_observer_fn fn, void *ctx)
+{
+    c->observer = fn;
+    c->observer_ctx = ctx;
+}
+
+/* Opens the log named by FAIR_KUBE_REQUEST_LOG, if any. A log that cannot
+ * be opened is reported and left out: it is a test aid, never a reason
+ * for the client to fail. */
+static void request_log_open(struct fair_kclient *c)
+{
+    c->log_fd = -1;
+    const char *path = getenv("FAIR_KUBE_REQUEST_LOG");
+    if (!path || !*path)
+        return;
+    c->log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (c->log_fd < 0) {
+        FAIR_WARN(COMP, "msg=\"cannot open the request log\" path=\"%s\" error=\"%s\"", path,
+                  strerror(errno));
+        return;
+    }
+    c->log_max = FAIR_KUBE_REQUEST_LOG_DEFAULT_MAX;
+    const char *max = getenv("FAIR_KUBE_REQUEST_LOG_MAX");
+    if (max && *max) {
+        char *end;
+        long long v = strtoll(max, &end, 10);
+        if (*end == '\0' && v > 0)
+            c->log_max = v;
+    }
+}
+
 /* ---- requests ----------------------------------------------------------- */
 
 static void note_peak(struct fair_kclient *c, size_t n)
@@ -254,22 +338,40 @@ void fair_kreq_cancel(struct fair_kreq *r)
     req_free(r);
 }
 
+int fair_kretry_after_parse(const char *line, size_t len, int64_t *ms)
+{
+    static const char name[] = "Retry-After:";
+    const size_t nl = sizeof name - 1;
+    if (len < nl || strncasecmp(line, name, nl) != 0)
+        return 0;
+    size_t i = nl, end = len;
+    while (end > i && (line[end - 1] == '\n' || line[end - 1] == '\r' || line[end - 1] == ' ' ||
+                       line[end - 1] == '\t'))
+        end--;
+    while (i < end && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    if (i == end)
+        return 0;
+    int64_t v = 0;
+    for (; i < end; i++) {
+        if (line[i] < '0' || line[i] > '9')
+            return 0; /* an HTTP-date, a sign, a fraction, junk */
+        if (v <= FAIR_KUBE_RETRY_AFTER_MAX_S)
+            v = v * 10 + (line[i] - '0');
+    }
+    *ms = (v > FAIR_KUBE_RETRY_AFTER_MAX_S ? FAIR_KUBE_RETRY_AFTER_MAX_S : v) * 1000;
+    return 1;
+}
+
 static size_t on_header(char *buf, size_t size, size_t n, void *userp)
 {
     struct fair_kreq *r = userp;
     size_t len = size * n;
-    if (len >= 5 && !memcmp(buf, "HTTP/", 5)) {
+    int64_t ms;
+    if (len >= 5 && !memcmp(buf, "HTTP/", 5))
         r->retry_after_ms = -1;
-    } else if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) {
-        char tmp[32];
-        size_t m = len - 12 < sizeof tmp - 1 ? len - 12 : sizeof tmp - 1;
-        memcpy(tmp, buf + 12, m);
-        tmp[m] = '\0';
-        char *end;
-        long v = strtol(tmp, &end, 10);
-        if (end != tmp && v >= 0)
-            r->retry_after_ms = v > 86400 ? 86400000 : (int64_t)v * 1000;
-    }
+    else if (fair_kretry_after_parse(buf, len, &ms))
+        r->retry_after_ms = ms;
     return len;
 }
 
@@ -488,6 +590,7 @@ static int start_transfer(struct fair_kreq *r)
         return FAIR_EHTTP;
     }
     c->stats.requests++;
+    observe(c, FAIR_KOBSERVE_SEND, r, 0);
     return 0;
 }
 
@@ -546,6 +649,7 @@ static void complete(struct fair_kreq *r, CURLcode cc)
         req_free(r);
         return;
     }
+    observe(c, FAIR_KOBSERVE_DONE, r, resp.status);
     resp.retries = r->retries;
     resp.body = fair_buf_str(&r->resp);
     resp.body_len = r->resp.len;
@@ -665,6 +769,7 @@ int fair_kclient_new(struct event_base *base, const struct fair_kconfig *cfg,
     if (!c)
         return fair_error_set(err, FAIR_ENOMEM, "kube client: out of memory");
     c->base = base;
+    request_log_open(c);
     if (opt)
         c->opt = *opt;
     fair_kclient_options_default(&c->opt);
@@ -709,6 +814,8 @@ void fair_kclient_free(struct fair_kclient *c)
         curl_multi_cleanup(c->multi); /* CURL_POLL_REMOVE frees the sock_ctx */
     fair_kconfig_release(&c->cfg);
     fair_free(c->user_agent);
+    if (c->log_fd >= 0)
+        close(c->log_fd);
     fair_free(c);
 }
 
@@ -752,6 +859,7 @@ static int new_req(struct fair_kclient *c, const char *method, const char *path,
     fair_buf_appends(&u, c->cfg.server);
     int rc = fair_buf_appends(&u, path);
     r->url = rc ? NULL : fair_buf_detach(&u);
+    r->path = r->url ? r->url + strlen(c->cfg.server) : "";
     fair_buf_release(&u);
     r->method = fair_strdup(method);
     r->content_type = fair_strdup(content_type ? content_type : "application/json");

@@ -247,6 +247,44 @@ int fair_kclient_request_sync(struct fair_kclient *c, const char *method, const 
                               const char *body, unsigned flags, long *status_out, char **body_out,
                               struct fair_error *err);
 
+/* Observing requests, for tests.
+ *
+ * An observer sees every transfer of a client: FAIR_KOBSERVE_SEND when it
+ * starts (a 429 retry is a new transfer), FAIR_KOBSERVE_DONE when it ends,
+ * with the HTTP status (0: no answer: refused, cut or timed out before the
+ * status line). A request cancelled in flight gets no DONE. path is the
+ * request's path and query, as sent ("/api/v1/pods?limit=500"); method and
+ * path are borrowed for the call. Called on the loop; it must not call
+ * back into the client. fn NULL removes it.
+ *
+ * The request log does the same for a whole process without code: when
+ * FAIR_KUBE_REQUEST_LOG names a file at fair_kclient_new(), every client
+ * appends one line per event to it (created 0600):
+ *   <wall ms> <pid> send <METHOD> <PATH?QUERY>
+ *   <wall ms> <pid> done <METHOD> <PATH?QUERY> <STATUS>
+ * each line in one write() on an O_APPEND descriptor, so that clients and
+ * processes sharing the file never mix their lines. The file is bounded:
+ * once it holds FAIR_KUBE_REQUEST_LOG_MAX bytes (default 64 MiB), a client
+ * writes one "# request log full" line and stops. The integration tests
+ * set it for every controller they run, to derive the RBAC rules the
+ * controller needs from what it really sends (docs/reliability.md). */
+#define FAIR_KUBE_REQUEST_LOG_DEFAULT_MAX ((int64_t)64 << 20)
+
+enum fair_kobserve { FAIR_KOBSERVE_SEND, FAIR_KOBSERVE_DONE };
+typedef void (*fair_kclient_observer_fn)(enum fair_kobserve what, const char *method,
+                                         const char *path, long status, void *ctx);
+void fair_kclient_set_observer(struct fair_kclient *c, fair_kclient_observer_fn fn, void *ctx);
+
+/* Retry-After. Parses one response header line as curl hands it ("Name:
+ * value\r\n", len bytes, not NUL-terminated). When it is Retry-After with
+ * delay-seconds (RFC 9110: digits only, whitespace around them allowed),
+ * returns 1 and sets *ms, capped at FAIR_KUBE_RETRY_AFTER_MAX_S; anything
+ * else returns 0 and leaves *ms alone: another header, an HTTP-date (the
+ * API server sends seconds), a sign, a fraction, junk. client-go also
+ * reads only whole seconds (strconv.Atoi). */
+#define FAIR_KUBE_RETRY_AFTER_MAX_S 86400
+int fair_kretry_after_parse(const char *line, size_t len, int64_t *ms);
+
 /* Counters, for metrics and tests. */
 struct fair_kclient_stats {
     uint64_t requests; /* transfers started (retries included) */

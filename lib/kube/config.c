@@ -13,6 +13,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/yaml.h"
 
 void fair_kconfig_init(struct fair_kconfig *cfg)
@@ -410,7 +411,8 @@ int fair_kconfig_load_kubeconfig(const char *path, const char *context, struct f
             /* A failed append must not leave a path relative to the
              * working directory instead of the file's. */
             if ((token_file[0] != '/' && fair_buf_appendf(&full, "%s/", k.dir)) ||
-                fair_buf_appends(&full, token_file) || !(cfg->token_file = fair_buf_detach(&full))) {
+                fair_buf_appends(&full, token_file) ||
+                !(cfg->token_file = fair_buf_detach(&full))) {
                 fair_buf_release(&full);
                 goto oom;
             }
@@ -447,6 +449,15 @@ out:
     fair_free(k.dir);
     if (rc)
         fair_kconfig_release(cfg);
+    else if (cfg->insecure)
+        /* Once per load, not per client or request: the controller makes
+         * two clients from one load. */
+        FAIR_WARN("kube",
+                  "msg=\"TLS verification is off (insecure-skip-tls-verify: true): the API "
+                  "server's certificate is not checked, so anyone on the network path can "
+                  "read the bearer token and forge answers; set certificate-authority "
+                  "instead\" source=\"%s\" server=%s",
+                  cfg->source, cfg->server);
     return rc;
 }
 

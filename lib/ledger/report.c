@@ -506,20 +506,36 @@ int fair_prices_load(struct fair_prices *p, const char *path, struct fair_error 
     size_t cap = p->n;
     if (!f)
         return fair_error_set(err, FAIR_EIO, "price table %s: %s", path, strerror(errno));
-    while (fgets(line, sizeof(line), f)) {
-        lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
-            rc = fair_error_set(err, FAIR_EPARSE, "price table %s:%d: line too long", path, lineno);
-            goto out;
+    for (;;) {
+        /* Byte by byte rather than fgets(), which hides a NUL byte: what
+         * follows it on the line would be dropped without a word. */
+        size_t len = 0;
+        int ch;
+        while ((ch = getc(f)) != EOF && ch != '\n') {
+            if (len == sizeof(line) - 2) {
+                rc = fair_error_set(err, FAIR_EPARSE, "price table %s:%d: line too long", path,
+                                    lineno + 1);
+                goto out;
+            }
+            line[len++] = (char)ch;
         }
+        if (ch == EOF && len == 0)
+            break;
+        line[len] = '\0';
+        lineno++;
         if (lineno > 10000) {
             rc = fair_error_set(err, FAIR_ERANGE, "price table %s: more than 10000 lines", path);
             goto out;
         }
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
+        while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
             line[--len] = '\0';
-        if (!len || line[0] == '#' || strcmp(line, "model,price") == 0)
+        if (!len || line[0] == '#')
+            continue;
+        if (memchr(line, '\0', len)) {
+            rc = fair_error_set(err, FAIR_EPARSE, "price table %s:%d: NUL byte", path, lineno);
+            goto out;
+        }
+        if (strcmp(line, "model,price") == 0)
             continue;
         char *comma = strchr(line, ',');
         if (!comma || comma == line || strchr(comma + 1, ',')) {

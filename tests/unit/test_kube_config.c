@@ -14,7 +14,11 @@
 
 #include <cmocka.h>
 
+#include <event2/event.h>
+
 #include "base/alloc.h"
+#include "base/log.h"
+#include "kube/client.h"
 #include "kube/config.h"
 
 static char dir[64];
@@ -133,6 +137,79 @@ static void test_kubeconfig_files(void **state)
     assert_string_equal(cfg.namespace_, "default");
     assert_null(cfg.cert);
     fair_kconfig_release(&cfg);
+}
+
+/* Lines of the log text f holds that contain every one of the words. */
+static int log_lines_with(FILE *f, const char *w1, const char *w2)
+{
+    char line[2048];
+    int n = 0;
+    rewind(f);
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, w1) && strstr(line, w2))
+            n++;
+    return n;
+}
+
+/* insecure-skip-tls-verify: true turns TLS verification off. That is said
+ * once, at warn level, when such a config is loaded: not for a config that
+ * verifies, not again for each client made from it (the controller makes
+ * two) or for each request. */
+static void test_insecure_warns_once(void **state)
+{
+    (void)state;
+    FILE *logf = tmpfile();
+    assert_non_null(logf);
+    enum fair_log_level old = fair_log_get_level();
+    fair_log_set_stream(logf);
+    fair_log_set_level(FAIR_LOG_INFO);
+    write_file("insecure", "current-context: x\n"
+                           "clusters:\n"
+                           "- name: c\n"
+                           "  cluster: {server: \"https://127.0.0.1:1\", "
+                           "insecure-skip-tls-verify: true}\n"
+                           "contexts:\n"
+                           "- name: x\n"
+                           "  context: {cluster: c}\n");
+    write_file("verified", good);
+    char path[256];
+    struct fair_kconfig cfg;
+    struct fair_error err = {0};
+
+    snprintf(path, sizeof path, "%s/verified", dir);
+    assert_int_equal(fair_kconfig_load_kubeconfig(path, NULL, &cfg, &err), 0);
+    assert_false(cfg.insecure);
+    fair_kconfig_release(&cfg);
+    fflush(logf);
+    assert_int_equal(log_lines_with(logf, "insecure-skip-tls-verify", ""), 0);
+
+    snprintf(path, sizeof path, "%s/insecure", dir);
+    assert_int_equal(fair_kconfig_load_kubeconfig(path, NULL, &cfg, &err), 0);
+    assert_true(cfg.insecure);
+    struct event_base *base = event_base_new();
+    struct fair_kclient *a = NULL, *b = NULL;
+    assert_int_equal(fair_kclient_new(base, &cfg, NULL, &a, &err), 0);
+    assert_int_equal(fair_kclient_new(base, &cfg, NULL, &b, &err), 0);
+    fair_kclient_free(a);
+    fair_kclient_free(b);
+    event_base_free(base);
+    fflush(logf);
+    /* One line, at warn level, naming the file and the server. */
+    assert_int_equal(log_lines_with(logf, "insecure-skip-tls-verify", ""), 1);
+    assert_int_equal(log_lines_with(logf, "insecure-skip-tls-verify", "level=warn"), 1);
+    assert_int_equal(log_lines_with(logf, "insecure-skip-tls-verify", path), 1);
+    assert_int_equal(log_lines_with(logf, "insecure-skip-tls-verify", "https://127.0.0.1:1"), 1);
+    fair_kconfig_release(&cfg);
+
+    /* A second load warns again: it is another configuration. */
+    assert_int_equal(fair_kconfig_load_kubeconfig(path, NULL, &cfg, &err), 0);
+    fair_kconfig_release(&cfg);
+    fflush(logf);
+    assert_int_equal(log_lines_with(logf, "insecure-skip-tls-verify", "level=warn"), 2);
+
+    fair_log_set_stream(stderr);
+    fair_log_set_level(old);
+    fclose(logf);
 }
 
 struct bad_case {
@@ -294,11 +371,9 @@ static void test_base64(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kubeconfig_data),
-        cmocka_unit_test(test_kubeconfig_files),
-        cmocka_unit_test(test_kubeconfig_malformed),
-        cmocka_unit_test(test_incluster_and_rotation),
-        cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_kubeconfig_data),        cmocka_unit_test(test_kubeconfig_files),
+        cmocka_unit_test(test_insecure_warns_once),    cmocka_unit_test(test_kubeconfig_malformed),
+        cmocka_unit_test(test_incluster_and_rotation), cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
