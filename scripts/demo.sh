@@ -4,8 +4,10 @@
 # 8 GPUs, a simulated kubelet), runs the real controller against it over
 # HTTPS, creates two teams' Projects and Queues (examples/demo/), and shows:
 # team B borrowing team A's idle GPUs, team A taking them back (evictions),
-# why a pod waits, the final allocation, and a GPU-hours report from the
-# ledger. Everything runs under a temporary folder, removed on exit.
+# why a pod waits, the final allocation, and a GPU-hours report that finance
+# reads from the controller over HTTPS with its own token (the fake API
+# server reviews the tokens, as a real one would). Everything runs under a
+# temporary folder, removed on exit.
 set -eu
 
 build="${1:-build}"
@@ -93,7 +95,12 @@ present() {
 events() { # events REASON: count of Events with that reason
   kube GET /api/v1/events | grep -o "\"reason\":\"$1\"" | wc -l | tr -d ' '
 }
-metrics() { curl -s "http://127.0.0.1:$mport/metrics"; }
+# The controller serves /metrics and the reports over HTTPS with the fake
+# cluster's certificate; the admin token may read everything.
+metrics() {
+  curl -s --cacert "$work/cluster/ca.crt" -H "Authorization: Bearer $token" \
+    "https://127.0.0.1:$mport/metrics"
+}
 
 # wait_for DESCRIPTION COMMAND...: polls (0.2 s) until COMMAND succeeds, 30 s max.
 wait_for() {
@@ -129,13 +136,17 @@ table() {
 # ---- the controller ---------------------------------------------------------
 bold "Starting fairshare-controller against it"
 mport=$(( (port % 20000) + 30000 ))
+hport=$((mport + 1))
 "$build/fairshare-controller" --kubeconfig "$work/cluster/kubeconfig" \
   --config "$here/examples/demo/controller-config.yaml" --ledger "$work/ledger.db" \
-  --listen "127.0.0.1:$mport" >"$work/controller.log" 2>&1 &
+  --listen "127.0.0.1:$mport" --health-listen "127.0.0.1:$hport" \
+  --tls-cert-file "$work/cluster/server.crt" --tls-key-file "$work/cluster/server.key" \
+  >"$work/controller.log" 2>&1 &
 ctl_pid=$!
-ready() { curl -sf "http://127.0.0.1:$mport/readyz" >/dev/null 2>&1; }
+ready() { curl -sf "http://127.0.0.1:$hport/readyz" >/dev/null 2>&1; }
 wait_for "the controller to be ready" ready
-say "ready: informers synced; metrics on http://127.0.0.1:$mport/metrics"
+say "ready: informers synced; health on http://127.0.0.1:$hport/readyz, metrics and"
+say "reports on https://127.0.0.1:$mport (each request authorised by the API server)"
 
 bold "Admin: two teams, each guaranteed 8 of the 16 GPUs"
 apply "$here/examples/demo/cluster.jsonl"
@@ -194,11 +205,23 @@ say "pod team-b/not-allowed (queue team-a-train) -> PodScheduled=False: $msg"
 
 # ---- finance ----------------------------------------------------------------
 sleep 2.5 # one more ledger sample
-bold "Finance: GPU-hours from the ledger (fairsharectl report)"
+bold "Finance: GPU-hours from the running controller (fairsharectl report --server)"
+# A finance analyst's token, with the rules of the ClusterRole
+# fairshare-finance (config/rbac-reports.yaml): get reports and dashboard.
+printf 'finance-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$work/finance-token"
+kube POST /fake/users "{\"token\":\"$(cat "$work/finance-token")\",\"username\":\"ana@finance\",
+  \"groups\":[\"finance\"],\"rules\":[{\"verbs\":[\"get\"],\"apiGroups\":[\"fairshare.dev\"],
+  \"resources\":[\"reports\",\"dashboard\"]}]}" >/dev/null
 today=$(date -u +%Y-%m-%d)
 tomorrow=$(date -u -d tomorrow +%Y-%m-%d 2>/dev/null || date -u -v+1d +%Y-%m-%d)
-"$build/fairsharectl" report --db "$work/ledger.db" --from "$today" --to "$tomorrow" --by team \
-  --price-per-gpu-hour 2.50 | sed 's/^/   /'
+"$build/fairsharectl" report --server "https://127.0.0.1:$mport" \
+  --token-file "$work/finance-token" --ca-file "$work/cluster/ca.crt" \
+  --from "$today" --to "$tomorrow" --by team --price-per-gpu-hour 2.50 | sed 's/^/   /'
+code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$work/cluster/ca.crt" "$@"; }
+say "who may read what (TokenReview + SubjectAccessReview, cached for a minute):"
+say "  no token -> $(code "https://127.0.0.1:$mport/api/v1/reports/gpu-hours?from=$today&to=$tomorrow")," \
+  "finance's token on /metrics -> $(code -H "Authorization: Bearer $(cat "$work/finance-token")" \
+  "https://127.0.0.1:$mport/metrics") (that needs fairshare-viewer)"
 
 bold "Done"
 say "the controller's metrics: fairshare_preemptions_total=$(metrics | awk '/^fairshare_preemptions_total\{reason="reclaim"\}/ {print $2}'), binds=$(metrics | awk '/^fairshare_binds_total/ {print $2}')"

@@ -18,7 +18,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: fairshare-controller [--kubeconfig FILE] [--config FILE] [--ledger FILE]\n"
-            "                            [--listen HOST:PORT] [--leader-elect=true|false]\n"
+            "                            [--listen HOST:PORT] [--health-listen HOST:PORT]\n"
+            "                            [--secure-serving=true|false] [--tls-cert-file FILE]\n"
+            "                            [--tls-key-file FILE] [--leader-elect=true|false]\n"
             "                            [--pod-name NAME] [--log-level LEVEL]\n"
             "\n"
             "Schedules pods whose spec.schedulerName is Fairshare's: lends idle guaranteed\n"
@@ -28,7 +30,13 @@ static void usage(FILE *f)
             "                        in-cluster service account, then ~/.kube/config)\n"
             "  --config FILE         YAML ControllerConfig (keys below)\n"
             "  --ledger FILE         SQLite GPU-hour ledger (sets ledger.path; \"\" = off)\n"
-            "  --listen HOST:PORT    /healthz, /readyz, /metrics, reports (sets metricsAddress)\n"
+            "  --listen HOST:PORT    /metrics, reports and the dashboard, over HTTPS with\n"
+            "                        authorisation (sets metricsAddress)\n"
+            "  --health-listen HOST:PORT  /healthz and /readyz, plain HTTP (sets healthAddress)\n"
+            "  --secure-serving=BOOL false: plain HTTP, no authentication, loopback only\n"
+            "                        (http.secureServing)\n"
+            "  --tls-cert-file FILE  serving certificate (http.tls.certFile)\n"
+            "  --tls-key-file FILE   its key (http.tls.keyFile)\n"
             "  --leader-elect=BOOL   leader election on a Lease (leaderElection.enabled)\n"
             "  --pod-name NAME       identity in the Lease (default $POD_NAME, then hostname)\n"
             "  --log-level LEVEL     debug, info, warn, error (sets logLevel)\n"
@@ -82,6 +90,7 @@ int main(int argc, char **argv)
     struct fair_error err = {0};
     const char *kubeconfig = NULL, *config = NULL, *ledger = NULL, *listen_addr = NULL;
     const char *leader = NULL, *pod_name = NULL, *log_level = NULL;
+    const char *health_listen = NULL, *secure = NULL, *tls_cert = NULL, *tls_key = NULL;
     int rc = 1;
     struct app a = {0};
     struct event *sigterm = NULL, *sigint = NULL;
@@ -105,6 +114,16 @@ int main(int argc, char **argv)
             ledger = v;
         } else if ((v = opt_value(argc, argv, &i, "--listen"))) {
             listen_addr = v;
+        } else if ((v = opt_value(argc, argv, &i, "--health-listen"))) {
+            health_listen = v;
+        } else if ((v = opt_value(argc, argv, &i, "--secure-serving"))) {
+            secure = v;
+        } else if (strcmp(argv[i], "--secure-serving") == 0) {
+            secure = "true";
+        } else if ((v = opt_value(argc, argv, &i, "--tls-cert-file"))) {
+            tls_cert = v;
+        } else if ((v = opt_value(argc, argv, &i, "--tls-key-file"))) {
+            tls_key = v;
         } else if ((v = opt_value(argc, argv, &i, "--leader-elect"))) {
             leader = v;
         } else if (strcmp(argv[i], "--leader-elect") == 0) {
@@ -127,11 +146,19 @@ int main(int argc, char **argv)
         goto bad_config;
     if (listen_addr && fair_ctl_config_set(&cfg, "metricsAddress", listen_addr, &err))
         goto bad_config;
+    if (health_listen && fair_ctl_config_set(&cfg, "healthAddress", health_listen, &err))
+        goto bad_config;
+    if (secure && fair_ctl_config_set(&cfg, "http.secureServing", secure, &err))
+        goto bad_config;
+    if (tls_cert && fair_ctl_config_set(&cfg, "http.tls.certFile", tls_cert, &err))
+        goto bad_config;
+    if (tls_key && fair_ctl_config_set(&cfg, "http.tls.keyFile", tls_key, &err))
+        goto bad_config;
     if (leader && fair_ctl_config_set(&cfg, "leaderElection.enabled", leader, &err))
         goto bad_config;
     if (log_level && fair_ctl_config_set(&cfg, "logLevel", log_level, &err))
         goto bad_config;
-    if (fair_ctl_config_check(&cfg, &err))
+    if (fair_ctl_config_check(&cfg, &err) || fair_ctl_http_check(&cfg, &err))
         goto bad_config;
     fair_log_set_level((enum fair_log_level)cfg.log_level);
 
@@ -153,10 +180,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "fairshare-controller: %s\n", err.msg);
         goto out;
     }
-    if (strcmp(cfg.metrics_address, "0") != 0 &&
+    if ((strcmp(cfg.metrics_address, "0") != 0 || strcmp(cfg.health_address, "0") != 0) &&
         fair_ctl_http_new(a.base, &cfg, a.ctl, &http, &err)) {
-        fprintf(stderr, "fairshare-controller: metricsAddress %s: %s\n", cfg.metrics_address,
-                err.msg);
+        fprintf(stderr, "fairshare-controller: %s\n", err.msg);
         goto out;
     }
     sigterm = evsignal_new(a.base, SIGTERM, on_signal, &a);
@@ -165,9 +191,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "fairshare-controller: cannot install signal handlers\n");
         goto out;
     }
-    FAIR_INFO("main", "msg=\"started\" scheduler=%s leader_election=%s listen=%s ledger=\"%s\"",
+    FAIR_INFO("main",
+              "msg=\"started\" scheduler=%s leader_election=%s listen=%s health=%s "
+              "secure_serving=%s ledger=\"%s\"",
               cfg.scheduler_name, cfg.leader_elect ? "true" : "false", cfg.metrics_address,
-              cfg.ledger_path);
+              cfg.health_address, cfg.http_secure ? "true" : "false", cfg.ledger_path);
     event_base_dispatch(a.base);
     rc = fair_ctl_exit_code(a.ctl);
     FAIR_INFO("main", "msg=\"stopped\" exit=%d", rc);
@@ -184,6 +212,10 @@ out:
         event_free(sigint);
     fair_ctl_http_free(http);
     fair_ctl_free(a.ctl);
+    /* TLS connections are freed by finalizers that run from the loop:
+     * let them run before the loop goes (fakekube's main.c explains). */
+    if (a.base)
+        event_base_loop(a.base, EVLOOP_NONBLOCK);
     if (a.base)
         event_base_free(a.base);
     curl_global_cleanup();

@@ -14,4 +14,25 @@ int fair_cmd_simulate(int argc, char **argv);
 int fair_cmd_dashboard(int argc, char **argv);
 int fair_cmd_ledger(int argc, char **argv);
 
+/* Talking to a running controller (cmd_server.c). */
+#include <stdbool.h>
+#include <stdio.h>
+
+struct fair_cmd_server {
+    const char *kubeconfig, *context, *token, *token_file, *ca_file; /* borrowed from argv */
+    bool insecure;
+};
+/* Reads argv[*i] if it is one of the options above (advancing *i past
+ * its value): 1 when it was, 0 when not, -1 when its value is missing or
+ * it was given twice. */
+int fair_cmd_server_opt(struct fair_cmd_server *s, int argc, char **argv, int *i);
+/* Prints the options' help. */
+void fair_cmd_server_usage(FILE *f);
+/* The bearer token to send to url (*token malloc'd, or NULL: none), from
+ * --token, --token-file or the kubeconfig; prints the warning of
+ * --insecure-skip-tls-verify. Returns 0, 1 (error, printed) or 2 (usage,
+ * printed). prog prefixes messages ("fairsharectl report"). */
+int fair_cmd_server_token(const char *prog, const struct fair_cmd_server *s, const char *url,
+                          char **token);
+
 #endif

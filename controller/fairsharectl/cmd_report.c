@@ -1,11 +1,13 @@
 /* fairsharectl report: GPU-hours per team, project, queue or namespace for
- * a period, from a ledger file (--db) or a running controller (--server). */
+ * a period, from a ledger file (--db) or a running controller (--server,
+ * over HTTPS with a bearer token: cmd_server.c). */
 #include <curl/curl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/buf.h"
 #include "base/error.h"
 #include "ledger/ledger.h"
@@ -23,11 +25,14 @@ static void usage(FILE *f)
                "The period is [from, to): --to is exclusive. Dates are midnight in --tz\n"
                "(default UTC); full RFC 3339 times are accepted too. --price-table is a\n"
                "CSV of model,price lines (\"*\" for the default); with --server only\n"
-               "--price-per-gpu-hour is supported. Exit status: 0 ok, 1 error, 2 usage.\n");
+               "--price-per-gpu-hour is supported. Exit status: 0 ok, 1 error, 2 usage.\n"
+               "\n");
+    fair_cmd_server_usage(f);
 }
 
 struct opts {
     const char *from, *to, *by, *format, *db, *server, *price, *price_table, *tz;
+    struct fair_cmd_server srv;
 };
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
@@ -64,6 +69,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
             usage(stdout);
             return 1;
         }
+        int r = fair_cmd_server_opt(&o->srv, argc, argv, &i);
+        if (r < 0)
+            return usage_error("option %s needs a value (once)", a), -1;
+        if (r > 0)
+            continue;
         size_t k, n = sizeof(table) / sizeof(table[0]);
         const char *val = NULL;
         for (k = 0; k < n; k++) {
@@ -112,11 +122,17 @@ static void append_param(struct fair_buf *u, CURL *c, const char *key, const cha
 static int from_server(const struct opts *o)
 {
     struct fetch f;
-    struct fair_buf url;
-    int rc = 1;
+    struct fair_buf url, auth;
+    struct curl_slist *hdrs = NULL;
+    char *token = NULL;
+    int rc = fair_cmd_server_token("fairsharectl report", &o->srv, o->server, &token);
+    if (rc)
+        return rc;
+    rc = 1;
     long status = 0;
     fair_buf_init(&f.body, 64 << 20);
     fair_buf_init(&url, 8192);
+    fair_buf_init(&auth, 0);
     CURL *c = curl_easy_init();
     if (!c) {
         fprintf(stderr, "fairsharectl report: cannot start libcurl\n");
@@ -140,6 +156,21 @@ static int from_server(const struct opts *o)
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+    if (token) {
+        if (fair_buf_appendf(&auth, "Authorization: Bearer %s", token) ||
+            !(hdrs = curl_slist_append(NULL, fair_buf_str(&auth)))) {
+            fprintf(stderr, "fairsharectl report: out of memory\n");
+            goto out;
+        }
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    }
+    if (o->srv.ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, o->srv.ca_file);
+    if (o->srv.insecure) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
     CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         fprintf(stderr, "fairsharectl report: GET %s: %s\n", fair_buf_str(&url),
@@ -150,6 +181,15 @@ static int from_server(const struct opts *o)
     if (status != 200) {
         fprintf(stderr, "fairsharectl report: server answered %ld: %s", status,
                 fair_buf_str(&f.body));
+        if (status == 401)
+            fprintf(stderr, "fairsharectl report: %s\n",
+                    token ? "the controller did not accept the token (expired? another "
+                            "cluster's?)"
+                          : "no token was sent: give --token, --token-file or a kubeconfig "
+                            "whose user has a token");
+        else if (status == 403)
+            fprintf(stderr, "fairsharectl report: the token's user needs get on "
+                            "reports.fairshare.dev: bind the ClusterRole fairshare-finance\n");
         goto out;
     }
     fwrite(f.body.data ? f.body.data : "", 1, f.body.len, stdout);
@@ -157,6 +197,13 @@ static int from_server(const struct opts *o)
 out:
     if (c)
         curl_easy_cleanup(c);
+    curl_slist_free_all(hdrs);
+    if (auth.data)
+        memset(auth.data, 0, auth.len);
+    fair_buf_release(&auth);
+    if (token)
+        memset(token, 0, strlen(token));
+    fair_free(token);
     fair_buf_release(&f.body);
     fair_buf_release(&url);
     return rc;
@@ -204,6 +251,10 @@ int fair_cmd_report(int argc, char **argv)
             return usage_error("%s", "--price-table works with --db only");
         return from_server(&o);
     }
+    if (o.srv.kubeconfig || o.srv.context || o.srv.token || o.srv.token_file || o.srv.ca_file ||
+        o.srv.insecure)
+        return usage_error("%s", "--token, --kubeconfig, --ca-file and the like work with "
+                                 "--server only");
     rc = 1;
     if (o.price_table && fair_prices_load(&prices, o.price_table, &err)) {
         fprintf(stderr, "fairsharectl report: %s\n", err.msg);

@@ -127,8 +127,11 @@ static const char page[] =
     " $('from').value=from;$('to').value=to;$('by').value=by;$('by-label').textContent=by;\n"
     " $('period-label').textContent=from+' to '+to;\n"
     " const q='from='+encodeURIComponent(from)+'&to='+encodeURIComponent(to);\n"
-    " const rep=await getJSON('/api/v1/reports/gpu-hours?'+q+'&by='+by+'&format=json');\n"
-    " bars(rep,by);table(rep,by);\n"
+    /* A viewer may see the queues but not the GPU-hours (403): say so there. */
+    " let rep=null;\n"
+    " try{rep=await getJSON('/api/v1/reports/gpu-hours?'+q+'&by='+by+'&format=json');}\n"
+    " catch(e){$('teams-chart').textContent=e.message;}\n"
+    " if(rep){bars(rep,by);table(rep,by);}\n"
     " lines(await getJSON('/api/v1/queues/samples?'+q));queues(cur);\n"
     " $('status').textContent='';$('status').setAttribute('data-ready','1');}\n"
     "main().catch(e=>{$('status').textContent='error: '+e.message;});\n"

@@ -15,12 +15,16 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +46,7 @@ struct route {
     fair_httpd_handler fn;
     fair_httpd_async_handler afn;
     void *ctx;
+    const void *guard_arg; /* what the guard gets (fair_httpd_route_guard) */
 };
 
 struct conn {
@@ -64,7 +69,9 @@ struct fair_httpd_req {
     void *cancel_arg;
     bool cancelled;
     bool head;
-    char path[128]; /* for the log */
+    const struct route *route; /* guarded: the route to run once allowed */
+    char *query;               /* guarded: the query string, until then */
+    char path[128];            /* for the log */
 };
 
 struct fair_httpd {
@@ -84,6 +91,9 @@ struct fair_httpd {
     int64_t accept_logged_ms;
     uint64_t accept_suppressed;
     struct fair_httpd_stats st;
+    SSL_CTX *tls; /* HTTPS: new connections' context (a reference) */
+    fair_httpd_guard_fn guard;
+    void *guard_ctx;
     struct fair_httpd *reg_next; /* the registry below */
 };
 
@@ -115,10 +125,16 @@ static const char *reason_of(int status)
         return "OK";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
         return "Method Not Allowed";
+    case 429:
+        return "Too Many Requests";
     case 500:
         return "Internal Server Error";
     case 503:
@@ -133,6 +149,9 @@ static void on_complete(struct evhttp_request *req, void *arg);
 static void reply(struct conn *c, struct evhttp_request *req, int status, const char *ctype,
                   const char *body, size_t len, int head, const char *allow)
 {
+    if (status == 401)
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                          "Bearer realm=\"fairshare\"");
     struct evbuffer *out = evbuffer_new();
     if (c)
         evhttp_request_set_on_complete_cb(req, on_complete, c);
@@ -269,7 +288,21 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
 {
     struct fair_httpd *srv = arg;
     struct conn *c = fair_calloc(1, sizeof(*c));
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, 0); /* as evhttp's own */
+    struct bufferevent *bev = NULL;
+    if (srv->tls) {
+        /* A NULL answer would make evhttp serve the connection in plain
+         * HTTP: on_request() refuses such a connection (tls_ok). */
+        SSL *ssl = SSL_new(srv->tls);
+        bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                   BEV_OPT_CLOSE_ON_FREE)
+                  : NULL;
+        if (bev)
+            bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+        else
+            SSL_free(ssl);
+    } else {
+        bev = bufferevent_socket_new(base, -1, 0); /* as evhttp's own */
+    }
     if (!c || !bev) {
         fair_free(c);
         return bev; /* untracked; evhttp still serves it */
@@ -316,6 +349,13 @@ static int attach(struct conn *c)
         return -1;
     }
     evhttp_connection_set_closecb(c->evcon, on_close, c);
+    /* Small answers (and TLS records) must not wait for Nagle and the
+     * client's delayed ACK. */
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
     struct timeval tv = tv_ms(srv->header_timeout_ms);
     evtimer_add(c->deadline, &tv);
     return 0;
@@ -384,10 +424,21 @@ static void on_accept_error(struct evconnlistener *lev, void *http)
         srv->accept_backoff_ms = ACCEPT_BACKOFF_MAX_MS;
     rate_limited_accept_log(srv, e);
     if (e == EMFILE || e == ENFILE) {
-        /* Free a descriptor for the next client (a probe, most likely). */
+        /* Free a descriptor for the next client (a probe, most likely):
+         * descriptors are the process's, so the connection to close may
+         * belong to another server on this loop (the health port's
+         * listener fails while the idle connections hold the main one). */
+        struct fair_httpd *owner = srv;
         struct conn *old = oldest_waiting(srv, NULL);
+        if (!old) {
+            pthread_mutex_lock(&reg_lock);
+            for (struct fair_httpd *o = reg_head; o && !old; o = o->reg_next)
+                if (o != srv && o->base == srv->base && (old = oldest_waiting(o, NULL)))
+                    owner = o;
+            pthread_mutex_unlock(&reg_lock);
+        }
         if (old) {
-            srv->st.evicted++;
+            owner->st.evicted++;
             conn_close(old);
         }
     }
@@ -412,19 +463,23 @@ static void on_complete(struct evhttp_request *req, void *arg)
 
 /* ---- deferred requests ---- */
 
-/* The client's side became readable while a deferred request waits: an
- * end of file means the client went away. Data (a pipelined request)
- * cannot be told apart without reading it, so watching stops there. */
+/* The client's side became readable (or, for TLS, closed) while a deferred
+ * request waits: an end of file means the client went away. Over plain
+ * HTTP, data (a pipelined request) cannot be told apart without reading
+ * it, so watching stops there. Over TLS every byte is a record (a
+ * close_notify too), so the watch waits for the peer's close (EV_CLOSED,
+ * where the backend reports it) instead of peeking. */
 static void on_watch(evutil_socket_t fd, short what, void *arg)
 {
     struct fair_httpd_req *r = arg;
-    (void)what;
-    char b;
-    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) {
-        if (n < 0)
-            event_add(r->watch, NULL);
-        return;
+    if (!(what & EV_CLOSED)) {
+        char b;
+        ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) {
+            if (n < 0)
+                event_add(r->watch, NULL);
+            return;
+        }
     }
     struct conn *c = r->conn;
     req_cancel(r); /* may free r */
@@ -443,11 +498,15 @@ bool fair_httpd_req_cancelled(const struct fair_httpd_req *req)
     return req->cancelled;
 }
 
-void fair_httpd_reply(struct fair_httpd_req *req, int status, const char *content_type,
-                      const char *body, size_t len)
+const char *fair_httpd_req_path(const struct fair_httpd_req *req)
 {
-    if (!req)
-        return;
+    return req->path;
+}
+
+/* Sends the answer when the client is still there, then frees req. */
+static void req_finish(struct fair_httpd_req *req, int status, const char *content_type,
+                       const char *body, size_t len)
+{
     if (req->watch)
         event_free(req->watch);
     if (req->evreq && req->conn) {
@@ -457,17 +516,25 @@ void fair_httpd_reply(struct fair_httpd_req *req, int status, const char *conten
         reply(req->conn, req->evreq, status, content_type, body, len, req->head, NULL);
         FAIR_DEBUG("httpd", "msg=request path=%s status=%d deferred=1", req->path, status);
     }
+    fair_free(req->query);
     fair_free(req);
 }
 
-static void start_async(struct fair_httpd *srv, struct conn *c, struct evhttp_request *evreq,
-                        const struct route *r, const char *query, int head)
+void fair_httpd_reply(struct fair_httpd_req *req, int status, const char *content_type,
+                      const char *body, size_t len)
+{
+    if (!req)
+        return;
+    req_finish(req, status, content_type, body, len);
+}
+
+/* A deferred request for route r on connection c (may be NULL). */
+static struct fair_httpd_req *req_new(struct fair_httpd *srv, struct conn *c,
+                                      struct evhttp_request *evreq, const struct route *r, int head)
 {
     struct fair_httpd_req *req = fair_calloc(1, sizeof(*req));
-    if (!req) {
-        json_error(c, evreq, 500, "out of memory", head, NULL);
-        return;
-    }
+    if (!req)
+        return NULL;
     req->srv = srv;
     req->conn = c;
     req->evreq = evreq;
@@ -476,11 +543,114 @@ static void start_async(struct fair_httpd *srv, struct conn *c, struct evhttp_re
     if (c) {
         c->pending = req;
         evutil_socket_t fd = bufferevent_getfd(c->bev);
-        if (fd >= 0 && (req->watch = event_new(srv->base, fd, EV_READ, on_watch, req)))
+        short what = EV_READ;
+        if (srv->tls && (event_base_get_features(srv->base) & EV_FEATURE_EARLY_CLOSE))
+            what = EV_CLOSED;
+        if (fd >= 0 && (req->watch = event_new(srv->base, fd, what, on_watch, req)))
             event_add(req->watch, NULL);
     }
     srv->st.deferred++;
+    return req;
+}
+
+static void start_async(struct fair_httpd *srv, struct conn *c, struct evhttp_request *evreq,
+                        const struct route *r, const char *query, int head)
+{
+    struct fair_httpd_req *req = req_new(srv, c, evreq, r, head);
+    if (!req) {
+        json_error(c, evreq, 500, "out of memory", head, NULL);
+        return;
+    }
     r->afn(r->ctx, req, query); /* may reply at once */
+}
+
+/* Runs a sync route's handler and answers (c may be NULL). */
+static void run_sync(struct conn *c, struct evhttp_request *req, const struct route *r,
+                     const char *query, int head)
+{
+    struct fair_buf body;
+    const char *ctype = "text/plain; charset=utf-8";
+    int status = 200;
+    fair_buf_init(&body, 64 << 20);
+    int rc = r->fn(r->ctx, query, &body, &ctype, &status);
+    if (rc < 0) {
+        FAIR_WARN("httpd", "msg=\"handler failed\" path=%s rc=%d", r->path, rc);
+        json_error(c, req, 500, "internal error", head, NULL);
+    } else {
+        reply(c, req, status, ctype, fair_buf_str(&body), body.len, head, NULL);
+    }
+    FAIR_DEBUG("httpd", "msg=request path=%s status=%d", r->path, rc < 0 ? 500 : status);
+    fair_buf_release(&body);
+}
+
+static void start_guarded(struct fair_httpd *srv, struct conn *c, struct evhttp_request *evreq,
+                          const struct route *r, const char *query, int head)
+{
+    struct fair_httpd_req *req = req_new(srv, c, evreq, r, head);
+    if (!req || (query && !(req->query = fair_strdup(query)))) {
+        if (req) {
+            srv->st.deferred--;
+            if (c)
+                c->pending = NULL;
+            if (req->watch)
+                event_free(req->watch);
+            fair_free(req);
+        }
+        json_error(c, evreq, 500, "out of memory", head, NULL);
+        return;
+    }
+    req->route = r;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(evreq), "Authorization");
+    srv->guard(srv->guard_ctx, req, auth, r->guard_arg); /* may answer at once */
+}
+
+void fair_httpd_guard_done(struct fair_httpd_req *req, int status, const char *msg)
+{
+    if (!req)
+        return;
+    if (req->cancelled || !req->evreq || !req->conn || !req->srv || !req->route) {
+        req_finish(req, 0, NULL, NULL, 0); /* only frees */
+        return;
+    }
+    if (status != 0) {
+        json_t *j = json_pack("{s:s}", "error", msg ? msg : "refused");
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        const char *b = text ? text : "{\"error\":\"refused\"}";
+        struct fair_buf body;
+        fair_buf_init(&body, 0);
+        if (fair_buf_appendf(&body, "%s\n", b) == 0)
+            req_finish(req, status, "application/json", fair_buf_str(&body), body.len);
+        else
+            req_finish(req, status, "application/json", b, strlen(b));
+        fair_buf_release(&body);
+        free(text);
+        return;
+    }
+    const struct route *r = req->route;
+    char *query = req->query;
+    req->query = NULL;
+    req->route = NULL;
+    if (r->afn) {
+        r->afn(r->ctx, req, query); /* req is the handler's now */
+        fair_free(query);
+        return;
+    }
+    /* A sync route: answer here, as on_request() would have. */
+    struct conn *c = req->conn;
+    struct evhttp_request *evreq = req->evreq;
+    int head = req->head;
+    if (req->watch) {
+        event_free(req->watch);
+        req->watch = NULL;
+    }
+    c->pending = NULL;
+    req->srv->st.deferred--;
+    req->evreq = NULL;
+    req->conn = NULL;
+    fair_free(req);
+    run_sync(c, evreq, r, query, head);
+    fair_free(query);
 }
 
 /* ---- requests ---- */
@@ -551,6 +721,15 @@ static const char *method_name(enum evhttp_cmd_type cmd)
     return "?";
 }
 
+/* Whether the request came over TLS (see make_bev(): a connection whose
+ * TLS set-up failed would otherwise be served in plain HTTP). */
+static bool tls_ok(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    return bev && bufferevent_openssl_get_ssl(bev) != NULL;
+}
+
 static struct conn *conn_of(struct fair_httpd *srv, struct evhttp_request *req)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
@@ -573,6 +752,10 @@ static void on_request(struct evhttp_request *req, void *arg)
         c->busy = 1;
         evtimer_del(c->deadline);
     }
+    if (srv->tls && !tls_ok(req)) {
+        json_error(c, req, 400, "this port serves HTTPS only", head, NULL);
+        return;
+    }
     char path[1024], query[4096];
     int has_query = 0;
     if (target_split(req, path, sizeof(path), query, sizeof(query), &has_query) != 0) {
@@ -590,24 +773,12 @@ static void on_request(struct evhttp_request *req, void *arg)
                      strcmp(r->method, "GET") == 0 ? ", HEAD" : "");
             continue;
         }
-        if (r->afn) {
+        if (srv->guard)
+            start_guarded(srv, c, req, r, has_query ? query : NULL, head);
+        else if (r->afn)
             start_async(srv, c, req, r, has_query ? query : NULL, head);
-            return;
-        }
-        struct fair_buf body;
-        const char *ctype = "text/plain; charset=utf-8";
-        int status = 200;
-        fair_buf_init(&body, 64 << 20);
-        int rc = r->fn(r->ctx, has_query ? query : NULL, &body, &ctype, &status);
-        if (rc < 0) {
-            FAIR_WARN("httpd", "msg=\"handler failed\" path=%s rc=%d", path, rc);
-            json_error(c, req, 500, "internal error", head, NULL);
-        } else {
-            reply(c, req, status, ctype, fair_buf_str(&body), body.len, head, NULL);
-        }
-        FAIR_DEBUG("httpd", "msg=request method=%s path=%s status=%d", method, path,
-                   rc < 0 ? 500 : status);
-        fair_buf_release(&body);
+        else
+            run_sync(c, req, r, has_query ? query : NULL, head);
         return;
     }
     if (allow[0])
@@ -634,6 +805,10 @@ int fair_httpd_new(struct event_base *base, const char *addr, int port,
     srv->max_conns = o && o->max_connections > 0 ? o->max_connections : DEFAULT_MAX_CONNECTIONS;
     srv->header_timeout_ms =
         o && o->header_timeout_ms > 0 ? o->header_timeout_ms : DEFAULT_HEADER_TIMEOUT_MS;
+    if (o && o->tls) {
+        SSL_CTX_up_ref(o->tls);
+        srv->tls = o->tls;
+    }
     srv->http = evhttp_new(base);
     srv->attach_ev = event_new(base, -1, 0, on_attach, srv);
     srv->accept_timer = evtimer_new(base, on_accept_timer, srv);
@@ -720,7 +895,34 @@ void fair_httpd_free(struct fair_httpd *srv)
         event_free(srv->attach_ev);
     if (srv->accept_timer)
         event_free(srv->accept_timer);
+    SSL_CTX_free(srv->tls);
     fair_free(srv);
+}
+
+void fair_httpd_set_tls(struct fair_httpd *srv, struct ssl_ctx_st *tls)
+{
+    if (!srv->tls || !tls)
+        return;
+    SSL_CTX_up_ref(tls);
+    SSL_CTX_free(srv->tls);
+    srv->tls = tls;
+}
+
+void fair_httpd_set_guard(struct fair_httpd *srv, fair_httpd_guard_fn fn, void *ctx)
+{
+    srv->guard = fn;
+    srv->guard_ctx = ctx;
+}
+
+int fair_httpd_route_guard(struct fair_httpd *srv, const char *method, const char *path,
+                           const void *arg)
+{
+    for (size_t i = 0; i < srv->nroutes; i++)
+        if (strcmp(srv->routes[i].method, method) == 0 && strcmp(srv->routes[i].path, path) == 0) {
+            srv->routes[i].guard_arg = arg;
+            return 0;
+        }
+    return FAIR_ENOTFOUND;
 }
 
 static int add_route(struct fair_httpd *srv, const char *method, const char *path,

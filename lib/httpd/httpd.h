@@ -39,8 +39,22 @@
  * ones are those just accepted, these are closed at once (refused), oldest
  * first; BUSY connections are never closed to make room. An accept() that fails (too many open
  * files, no buffers) pauses the listener for a back-off of 10 ms doubling to 1 s, closes the oldest
- * WAITING connection when descriptors ran out, and is logged once, then
- * at most once per 10 s with the count of failures in between. */
+ * WAITING connection when descriptors ran out (on any server of the same
+ * loop: descriptors belong to the process), and is logged once, then
+ * at most once per 10 s with the count of failures in between.
+ *
+ * HTTPS: with options.tls every connection starts with a TLS handshake
+ * (libevent's OpenSSL bufferevents); a client that speaks plain HTTP fails
+ * the handshake and is closed without an answer. The handshake is part of
+ * WAITING, so it too must end within header_timeout_ms.
+ *
+ * Guards (authentication and authorisation): once fair_httpd_set_guard()
+ * installed one, every request that matches a route (path and method)
+ * first goes to the guard, deferred like an async request, and reaches the
+ * route's handler only when the guard answers fair_httpd_guard_done(req,
+ * 0, ...); any other answer is sent as a JSON error. Unknown paths and
+ * methods still answer 404 and 405 without the guard (they reveal only the
+ * route table, which is documented). */
 #ifndef FAIR_HTTPD_HTTPD_H
 #define FAIR_HTTPD_HTTPD_H
 
@@ -54,6 +68,7 @@
 struct event_base;
 struct fair_httpd;
 struct fair_httpd_req;
+struct ssl_ctx_st;
 
 #define FAIR_HTTPD_MAX_ROUTES 64
 
@@ -67,8 +82,10 @@ typedef int (*fair_httpd_handler)(void *ctx, const char *query, struct fair_buf 
 typedef void (*fair_httpd_async_handler)(void *ctx, struct fair_httpd_req *req, const char *query);
 
 struct fair_httpd_options {
-    int max_connections;   /* 0: 256 */
-    int header_timeout_ms; /* 0: 10000. WAITING (see above) lasts at most this */
+    int max_connections;    /* 0: 256 */
+    int header_timeout_ms;  /* 0: 10000. WAITING (see above) lasts at most this */
+    struct ssl_ctx_st *tls; /* non-NULL: HTTPS only (httpd/cert.h makes one); the server
+                               takes its own reference */
 };
 
 /* Listens on addr:port (port 0: an ephemeral port, see fair_httpd_port()).
@@ -92,6 +109,35 @@ int fair_httpd_route_async(struct fair_httpd *srv, const char *method, const cha
                            fair_httpd_async_handler handler, void *ctx);
 /* The port the server listens on. */
 int fair_httpd_port(const struct fair_httpd *srv);
+
+/* Replaces the TLS context of an HTTPS server for the connections
+ * accepted from now on (a renewed certificate); open connections keep
+ * theirs. The server takes a reference; a plain server ignores it. */
+void fair_httpd_set_tls(struct fair_httpd *srv, struct ssl_ctx_st *tls);
+
+/* A guard: decides whether req may reach its route's handler, now or
+ * later, and must then call fair_httpd_guard_done(req, ...) exactly once,
+ * on the loop thread (also after a cancel, see fair_httpd_req_on_cancel).
+ * authorization is the request's Authorization header (NULL when none)
+ * and route_arg what fair_httpd_route_guard() gave the route (NULL when
+ * nothing): both borrowed for the duration of the call. */
+typedef void (*fair_httpd_guard_fn)(void *ctx, struct fair_httpd_req *req,
+                                    const char *authorization, const void *route_arg);
+/* Installs the guard of every route (ctx is borrowed). */
+void fair_httpd_set_guard(struct fair_httpd *srv, fair_httpd_guard_fn fn, void *ctx);
+/* Gives the route method+path (already registered) the argument its guard
+ * gets; arg is borrowed and must outlive the server. FAIR_ENOTFOUND when
+ * no such route exists. */
+int fair_httpd_route_guard(struct fair_httpd *srv, const char *method, const char *path,
+                           const void *arg);
+/* The guard's answer (req is taken over). status 0: allowed, the route's
+ * handler runs (a sync handler now, an async one gets req). Otherwise the
+ * request is answered status (401, 403, 503, ...) with {"error": msg};
+ * a 401 also carries `WWW-Authenticate: Bearer realm="fairshare"`. A
+ * cancelled request is only freed. */
+void fair_httpd_guard_done(struct fair_httpd_req *req, int status, const char *msg);
+/* The route path of req ("/metrics"), borrowed, for messages. */
+const char *fair_httpd_req_path(const struct fair_httpd_req *req);
 
 /* Answers a deferred request and frees req (req is taken over). body is
  * borrowed and copied; content_type is borrowed. If the client has gone

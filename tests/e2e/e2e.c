@@ -739,12 +739,14 @@ static size_t sink_write(char *p, size_t s, size_t n, void *ud)
     return add;
 }
 
-/* GET http://127.0.0.1:PORT/path: the body (malloc'd, "" when none). */
+/* GET http://127.0.0.1:PORT/path (the health port for /healthz and
+ * /readyz): the body (malloc'd, "" when none). */
 static char *ctl_http(const struct e2e_ctl *c, const char *path, long *code)
 {
     struct sink b = {NULL, 0};
     char url[256];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", c->port, path);
+    bool health = !strcmp(path, "/healthz") || !strcmp(path, "/readyz");
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", health ? c->health_port : c->port, path);
     CURL *h = curl_easy_init();
     *code = 0;
     if (h) {
@@ -778,7 +780,9 @@ void e2e_ctl_start(struct e2e_ctl *c, const char *tag, const char *extra)
 {
     if (!c->port)
         c->port = free_port();
-    assert_true(c->port > 0);
+    while (!c->health_port || c->health_port == c->port)
+        c->health_port = free_port();
+    assert_true(c->port > 0 && c->health_port > 0);
     snprintf(c->log, sizeof c->log, "%s/controller-%s.log", E.dir, tag);
     if (!c->ledger[0])
         snprintf(c->ledger, sizeof c->ledger, "%s/ledger-%s.db", E.dir, tag);
@@ -790,8 +794,9 @@ void e2e_ctl_start(struct e2e_ctl *c, const char *tag, const char *extra)
             "schedulerName: %s\nleaderElection:\n  enabled: false\n%s\n",
             E.scheduler, extra ? extra : "");
     assert_int_equal(fclose(f), 0);
-    char listen[64], bin[512];
+    char listen[64], health[64], bin[512];
     snprintf(listen, sizeof listen, "127.0.0.1:%d", c->port);
+    snprintf(health, sizeof health, "127.0.0.1:%d", c->health_port);
     snprintf(bin, sizeof bin, "%s/fairshare-controller", FAIR_BIN_DIR);
     fflush(NULL);
     pid_t pid = fork();
@@ -804,7 +809,8 @@ void e2e_ctl_start(struct e2e_ctl *c, const char *tag, const char *extra)
             close(fd);
         }
         execl(bin, bin, "--kubeconfig", E.kubeconfig, "--config", c->config, "--ledger", c->ledger,
-              "--listen", listen, (char *)NULL);
+              "--listen", listen, "--health-listen", health,
+              c->secure ? "--secure-serving=true" : "--secure-serving=false", (char *)NULL);
         _exit(127);
     }
     c->pid = pid;
@@ -853,6 +859,8 @@ void e2e_ctl_kill9(struct e2e_ctl *c)
 
 double e2e_ctl_metric(struct e2e_ctl *c, const char *series)
 {
+    if (c->secure)
+        return -1;
     long code = 0;
     char *body = ctl_http(c, "/metrics", &code);
     double v = -1;

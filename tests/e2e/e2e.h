@@ -144,7 +144,11 @@ int e2e_kubectl(struct fair_buf *out, const char *const *args);
 
 struct e2e_ctl {
     pid_t pid;
-    int port;
+    int port;        /* metricsAddress: /metrics, reports, the dashboard */
+    int health_port; /* healthAddress: /healthz, /readyz */
+    bool secure;     /* set before starting: HTTPS with token reviews (a
+                        self-signed certificate); else plain HTTP on loopback
+                        (http.secureServing false), which e2e_ctl_metric reads */
     char log[512];
     char ledger[512];
     char config[512];
@@ -152,13 +156,15 @@ struct e2e_ctl {
 
 /* Starts BUILD/fairshare-controller with a config of this suite's
  * scheduler, leader election off, the ledger in the work folder, and the
- * YAML lines extra (NULL: none) appended; waits until /readyz says 200.
- * tag names its files. Restarting a stopped ctl keeps its ledger. */
+ * YAML lines extra (NULL: none) appended; waits until /readyz (on the
+ * health port) says 200. tag names its files. Restarting a stopped ctl
+ * keeps its ledger and ports. */
 void e2e_ctl_start(struct e2e_ctl *c, const char *tag, const char *extra);
 /* SIGTERM and wait; returns the exit status (-1: killed). */
 int e2e_ctl_stop(struct e2e_ctl *c);
 void e2e_ctl_kill9(struct e2e_ctl *c);
-/* A metric's value (series "name" or "name{labels}"), -1 when absent. */
+/* A metric's value (series "name" or "name{labels}"), -1 when absent (and
+ * always for a secure ctl, whose /metrics needs a token). */
 double e2e_ctl_metric(struct e2e_ctl *c, const char *series);
 /* Prints the last lines of its log to stderr. */
 void e2e_ctl_dump(const struct e2e_ctl *c, int lines);

@@ -135,7 +135,10 @@ static void test_config_server_dry_run(void **state)
         "configmap/fairshare-config-",
         "service/fairshare-controller",
         "persistentvolumeclaim/fairshare-ledger",
-        "deployment.apps/fairshare-controller"};
+        "deployment.apps/fairshare-controller",
+        "clusterrole.rbac.authorization.k8s.io/fairshare-finance",
+        "clusterrole.rbac.authorization.k8s.io/fairshare-viewer",
+        "networkpolicy.networking.k8s.io/fairshare-controller"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(o, want[i]))
             fail_msg("kubectl apply -k config/ did not accept %s:\n%s", want[i], o);

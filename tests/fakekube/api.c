@@ -36,6 +36,7 @@ struct fk_deferred {
     struct event *ev;
     int code;
     struct evbuffer *body;
+    int held; /* sent when fk_release_held() runs (or after an hour) */
 };
 
 /* ---- replies ---- */
@@ -189,13 +190,16 @@ static void sink_flush(struct dump_sink *d, size_t threshold)
     }
 }
 
-/* Sends buf (taken) with code, after the latency when delay is set. */
-static void reply_buf(struct fk_server *s, struct evhttp_request *req, int code,
-                      struct evbuffer *buf, int delay)
+/* Sends buf (taken) with code, after delay_ms (0: now); held: only when
+ * fk_release_held() runs. */
+static void reply_buf_ms(struct fk_server *s, struct evhttp_request *req, int code,
+                         struct evbuffer *buf, int delay_ms, int held)
 {
+    if (held)
+        delay_ms = 3600 * 1000;
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_add_header(out, "Content-Type", "application/json");
-    if (delay && s->latency_ms > 0) {
+    if (delay_ms > 0) {
         struct fk_deferred *d = fair_calloc(1, sizeof(*d));
         if (d) {
             d->srv = s;
@@ -203,10 +207,11 @@ static void reply_buf(struct fk_server *s, struct evhttp_request *req, int code,
             d->evcon = evhttp_request_get_connection(req);
             d->code = code;
             d->body = buf;
+            d->held = held;
             d->ev = evtimer_new(s->base, deferred_cb, d);
             if (d->ev) {
                 evhttp_connection_set_closecb(d->evcon, fk_on_close, s);
-                struct timeval tv = {s->latency_ms / 1000, (s->latency_ms % 1000) * 1000};
+                struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
                 evtimer_add(d->ev, &tv);
                 d->next = s->deferred;
                 if (s->deferred)
@@ -222,6 +227,13 @@ static void reply_buf(struct fk_server *s, struct evhttp_request *req, int code,
     evbuffer_free(buf);
 }
 
+/* Sends buf (taken) with code, after the latency when delay is set. */
+static void reply_buf(struct fk_server *s, struct evhttp_request *req, int code,
+                      struct evbuffer *buf, int delay)
+{
+    reply_buf_ms(s, req, code, buf, delay ? s->latency_ms : 0, 0);
+}
+
 static void reply_raw(struct fk_server *s, struct evhttp_request *req, int code, const char *data,
                       size_t len, int delay)
 {
@@ -234,8 +246,40 @@ static void reply_raw(struct fk_server *s, struct evhttp_request *req, int code,
     reply_buf(s, req, code, buf, delay);
 }
 
+static void reply_json_ms(struct fk_server *s, struct evhttp_request *req, int code, json_t *body,
+                          int delay_ms, int held);
+
 static void reply_json(struct fk_server *s, struct evhttp_request *req, int code, json_t *body,
                        int delay)
+{
+    reply_json_ms(s, req, code, body, delay ? s->latency_ms : 0, 0);
+}
+
+void fk_reply_after(struct fk_server *s, struct evhttp_request *req, int code, json_t *body,
+                    int delay_ms)
+{
+    reply_json_ms(s, req, code, body, delay_ms, 0);
+}
+
+void fk_reply_held(struct fk_server *s, struct evhttp_request *req, int code, json_t *body)
+{
+    reply_json_ms(s, req, code, body, 0, 1);
+}
+
+size_t fk_release_held(struct fk_server *s)
+{
+    size_t n = 0;
+    for (struct fk_deferred *d = s->deferred; d; d = d->next)
+        if (d->held) {
+            d->held = 0;
+            event_active(d->ev, EV_TIMEOUT, 1);
+            n++;
+        }
+    return n;
+}
+
+static void reply_json_ms(struct fk_server *s, struct evhttp_request *req, int code, json_t *body,
+                          int delay_ms, int held)
 {
     struct evbuffer *buf = body ? evbuffer_new() : NULL;
     struct dump_sink sink = {.out = buf};
@@ -256,7 +300,7 @@ static void reply_json(struct fk_server *s, struct evhttp_request *req, int code
         return;
     }
     json_decref(body);
-    reply_buf(s, req, code, buf, delay);
+    reply_buf_ms(s, req, code, buf, delay_ms, held);
 }
 
 void fk_reply(struct fk_server *s, struct evhttp_request *req, int code, json_t *body)
@@ -338,7 +382,7 @@ static int json_depth_ok(const json_t *v, int depth)
 
 /* Reads the request body as a JSON object; replies 400 and returns NULL on
  * failure. New reference. */
-static json_t *read_body(struct fk_server *s, struct evhttp_request *req)
+json_t *fk_read_body(struct fk_server *s, struct evhttp_request *req)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
@@ -961,7 +1005,7 @@ static void pod_defaults(struct fk_server *s, json_t *pod)
 static void handle_create(struct fk_server *s, struct evhttp_request *req, const struct route *r)
 {
     const struct fk_type *t = &s->types[r->type];
-    json_t *obj = read_body(s, req);
+    json_t *obj = fk_read_body(s, req);
     char key[600];
     if (!obj)
         return;
@@ -1300,7 +1344,7 @@ static void handle_patch(struct fk_server *s, struct evhttp_request *req, const 
         }
         json_decref(ops);
     } else {
-        json_t *patch = read_body(s, req);
+        json_t *patch = fk_read_body(s, req);
         if (!patch)
             return;
         res = kind == MERGE ? fk_merge_patch(json_deep_copy(old), patch)
@@ -1325,7 +1369,7 @@ static void handle_delete(struct fk_server *s, struct evhttp_request *req, const
         return;
     }
     if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
-        opts = read_body(s, req);
+        opts = fk_read_body(s, req);
         if (!opts)
             return;
     }
@@ -1394,7 +1438,7 @@ static void handle_eviction(struct fk_server *s, struct evhttp_request *req, con
                             const char *key)
 {
     const struct fk_type *t = &s->types[FK_PODS];
-    json_t *body = read_body(s, req);
+    json_t *body = fk_read_body(s, req);
     if (!body)
         return;
     const char *kind = json_string_value(json_object_get(body, "kind"));
@@ -1520,7 +1564,7 @@ static void handle_binding(struct fk_server *s, struct evhttp_request *req, cons
                            const char *key)
 {
     const struct fk_type *t = &s->types[FK_PODS];
-    json_t *body = read_body(s, req);
+    json_t *body = fk_read_body(s, req);
     if (!body)
         return;
     json_t *pod = fk_get(s, FK_PODS, key);
@@ -1734,11 +1778,13 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         return;
     }
     if (!strcmp(what, "stats") && method == EVHTTP_REQ_GET) {
-        json_t *st = json_pack("{s:I,s:I,s:I,s:I,s:I,s:i,s:I}", "resourceVersion",
+        json_t *st = json_pack("{s:I,s:I,s:I,s:I,s:I,s:i,s:I,s:I,s:I}", "resourceVersion",
                                (json_int_t)s->rv, "watchers", (json_int_t)s->nwatchers, "requests",
                                (json_int_t)s->requests, "historyFloor", (json_int_t)s->hist_floor,
                                "historyLength", (json_int_t)s->hist_len, "latencyMs", s->latency_ms,
-                               "pods", (json_int_t)json_object_size(s->types[FK_PODS].objects));
+                               "pods", (json_int_t)json_object_size(s->types[FK_PODS].objects),
+                               "tokenReviews", (json_int_t)s->token_reviews, "subjectAccessReviews",
+                               (json_int_t)s->access_reviews);
         reply_json(s, req, 200, st, 0);
         return;
     }
@@ -1747,6 +1793,8 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
                    0);
         return;
     }
+    if (fk_auth_fake(s, req, what, q))
+        return;
     if (!strcmp(what, "drop-watches")) {
         const char *mode = evhttp_find_header(q, "mode");
         int abrupt = !(mode && !strcmp(mode, "end"));
@@ -1807,6 +1855,9 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
     } else if (!strcmp(what, "reset")) {
         s->nfaults = 0;
         s->latency_ms = 0;
+        s->review_latency_ms = 0;
+        s->review_hold = 0;
+        fk_release_held(s);
         s->expire_continue = 0;
         reply_json(s, req, 200, json_pack("{s:b}", "reset", 1), 0);
     } else {
@@ -1827,7 +1878,7 @@ static bool handle_read_write(struct fk_server *s, struct evhttp_request *req,
         else
             reply_not_found(s, req, t, r->name);
     } else if (method == EVHTTP_REQ_PUT) {
-        json_t *body = read_body(s, req);
+        json_t *body = fk_read_body(s, req);
         if (body)
             apply_update(s, req, r, key, body, mode);
     } else if (method == EVHTTP_REQ_PATCH) {
@@ -2036,6 +2087,8 @@ void fk_api_handle(struct evhttp_request *req, void *arg)
             goto out;
         }
     }
+    if (fk_auth_handle(s, req, path, method))
+        goto out;
     if (!strcmp(path, "/version")) {
         fk_reply(s, req, 200,
                  json_pack("{s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "31", "gitVersion",

@@ -89,6 +89,7 @@ struct fk_selector {
 struct fk_watcher;
 struct fk_timer;
 struct fk_deferred;
+struct fk_user;
 
 struct fk_fault {
     int code;         /* 500 or 429 */
@@ -125,6 +126,13 @@ struct fk_server {
     int latency_ms;
     long expire_continue; /* list requests with a continue token still to answer 410 */
     struct fk_deferred *deferred;
+
+    /* authentication and authorisation (auth.c) */
+    struct fk_user *users;
+    size_t nusers;
+    int review_latency_ms; /* added to the latency of TokenReviews and SubjectAccessReviews */
+    int review_hold;       /* reviews are answered only at /fake/review-release */
+    unsigned long token_reviews, access_reviews;
 
     struct fk_timer *timers;
     int grace_seconds;
@@ -199,10 +207,30 @@ void fk_watch_release_all(struct fk_server *s);
 /* The connection close callback shared by all connections. */
 void fk_on_close(struct evhttp_connection *evcon, void *arg);
 
+/* ---- auth.c: TokenReview, SubjectAccessReview and their users ---- */
+#define FK_MAX_USERS 64
+/* Answers POST /apis/authentication.k8s.io/v1/tokenreviews and
+ * /apis/authorization.k8s.io/v1/subjectaccessreviews; 0 for other paths. */
+int fk_auth_handle(struct fk_server *s, struct evhttp_request *req, const char *path, int method);
+/* POST /fake/users and /fake/review-latency; 0 for other names. */
+int fk_auth_fake(struct fk_server *s, struct evhttp_request *req, const char *what,
+                 struct evkeyvalq *q);
+void fk_auth_release(struct fk_server *s);
+
 /* ---- api.c ---- */
 void fk_api_handle(struct evhttp_request *req, void *arg);
 /* Sends body (taken) with code, after the configured latency. */
 void fk_reply(struct fk_server *s, struct evhttp_request *req, int code, json_t *body);
+/* The same after delay_ms (0: now), whatever the configured latency. */
+void fk_reply_after(struct fk_server *s, struct evhttp_request *req, int code, json_t *body,
+                    int delay_ms);
+/* The same when fk_release_held() runs (tests hold an answer back). */
+void fk_reply_held(struct fk_server *s, struct evhttp_request *req, int code, json_t *body);
+/* Sends every held answer now; returns how many. */
+size_t fk_release_held(struct fk_server *s);
+/* The request's body as a JSON object (new reference), or NULL when it was
+ * answered with an error (413, 400). */
+json_t *fk_read_body(struct fk_server *s, struct evhttp_request *req);
 json_t *fk_status(int code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void fk_deferred_cancel_conn(struct fk_server *s, struct evhttp_connection *evcon);

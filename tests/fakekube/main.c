@@ -345,6 +345,7 @@ out:
         fk_watch_release_all(s);
     fk_deferred_release_all(s);
     fk_timers_release(s);
+    fk_auth_release(s);
     if (s->http)
         evhttp_free(s->http);
     if (sig_term)

@@ -157,7 +157,11 @@ int fair_fake_start(struct fair_fake *f, const struct fair_fake_opts *opts)
     memset(f, 0, sizeof(*f));
     if (opts)
         f->opts = *opts;
-    snprintf(f->dir, sizeof(f->dir), "/tmp/fakekube-XXXXXX");
+    /* $TMPDIR when it is short enough for the paths built under it. */
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/' || strlen(tmp) > 64)
+        tmp = "/tmp";
+    snprintf(f->dir, sizeof(f->dir), "%s/fakekube-XXXXXX", tmp);
     if (!mkdtemp(f->dir)) {
         fprintf(stderr, "helper_fakekube: mkdtemp failed: %s\n", strerror(errno));
         return -1;
@@ -430,6 +434,51 @@ int fair_fake_set_latency(struct fair_fake *f, int ms)
     char path[64];
     snprintf(path, sizeof(path), "/fake/latency?ms=%d", ms);
     return fake_post(f, path, NULL);
+}
+
+int fair_fake_add_user(struct fair_fake *f, const char *token, const char *username,
+                       const char *groups, const char *rules)
+{
+    json_t *g = json_loads(groups ? groups : "[]", 0, NULL);
+    json_t *r = json_loads(rules ? rules : "[]", 0, NULL);
+    json_t *u = g && r ? json_pack("{s:s,s:s,s:O,s:O}", "token", token, "username", username,
+                                   "groups", g, "rules", r)
+                       : NULL;
+    char *body = u ? json_dumps(u, JSON_COMPACT) : NULL;
+    long code = 0;
+    json_t *resp = body ? fair_fake_request_json(f, "POST", "/fake/users", body, &code) : NULL;
+    int rc = code == 200 ? 0 : -1;
+    json_decref(resp);
+    free(body);
+    json_decref(u);
+    json_decref(g);
+    json_decref(r);
+    return rc;
+}
+
+int fair_fake_set_review_latency(struct fair_fake *f, int ms)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/fake/review-latency?ms=%d", ms);
+    return fake_post(f, path, NULL);
+}
+
+int fair_fake_hold_reviews(struct fair_fake *f, int hold)
+{
+    return fake_post(f, hold ? "/fake/review-hold" : "/fake/review-release", NULL);
+}
+
+int fair_fake_review_counts(struct fair_fake *f, long *token_reviews, long *access_reviews)
+{
+    long code = 0;
+    json_t *j = fair_fake_request_json(f, "GET", "/fake/stats", NULL, &code);
+    int rc = code == 200 && j ? 0 : -1;
+    if (token_reviews)
+        *token_reviews = (long)json_integer_value(json_object_get(j, "tokenReviews"));
+    if (access_reviews)
+        *access_reviews = (long)json_integer_value(json_object_get(j, "subjectAccessReviews"));
+    json_decref(j);
+    return rc;
 }
 
 int fair_fake_compact(struct fair_fake *f)

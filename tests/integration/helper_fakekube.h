@@ -1,6 +1,7 @@
 /* Integration-test helper: starts, stops, kills and restarts the fake
  * Kubernetes API server (FAIR_BIN_DIR/fakekube) as a child process with a
- * temporary state dir, and talks to it over real TLS with libcurl.
+ * temporary state dir (under $TMPDIR when it is set and at most 64
+ * characters, else /tmp), and talks to it over real TLS with libcurl.
  *
  * Typical use:
  *   struct fair_fake fake;
@@ -117,6 +118,22 @@ int fair_fake_set_latency(struct fair_fake *f, int ms);
 int fair_fake_compact(struct fair_fake *f);
 /* Clears fail rules and latency. */
 int fair_fake_reset_faults(struct fair_fake *f);
+/* Authentication and authorisation (TokenReview, SubjectAccessReview; see
+ * docs/fakekube.md). Adds a user whose bearer token is token: groups and
+ * rules are JSON text (NULL: none), e.g. "[\"finance\"]" and
+ * "[{\"verbs\":[\"get\"],\"apiGroups\":[\"fairshare.dev\"],\"resources\":[\"reports\"]}]"
+ * (nonResourceURLs for paths such as /metrics). The admin token is in
+ * system:masters. Returns 0 or -1. */
+int fair_fake_add_user(struct fair_fake *f, const char *token, const char *username,
+                       const char *groups, const char *rules);
+/* Extra latency of every TokenReview and SubjectAccessReview answer. */
+int fair_fake_set_review_latency(struct fair_fake *f, int ms);
+/* hold 1: TokenReviews and SubjectAccessReviews get no answer until
+ * fair_fake_hold_reviews(f, 0), which sends the held answers at once. */
+int fair_fake_hold_reviews(struct fair_fake *f, int hold);
+/* How many TokenReviews and SubjectAccessReviews the server received. */
+int fair_fake_review_counts(struct fair_fake *f, long *token_reviews, long *access_reviews);
+
 /* The server's objects: {"resourceVersion":"N","objects":{"pods":[...]}};
  * resource (e.g. "pods") may be NULL for all. New reference or NULL. */
 json_t *fair_fake_state(struct fair_fake *f, const char *resource);

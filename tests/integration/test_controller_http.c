@@ -15,7 +15,9 @@
  *    writes wait for it and nothing is lost.
  *  - descriptors_run_out: with 128 file descriptors and 200 idle
  *    connections, accept() fails with EMFILE: the listener backs off,
- *    /healthz still answers and the log holds a few lines, not millions. */
+ *    /healthz (on its own listener, which closes an idle connection of
+ *    the other to make room) still answers and the log holds a few lines,
+ *    not millions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,6 +239,7 @@ static void test_slow_query_keeps_lease(void **state)
     static struct ctl c, d;
     memset(&c, 0, sizeof c);
     memset(&d, 0, sizeof d);
+    c.plain = true; /* raw HTTP requests below (d is served over HTTPS) */
     start_fake(&fake);
     snprintf(c.ledger, sizeof c.ledger, "%s/big.db", fake.dir);
     big_ledger(c.ledger);
@@ -371,6 +374,7 @@ static void test_descriptors_run_out(void **state)
      * descriptor taken, a new connection to the API server could fail too,
      * which is not what this test is about. */
     write_config(&fake, &c, "f", false, "http:\n  headerTimeout: 10m\n");
+    c.plain = true; /* idle plain-HTTP clients below */
     struct rlimit old, low;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
     low = old;

@@ -396,6 +396,11 @@ static void test_chromium_controller(void **state)
     static struct fair_fake fake;
     static struct ctl c;
     memset(&c, 0, sizeof c);
+    /* A browser sends no bearer token: the controller serves plain HTTP on
+     * loopback (http.secureServing false), as for local use.
+     * test_controller_auth.c shows the page through `fairsharectl
+     * dashboard --server`, the way a user reaches a secured controller. */
+    c.plain = true;
     struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8};
     assert_int_equal(tc_fake_start(&fake, &o), 0);
     snprintf(c.ledger, sizeof c.ledger, "%s", db);
