@@ -13,6 +13,7 @@
 #include "base/alloc.h"
 #include "base/duration.h"
 #include "base/log.h"
+#include "base/quantity.h"
 #include "base/yaml.h"
 
 #define OFF(field) offsetof(struct fair_ctl_config, field)
@@ -74,6 +75,13 @@ static const struct fair_ctl_config_entry table[] = {
      "a workload evicted this many times runs only within its queue's fair share; 0: no bound"},
     {"reclaim.nodeHoldTimeout", FAIR_CFG_DURATION, OFF(hold_timeout_ms), "10m", 0, DAY_MS,
      "how long a node is held for a pod owed GPUs that only an emptied node can take; 0: never"},
+    {"fractions.minimum", FAIR_CFG_MILLI, OFF(min_fraction_milli), "0.05", 1, 999,
+     "the smallest fairshare.dev/gpu-fraction accepted (GPUs); a pod asking less stays pending "
+     "with reason InvalidPod"},
+    {"quota.chargeOtherSchedulers", FAIR_CFG_BOOL, OFF(charge_other_schedulers), "false", 0, 1,
+     "GPU pods of other schedulers in a Project's namespaces are charged to the Project's "
+     "defaultQueue (not preemptible, recorded in the ledger); false: they use capacity that is "
+     "charged to no one"},
     {"inFlightTimeout", FAIR_CFG_DURATION, OFF(op_timeout_ms), "30s", 1000, 3600 * 1000,
      "a bind or eviction not yet seen in the informer is forgotten after this long"},
     {"http.maxConnections", FAIR_CFG_INT, OFF(http_max_conns), "256", 4, 65536,
@@ -88,6 +96,27 @@ static const struct fair_ctl_config_entry table[] = {
      "threads that run report and dashboard queries, each with its own read-only connection"},
     {"ledger.shutdownTimeout", FAIR_CFG_DURATION, OFF(ledger_shutdown_wait_ms), "5s", 0, 600 * 1000,
      "at shutdown, how long the last ledger writes wait for a lock held by another process"},
+    {"healthAddress", FAIR_CFG_ADDRESS, OFF(health_address), ":8081", 0, 0,
+     "host:port for /healthz and /readyz (plain HTTP, no authentication: for the kubelet's "
+     "probes); \"0\" turns it off"},
+    {"http.secureServing", FAIR_CFG_BOOL, OFF(http_secure), "true", 0, 1,
+     "serve metricsAddress over HTTPS and authorise every request with a TokenReview and a "
+     "SubjectAccessReview; false serves plain HTTP to anyone and is allowed only on a loopback "
+     "metricsAddress"},
+    {"http.tls.certFile", FAIR_CFG_STRING, OFF(http_tls_cert), "", 0, 4096,
+     "PEM serving certificate (chain) of metricsAddress; \"\" makes a self-signed one in memory "
+     "at start (its SHA-256 fingerprint is logged)"},
+    {"http.tls.keyFile", FAIR_CFG_STRING, OFF(http_tls_key), "", 0, 4096,
+     "PEM private key of http.tls.certFile; set both or neither"},
+    {"http.authTimeout", FAIR_CFG_DURATION, OFF(http_auth_timeout_ms), "5s", 100, 60 * 1000,
+     "a request whose TokenReview and SubjectAccessReview have not both answered within this is "
+     "answered 503"},
+    {"http.authCacheTTL", FAIR_CFG_DURATION, OFF(http_auth_allow_ttl_ms), "60s", 0, 3600 * 1000,
+     "how long an allowed token is trusted without asking the API server again; 0: never cached"},
+    {"http.authDenyCacheTTL", FAIR_CFG_DURATION, OFF(http_auth_deny_ttl_ms), "10s", 0, 3600 * 1000,
+     "how long a refused token (401 or 403) is refused without asking again; 0: never cached"},
+    {"http.authCacheSize", FAIR_CFG_INT, OFF(http_auth_cache_size), "4096", 16, 1000000,
+     "decisions kept in the authorisation cache (least recently used ones go first)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -113,6 +142,8 @@ static const char *type_name(enum fair_ctl_config_type t)
         return "log level";
     case FAIR_CFG_ADDRESS:
         return "address";
+    case FAIR_CFG_MILLI:
+        return "quantity";
     }
     return "?";
 }
@@ -146,15 +177,28 @@ static bool valid_name(const char *s)
 int fair_ctl_parse_address(const char *addr, char *host, size_t hostlen, int *port,
                            struct fair_error *err)
 {
+    /* As Go's net.SplitHostPort: an IPv6 host only in brackets ("[::1]:80";
+     * "::1:80" is ambiguous), and no stray bracket. */
     const char *colon = strrchr(addr, ':');
     if (!colon)
         return fair_error_set(err, FAIR_EINVAL, "\"%s\" is not host:port", addr);
     size_t hl = (size_t)(colon - addr);
-    const char *h = addr;
-    if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') { /* [::1]:8080 */
+    const char *h = addr, *after = addr; /* no ']' from after on */
+    if (addr[0] == '[') {
+        const char *end = strchr(addr, ']');
+        if (!end || end + 1 != colon)
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "\"%s\" is not [host]:port (a ']' just before the port)", addr);
         h = addr + 1;
-        hl -= 2;
+        hl = (size_t)(end - h);
+        after = end + 1;
+    } else if (memchr(addr, ':', hl)) {
+        return fair_error_set(err, FAIR_EINVAL,
+                              "\"%s\" has too many colons (write an IPv6 host as [host]:port)",
+                              addr);
     }
+    if (strchr(addr + (addr[0] == '[' ? 1 : 0), '[') || strchr(after, ']'))
+        return fair_error_set(err, FAIR_EINVAL, "\"%s\" has a stray bracket", addr);
     if (hl >= hostlen)
         return fair_error_set(err, FAIR_EINVAL, "host in \"%s\" is too long", addr);
     if (hl == 0) {
@@ -284,6 +328,19 @@ static int set_text(struct fair_ctl_config *cfg, const struct fair_ctl_config_en
             return fair_error_set(err, FAIR_ERANGE, "%skey %s: %lld is out of range [%lld, %lld]",
                                   where, e->name, (long long)v, (long long)e->min,
                                   (long long)e->max);
+        *(int64_t *)(base + e->offset) = v;
+        return 0;
+    }
+    case FAIR_CFG_MILLI: {
+        int64_t v = 0;
+        if (strlen(text) > 32 || fair_quantity_parse_milli(text, &v, &sub))
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "%skey %s: \"%.40s\" is not a quantity (write e.g. \"0.05\" or "
+                                  "\"50m\")",
+                                  where, e->name, text);
+        if (v < e->min || v > e->max)
+            return fair_error_set(err, FAIR_ERANGE, "%skey %s: %s is out of range [%lldm, %lldm]",
+                                  where, e->name, text, (long long)e->min, (long long)e->max);
         *(int64_t *)(base + e->offset) = v;
         return 0;
     }

@@ -49,11 +49,21 @@ struct fair_ctl_config {
     int64_t oq_min_runtime_ms;       /* reclaim.overQuotaMinRuntime */
     int64_t max_evictions;           /* reclaim.maxEvictions; 0: no bound */
     int64_t hold_timeout_ms;         /* reclaim.nodeHoldTimeout; 0: no holds */
+    int64_t min_fraction_milli;      /* fractions.minimum (milli-GPU) */
+    bool charge_other_schedulers;    /* quota.chargeOtherSchedulers */
     int64_t http_max_conns;          /* http.maxConnections */
     int64_t http_header_timeout_ms;  /* http.headerTimeout */
     int64_t ledger_query_timeout_ms; /* ledger.queryTimeout */
     int64_t ledger_query_threads;    /* ledger.queryThreads */
     int64_t ledger_shutdown_wait_ms; /* ledger.shutdownTimeout */
+    char *health_address;            /* healthAddress: host:port, "0" disables */
+    bool http_secure;                /* http.secureServing */
+    char *http_tls_cert;             /* http.tls.certFile: "" = self-signed */
+    char *http_tls_key;              /* http.tls.keyFile */
+    int64_t http_auth_timeout_ms;    /* http.authTimeout */
+    int64_t http_auth_allow_ttl_ms;  /* http.authCacheTTL */
+    int64_t http_auth_deny_ttl_ms;   /* http.authDenyCacheTTL */
+    int64_t http_auth_cache_size;    /* http.authCacheSize */
 };
 
 enum fair_ctl_config_type {
@@ -64,6 +74,7 @@ enum fair_ctl_config_type {
     FAIR_CFG_INT,
     FAIR_CFG_LOGLEVEL, /* debug, info, warn, error */
     FAIR_CFG_ADDRESS,  /* host:port, :port, or "0" for off */
+    FAIR_CFG_MILLI,    /* a quantity ("0.05", "50m") stored in thousandths */
 };
 
 /* One row of the table. For DURATION the bounds are in ms; for STRING and

@@ -70,6 +70,10 @@ struct req {
     char *message;                   /* queued Events */
     const char *ev_type, *ev_reason; /* queued Events; static strings */
     char *lineage;                   /* evictions: whose eviction count grows */
+    char *gang;                      /* binds: the pod's gang, NULL: none */
+    int32_t gang_size;               /* binds */
+    bool non_preemptible;            /* binds */
+    uint64_t devmask;                /* binds: the devices given */
     int64_t gpu_milli, inquota_milli;
     int evict_reason;
     struct req *qnext; /* binds waiting for a slot; queued Events */
@@ -194,6 +198,7 @@ static void req_free(struct req *r)
     fair_free(r->obj_kind);
     fair_free(r->message);
     fair_free(r->lineage);
+    fair_free(r->gang);
     fair_free(r);
 }
 
@@ -320,13 +325,14 @@ static void on_pod_update(void *old_, void *new_, void *ctx)
     const struct fair_kpod *o = old_, *n = new_;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, n->meta.uid);
     if (e && e->op == FAIR_CTL_OP_BINDING && n->node_name && *n->node_name) {
-        /* The bind is visible now; nothing about the pod is worth keeping
-         * (what it was told while pending no longer matters). */
-        fair_ctl_podmem_remove(&c->pods, n->meta.uid);
-        e = NULL;
+        /* The bind is visible now. What the pod was told while pending no
+         * longer matters; its charge stays for as long as the pod. */
+        fair_ctl_podmem_end(&c->pods, n->meta.uid);
+        e->last_cond_why = e->last_event_why = -1;
+        fair_ctl_podmem_set_hold(&c->pods, n->meta.uid, NULL, 0);
     }
     bool was_done = o->phase == FAIR_KPOD_SUCCEEDED || o->phase == FAIR_KPOD_FAILED;
-    if (!was_done && is_ours(c, n)) {
+    if (!was_done && (is_ours(c, n) || (e && e->charge.set))) {
         if (n->phase == FAIR_KPOD_SUCCEEDED)
             ledger_close(c, n, FAIR_LEDGER_COMPLETED);
         else if (n->phase == FAIR_KPOD_FAILED)
@@ -343,7 +349,7 @@ static void on_pod_delete(void *obj, void *ctx)
     const struct fair_kpod *p = obj;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->meta.uid);
     bool done = p->phase == FAIR_KPOD_SUCCEEDED || p->phase == FAIR_KPOD_FAILED;
-    if (!done && is_ours(c, p) && p->node_name)
+    if (!done && (is_ours(c, p) || (e && e->charge.set)) && p->node_name)
         ledger_close(c, p,
                      (e && e->op == FAIR_CTL_OP_EVICTING) || p->disruption_target
                          ? FAIR_LEDGER_PREEMPTED
@@ -596,7 +602,11 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
                                                  .gpu_model = r->gpu_model,
                                                  .gpu_milli = r->gpu_milli,
                                                  .inquota_milli = r->inquota_milli,
-                                                 .start_ms = wall(c)};
+                                                 .start_ms = wall(c),
+                                                 .non_preemptible = r->non_preemptible,
+                                                 .devices = r->devmask,
+                                                 .gang = r->gang,
+                                                 .gang_size = r->gang_size};
         if (fair_ledger_interval_open(c->ledger, &info, &err))
             FAIR_WARN(COMP, "msg=\"ledger open failed\" pod=%s/%s err=\"%s\"", r->ns, r->name,
                       err.msg);
@@ -694,8 +704,18 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     r->gpu_model = dup0(node->gpu_model);
     r->gpu_milli = gpu;
     r->inquota_milli = inq;
+    r->non_preemptible = !p->preemptible;
+    r->devmask = a->gpu_devices;
+    r->gang_size = p->gang_size;
+    const struct fair_kpod *kp = s->kpods[a->pod];
+    r->gang = kp->gang && *kp->gang ? dup0(kp->gang) : NULL;
     if (!r->uid || !r->ns || !r->name || !r->node || !r->devices || !r->queue || !r->project ||
-        !r->team || !r->cost_center || !r->gpu_model)
+        !r->team || !r->cost_center || !r->gpu_model || (kp->gang && *kp->gang && !r->gang))
+        goto fail;
+    /* What the pod is charged as is fixed now: its labels and annotations
+     * may change after the bind; this does not. */
+    if (fair_ctl_podmem_set_charge(&c->pods, p->uid, r->queue, r->project, p->preemptible, gpu,
+                                   r->gang, r->gang_size, a->gpu_devices))
         goto fail;
     /* Queued, not in flight yet: it must not expire while it waits. */
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
@@ -998,7 +1018,38 @@ static const char *project_team(const struct fair_ctl_snapshot *s, int32_t proje
     if (project < 0)
         return "";
     const struct fair_kproject *kp = s->kprojects[project];
+    if (!kp) /* the project of queues that are gone */
+        return s->snap.projects[project].q.name;
     return kp->team ? kp->team : kp->meta.name;
+}
+
+/* Returns the ledger's result: FAIR_EBUSY (locked by another process) is
+ * retried at the next cycle. */
+/* The ledger interval of bound pod i of s. */
+static struct fair_ledger_interval_info interval_of(struct fair_ctl *c,
+                                                    const struct fair_ctl_snapshot *s, size_t i)
+{
+    const struct fair_pod *p = &s->snap.pods[i];
+    const struct fair_queue *q = &s->snap.queues[p->queue];
+    const struct fair_kproject *kproj = q->project >= 0 ? s->kprojects[q->project] : NULL;
+    const struct fair_node *node = &s->snap.nodes[p->node];
+    return (struct fair_ledger_interval_info){
+        .uid = p->uid,
+        .namespace_ = p->namespace_,
+        .pod = p->name,
+        .queue = q->q.name,
+        .project = q->project_name,
+        .team = project_team(s, q->project),
+        .cost_center = kproj && kproj->cost_center ? kproj->cost_center : "",
+        .node = node->name,
+        .gpu_model = node->gpu_model ? node->gpu_model : "",
+        .gpu_milli = p->request.v[FAIR_RES_GPU],
+        .inquota_milli = 0,
+        .start_ms = p->started_ms ? p->started_ms : wall(c),
+        .non_preemptible = !p->preemptible,
+        .devices = p->gpu_devices,
+        .gang = s->kpods[i]->gang,
+        .gang_size = p->gang_size};
 }
 
 /* Returns the ledger's result: FAIR_EBUSY (locked by another process) is
@@ -1014,22 +1065,7 @@ static int ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot *
         const struct fair_pod *p = &s->snap.pods[i];
         if (p->state != FAIR_POD_BOUND || p->queue < 0 || p->request.v[FAIR_RES_GPU] <= 0)
             continue;
-        const struct fair_queue *q = &s->snap.queues[p->queue];
-        const struct fair_kproject *kproj = q->project >= 0 ? s->kprojects[q->project] : NULL;
-        const struct fair_node *node = &s->snap.nodes[p->node];
-        live[n++] = (struct fair_ledger_interval_info){
-            .uid = p->uid,
-            .namespace_ = p->namespace_,
-            .pod = p->name,
-            .queue = q->q.name,
-            .project = q->project_name,
-            .team = project_team(s, q->project),
-            .cost_center = kproj && kproj->cost_center ? kproj->cost_center : "",
-            .node = node->name,
-            .gpu_model = node->gpu_model ? node->gpu_model : "",
-            .gpu_milli = p->request.v[FAIR_RES_GPU],
-            .inquota_milli = 0,
-            .start_ms = p->started_ms ? p->started_ms : wall(c)};
+        live[n++] = interval_of(c, s, i);
     }
     size_t closed = 0, opened = 0;
     int rc = fair_ledger_reconcile(c->ledger, wall(c), live, n, &closed, &opened, &err);
@@ -1085,6 +1121,7 @@ static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_over
         return;
     out->hold_node = e->hold_node;
     out->hold_since_ms = e->hold_since_ms;
+    out->charge = e->charge.set ? &e->charge : NULL;
     if (e->op == FAIR_CTL_OP_BINDING) {
         out->kind = FAIR_CTL_OVERLAY_BINDING;
         out->node = e->op_node;
@@ -1158,6 +1195,8 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
         .over_quota_min_runtime_ms = c->cfg->oq_min_runtime_ms,
         .max_evictions = (int32_t)c->cfg->max_evictions,
         .hold_timeout_ms = c->cfg->hold_timeout_ms,
+        .min_fraction_milli = c->cfg->min_fraction_milli,
+        .charge_other_schedulers = c->cfg->charge_other_schedulers,
         .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
         .nnodes = n[INF_NODES],
         .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
@@ -1210,6 +1249,43 @@ static void run_cycle(struct fair_ctl *c)
     }
     have_res = true;
     clock_gettime(CLOCK_MONOTONIC, &ts_eng);
+    /* A bound pod of ours first seen without a charge (bound before this
+     * process and not in the ledger) is charged as it is now, once. A
+     * charged pod of another scheduler (quota.chargeOtherSchedulers) gets
+     * its ledger interval when first seen; its charge marks that. */
+    for (size_t i = 0; i < s.snap.npods; i++) {
+        const struct fair_pod *p = &s.snap.pods[i];
+        const struct fair_kpod *kp = s.kpods[i];
+        if (p->state != FAIR_POD_BOUND || p->queue < 0)
+            continue;
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
+        if (e && e->charge.set)
+            continue;
+        const struct fair_queue *q = &s.snap.queues[p->queue];
+        if (fair_ctl_podmem_set_charge(&c->pods, p->uid, q->q.name, q->project_name, p->preemptible,
+                                       p->request.v[FAIR_RES_GPU], kp->gang, p->gang_size,
+                                       p->gpu_devices))
+            FAIR_WARN(COMP, "msg=\"could not remember a pod's charge\" pod=%s/%s", p->namespace_,
+                      p->name);
+        if (!is_ours(c, kp) && c->ledger && c->leader_now && p->request.v[FAIR_RES_GPU] > 0) {
+            struct fair_ledger_interval_info info = interval_of(c, &s, i);
+            struct fair_error lerr = {0};
+            if (fair_ledger_interval_open(c->ledger, &info, &lerr))
+                FAIR_WARN(COMP, "msg=\"ledger open failed\" pod=%s/%s err=\"%s\"", p->namespace_,
+                          p->name, lerr.msg);
+        }
+    }
+    /* Device annotations not honoured: told once per pod. */
+    for (size_t i = 0; i < s.ndevices_ignored; i++) {
+        const struct fair_kpod *kp = s.devices_ignored[i].pod;
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_ensure(&c->pods, kp->meta.uid);
+        if (!e || e->told_devices)
+            continue;
+        e->told_devices = true;
+        FAIR_WARN(COMP, "msg=\"device annotation ignored\" pod=%s/%s why=\"%s\"",
+                  kp->meta.namespace_, kp->meta.name, s.devices_ignored[i].message);
+        send_event(c, kp, "Warning", "DevicesIgnored", s.devices_ignored[i].message);
+    }
     /* Nodes held for pending pods go back into the next snapshot. */
     for (size_t i = 0; i < s.snap.npods && i < res.npods; i++) {
         const struct fair_pod *p = &s.snap.pods[i];
@@ -1517,6 +1593,16 @@ out:
     return rc;
 }
 
+/* fair_ledger_open_intervals callback: an open interval is a bound pod's
+ * charge, fixed when it was bound. */
+static int charge_from_ledger(void *ctx, const struct fair_ledger_interval_info *in)
+{
+    struct fair_ctl *c = ctx;
+    return fair_ctl_podmem_set_charge(&c->pods, in->uid, in->queue, in->project,
+                                      !in->non_preemptible, in->gpu_milli, in->gang, in->gang_size,
+                                      in->devices);
+}
+
 int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
 {
     int rc = 0;
@@ -1528,6 +1614,13 @@ int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
         lo.retention_ms = c->cfg->ledger_retention_ms;
         if ((rc = fair_ledger_open(&lo, &c->ledger, err)))
             return rc;
+        /* What the pods bound before this process are charged as. */
+        struct fair_error lerr = {0};
+        if (fair_ledger_open_intervals(c->ledger, charge_from_ledger, c, &lerr))
+            FAIR_WARN(COMP,
+                      "msg=\"could not read the charges of bound pods from the ledger; they are "
+                      "charged as first seen\" err=\"%s\"",
+                      lerr.msg);
         fair_ledger_set_lock_wait(c->ledger, 0); /* the loop never waits for a lock */
         int64_t ms = c->cfg->ledger_flush_ms;
         struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
@@ -1664,4 +1757,9 @@ int fair_ctl_metrics_text(struct fair_ctl *c, struct fair_buf *out)
 struct fair_ledger *fair_ctl_ledger(struct fair_ctl *c)
 {
     return c->ledger;
+}
+
+const struct fair_kconfig *fair_ctl_kconfig(const struct fair_ctl *c)
+{
+    return &c->kcfg;
 }

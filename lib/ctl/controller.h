@@ -33,6 +33,7 @@
 
 struct event_base;
 struct fair_ctl;
+struct fair_kconfig;
 struct fair_ledger;
 
 struct fair_ctl_options {
@@ -61,5 +62,9 @@ int fair_ctl_exit_code(const struct fair_ctl *c);
 int fair_ctl_metrics_text(struct fair_ctl *c, struct fair_buf *out);
 /* The ledger (NULL when off), for the report endpoint. Borrowed. */
 struct fair_ledger *fair_ctl_ledger(struct fair_ctl *c);
+/* The API server configuration the controller loaded (borrowed, valid
+ * until fair_ctl_free()): the HTTP endpoints make their own client from
+ * it for TokenReviews and SubjectAccessReviews. */
+const struct fair_kconfig *fair_ctl_kconfig(const struct fair_ctl *c);
 
 #endif

@@ -21,6 +21,9 @@ static void entry_free(struct fair_ctl_podmem_entry *e)
     fair_free(e->uid);
     fair_free(e->op_node);
     fair_free(e->hold_node);
+    fair_free(e->charge.queue);
+    fair_free(e->charge.project);
+    fair_free(e->charge.gang);
     fair_free(e);
 }
 
@@ -193,4 +196,34 @@ int32_t fair_ctl_podmem_evictions(const struct fair_ctl_podmem *m, const char *l
 {
     int32_t i = lineage ? fair_ctl_index_get(&m->by_lineage, lineage) : -1;
     return i < 0 ? 0 : m->lin_count[i];
+}
+
+int fair_ctl_podmem_set_charge(struct fair_ctl_podmem *m, const char *uid, const char *queue,
+                               const char *project, bool preemptible, int64_t gpu_milli,
+                               const char *gang, int32_t gang_size, uint64_t devices)
+{
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_ensure(m, uid);
+    if (!e)
+        return FAIR_ENOMEM;
+    char *q = fair_strdup(queue ? queue : "");
+    char *p = fair_strdup(project ? project : "");
+    char *g = gang && *gang ? fair_strdup(gang) : NULL;
+    if (!q || !p || (gang && *gang && !g)) {
+        fair_free(q);
+        fair_free(p);
+        fair_free(g);
+        return FAIR_ENOMEM;
+    }
+    fair_free(e->charge.queue);
+    fair_free(e->charge.project);
+    fair_free(e->charge.gang);
+    e->charge = (struct fair_ctl_charge){.set = true,
+                                         .queue = q,
+                                         .project = p,
+                                         .preemptible = preemptible,
+                                         .gpu_milli = gpu_milli,
+                                         .gang = g,
+                                         .gang_size = gang_size,
+                                         .devices = devices};
+    return 0;
 }

@@ -13,6 +13,13 @@
  *             failed, or op_timeout passed--> NONE
  * Invariant: a pod in BINDING or EVICTING gets no new bind or eviction.
  *
+ * For a bound pod of ours it keeps what the pod is charged as (queue,
+ * project, preemptible, GPU request, gang, devices), fixed when the
+ * controller bound it (or, for a pod bound before this process, read from
+ * the ledger's open interval, else from the pod when first seen bound):
+ * the pod's labels and annotations may be edited later by its owner, and
+ * those edits change nothing.
+ *
  * It also keeps, per pending pod, the node the engine holds for it (passed
  * back into the next snapshot), and per lineage (the pod's controller
  * owner, else the pod itself) how many of its pods were evicted, so that a
@@ -49,8 +56,19 @@ struct fair_ctl_podmem_entry {
     bool ledger_open;      /* an interval is open in the ledger */
     bool mark_inflight;    /* the DisruptionTarget=True patch is not answered yet */
     bool unmark_due;       /* ...and a refused eviction wants it set back when it is */
+    bool told_devices;     /* a DevicesIgnored Event was sent */
     char *hold_node;       /* pending: the node the engine holds for it, or NULL */
     int64_t hold_since_ms; /* ...since (wall ms); 0: none */
+    struct fair_ctl_charge {
+        bool set;
+        char *queue; /* by name: a queue deleted since keeps its pods charged */
+        char *project;
+        bool preemptible;
+        int64_t gpu_milli; /* whole GPUs x 1000, or the fraction */
+        char *gang;        /* the annotation's value, NULL: none */
+        int32_t gang_size;
+        uint64_t devices;
+    } charge;
 };
 
 struct fair_ctl_podmem {
@@ -90,6 +108,12 @@ void fair_ctl_podmem_clear_ops(struct fair_ctl_podmem *m);
  * Returns 0 or FAIR_ENOMEM. */
 int fair_ctl_podmem_set_hold(struct fair_ctl_podmem *m, const char *uid, const char *node,
                              int64_t since_ms);
+/* Fixes what pod uid is charged as (strings copied; gang may be NULL);
+ * a second call replaces it. Returns 0 or FAIR_ENOMEM. */
+int fair_ctl_podmem_set_charge(struct fair_ctl_podmem *m, const char *uid, const char *queue,
+                               const char *project, bool preemptible, int64_t gpu_milli,
+                               const char *gang, int32_t gang_size, uint64_t devices);
+
 /* Counts one eviction of lineage (owner uid or pod uid). Returns 0,
  * FAIR_ENOMEM, or FAIR_ERANGE when FAIR_CTL_LINEAGE_MAX lineages are
  * counted already. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/quantity.h"
 
 const char *fair_ctl_reason_str(enum fair_ctl_reason r)
 {
@@ -89,6 +90,7 @@ void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s)
     fair_free(s->queue_index);
     fair_free(s->queue_problem);
     fair_free(s->rejected);
+    fair_free(s->devices_ignored);
     fair_ctl_index_release(&s->node_by_name);
     fair_ctl_index_release(&s->queue_by_name);
     fair_free(s->nodes);
@@ -222,7 +224,8 @@ static int32_t resolve_queue_slow(struct build *b, const struct fair_kpod *p,
 }
 
 /* The GPU request of one of our pods, or a problem. */
-static int pod_gpu(const struct fair_kpod *p, int64_t *gpu, char *msg, size_t msglen)
+static int pod_gpu(const struct fair_kpod *p, int64_t min_fraction, int64_t *gpu, char *msg,
+                   size_t msglen)
 {
     if (p->problem) {
         snprintf(msg, msglen, "%s", p->problem);
@@ -241,6 +244,16 @@ static int pod_gpu(const struct fair_kpod *p, int64_t *gpu, char *msg, size_t ms
             snprintf(msg, msglen,
                      "fairshare.dev/gpu-fraction must be below 1; ask for whole GPUs with "
                      "nvidia.com/gpu");
+            return -1;
+        }
+        if (p->gpu_fraction_milli < min_fraction) {
+            char lo[32], asked[32];
+            fair_milli_format(min_fraction, lo, sizeof lo);
+            fair_milli_format(p->gpu_fraction_milli, asked, sizeof asked);
+            snprintf(msg, msglen,
+                     "fairshare.dev/gpu-fraction must be at least %s GPU (fractions.minimum); "
+                     "this pod asks for %s",
+                     lo, asked);
             return -1;
         }
         *gpu = p->gpu_fraction_milli;
@@ -266,6 +279,65 @@ static int add_rejected(struct fair_ctl_snapshot *s, size_t *cap, const struct f
     r->reason = reason;
     snprintf(r->message, sizeof r->message, "%s", msg);
     return 0;
+}
+
+static int add_ignored(struct fair_ctl_snapshot *s, size_t *cap, const struct fair_kpod *p,
+                       const char *msg)
+{
+    if (fair_grow((void **)&s->devices_ignored, cap, s->ndevices_ignored + 1,
+                  sizeof *s->devices_ignored))
+        return FAIR_ENOMEM;
+    struct fair_ctl_rejected *r = &s->devices_ignored[s->ndevices_ignored++];
+    r->pod = p;
+    r->reason = FAIR_CTL_REASON_BAD_POD;
+    snprintf(r->message, sizeof r->message, "%s", msg);
+    return 0;
+}
+
+/* Resizes *p to n elements of elem bytes (n > 0). */
+static int resize(void **p, size_t n, size_t elem)
+{
+    if (n > SIZE_MAX / elem)
+        return FAIR_ENOMEM;
+    void *q = fair_realloc(*p, n * elem);
+    if (!q)
+        return FAIR_ENOMEM;
+    *p = q;
+    return 0;
+}
+
+/* The snapshot's own queue for a charge whose queue is gone (see
+ * snapshot.h), made on first use; its index, or -1 on FAIR_ENOMEM. The
+ * arrays were sized for every such name before the pods pass. */
+static int32_t phantom_queue(struct fair_ctl_snapshot *out, const char *name)
+{
+    for (size_t i = out->nqueues_real; i < out->snap.nqueues; i++)
+        if (!strcmp(out->queues[i].q.name, name))
+            return (int32_t)i;
+    size_t qi = out->snap.nqueues;
+    struct fair_queue *q = &out->queues[qi];
+    memset(q, 0, sizeof *q);
+    q->q.name = name;
+    for (int r = 0; r < FAIR_RES_COUNT; r++)
+        q->q.limit.v[r] = FAIR_UNLIMITED;
+    q->q.over_quota_weight = 1;
+    q->q.over_quota_priority = -1000;
+    q->project = out->phantom_project;
+    q->project_name = FAIR_CTL_DELETED_PROJECT;
+    q->reclaim_up_to = FAIR_RECLAIM_FAIR_SHARE;
+    out->kqueues[qi] = NULL;
+    if (fair_ctl_index_put(&out->queue_by_name, name, (int32_t)qi))
+        return -1;
+    out->snap.nqueues = qi + 1;
+    return (int32_t)qi;
+}
+
+static int popcount64(uint64_t m)
+{
+    int n = 0;
+    for (; m; m &= m - 1)
+        n++;
+    return n;
 }
 
 static const char *pool_add_gang(struct fair_ctl_snapshot *s, const char *ns, const char *gang)
@@ -340,7 +412,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
 {
     struct build b = {.in = in, .out = out};
     bool *unknown = NULL;
-    size_t rejected_cap = 0;
+    size_t rejected_cap = 0, ignored_cap = 0;
     int rc = 0;
     memset(out, 0, sizeof *out);
     fair_ctl_index_init(&b.project_by_name);
@@ -488,13 +560,34 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->snap.queues = out->queues;
     out->snap.nqueues = q_out;
 
-    /* Room for the gang keys. */
-    size_t pool = 0;
+    /* Room for the gang keys (live ones, and those fixed in charges), and
+     * the queues of charges whose queue is gone. */
+    size_t pool = 0, nphantom = 0;
+    struct fair_ctl_index phantom_by_name;
+    fair_ctl_index_init(&phantom_by_name);
     for (size_t i = 0; i < npod; i++) {
         const struct fair_kpod *k = in->pods[i];
+        size_t nsl = strlen(k->meta.namespace_ ? k->meta.namespace_ : "");
         if (k->gang && *k->gang)
-            pool += strlen(k->meta.namespace_ ? k->meta.namespace_ : "") + strlen(k->gang) + 2;
+            pool += nsl + strlen(k->gang) + 2;
+        struct fair_ctl_overlay ov = {0};
+        if (in->overlay && k->node_name && *k->node_name)
+            in->overlay(in->overlay_ctx, k, &ov);
+        if (!ov.charge || !ov.charge->set)
+            continue;
+        if (ov.charge->gang)
+            pool += nsl + strlen(ov.charge->gang) + 2;
+        const char *qn = ov.charge->queue;
+        if (qn && *qn && fair_ctl_index_get(&out->queue_by_name, qn) < 0 &&
+            fair_ctl_index_get(&phantom_by_name, qn) < 0) {
+            if ((rc = fair_ctl_index_put(&phantom_by_name, qn, (int32_t)nphantom))) {
+                fair_ctl_index_release(&phantom_by_name);
+                goto out;
+            }
+            nphantom++;
+        }
     }
+    fair_ctl_index_release(&phantom_by_name);
     if (pool) {
         out->strpool = fair_malloc(pool);
         if (!out->strpool) {
@@ -502,6 +595,30 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             goto out;
         }
         out->strpool_cap = pool;
+    }
+    out->nqueues_real = q_out;
+    out->phantom_project = -1;
+    if (nphantom) {
+        /* One project for them all: no guarantee, the lowest tier. */
+        if (resize((void **)&out->projects, p_out + 1, sizeof *out->projects) ||
+            resize((void **)&out->kprojects, p_out + 1, sizeof *out->kprojects) ||
+            resize((void **)&out->queues, q_out + nphantom, sizeof *out->queues) ||
+            resize((void **)&out->kqueues, q_out + nphantom, sizeof *out->kqueues)) {
+            rc = FAIR_ENOMEM;
+            goto out;
+        }
+        struct fair_project *pp = &out->projects[p_out];
+        memset(pp, 0, sizeof *pp);
+        pp->q.name = FAIR_CTL_DELETED_PROJECT;
+        for (int r = 0; r < FAIR_RES_COUNT; r++)
+            pp->q.limit.v[r] = FAIR_UNLIMITED;
+        pp->q.over_quota_weight = 1;
+        pp->q.over_quota_priority = -1000;
+        out->kprojects[p_out] = NULL;
+        out->phantom_project = (int32_t)p_out++;
+        out->snap.projects = out->projects;
+        out->snap.nprojects = p_out;
+        out->snap.queues = out->queues;
     }
 
     /* Pods. */
@@ -521,12 +638,13 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             node = ov.node;
         char msg[240] = "";
         enum fair_ctl_reason reason = FAIR_CTL_REASON_NONE;
+        bool other_charged = false;
         int64_t gpu = k->request.v[FAIR_RES_GPU];
         int32_t queue = -1;
         if (!node) {
             if (!ours || k->meta.deletion_ms)
                 continue;
-            if (pod_gpu(k, &gpu, msg, sizeof msg)) {
+            if (pod_gpu(k, in->min_fraction_milli, &gpu, msg, sizeof msg)) {
                 reason = FAIR_CTL_REASON_BAD_POD;
             } else {
                 queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
@@ -536,11 +654,39 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
                     goto out;
                 continue;
             }
+        } else if (ours && ov.charge && ov.charge->set) {
+            /* Charged as it was bound: later edits of its labels and
+             * annotations change nothing. */
+            gpu = ov.charge->gpu_milli;
+            queue = fair_ctl_index_get(&out->queue_by_name, ov.charge->queue);
+            if (queue < 0 && (queue = phantom_queue(out, ov.charge->queue)) < 0) {
+                rc = FAIR_ENOMEM;
+                goto out;
+            }
         } else if (ours) {
-            if (pod_gpu(k, &gpu, msg, sizeof msg))
+            /* Bound before it was charged (before this process, or a bind
+             * this process did not make): charged as it asks now, at least
+             * the minimum fraction. */
+            if (pod_gpu(k, in->min_fraction_milli, &gpu, msg, sizeof msg)) {
                 gpu = k->request.v[FAIR_RES_GPU] > 0 ? k->request.v[FAIR_RES_GPU]
                                                      : k->gpu_fraction_milli;
+                if (gpu > 0 && gpu < in->min_fraction_milli)
+                    gpu = in->min_fraction_milli;
+            }
             queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
+        } else if (in->charge_other_schedulers && gpu > 0) {
+            /* Another scheduler's pod: charged to its namespace's Project
+             * when it has a defaultQueue (never preempted). */
+            int32_t kp_i =
+                fair_ctl_index_get(&b.project_by_ns, k->meta.namespace_ ? k->meta.namespace_ : "");
+            const struct fair_kproject *kp = kp_i >= 0 ? in->projects[kp_i] : NULL;
+            if (kp && kp->default_queue && *kp->default_queue) {
+                int32_t kq = fair_ctl_index_get(&b.kqueue_by_name, kp->default_queue);
+                queue = kq >= 0 ? out->queue_index[kq] : -1;
+                if (queue >= 0 && out->snap.queues[queue].project != out->project_index[kp_i])
+                    queue = -1; /* the defaultQueue belongs to another Project */
+            }
+            other_charged = queue >= 0;
         }
         int32_t node_idx = -1;
         if (node) {
@@ -557,7 +703,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->priority = k->priority;
         p->created_ms = k->meta.creation_ms;
         p->started_ms = k->start_ms ? k->start_ms : k->meta.creation_ms;
-        p->preemptible = k->preemptible && ov.kind != FAIR_CTL_OVERLAY_PROTECTED;
+        bool charged = node && ours && ov.charge && ov.charge->set;
+        p->preemptible = (charged ? ov.charge->preemptible : k->preemptible) &&
+                         ov.kind != FAIR_CTL_OVERLAY_PROTECTED && !other_charged;
         p->request = k->request;
         p->request.v[FAIR_RES_GPU] = gpu;
         p->node = node_idx;
@@ -576,18 +724,42 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         } else if (!node && ov.hold_since_ms > 0) {
             p->hold_since_ms = ov.hold_since_ms; /* a hold that timed out: its cooldown */
         }
-        if (ours && k->gang && *k->gang) {
+        if (charged) {
+            if (ov.charge->gang) {
+                p->gang = pool_add_gang(out, p->namespace_, ov.charge->gang);
+                p->gang_size = ov.charge->gang_size > 0 ? ov.charge->gang_size : 1;
+            }
+        } else if (ours && k->gang && *k->gang) {
             p->gang = pool_add_gang(out, p->namespace_, k->gang);
             p->gang_size = k->gang_size > 0 ? k->gang_size : 1;
         }
         if (node) {
+            /* Devices: only where the controller wrote them. */
             uint64_t mask = 0;
+            const struct fair_node *sn = &out->nodes[node_idx];
             if (ov.kind == FAIR_CTL_OVERLAY_BINDING && !(k->node_name && *k->node_name)) {
                 mask = ov.gpu_devices;
-            } else if (gpu > 0 && k->gpu_devices &&
-                       fair_ctl_parse_devices(k->gpu_devices, &mask) == 0) {
-                /* annotated by us */
-            } else if (gpu > 0) {
+            } else if (charged && gpu > 0 && ov.charge->devices) {
+                mask = ov.charge->devices;
+            } else if (ours && !charged && gpu > 0 && k->gpu_devices) {
+                int want = gpu < FAIR_GPU_DEVICE_MILLI ? 1 : (int)(gpu / FAIR_GPU_DEVICE_MILLI);
+                uint64_t m = 0;
+                bool ok = fair_ctl_parse_devices(k->gpu_devices, &m) == 0 &&
+                          popcount64(m) == want &&
+                          (sn->gpu_count >= 64 || (m >> sn->gpu_count) == 0);
+                if (ok) {
+                    mask = m;
+                } else {
+                    char why[200];
+                    snprintf(why, sizeof why,
+                             "annotation %s \"%.40s\" does not name %d device(s) of node %s; "
+                             "it was ignored and the pod is charged by its request",
+                             "fairshare.dev/gpu-devices", k->gpu_devices, want, sn->name);
+                    if ((rc = add_ignored(out, &ignored_cap, k, why)))
+                        goto out;
+                }
+            }
+            if (gpu > 0 && !mask) {
                 unknown[pod_out] = true;
                 any_unknown = true;
             }

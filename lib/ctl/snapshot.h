@@ -18,7 +18,18 @@
  *    scheduler carry no annotation);
  *  - overlays from the controller: a bind in flight makes the pod BOUND on
  *    its target; an eviction in flight makes it terminating; a pod whose
- *    eviction a PDB refused is protected (not a victim) for a while.
+ *    eviction a PDB refused is protected (not a victim) for a while;
+ *  - a bound pod of ours with a charge (fixed when it was bound) is
+ *    charged by it, whatever its labels and annotations say now: queue,
+ *    preemptible, GPU request, gang, devices. A charged queue that no
+ *    longer exists (or is invalid) becomes a queue of the snapshot's own,
+ *    under the project "(deleted)": no guarantee, the lowest over-quota
+ *    tier, so its pods stay charged and are the first to be reclaimed;
+ *  - a device annotation is honoured only where the controller wrote it:
+ *    from the charge, or, for a pod of ours bound before any charge was
+ *    known, when it parses and names exactly as many devices as the pod
+ *    asks for (else it is listed in devices_ignored); pods of other
+ *    schedulers get the lowest free devices, whatever they claim.
  * Our pending pods that cannot take part (unknown queue, namespace not
  * allowed, bad annotations, invalid queue) are listed in `rejected` with a
  * reason and a message, for the Event and the PodScheduled condition.
@@ -36,7 +47,11 @@
 #include "base/error.h"
 #include "ctl/index.h"
 #include "engine/engine.h"
+#include "ctl/podmem.h"
 #include "kube/objects.h"
+
+/* The project of the snapshot's queues for charges whose queue is gone. */
+#define FAIR_CTL_DELETED_PROJECT "(deleted)"
 
 /* Reasons the controller finds before the engine runs. */
 enum fair_ctl_reason {
@@ -64,6 +79,9 @@ struct fair_ctl_overlay {
     const char *hold_node;
     int64_t hold_since_ms;
     int32_t evictions;
+    /* A bound pod of ours: what it is charged as, fixed at bind (NULL: not
+     * known yet; then its labels and annotations are read, once). */
+    const struct fair_ctl_charge *charge;
 };
 
 /* Returns the overlay of pod (kind NONE when none); pod is borrowed. */
@@ -80,6 +98,13 @@ struct fair_ctl_snapshot_input {
     int64_t over_quota_min_runtime_ms;
     int32_t max_evictions;
     int64_t hold_timeout_ms;
+    /* The smallest fairshare.dev/gpu-fraction accepted, milli-GPU
+     * (fractions.minimum); 0: any fraction above 0. */
+    int64_t min_fraction_milli;
+    /* Bound GPU pods of other schedulers in a Project's namespaces are
+     * charged to its defaultQueue, not preemptible
+     * (quota.chargeOtherSchedulers). */
+    bool charge_other_schedulers;
     const struct fair_knode *const *nodes;
     size_t nnodes;
     const struct fair_kproject *const *projects;
@@ -123,6 +148,14 @@ struct fair_ctl_snapshot {
     /* Our pending pods that cannot take part. */
     struct fair_ctl_rejected *rejected;
     size_t nrejected;
+    /* Bound pods of ours whose fairshare.dev/gpu-devices annotation was not
+     * honoured (message says why); they were given devices by request. */
+    struct fair_ctl_rejected *devices_ignored;
+    size_t ndevices_ignored;
+    /* Queues the snapshot made for charges whose queue is gone: indices
+     * nqueues_real..snap.nqueues-1, under project index phantom_project. */
+    size_t nqueues_real;
+    int32_t phantom_project;
     /* Name -> snapshot index, for the caller's convenience. */
     struct fair_ctl_index node_by_name;
     struct fair_ctl_index queue_by_name;

@@ -215,8 +215,18 @@ static const char schema_v2[] =
     " AND sample_day.day >= coalesce((SELECT value FROM meta"
     " WHERE key = 'samples_pruned_before_ms'), 0) / 86400000;";
 
+/* Version 3: an interval keeps what its pod is charged as, fixed at bind
+ * time: evictable or not, its devices (a 64-bit mask stored as a signed
+ * integer) and its gang; rows from before default to an evictable pod with
+ * no devices and no gang. */
+static const char schema_v3[] =
+    "ALTER TABLE intervals ADD COLUMN preemptible INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE intervals ADD COLUMN devices INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE intervals ADD COLUMN gang TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE intervals ADD COLUMN gang_size INTEGER NOT NULL DEFAULT 0;";
+
 /* Migrations: index i brings the schema from version i to i + 1. */
-static const char *const migrations[] = {schema_v1, schema_v2};
+static const char *const migrations[] = {schema_v1, schema_v2, schema_v3};
 
 static int migrate(struct fair_ledger *l, struct fair_error *err)
 {
@@ -601,8 +611,12 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
         (rc = check_name("team", in->team, 1, err)) ||
         (rc = check_name("cost_center", in->cost_center, 1, err)) ||
         (rc = check_name("node", in->node, 1, err)) ||
-        (rc = check_name("gpu_model", in->gpu_model, 1, err)))
+        (rc = check_name("gpu_model", in->gpu_model, 1, err)) ||
+        (rc = check_name("gang", in->gang, 1, err)))
         return rc;
+    if (in->gang_size < 0)
+        return fair_error_set(err, FAIR_EINVAL, "ledger: pod %s/%s: negative gang size",
+                              in->namespace_, in->pod);
     if (in->gpu_milli <= 0 || in->gpu_milli > 1000000000)
         return fair_error_set(err, FAIR_EINVAL,
                               "ledger: pod %s/%s: gpu_milli %" PRId64 " out of range",
@@ -619,11 +633,11 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
 
 static int info_copy(struct op *op, const struct fair_ledger_interval_info *in)
 {
-    const char *src[9] = {in->uid,  in->namespace_,  in->pod,  in->queue,    in->project,
-                          in->team, in->cost_center, in->node, in->gpu_model};
-    const char *dst[9];
+    const char *src[10] = {in->uid,  in->namespace_,  in->pod,  in->queue,     in->project,
+                           in->team, in->cost_center, in->node, in->gpu_model, in->gang};
+    const char *dst[10];
     op->info = *in;
-    op->strs = pack_strings(src, dst, 9);
+    op->strs = pack_strings(src, dst, 10);
     if (!op->strs)
         return FAIR_ENOMEM;
     op->info.uid = dst[0];
@@ -635,6 +649,7 @@ static int info_copy(struct op *op, const struct fair_ledger_interval_info *in)
     op->info.cost_center = dst[6];
     op->info.node = dst[7];
     op->info.gpu_model = dst[8];
+    op->info.gang = dst[9];
     return 0;
 }
 
@@ -778,8 +793,8 @@ static const char *const stmt_sql[] = {
     " VALUES(?,?,?,?,?,?)",
     "SELECT id FROM dims WHERE namespace=? AND queue=? AND project=? AND team=? AND"
     " cost_center=? AND gpu_model=?",
-    "INSERT OR IGNORE INTO intervals(uid, dim_id, pod, node, gpu_milli, inquota_milli, start_ms)"
-    " VALUES(?,?,?,?,?,?,?)",
+    "INSERT OR IGNORE INTO intervals(uid, dim_id, pod, node, gpu_milli, inquota_milli, start_ms,"
+    " preemptible, devices, gang, gang_size) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
     "SELECT id, dim_id, gpu_milli, inquota_milli, start_ms FROM intervals"
     " WHERE uid=? AND end_ms IS NULL",
     "UPDATE intervals SET end_ms=?, reason=? WHERE id=?",
@@ -935,6 +950,10 @@ static int do_open(struct fair_ledger *l, struct stmts *s,
     sqlite3_bind_int64(s->open, 5, in->gpu_milli);
     sqlite3_bind_int64(s->open, 6, in->inquota_milli);
     sqlite3_bind_int64(s->open, 7, in->start_ms);
+    sqlite3_bind_int(s->open, 8, in->non_preemptible ? 0 : 1);
+    sqlite3_bind_int64(s->open, 9, (int64_t)in->devices);
+    sqlite3_bind_text(s->open, 10, nz(in->gang), -1, SQLITE_STATIC);
+    sqlite3_bind_int(s->open, 11, in->gang_size);
     return step_done(l, s->open, "open interval", err);
 }
 
@@ -1203,6 +1222,51 @@ out:
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int fair_ledger_open_intervals(struct fair_ledger *l,
+                               int (*cb)(void *ctx, const struct fair_ledger_interval_info *in),
+                               void *ctx, struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(l,
+                     "SELECT i.uid, d.namespace, i.pod, d.queue, d.project, d.team, d.cost_center,"
+                     " i.node, d.gpu_model, i.gpu_milli, i.inquota_milli, i.start_ms,"
+                     " i.preemptible, i.devices, i.gang, i.gang_size"
+                     " FROM intervals i JOIN dims d ON d.id = i.dim_id WHERE i.end_ms IS NULL",
+                     &st, err);
+    if (rc)
+        return rc;
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        struct fair_ledger_interval_info in = {
+            .uid = (const char *)sqlite3_column_text(st, 0),
+            .namespace_ = (const char *)sqlite3_column_text(st, 1),
+            .pod = (const char *)sqlite3_column_text(st, 2),
+            .queue = (const char *)sqlite3_column_text(st, 3),
+            .project = (const char *)sqlite3_column_text(st, 4),
+            .team = (const char *)sqlite3_column_text(st, 5),
+            .cost_center = (const char *)sqlite3_column_text(st, 6),
+            .node = (const char *)sqlite3_column_text(st, 7),
+            .gpu_model = (const char *)sqlite3_column_text(st, 8),
+            .gpu_milli = sqlite3_column_int64(st, 9),
+            .inquota_milli = sqlite3_column_int64(st, 10),
+            .start_ms = sqlite3_column_int64(st, 11),
+            .non_preemptible = sqlite3_column_int(st, 12) == 0,
+            .devices = (uint64_t)sqlite3_column_int64(st, 13),
+            .gang = (const char *)sqlite3_column_text(st, 14),
+            .gang_size = sqlite3_column_int(st, 15),
+        };
+        if (!in.uid || !in.queue)
+            continue;
+        if ((rc = cb(ctx, &in)))
+            break;
+    }
+    if (!rc && src != SQLITE_DONE && src != SQLITE_ROW)
+        rc = fair_error_set(err, FAIR_EIO, "ledger %s: reading open intervals: %s", l->path,
+                            sqlite3_errmsg(l->db));
+    sqlite3_finalize(st);
+    return rc;
 }
 
 int fair_ledger_reconcile(struct fair_ledger *l, int64_t now_ms,

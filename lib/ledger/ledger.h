@@ -60,6 +60,7 @@
 #define FAIR_LEDGER_LEDGER_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/buf.h"
@@ -68,7 +69,7 @@
 struct sqlite3;
 struct fair_ledger;
 
-#define FAIR_LEDGER_SCHEMA_VERSION 2
+#define FAIR_LEDGER_SCHEMA_VERSION 3
 #define FAIR_LEDGER_NAME_MAX 253 /* Kubernetes names (DNS subdomain) */
 #define FAIR_LEDGER_UID_MAX 128
 #define FAIR_LEDGER_DAY_MS 86400000LL
@@ -137,6 +138,13 @@ struct fair_ledger_interval_info {
      * allocated before this bind)). See docs/ledger.md for the rule. */
     int64_t inquota_milli;
     int64_t start_ms; /* bind time, ms since the epoch */
+    /* What the pod is charged as, fixed at bind time (the controller reads
+     * it back after a restart, so that labels edited later change nothing):
+     * whether it may be evicted, its devices, its gang (NULL or "": none). */
+    bool non_preemptible;
+    uint64_t devices;
+    const char *gang;
+    int32_t gang_size;
 };
 
 /* Queue an open. FAIR_EINVAL on bad fields (nothing queued). */
@@ -201,6 +209,15 @@ int64_t fair_ledger_retry_delay_ms(const struct fair_ledger *l, int64_t interval
 int fair_ledger_reconcile(struct fair_ledger *l, int64_t now_ms,
                           const struct fair_ledger_interval_info *live, size_t n, size_t *closed,
                           size_t *opened, struct fair_error *err);
+
+/* Calls cb for every open interval committed to the file (namespace, pod,
+ * queue, project, team, cost center, node, model, GPU, start and the
+ * charge fields; strings borrowed for the call), in no particular order,
+ * until cb returns non-zero (returned). Synchronous, on the writer's
+ * connection: for start-up, before the loop runs. */
+int fair_ledger_open_intervals(struct fair_ledger *l,
+                               int (*cb)(void *ctx, const struct fair_ledger_interval_info *in),
+                               void *ctx, struct fair_error *err);
 
 /* Deletes closed intervals that ended, and samples taken, before the start
  * of the UTC day that holds now - retention (their figures stay in the daily

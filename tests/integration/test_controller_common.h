@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,13 +29,26 @@
 /* Deadline of every wait: generous, since the machine is shared. */
 #define WAIT_MS 30000
 
+/* A controller process. Its /healthz and /readyz are on health_port
+ * (plain HTTP); /metrics, reports and the dashboard on port, over HTTPS
+ * with the fake API server's certificate (signed by the fake's CA) and
+ * authorised through the fake's TokenReview and SubjectAccessReview with
+ * the fake's admin token, unless plain is set (http.secureServing false:
+ * plain HTTP, no authentication) or self_signed (no certificate files:
+ * ctl_get() then skips verification). */
 struct ctl {
     pid_t pid;
     int port;
+    int health_port;
     char log[400];
     char ledger[400];
     char config[400];
     const char *identity;
+    bool plain;
+    bool self_signed;
+    char token[128]; /* sent by ctl_get() (the fake's admin token) */
+    char ca[320];    /* trusted by ctl_get() (the fake's CA) */
+    char cert[320], key[320];
 };
 
 static __attribute__((unused)) long long now_ms(void)
@@ -134,6 +148,31 @@ static __attribute__((unused)) void ctl_dump_log(const struct ctl *c, int lines)
         fprintf(stderr, "(no controller log)\n");
 }
 
+/* The controller's request log (FAIR_KUBE_REQUEST_LOG, kube/client.h):
+ * every controller a test program starts appends the requests it sends to
+ * FAIR_BIN_DIR/request-log/<program>.log, which the program empties at its
+ * first start. integration/test_rbac_requests reads them all and compares
+ * the verbs used with config/rbac.yaml (docs/reliability.md, "RBAC from
+ * the requests"). */
+#ifdef FAIR_TEST_NAME
+#define CTL_REQUEST_LOG FAIR_BIN_DIR "/request-log/" FAIR_TEST_NAME ".log"
+#else
+#define CTL_REQUEST_LOG FAIR_BIN_DIR "/request-log/unnamed.log"
+#endif
+
+static __attribute__((unused)) const char *ctl_request_log(void)
+{
+    static bool emptied;
+    if (!emptied) {
+        mkdir(FAIR_BIN_DIR "/request-log", 0755);
+        int fd = open(CTL_REQUEST_LOG, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0)
+            close(fd);
+        emptied = true;
+    }
+    return CTL_REQUEST_LOG;
+}
+
 /* Starts the controller against fake; extra arguments may be NULL-ended
  * (NULL: none). The ledger and the log live in the fake's state dir. */
 static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fake *f,
@@ -141,13 +180,20 @@ static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fak
 {
     if (!c->port)
         c->port = free_port();
+    while (!c->health_port || c->health_port == c->port)
+        c->health_port = free_port();
+    snprintf(c->token, sizeof c->token, "%s", f->token);
+    snprintf(c->ca, sizeof c->ca, "%s", f->ca_path);
+    snprintf(c->cert, sizeof c->cert, "%s/server.crt", f->dir);
+    snprintf(c->key, sizeof c->key, "%s/server.key", f->dir);
     snprintf(c->log, sizeof c->log, "%s/controller-%s.log", f->dir, tag);
     if (!c->ledger[0])
         snprintf(c->ledger, sizeof c->ledger, "%s/ledger-%s.db", f->dir, tag);
-    char listen[64], bin[512];
+    char listen[64], health[64], bin[512];
     snprintf(listen, sizeof listen, "127.0.0.1:%d", c->port);
+    snprintf(health, sizeof health, "127.0.0.1:%d", c->health_port);
     snprintf(bin, sizeof bin, "%s/fairshare-controller", FAIR_BIN_DIR);
-    const char *argv[32];
+    const char *argv[48];
     int n = 0;
     argv[n++] = bin;
     argv[n++] = "--kubeconfig";
@@ -156,6 +202,16 @@ static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fak
     argv[n++] = c->ledger;
     argv[n++] = "--listen";
     argv[n++] = listen;
+    argv[n++] = "--health-listen";
+    argv[n++] = health;
+    if (c->plain) {
+        argv[n++] = "--secure-serving=false";
+    } else if (!c->self_signed) {
+        argv[n++] = "--tls-cert-file";
+        argv[n++] = c->cert;
+        argv[n++] = "--tls-key-file";
+        argv[n++] = c->key;
+    }
     if (c->config[0]) {
         argv[n++] = "--config";
         argv[n++] = c->config;
@@ -164,9 +220,10 @@ static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fak
         argv[n++] = "--pod-name";
         argv[n++] = c->identity;
     }
-    for (int i = 0; extra && extra[i] && n < 30; i++)
+    for (int i = 0; extra && extra[i] && n < 46; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
+    const char *reqlog = ctl_request_log();
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
@@ -178,6 +235,7 @@ static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fak
             dup2(fd, 2);
             close(fd);
         }
+        setenv("FAIR_KUBE_REQUEST_LOG", reqlog, 1);
         execv(bin, (char *const *)argv);
         _exit(127);
     }
@@ -209,18 +267,36 @@ static __attribute__((unused)) size_t sink(char *p, size_t s, size_t n, void *ud
     return add;
 }
 
-/* GET http://127.0.0.1:PORT/path; returns the body (malloc'd) or NULL. */
-static __attribute__((unused)) char *ctl_get(const struct ctl *c, const char *path, long *code)
+/* GET path: /healthz and /readyz from http://127.0.0.1:HEALTH_PORT, the
+ * rest from https://127.0.0.1:PORT with c->token, trusting c->ca (or from
+ * http:// when c->plain). token NULL: none. Returns the body (malloc'd). */
+static __attribute__((unused)) char *ctl_get_as(const struct ctl *c, const char *path,
+                                                const char *token, long *code)
 {
     struct {
         char *d;
         size_t len;
     } b = {NULL, 0};
-    char url[512];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", c->port, path);
+    char url[512], auth[300];
+    bool health = !strcmp(path, "/healthz") || !strcmp(path, "/readyz");
+    bool tls = !health && !c->plain;
+    snprintf(url, sizeof url, "%s://127.0.0.1:%d%s", tls ? "https" : "http",
+             health ? c->health_port : c->port, path);
     CURL *h = curl_easy_init();
     if (!h)
         return NULL;
+    struct curl_slist *hdrs = NULL;
+    if (tls && token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        hdrs = curl_slist_append(hdrs, auth);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    }
+    if (tls && c->self_signed) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (tls) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca);
+    }
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
@@ -229,9 +305,16 @@ static __attribute__((unused)) char *ctl_get(const struct ctl *c, const char *pa
     if (curl_easy_perform(h) == CURLE_OK)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
     curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
     if (!b.d)
         b.d = strdup("");
     return b.d;
+}
+
+/* ctl_get_as() with the fake's admin token, which may read everything. */
+static __attribute__((unused)) char *ctl_get(const struct ctl *c, const char *path, long *code)
+{
+    return ctl_get_as(c, path, c->token, code);
 }
 
 static __attribute__((unused)) bool ctl_ready(const struct ctl *c)

@@ -38,6 +38,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.oq_min_runtime_ms, 60000);
     assert_int_equal(c.max_evictions, 3);
     assert_int_equal(c.hold_timeout_ms, 600000);
+    assert_int_equal(c.min_fraction_milli, 50);
+    assert_false(c.charge_other_schedulers);
     assert_int_equal(c.log_level, FAIR_LOG_INFO);
     assert_int_equal(c.event_interval_ms, 5 * 60 * 1000);
     assert_string_equal(c.metrics_address, "127.0.0.1:8080");
@@ -61,7 +63,11 @@ static const char full[] = HEAD "schedulerName: gpu-fair\n"
                                 "kubeAPI:\n"
                                 "  qps: 50\n"
                                 "  burst: 100\n"
-                                "logLevel: debug\n";
+                                "logLevel: debug\n"
+                                "fractions:\n"
+                                "  minimum: 100m\n"
+                                "quota:\n"
+                                "  chargeOtherSchedulers: true\n";
 
 static void test_full_file(void **state)
 {
@@ -84,6 +90,8 @@ static void test_full_file(void **state)
     assert_int_equal(c.api_qps, 50);
     assert_int_equal(c.api_burst, 100);
     assert_int_equal(c.log_level, FAIR_LOG_DEBUG);
+    assert_int_equal(c.min_fraction_milli, 100);
+    assert_true(c.charge_other_schedulers);
     /* untouched keys keep their defaults */
     assert_int_equal(c.lease_duration_ms, 15000);
     fair_ctl_config_release(&c);
@@ -131,6 +139,12 @@ static const struct bad_case bad[] = {
     {HEAD "reclaim:\n  overQuotaThreshold: 150\n",
      {"key reclaim.overQuotaThreshold", "out of range"}},
     {HEAD "reclaim:\n  nodeHoldTimeout: soon\n", {"key reclaim.nodeHoldTimeout"}},
+    {HEAD "fractions:\n  minimum: 0\n", {"key fractions.minimum", "out of range"}},
+    {HEAD "fractions:\n  minimum: 1\n", {"key fractions.minimum", "out of range"}},
+    {HEAD "fractions:\n  minimum: some\n", {"key fractions.minimum", "not a quantity"}},
+    {HEAD "fractions:\n  minimum: \"-0.5\"\n", {"key fractions.minimum", "out of range"}},
+    {HEAD "quota:\n  chargeOtherSchedulers: maybe\n",
+     {"key quota.chargeOtherSchedulers", "true or false"}},
     {HEAD "kubeAPI:\n  qps: lots\n", {"key kubeAPI.qps", "not an integer"}},
     {HEAD "kubeAPI:\n  qps: 500\n  burst: 10\n", {"kubeAPI.burst", "at least"}},
     {HEAD "leaderElection:\n  enabled: yes\n", {"key leaderElection.enabled", "true or false"}},

@@ -125,9 +125,15 @@ static void test_overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl
     }
 }
 
+/* Options of the next build() (reset by it). */
+static int64_t opt_min_fraction;
+static bool opt_charge_other;
+
 static void build(struct fair_ctl_snapshot *s)
 {
     struct fair_ctl_snapshot_input in = {
+        .min_fraction_milli = opt_min_fraction,
+        .charge_other_schedulers = opt_charge_other,
         .scheduler_name = "fairshare",
         .now_ms = 123456,
         .nodes = node_ptrs,
@@ -143,6 +149,8 @@ static void build(struct fair_ctl_snapshot *s)
         .over_quota_threshold_pct = 10,
         .hold_timeout_ms = 600000,
     };
+    opt_min_fraction = 0;
+    opt_charge_other = false;
     struct fair_error err = {0};
     int rc = fair_ctl_snapshot_build(&in, s, &err);
     if (rc)
@@ -438,6 +446,64 @@ static void test_bad_pods(void **state)
     fair_ctl_snapshot_release(&s);
 }
 
+/* fractions.minimum: a pending pod below it is refused with the minimum in
+ * the message; one at it is taken; a bound pod below it (bound before the
+ * minimum was raised) is charged the minimum. */
+static void test_min_fraction(void **state)
+{
+    (void)state;
+    standard_cluster();
+    struct fair_kpod *tiny = add_pod("tiny", "team-a", "fairshare", "a-train", 0, NULL);
+    tiny->gpu_fraction_milli = 1;
+    struct fair_kpod *edge = add_pod("edge", "team-a", "fairshare", "a-train", 0, NULL);
+    edge->gpu_fraction_milli = 50;
+    struct fair_kpod *old = add_pod("old", "team-a", "fairshare", "a-train", 0, "n1");
+    old->gpu_fraction_milli = 10;
+    old->gpu_devices = "0";
+    opt_min_fraction = 50;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.nrejected, 1);
+    assert_int_equal(s.rejected[0].reason, FAIR_CTL_REASON_BAD_POD);
+    assert_non_null(strstr(rejected(&s, "tiny")->message, "at least 0.05 GPU"));
+    assert_non_null(strstr(rejected(&s, "tiny")->message, "asks for 0.001"));
+    assert_int_equal(s.snap.pods[pod_index(&s, "edge")].request.v[FAIR_RES_GPU], 50);
+    assert_int_equal(s.snap.pods[pod_index(&s, "old")].request.v[FAIR_RES_GPU], 50);
+    fair_ctl_snapshot_release(&s);
+}
+
+/* quota.chargeOtherSchedulers: a bound GPU pod of another scheduler in a
+ * Project's namespace is charged to its defaultQueue and is not
+ * preemptible; one in a Project without a defaultQueue, outside any
+ * Project, or without GPUs stays uncharged; without the option none is. */
+static void test_other_schedulers(void **state)
+{
+    (void)state;
+    for (int on = 0; on < 2; on++) {
+        standard_cluster();
+        add_pod("a-other", "team-a-dev", "default-scheduler", NULL, 2000, "n1");
+        add_pod("b-other", "team-b", "default-scheduler", NULL, 1000, "n1");
+        add_pod("stray", "ml", "default-scheduler", NULL, 1000, "n2");
+        add_pod("a-cpu", "team-a", "default-scheduler", NULL, 0, "n2");
+        add_pod("a-pending", "team-a", "default-scheduler", NULL, 1000, NULL);
+        opt_charge_other = on;
+        struct fair_ctl_snapshot s;
+        build(&s);
+        assert_int_equal(pod_index(&s, "a-pending"), -1);
+        const struct fair_pod *p = &s.snap.pods[pod_index(&s, "a-other")];
+        assert_int_equal(p->queue, on ? 0 : -1); /* a-default */
+        if (on) {
+            assert_string_equal(s.snap.queues[p->queue].q.name, "a-default");
+            assert_false(p->preemptible);
+        }
+        assert_int_equal(s.snap.pods[pod_index(&s, "b-other")].queue, -1);
+        assert_int_equal(s.snap.pods[pod_index(&s, "stray")].queue, -1);
+        assert_int_equal(s.snap.pods[pod_index(&s, "a-cpu")].queue, -1);
+        assert_int_equal(s.nrejected, 0);
+        fair_ctl_snapshot_release(&s);
+    }
+}
+
 static void test_overlays_gangs_nodes(void **state)
 {
     (void)state;
@@ -603,6 +669,8 @@ int main(void)
         cmocka_unit_test(test_invalid_objects),
         cmocka_unit_test(test_foreign_pods_and_devices),
         cmocka_unit_test(test_bad_pods),
+        cmocka_unit_test(test_min_fraction),
+        cmocka_unit_test(test_other_schedulers),
         cmocka_unit_test(test_overlays_gangs_nodes),
         cmocka_unit_test(test_reclaim_policy_and_holds),
         cmocka_unit_test(test_unreadable_pod_blocks_its_node),

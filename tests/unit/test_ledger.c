@@ -938,6 +938,13 @@ static int64_t scalar(sqlite3 *h, const char *sql)
 /* Schema 1 -> 2: sample_day gains fair_share_mms and sampled_ms, filled in
  * from the raw samples exactly as the writer fills them, except for days
  * whose raw samples were pruned (left at 0, out of the charts). */
+/* What version 3 added, dropped to go back to an older version. */
+#define DROP_V3                                                                                    \
+    "ALTER TABLE intervals DROP COLUMN preemptible;"                                               \
+    "ALTER TABLE intervals DROP COLUMN devices;"                                                   \
+    "ALTER TABLE intervals DROP COLUMN gang;"                                                      \
+    "ALTER TABLE intervals DROP COLUMN gang_size;"
+
 static void test_migration_v2(void **state)
 {
     (void)state;
@@ -980,7 +987,7 @@ static void test_migration_v2(void **state)
     /* Back to version 1, then open: the migration fills the columns in. */
     assert_int_equal(sqlite3_exec(h,
                                   "ALTER TABLE sample_day DROP COLUMN fair_share_mms;"
-                                  "ALTER TABLE sample_day DROP COLUMN sampled_ms;"
+                                  "ALTER TABLE sample_day DROP COLUMN sampled_ms;" DROP_V3
                                   "PRAGMA user_version=1",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
@@ -995,7 +1002,7 @@ static void test_migration_v2(void **state)
     char sql[400];
     snprintf(sql, sizeof(sql),
              "ALTER TABLE sample_day DROP COLUMN fair_share_mms;"
-             "ALTER TABLE sample_day DROP COLUMN sampled_ms;"
+             "ALTER TABLE sample_day DROP COLUMN sampled_ms;" DROP_V3
              "INSERT INTO meta(key, value) VALUES('samples_pruned_before_ms', %lld);"
              "PRAGMA user_version=1",
              (long long)T("2026-11-02T00:00:00Z"));
@@ -1121,6 +1128,90 @@ static void test_optional_fields(void **state)
     fair_ledger_free(l);
 }
 
+struct charges_seen {
+    int n;
+    struct {
+        char uid[16], queue[16], gang[16];
+        bool non_preemptible;
+        uint64_t devices;
+        int32_t gang_size;
+        int64_t gpu_milli;
+    } c[4];
+};
+
+static int collect_charge(void *ctx, const struct fair_ledger_interval_info *in)
+{
+    struct charges_seen *s = ctx;
+    if (s->n >= 4)
+        return 1;
+    snprintf(s->c[s->n].uid, sizeof s->c[s->n].uid, "%s", in->uid);
+    snprintf(s->c[s->n].queue, sizeof s->c[s->n].queue, "%s", in->queue);
+    snprintf(s->c[s->n].gang, sizeof s->c[s->n].gang, "%s", in->gang ? in->gang : "");
+    s->c[s->n].non_preemptible = in->non_preemptible;
+    s->c[s->n].devices = in->devices;
+    s->c[s->n].gang_size = in->gang_size;
+    s->c[s->n].gpu_milli = in->gpu_milli;
+    s->n++;
+    return 0;
+}
+
+/* A bound pod's charge (queue, preemptible, devices, gang) is kept in its
+ * open interval and read back after a reopen; closed intervals are not
+ * charges any more. */
+static void test_charges_round_trip(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    struct fair_error err = {0};
+    struct fair_ledger_interval_info in = {.uid = "c1",
+                                           .namespace_ = "ns",
+                                           .pod = "p1",
+                                           .queue = "qb",
+                                           .project = "b",
+                                           .team = "b",
+                                           .gpu_milli = 2000,
+                                           .start_ms = T("2026-11-01T00:00:00Z"),
+                                           .non_preemptible = true,
+                                           .devices = 0x30,
+                                           .gang = "job-7",
+                                           .gang_size = 4};
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+    in.uid = "c2";
+    in.pod = "p2";
+    in.non_preemptible = false;
+    in.devices = 0x1;
+    in.gang = NULL;
+    in.gang_size = 0;
+    in.gpu_milli = 250;
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+    in.uid = "c3";
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+    close_iv(l, "c3", T("2026-11-01T01:00:00Z"), FAIR_LEDGER_COMPLETED);
+    flush(l);
+    fair_ledger_free(l);
+    l = open_ledger();
+    struct charges_seen seen = {0};
+    assert_int_equal(fair_ledger_open_intervals(l, collect_charge, &seen, &err), 0);
+    assert_int_equal(seen.n, 2);
+    int c1 = strcmp(seen.c[0].uid, "c1") == 0 ? 0 : 1, c2 = 1 - c1;
+    assert_string_equal(seen.c[c1].uid, "c1");
+    assert_string_equal(seen.c[c1].queue, "qb");
+    assert_true(seen.c[c1].non_preemptible);
+    assert_int_equal(seen.c[c1].devices, 0x30);
+    assert_string_equal(seen.c[c1].gang, "job-7");
+    assert_int_equal(seen.c[c1].gang_size, 4);
+    assert_int_equal(seen.c[c1].gpu_milli, 2000);
+    assert_string_equal(seen.c[c2].uid, "c2");
+    assert_false(seen.c[c2].non_preemptible);
+    assert_int_equal(seen.c[c2].devices, 0x1);
+    assert_string_equal(seen.c[c2].gang, "");
+    assert_int_equal(seen.c[c2].gpu_milli, 250);
+    /* The callback's non-zero return stops the walk and is returned. */
+    seen.n = 4;
+    assert_int_equal(fair_ledger_open_intervals(l, collect_charge, &seen, &err), 1);
+    fair_ledger_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1137,6 +1228,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_optional_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_charges_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_locked_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_wait, setup, teardown),

@@ -2187,7 +2187,8 @@ static bool find_kustomization(const char *dir, char *out, size_t n)
 static json_t *load_all(int *files)
 {
     json_t *all = json_array();
-    *files = load_dir("crds", all) + load_dir("config", all) + load_dir("config/examples", all);
+    *files = load_dir("crds", all) + load_dir("config", all) + load_dir("config/admission", all) +
+             load_dir("config/examples", all);
     char kz[PATH_MAX_LEN];
     assert_true(find_kustomization("crds", kz, sizeof kz));
     json_t *docs = load(kz);
@@ -2202,8 +2203,9 @@ static void test_every_yaml_loads(void **state)
     (void)state;
     int files = 0;
     json_t *all = load_all(&files);
-    /* crds: 2 CRDs + Kustomization; config: 7 files; examples: 6 files. */
-    assert_int_equal(files, 3 + 7 + 6);
+    /* crds: 2 CRDs + Kustomization; config: 9 files; config/admission: 1
+     * (the optional ValidatingAdmissionPolicy); examples: 6 files. */
+    assert_int_equal(files, 3 + 9 + 1 + 6);
     size_t i;
     json_t *d;
     json_array_foreach(all, i, d)
@@ -2214,57 +2216,49 @@ static void test_every_yaml_loads(void **state)
     json_decref(all);
 }
 
-struct grant {
-    const char *group, *resource, *verb, *name; /* name: resourceNames entry or NULL */
-};
-
-static const struct grant cluster_grants[] = {
-    {"", "pods", "get", NULL},
-    {"", "pods", "list", NULL},
-    {"", "pods", "watch", NULL},
-    {"", "pods", "patch", NULL},
-    {"", "pods/binding", "create", NULL},
-    {"", "pods/eviction", "create", NULL},
-    {"", "pods/status", "patch", NULL},
-    {"", "pods/status", "update", NULL},
-    {"", "nodes", "get", NULL},
-    {"", "nodes", "list", NULL},
-    {"", "nodes", "watch", NULL},
-    {"", "events", "create", NULL},
-    {"", "events", "patch", NULL},
-    {"events.k8s.io", "events", "create", NULL},
-    {"events.k8s.io", "events", "patch", NULL},
-    {"fairshare.dev", "projects", "get", NULL},
-    {"fairshare.dev", "projects", "list", NULL},
-    {"fairshare.dev", "projects", "watch", NULL},
-    {"fairshare.dev", "queues", "get", NULL},
-    {"fairshare.dev", "queues", "list", NULL},
-    {"fairshare.dev", "queues", "watch", NULL},
-    {"fairshare.dev", "projects/status", "update", NULL},
-    {"fairshare.dev", "projects/status", "patch", NULL},
-    {"fairshare.dev", "queues/status", "update", NULL},
-    {"fairshare.dev", "queues/status", "patch", NULL},
-};
-
-static const struct grant lease_grants[] = {
-    {"coordination.k8s.io", "leases", "create", NULL},
-    {"coordination.k8s.io", "leases", "get", "fairshare-controller"},
-    {"coordination.k8s.io", "leases", "update", "fairshare-controller"},
-};
+/* Which verbs the rules must grant is not written down here: it is derived
+ * from the API requests the controller sends during the integration tests
+ * (tests/integration/test_rbac_requests.c compares both ways). What is
+ * checked here is the shape: no wildcard, no duplicate, the lease rights
+ * only in the Role, on the lease the shipped config names, and a few
+ * rights that must never be needed whatever the code does. */
 
 static bool is_wild(json_t *arr)
 {
     return str_in_array(arr, "*");
 }
 
-/* Expands the rules of a (Cluster)Role into (group, resource, verb, name)
- * and checks that the set equals want, with no wildcard anywhere. */
-static void check_grants(json_t *role, const struct grant *want, size_t nwant)
+/* Rights the controller must never hold: a scheduler writes bindings,
+ * evictions, conditions and Events, never pod specs, nodes or secrets. */
+static const struct never {
+    const char *group, *resource, *verb; /* verb NULL: any */
+} never_granted[] = {
+    {"", "pods", "patch"},
+    {"", "pods", "update"},
+    {"", "pods", "delete"},
+    {"", "pods", "deletecollection"},
+    {"", "pods", "create"},
+    {"", "nodes", "patch"},
+    {"", "nodes", "update"},
+    {"", "nodes", "delete"},
+    {"", "secrets", NULL},
+    {"", "configmaps", NULL},
+    {"", "pods/exec", NULL},
+    {"", "serviceaccounts/token", NULL},
+    {"fairshare.dev", "projects", "update"},
+    {"fairshare.dev", "projects", "patch"},
+    {"fairshare.dev", "queues", "update"},
+    {"fairshare.dev", "queues", "patch"},
+};
+
+/* Expands the rules of a (Cluster)Role, checking each (group, resource,
+ * verb, name) against the rules above; returns how many there are. */
+static size_t check_rules(json_t *role, bool leases_only)
 {
-    bool seen[64] = {false};
-    assert_true(nwant <= 64);
+    char seen[64][400];
     size_t got = 0, i, g, r, v, n;
-    json_t *rule, *gv, *rv, *vv, *nv;
+    json_t *rule, *gv, *rv, *vv;
+    const char *rname = str_at(role, "metadata.name");
     json_array_foreach(json_object_get(role, "rules"), i, rule)
     {
         json_t *groups = json_object_get(rule, "apiGroups");
@@ -2272,39 +2266,39 @@ static void check_grants(json_t *role, const struct grant *want, size_t nwant)
         json_t *verbs = json_object_get(rule, "verbs");
         json_t *names = json_object_get(rule, "resourceNames");
         assert_null(json_object_get(rule, "nonResourceURLs"));
-        assert_false(is_wild(groups) || is_wild(res) || is_wild(verbs) || is_wild(names));
+        assert_true(json_array_size(groups) && json_array_size(res) && json_array_size(verbs));
+        if (is_wild(groups) || is_wild(res) || is_wild(verbs) || is_wild(names))
+            fail_msg("%s rule %zu has a wildcard", rname, i);
         json_array_foreach(groups, g, gv) json_array_foreach(res, r, rv)
             json_array_foreach(verbs, v, vv)
         {
-            size_t nnames = names ? json_array_size(names) : 1;
-            for (n = 0; n < nnames; n++) {
-                nv = names ? json_array_get(names, n) : NULL;
-                const char *name = nv ? json_string_value(nv) : NULL;
-                bool found = false;
-                for (size_t k = 0; k < nwant; k++) {
-                    const struct grant *w = &want[k];
-                    if (strcmp(w->group, json_string_value(gv)) == 0 &&
-                        strcmp(w->resource, json_string_value(rv)) == 0 &&
-                        strcmp(w->verb, json_string_value(vv)) == 0 &&
-                        ((!w->name && !name) || (w->name && name && strcmp(w->name, name) == 0))) {
-                        if (seen[k])
-                            fail_msg("grant %s %s %s given twice", w->group, w->resource, w->verb);
-                        seen[k] = found = true;
-                    }
-                }
-                if (!found)
-                    fail_msg("%s grants %s/%s %s%s%s, which the controller does not use",
-                             str_at(role, "metadata.name"), json_string_value(gv),
-                             json_string_value(rv), json_string_value(vv), name ? " on " : "",
-                             name ? name : "");
+            const char *gs = json_string_value(gv), *rs = json_string_value(rv),
+                       *vs = json_string_value(vv);
+            assert_true(gs && rs && vs);
+            bool lease = !strcmp(gs, "coordination.k8s.io") && !strcmp(rs, "leases");
+            if (lease != leases_only)
+                fail_msg("%s grants %s/%s %s: the lease rights belong in the Role "
+                         "fairshare-leader-election, and only they",
+                         rname, gs, rs, vs);
+            for (size_t k = 0; k < sizeof never_granted / sizeof *never_granted; k++)
+                if (!strcmp(never_granted[k].group, gs) && !strcmp(never_granted[k].resource, rs) &&
+                    (!never_granted[k].verb || !strcmp(never_granted[k].verb, vs)))
+                    fail_msg("%s grants %s/%s %s, which the controller must never need", rname, gs,
+                             rs, vs);
+            size_t nn = names ? json_array_size(names) : 1;
+            for (n = 0; n < nn; n++) {
+                const char *name = names ? json_string_value(json_array_get(names, n)) : "";
+                assert_non_null(name);
+                assert_true(got < 64);
+                snprintf(seen[got], sizeof seen[got], "%s|%s|%s|%s", gs, rs, vs, name);
+                for (size_t k = 0; k < got; k++)
+                    if (!strcmp(seen[k], seen[got]))
+                        fail_msg("%s grants %s twice", rname, seen[got]);
                 got++;
             }
         }
     }
-    for (size_t k = 0; k < nwant; k++)
-        if (!seen[k])
-            fail_msg("missing grant: %s %s %s", want[k].group, want[k].resource, want[k].verb);
-    assert_int_equal(got, nwant);
+    return got;
 }
 
 static void check_binding(json_t *b, const char *role_kind, const char *role_name)
@@ -2330,11 +2324,36 @@ static void test_rbac_least_privilege(void **state)
     assert_string_equal(str_at(sa, "metadata.namespace"), "fairshare-system");
     json_t *cr = find_doc(docs, "ClusterRole", "fairshare-controller");
     assert_non_null(cr);
-    check_grants(cr, cluster_grants, sizeof cluster_grants / sizeof *cluster_grants);
+    assert_true(check_rules(cr, false) > 0);
+    /* The Role: create on leases (a name cannot limit create: the object
+     * does not exist yet), and every other verb only on the lease that the
+     * shipped config names, in its namespace. */
+    json_t *cfgdocs = load("config/controller-config.yaml");
+    json_t *cfg = json_array_get(cfgdocs, 0);
+    const char *lease = str_at(cfg, "leaderElection.leaseName");
+    const char *lease_ns = str_at(cfg, "leaderElection.leaseNamespace");
+    assert_non_null(lease);
+    assert_non_null(lease_ns);
     json_t *role = find_doc(docs, "Role", "fairshare-leader-election");
     assert_non_null(role);
-    assert_string_equal(str_at(role, "metadata.namespace"), "fairshare-system");
-    check_grants(role, lease_grants, sizeof lease_grants / sizeof *lease_grants);
+    assert_string_equal(str_at(role, "metadata.namespace"), lease_ns);
+    assert_true(check_rules(role, true) > 0);
+    size_t i;
+    json_t *rule;
+    json_array_foreach(json_object_get(role, "rules"), i, rule)
+    {
+        json_t *names = json_object_get(rule, "resourceNames");
+        json_t *verbs = json_object_get(rule, "verbs");
+        if (!names) {
+            assert_int_equal(json_array_size(verbs), 1);
+            assert_string_equal(json_string_value(json_array_get(verbs, 0)), "create");
+        } else {
+            assert_int_equal(json_array_size(names), 1);
+            assert_string_equal(json_string_value(json_array_get(names, 0)), lease);
+            assert_false(str_in_array(verbs, "create"));
+        }
+    }
+    json_decref(cfgdocs);
     check_binding(find_doc(docs, "ClusterRoleBinding", "fairshare-controller"), "ClusterRole",
                   "fairshare-controller");
     json_t *rb = find_doc(docs, "RoleBinding", "fairshare-leader-election");
@@ -2400,7 +2419,7 @@ static void test_deployment_hardened(void **state)
     assert_int_equal(json_array_size(drop), 1);
     assert_true(str_in_array(drop, "ALL"));
     assert_null(at(sc, "capabilities.add"));
-    /* Args, probes on the metrics port, resources. */
+    /* Args, probes on the health port, resources. */
     json_t *args = json_object_get(c, "args");
     assert_int_equal(json_array_size(args), 2);
     assert_string_equal(json_string_value(json_array_get(args, 0)), "--config");
@@ -2409,9 +2428,12 @@ static void test_deployment_hardened(void **state)
     assert_non_null(port);
     assert_int_equal(json_integer_value(json_object_get(port, "containerPort")), 8080);
     assert_string_equal(str_at(c, "livenessProbe.httpGet.path"), "/healthz");
-    assert_string_equal(str_at(c, "livenessProbe.httpGet.port"), "metrics");
+    assert_string_equal(str_at(c, "livenessProbe.httpGet.port"), "health");
     assert_string_equal(str_at(c, "readinessProbe.httpGet.path"), "/readyz");
-    assert_string_equal(str_at(c, "readinessProbe.httpGet.port"), "metrics");
+    assert_string_equal(str_at(c, "readinessProbe.httpGet.port"), "health");
+    json_t *hport = named(json_object_get(c, "ports"), "health");
+    assert_non_null(hport);
+    assert_int_equal(json_integer_value(json_object_get(hport, "containerPort")), 8081);
     static const char *const res[] = {"cpu", "memory"};
     for (size_t i = 0; i < 2; i++) {
         char req[64], lim[64];
@@ -2478,8 +2500,9 @@ static void test_controller_config(void **state)
     assert_string_equal(str_at(cfg, "logLevel"), "info");
     assert_true(json_is_true(at(cfg, "leaderElection.enabled")));
     assert_string_equal(str_at(cfg, "leaderElection.leaseNamespace"), "fairshare-system");
-    /* The lease the Role lets the controller get and update. */
-    assert_string_equal(str_at(cfg, "leaderElection.leaseName"), lease_grants[1].name);
+    /* The lease the Role lets the controller get and update
+     * (test_rbac_least_privilege checks the Role against this name). */
+    assert_string_equal(str_at(cfg, "leaderElection.leaseName"), "fairshare-controller");
     assert_string_equal(str_at(cfg, "metricsAddress"), ":8080");
     assert_string_equal(str_at(cfg, "ledger.path"), "/var/lib/fairshare/ledger.db");
     assert_string_equal(str_at(cfg, "ledger.retention"), "400d");
@@ -2535,8 +2558,9 @@ static void test_kustomizations(void **state)
         if (!file_exists(rel) && !find_kustomization(rel, kz, sizeof kz))
             fail_msg("config/kustomization.yaml names %s, which does not exist", rel);
     }
-    static const char *const want[] = {"../crds",  "namespace.yaml",  "rbac.yaml",
-                                       "pvc.yaml", "deployment.yaml", "service.yaml"};
+    static const char *const want[] = {"../crds",           "namespace.yaml",    "rbac.yaml",
+                                       "rbac-reports.yaml", "pvc.yaml",          "deployment.yaml",
+                                       "service.yaml",      "networkpolicy.yaml"};
     assert_int_equal(json_array_size(res), sizeof want / sizeof *want);
     for (i = 0; i < sizeof want / sizeof *want; i++)
         assert_true(listed(res, want[i]));
@@ -2793,12 +2817,49 @@ static bool has_word(const char *list, const char *word)
     return false;
 }
 
+/* A base image pinned by digest: "FROM debian:bookworm-YYYYMMDD[-slim]
+ * @sha256:<64 hex> AS <stage> ". The dated tag says what the digest is;
+ * both stages use the same date (want_date, or any the first time: it is
+ * copied to date_out). */
+static void check_from(const char *l, const char *stage, bool slim, const char *want_date,
+                       char *date_out)
+{
+    const char *prefix = "FROM debian:bookworm-";
+    if (strncmp(l, prefix, strlen(prefix)) != 0)
+        fail_msg("base image not debian:bookworm-YYYYMMDD: %s", l);
+    const char *p = l + strlen(prefix);
+    for (int i = 0; i < 8; i++)
+        if (p[i] < '0' || p[i] > '9')
+            fail_msg("no dated tag (debian:bookworm-YYYYMMDD): %s", l);
+    if (want_date)
+        assert_memory_equal(p, want_date, 8);
+    else
+        snprintf(date_out, 9, "%.8s", p);
+    p += 8;
+    if (slim) {
+        if (strncmp(p, "-slim", 5) != 0)
+            fail_msg("the runtime stage is not the slim image: %s", l);
+        p += 5;
+    }
+    if (strncmp(p, "@sha256:", 8) != 0)
+        fail_msg("base image not pinned by digest: %s", l);
+    p += 8;
+    for (int i = 0; i < 64; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            fail_msg("digest is not 64 lowercase hex digits: %s", l);
+    p += 64;
+    char tail[64];
+    snprintf(tail, sizeof tail, " AS %s ", stage);
+    assert_string_equal(p, tail);
+}
+
 static void test_dockerfile(void **state)
 {
     (void)state;
     static char lines[DF_MAX_LINES][DF_LINE_MAX];
     int n = dockerfile_lines(lines, DF_MAX_LINES);
     int stage = -1, froms = 0;
+    char date[16] = "";
     char pkgs[2][DF_LINE_MAX] = {"", ""};
     const char *user = NULL, *entry = NULL;
     bool release = false, copies = false, plugin = false;
@@ -2807,8 +2868,8 @@ static void test_dockerfile(void **state)
         if (strncmp(l, "FROM ", 5) == 0) {
             stage = froms++;
             assert_true(froms <= 2);
-            assert_string_equal(l, froms == 1 ? "FROM debian:bookworm AS build "
-                                              : "FROM debian:bookworm-slim AS runtime ");
+            check_from(l, stage == 0 ? "build" : "runtime", stage == 1, date[0] ? date : NULL,
+                       date);
             continue;
         }
         assert_true(stage >= 0);
@@ -2946,7 +3007,7 @@ static void test_docs_cover_every_field(void **state)
             keys++;
         }
     }
-    assert_int_equal(keys, 17);
+    assert_int_equal(keys, 22);
     json_decref(docs);
     fair_free(ops);
 }
