@@ -149,6 +149,25 @@ static int exec(struct fair_ledger *l, const char *sql, struct fair_error *err)
     return 0;
 }
 
+/* Switching a new file to WAL takes an exclusive lock, and SQLite answers
+ * SQLITE_BUSY at once, without its busy handler, when another process holds
+ * the file: two replicas starting together on a new ledger. Retry for as
+ * long as the busy timeout allows. The mode is kept in the file, so a later
+ * opener finds WAL already set. */
+static int set_wal(struct fair_ledger *l, int busy_ms, struct fair_error *err)
+{
+    int waited = 0;
+    for (;;) {
+        int rc = sqlite3_exec(l->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return 0;
+        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= busy_ms)
+            return fair_ledger_sql_error(l, rc, "set WAL mode", err);
+        int slept = sqlite3_sleep(10);
+        waited += slept > 0 ? slept : 10;
+    }
+}
+
 static int prepare(struct fair_ledger *l, const char *sql, sqlite3_stmt **st,
                    struct fair_error *err)
 {
@@ -228,24 +247,36 @@ static const char schema_v3[] =
 /* Migrations: index i brings the schema from version i to i + 1. */
 static const char *const migrations[] = {schema_v1, schema_v2, schema_v3};
 
-static int migrate(struct fair_ledger *l, struct fair_error *err)
+static int read_version(struct fair_ledger *l, int *version, struct fair_error *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = prepare(l, "PRAGMA user_version", &st, err);
     if (rc)
         return rc;
     int src = sqlite3_step(st);
-    int version = src == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    *version = src == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
     sqlite3_finalize(st);
     if (src != SQLITE_ROW)
         return fair_ledger_sql_error(l, src, "read schema version", err);
-    if (version > FAIR_LEDGER_SCHEMA_VERSION)
+    if (*version > FAIR_LEDGER_SCHEMA_VERSION)
         return fair_error_set(err, FAIR_EDB,
                               "ledger %s: schema version %d is newer than this program's %d; "
                               "upgrade fairshare",
-                              l->path, version, FAIR_LEDGER_SCHEMA_VERSION);
-    if (version == FAIR_LEDGER_SCHEMA_VERSION)
-        return 0;
+                              l->path, *version, FAIR_LEDGER_SCHEMA_VERSION);
+    return 0;
+}
+
+/* Several processes may open a new (or old) file at once: two controller
+ * replicas starting together. The version read outside a transaction only
+ * says whether there is anything to do; the one that counts is read again
+ * inside BEGIN IMMEDIATE, which holds the write lock, so the openers
+ * migrate one after another and a later one finds the schema migrated. */
+static int migrate(struct fair_ledger *l, struct fair_error *err)
+{
+    int version = 0;
+    int rc = read_version(l, &version, err);
+    if (rc || version == FAIR_LEDGER_SCHEMA_VERSION)
+        return rc;
     if (l->readonly)
         return fair_error_set(err, FAIR_EDB,
                               "ledger %s: schema version %d, expected %d; open it once "
@@ -254,18 +285,26 @@ static int migrate(struct fair_ledger *l, struct fair_error *err)
     rc = exec(l, "BEGIN IMMEDIATE", err);
     if (rc)
         return rc;
+    rc = read_version(l, &version, err);
+    if (rc)
+        goto fail;
     for (int v = version; v < FAIR_LEDGER_SCHEMA_VERSION; v++) {
         rc = exec(l, migrations[v], err);
         if (rc)
             goto fail;
         FAIR_INFO("ledger", "msg=\"schema migrated\" path=%s from=%d to=%d", l->path, v, v + 1);
     }
-    char sql[64];
-    snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", FAIR_LEDGER_SCHEMA_VERSION);
-    rc = exec(l, sql, err);
+    if (version < FAIR_LEDGER_SCHEMA_VERSION) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", FAIR_LEDGER_SCHEMA_VERSION);
+        rc = exec(l, sql, err);
+        if (rc)
+            goto fail;
+    }
+    rc = exec(l, "COMMIT", err);
     if (rc)
         goto fail;
-    return exec(l, "COMMIT", err);
+    return 0;
 fail:
     sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
@@ -316,7 +355,7 @@ int fair_ledger_open(const struct fair_ledger_options *o, struct fair_ledger **o
          * mode a commit is atomic and durable against a process crash
          * (kill -9); only a power loss may lose the last commits, never
          * consistency. See docs/ledger.md. */
-        rc = exec(l, "PRAGMA journal_mode=WAL", err);
+        rc = set_wal(l, busy, err);
         if (rc)
             goto out;
         rc = exec(l, "PRAGMA synchronous=NORMAL", err);

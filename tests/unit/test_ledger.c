@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1022,6 +1023,87 @@ static void test_migration_v2(void **state)
     sqlite3_close(h);
 }
 
+/* Two controller replicas that start together on the same file both
+ * migrate it: the second one must wait for the first one's migration and
+ * then see the migrated schema, never run a migration again ("table meta
+ * already exists", "duplicate column"). OPENERS processes open the same file
+ * at once, released together through a pipe; each round starts from a new
+ * file, then from one at version 2. */
+#define OPENERS 8
+#define OPEN_ROUNDS 20
+
+static void open_together(void)
+{
+    int go[2];
+    pid_t pids[OPENERS];
+    assert_int_equal(pipe(go), 0);
+    for (int i = 0; i < OPENERS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            char b;
+            close(go[1]);
+            /* every child waits here until the parent closes the pipe */
+            (void)!read(go[0], &b, 1);
+            struct fair_ledger_options o;
+            struct fair_ledger *l = NULL;
+            struct fair_error err = {0};
+            fair_ledger_options_init(&o);
+            o.path = path;
+            int rc = fair_ledger_open(&o, &l, &err);
+            if (rc)
+                fprintf(stderr, "opener %d: %s\n", i, err.msg);
+            fair_ledger_free(l);
+            _exit(rc ? 1 : 0);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    int failed = 0;
+    for (int i = 0; i < OPENERS; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            failed++;
+    }
+    assert_int_equal(failed, 0);
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(scalar(h, "PRAGMA user_version"), FAIR_LEDGER_SCHEMA_VERSION);
+    assert_int_equal(scalar(h, "SELECT count(*) FROM pragma_table_info('intervals')"
+                               " WHERE name = 'gang_size'"),
+                     1);
+    sqlite3_close(h);
+}
+
+static void remove_ledger(void)
+{
+    const char *const sfx[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+        char p[160];
+        snprintf(p, sizeof(p), "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+}
+
+static void test_concurrent_open(void **state)
+{
+    (void)state;
+    for (int round = 0; round < OPEN_ROUNDS; round++) {
+        remove_ledger();
+        open_together();
+    }
+    /* From an older version: every opener but one finds it migrated. */
+    for (int round = 0; round < OPEN_ROUNDS / 4; round++) {
+        sqlite3 *h = NULL;
+        assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(h, DROP_V3 "PRAGMA user_version=2", NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(h);
+        open_together();
+    }
+}
+
 /* Every allocation in lib/ledger may fail: each failure point in turn gives
  * FAIR_ENOMEM (or success), never a crash or a leak (ASan checks leaks). */
 static void test_alloc_failures(void **state)
@@ -1234,6 +1316,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_open, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
