@@ -57,6 +57,26 @@
 
 enum { INF_PROJECTS, INF_QUEUES, INF_NODES, INF_PODS, INF_COUNT };
 
+/* PodGroups, optional CRDs (index: enum fair_kpodgroup_flavor): an
+ * informer runs only once discovery says the resource is served. Until
+ * then (404) the controller says so once and asks again every
+ * PG_RECHECK_MS; other discovery failures are retried sooner. */
+#define PG_COUNT 2
+#define PG_RECHECK_MS (5LL * 60 * 1000)
+#define PG_RETRY_MS (30LL * 1000)
+struct pgwatch {
+    struct fair_ctl *c;
+    int flavor;
+    struct fair_informer *inf; /* NULL until the CRD is served */
+    struct event *timer;       /* the next discovery */
+    bool said_absent;          /* "not installed" logged since it was last seen */
+    bool synced;
+};
+static const struct fair_kres *const pg_res[PG_COUNT] = {
+    [FAIR_KPG_COSCHED] = &fair_kres_sp_podgroups, [FAIR_KPG_VOLCANO] = &fair_kres_vc_podgroups};
+static const struct fair_ktype *const pg_type[PG_COUNT] = {
+    [FAIR_KPG_COSCHED] = &fair_ktype_sp_podgroup, [FAIR_KPG_VOLCANO] = &fair_ktype_vc_podgroup};
+
 /* Context of one API request; listed so that shutdown frees those whose
  * callbacks will never run. */
 struct req {
@@ -136,6 +156,9 @@ struct fair_ctl {
     /* Scratch arrays for the snapshot input, reused between cycles. */
     const void **arr[INF_COUNT];
     size_t arr_cap[INF_COUNT];
+    struct pgwatch pg[PG_COUNT];
+    const void **pg_arr; /* both flavors' PodGroups, for the snapshot */
+    size_t pg_arr_cap, npg;
     void (*shutdown_done)(void *ctx);
     void *shutdown_ctx;
 };
@@ -707,10 +730,12 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     r->non_preemptible = !p->preemptible;
     r->devmask = a->gpu_devices;
     r->gang_size = p->gang_size;
-    const struct fair_kpod *kp = s->kpods[a->pod];
-    r->gang = kp->gang && *kp->gang ? dup0(kp->gang) : NULL;
+    /* The gang as the snapshot resolved it (a PodGroup, or the annotation),
+     * fixed in the charge with its size. */
+    const char *gname = fair_ctl_snapshot_gang_name(s, (size_t)a->pod);
+    r->gang = gname ? dup0(gname) : NULL;
     if (!r->uid || !r->ns || !r->name || !r->node || !r->devices || !r->queue || !r->project ||
-        !r->team || !r->cost_center || !r->gpu_model || (kp->gang && *kp->gang && !r->gang))
+        !r->team || !r->cost_center || !r->gpu_model || (gname && !r->gang))
         goto fail;
     /* What the pod is charged as is fixed now: its labels and annotations
      * may change after the bind; this does not. */
@@ -1011,6 +1036,102 @@ static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s
                             &kq[i]->meta, NULL, &kq[i]->quota, &budget);
 }
 
+/* ---- PodGroup status ---- */
+
+/* At most this many PodGroup status patches per cycle; the rest next. */
+#define MAX_PG_STATUS_PER_CYCLE 100
+
+/* One PodGroup's status patch: phase and counts, and for Volcano one
+ * condition whose message is why its first pending pod waits. */
+static void write_podgroup_status(struct fair_ctl *c, const struct fair_kpodgroup *g,
+                                  const struct fair_ctl_pg_status *st, const char *message)
+{
+    char ts[40];
+    fair_time_format_rfc3339(wall(c), ts, sizeof ts);
+    json_t *status = json_pack("{s:s,s:i,s:i,s:i}", "phase", st->phase, "running", st->running,
+                               "succeeded", st->succeeded, "failed", st->failed);
+    if (status && st->cond_type)
+        json_object_set_new(status, "conditions",
+                            json_pack("[{s:s,s:s,s:s,s:s,s:s,s:s}]", "type", st->cond_type,
+                                      "status", "True", "reason", st->cond_reason, "message",
+                                      message ? message : "", "lastTransitionTime", ts,
+                                      "transitionID", "fairshare"));
+    json_t *doc = status ? json_pack("{s:o}", "status", status) : NULL;
+    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    struct fair_error err = {0};
+    struct req *r = body ? req_new(c, REQ_OBJ_STATUS) : NULL;
+    if (!r || !(r->name = dup0(g->meta.name)) || !(r->ns = dup0(g->meta.namespace_)) ||
+        !(r->obj_kind = dup0("PodGroup")) ||
+        fair_kclient_merge_patch(c->kc, pg_res[g->flavor], g->meta.namespace_, g->meta.name,
+                                 "status", body, on_simple_done, r, &err)) {
+        if (err.msg[0])
+            FAIR_WARN(COMP, "msg=\"PodGroup status not sent\" podgroup=%s/%s err=\"%s\"",
+                      g->meta.namespace_, g->meta.name, err.msg);
+        req_free(r);
+    }
+    free(body);
+    json_decref(doc);
+}
+
+/* Writes back the status of the PodGroups whose pods Fairshare schedules
+ * (those of other schedulers are theirs to write), when it changed. */
+static void write_podgroup_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                                    const struct fair_result *res)
+{
+    size_t ng = s->npodgroups;
+    if (!ng)
+        return;
+    int32_t *binds = fair_calloc(ng, sizeof *binds);
+    int32_t *pending = fair_calloc(ng, sizeof *pending); /* a pending member + 1; 0: none */
+    bool *ours = fair_calloc(ng, sizeof *ours);
+    if (!binds || !pending || !ours)
+        goto out;
+    for (size_t i = 0; i < s->snap.npods; i++) {
+        int32_t gi = s->pod_pg[i];
+        if (gi < 0)
+            continue;
+        ours[gi] = true;
+        if (s->snap.pods[i].state == FAIR_POD_PENDING && !pending[gi])
+            pending[gi] = (int32_t)i + 1;
+    }
+    for (size_t k = 0; k < res->nactions; k++) {
+        const struct fair_action *a = &res->actions[k];
+        if (a->kind != FAIR_ACTION_BIND || s->pod_pg[a->pod] < 0)
+            continue;
+        binds[s->pod_pg[a->pod]]++;
+        if (pending[s->pod_pg[a->pod]] == a->pod + 1)
+            pending[s->pod_pg[a->pod]] = 0;
+    }
+    int budget = MAX_PG_STATUS_PER_CYCLE;
+    for (size_t gi = 0; gi < ng && budget > 0; gi++) {
+        const struct fair_kpodgroup *g = s->podgroups[gi];
+        if (!ours[gi] || !g->meta.name || !g->meta.namespace_)
+            continue;
+        struct fair_ctl_pg_status st;
+        fair_ctl_podgroup_status(g, &s->pg_counts[gi], binds[gi], &st);
+        bool same = g->phase && !strcmp(g->phase, st.phase) && g->running == st.running &&
+                    g->succeeded == st.succeeded && g->failed == st.failed;
+        if (g->flavor == FAIR_KPG_VOLCANO)
+            same =
+                same && (!strcmp(st.cond_type, "Scheduled")
+                             ? !g->condition_reason
+                             : g->condition_reason && !strcmp(g->condition_reason, st.cond_reason));
+        if (same)
+            continue;
+        char msg[480] = "";
+        if (pending[gi])
+            fair_ctl_pending_message(s, res, (size_t)(pending[gi] - 1), msg, sizeof msg);
+        else if (!strcmp(st.phase, "Running") || !strcmp(st.phase, "Scheduling"))
+            snprintf(msg, sizeof msg, "all %d pods of the gang are scheduled", g->min_member);
+        write_podgroup_status(c, g, &st, msg);
+        budget--;
+    }
+out:
+    fair_free(binds);
+    fair_free(pending);
+    fair_free(ours);
+}
+
 /* ---- ledger samples and reconcile ---- */
 
 static const char *project_team(const struct fair_ctl_snapshot *s, int32_t project)
@@ -1048,7 +1169,7 @@ static struct fair_ledger_interval_info interval_of(struct fair_ctl *c,
         .start_ms = p->started_ms ? p->started_ms : wall(c),
         .non_preemptible = !p->preemptible,
         .devices = p->gpu_devices,
-        .gang = s->kpods[i]->gang,
+        .gang = fair_ctl_snapshot_gang_name(s, i),
         .gang_size = p->gang_size};
 }
 
@@ -1159,6 +1280,155 @@ static int collect(struct fair_ctl *c, int i, size_t *n_out)
     return 0;
 }
 
+/* ---- PodGroups (optional CRDs) ---- */
+
+static void pg_discover(struct pgwatch *w);
+
+static void pg_arm(struct pgwatch *w, int64_t ms)
+{
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    event_add(w->timer, &tv);
+}
+
+static void on_pg_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pg_discover(arg);
+}
+
+static void on_pg_synced(void *ctx)
+{
+    struct pgwatch *w = ctx;
+    w->synced = true;
+    FAIR_INFO(COMP, "msg=\"PodGroups synced\" group=%s", pg_res[w->flavor]->group);
+    mark_dirty(w->c);
+}
+
+static void on_pg_add(void *obj, void *ctx)
+{
+    (void)obj;
+    mark_dirty(((struct pgwatch *)ctx)->c);
+}
+
+static void on_pg_update(void *old, void *new_, void *ctx)
+{
+    (void)old;
+    (void)new_;
+    mark_dirty(((struct pgwatch *)ctx)->c);
+}
+
+/* Starts the informer of a served PodGroup resource. */
+static int pg_start_informer(struct pgwatch *w, struct fair_error *err)
+{
+    struct fair_informer_options io = {.res = pg_res[w->flavor], .type = pg_type[w->flavor]};
+    struct fair_informer_handlers h = {.on_add = on_pg_add,
+                                       .on_update = on_pg_update,
+                                       .on_delete = on_pg_add,
+                                       .on_synced = on_pg_synced,
+                                       .ctx = w};
+    int rc = fair_informer_new(w->c->kc, &io, &h, &w->inf, err);
+    if (!rc && (rc = fair_informer_start(w->inf, err))) {
+        fair_informer_free(w->inf);
+        w->inf = NULL;
+    }
+    return rc;
+}
+
+/* Whether an APIResourceList names the PodGroup resource. */
+static bool pg_listed(const json_t *list, const char *plural)
+{
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(list, "resources"), i, r)
+    {
+        const char *name = json_string_value(json_object_get(r, "name"));
+        if (name && !strcmp(name, plural))
+            return true;
+    }
+    return false;
+}
+
+static void on_pg_discovered(const struct fair_kresponse *resp, void *ctx)
+{
+    struct pgwatch *w = ctx;
+    const struct fair_kres *res = pg_res[w->flavor];
+    bool served = resp->rc == 0 && pg_listed(resp->json, res->resource);
+    if (served) {
+        struct fair_error err = {0};
+        w->said_absent = false;
+        FAIR_INFO(COMP, "msg=\"PodGroup CRD found; reading PodGroups\" group=%s version=%s",
+                  res->group, res->version);
+        if (!pg_start_informer(w, &err))
+            return;
+        FAIR_WARN(COMP, "msg=\"could not start the PodGroup informer\" group=%s err=\"%s\"",
+                  res->group, err.msg);
+        pg_arm(w, PG_RETRY_MS);
+        return;
+    }
+    bool absent = resp->rc == 0 || resp->rc == FAIR_ENOTFOUND;
+    if (!w->said_absent)
+        FAIR_INFO(COMP,
+                  "msg=\"%s; pods in such PodGroups wait (PodGroupNotFound); checking again "
+                  "every %lld s\" group=%s version=%s resource=podgroups err=\"%s\"",
+                  absent ? "PodGroup CRD not installed" : "PodGroup discovery failed",
+                  (long long)(absent ? PG_RECHECK_MS : PG_RETRY_MS) / 1000, res->group,
+                  res->version, absent ? "" : resp->err.msg);
+    w->said_absent = true;
+    pg_arm(w, absent ? PG_RECHECK_MS : PG_RETRY_MS);
+}
+
+/* Asks discovery whether w's PodGroup resource is served. */
+static void pg_discover(struct pgwatch *w)
+{
+    const struct fair_kres *res = pg_res[w->flavor];
+    char path[200];
+    struct fair_error err = {0};
+    snprintf(path, sizeof path, "/apis/%s/%s", res->group, res->version);
+    if (fair_kclient_request(w->c->kc, "GET", path, NULL, NULL, 0, 0, on_pg_discovered, w, NULL,
+                             &err)) {
+        FAIR_WARN(COMP, "msg=\"PodGroup discovery not sent\" group=%s err=\"%s\"", res->group,
+                  err.msg);
+        pg_arm(w, PG_RETRY_MS);
+    }
+}
+
+static int podgroups_start(struct fair_ctl *c, struct fair_error *err)
+{
+    for (int i = 0; i < PG_COUNT; i++) {
+        struct pgwatch *w = &c->pg[i];
+        w->c = c;
+        w->flavor = i;
+        if (!(w->timer = evtimer_new(c->base, on_pg_timer, w)))
+            return fair_error_set(err, FAIR_ENOMEM, "out of memory (PodGroup timer)");
+        pg_discover(w);
+    }
+    return 0;
+}
+
+/* Both flavors' PodGroups into c->pg_arr. */
+static int collect_podgroups(struct fair_ctl *c)
+{
+    size_t n = 0;
+    for (int i = 0; i < PG_COUNT; i++)
+        if (c->pg[i].inf)
+            n += fair_store_len(fair_informer_store(c->pg[i].inf));
+    if (fair_grow((void **)&c->pg_arr, &c->pg_arr_cap, n + 1, sizeof *c->pg_arr))
+        return FAIR_ENOMEM;
+    size_t k = 0;
+    for (int i = 0; i < PG_COUNT; i++) {
+        if (!c->pg[i].inf)
+            continue;
+        struct fair_store *st = fair_informer_store(c->pg[i].inf);
+        size_t pos = 0;
+        void *obj;
+        while ((obj = fair_store_next(st, &pos)) && k < n)
+            c->pg_arr[k++] = obj;
+    }
+    c->npg = k;
+    return 0;
+}
+
 /* Builds the snapshot of what the informers hold, n[i] objects collected
  * from informer i; binds sent and not yet seen count as running. */
 /* Nodes holding a pod the pods informer could not read (not finished, and
@@ -1209,6 +1479,12 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
         .overlay_ctx = c,
         .full_nodes = c->full_nodes,
         .nfull_nodes = nfull};
+    if (collect_podgroups(c))
+        return fair_error_set(err, FAIR_ENOMEM, "out of memory (PodGroups)");
+    in.podgroups = (const struct fair_kpodgroup *const *)c->pg_arr;
+    in.npodgroups = c->npg;
+    for (int i = 0; i < PG_COUNT; i++)
+        in.podgroups_known[i] = c->pg[i].synced;
     return fair_ctl_snapshot_build(&in, s, err);
 }
 
@@ -1263,7 +1539,8 @@ static void run_cycle(struct fair_ctl *c)
             continue;
         const struct fair_queue *q = &s.snap.queues[p->queue];
         if (fair_ctl_podmem_set_charge(&c->pods, p->uid, q->q.name, q->project_name, p->preemptible,
-                                       p->request.v[FAIR_RES_GPU], kp->gang, p->gang_size,
+                                       p->request.v[FAIR_RES_GPU],
+                                       fair_ctl_snapshot_gang_name(&s, i), p->gang_size,
                                        p->gpu_devices))
             FAIR_WARN(COMP, "msg=\"could not remember a pod's charge\" pod=%s/%s", p->namespace_,
                       p->name);
@@ -1351,6 +1628,7 @@ static void run_cycle(struct fair_ctl *c)
     c->more_work = told >= MAX_TELLS_PER_CYCLE; /* the rest next time */
 
     write_statuses(c, &s, &res);
+    write_podgroup_statuses(c, &s, &res);
     if (c->ledger)
         ledger_sample(c, &s, &res);
 
@@ -1520,7 +1798,7 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
     kopt.request_timeout_ms = (long)c->cfg->api_timeout_ms;
     kopt.user_agent = "fairshare-controller/0.1";
     /* Each watch holds a connection for good: give requests their own 16. */
-    kopt.max_host_connections = 16 + INF_COUNT + 1;
+    kopt.max_host_connections = 16 + INF_COUNT + PG_COUNT + 1;
     kopt.clock = c->clock;
     if ((rc = fair_kclient_new(base, &c->kcfg, &kopt, &c->kc, err)))
         goto out;
@@ -1630,6 +1908,8 @@ int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
     for (int i = 0; i < INF_COUNT; i++)
         if ((rc = fair_informer_start(c->inf[i], err)))
             return rc;
+    if ((rc = podgroups_start(c, err)))
+        return rc;
     if (c->leader) {
         if ((rc = fair_leader_start(c->leader, err)))
             return rc;
@@ -1703,6 +1983,12 @@ void fair_ctl_free(struct fair_ctl *c)
     fair_leader_free(c->leader);
     for (int i = 0; i < INF_COUNT; i++)
         fair_informer_free(c->inf[i]);
+    for (int i = 0; i < PG_COUNT; i++) {
+        fair_informer_free(c->pg[i].inf);
+        if (c->pg[i].timer)
+            event_free(c->pg[i].timer);
+    }
+    fair_free(c->pg_arr);
     fair_kclient_free(c->kc);
     fair_kclient_free(c->lease_kc);
     while (c->reqs)

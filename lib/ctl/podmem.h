@@ -65,7 +65,7 @@ struct fair_ctl_podmem_entry {
         char *project;
         bool preemptible;
         int64_t gpu_milli; /* whole GPUs x 1000, or the fraction */
-        char *gang;        /* the annotation's value, NULL: none */
+        char *gang;        /* the gang's name (its PodGroup's, else the annotation's), NULL: none */
         int32_t gang_size;
         uint64_t devices;
     } charge;

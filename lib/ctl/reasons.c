@@ -19,6 +19,8 @@ const char *fair_ctl_why_reason(int why)
             return "InvalidQueue";
         case FAIR_CTL_REASON_BAD_POD:
             return "InvalidPod";
+        case FAIR_CTL_REASON_PODGROUP_NOT_FOUND:
+            return "PodGroupNotFound";
         case FAIR_CTL_REASON_NONE:
             break;
         }
@@ -110,8 +112,92 @@ int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_
     return s->nterminating > 0 ? FAIR_PENDING_WAITING_RECLAIM : why;
 }
 
+/* A gang that can never start as it is: all its pods (gang_size of them,
+ * each missing one counted like this pod, or spec.minResources when more)
+ * ask for more GPUs than the cluster has, or than its queue's or project's
+ * limit. Writes the message and returns true then. */
+static bool gang_too_large(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                           size_t pod, char *out, size_t n)
+{
+    const struct fair_pod *p = &s->snap.pods[pod];
+    if (!p->gang || p->queue < 0)
+        return false;
+    int64_t need = 0;
+    int32_t have = 0;
+    for (size_t i = 0; i < s->snap.npods; i++) {
+        const struct fair_pod *o = &s->snap.pods[i];
+        if (o->gang && o->queue == p->queue && !o->terminating && !strcmp(o->gang, p->gang)) {
+            need += o->request.v[FAIR_RES_GPU];
+            have++;
+        }
+    }
+    if (have < p->gang_size)
+        need += (int64_t)(p->gang_size - have) * p->request.v[FAIR_RES_GPU];
+    int32_t pg = s->pod_pg ? s->pod_pg[pod] : -1;
+    if (pg >= 0 && s->podgroups[pg]->min_resources.v[FAIR_RES_GPU] > need)
+        need = s->podgroups[pg]->min_resources.v[FAIR_RES_GPU];
+    const struct fair_queue *q = &s->snap.queues[p->queue];
+    const struct fair_quota *pq = q->project >= 0 ? &s->snap.projects[q->project].q : NULL;
+    char a[32], b[32];
+    gpus(need, a, sizeof a);
+    if (need > r->capacity.v[FAIR_RES_GPU]) {
+        gpus(r->capacity.v[FAIR_RES_GPU], b, sizeof b);
+        snprintf(out, n,
+                 "gang too large: the %d pods of gang %s ask for %s GPUs, more than the %s GPUs "
+                 "the cluster has for Fairshare's queues; it cannot start until the cluster "
+                 "grows or the gang shrinks (minMember / gang-size)",
+                 p->gang_size, p->gang, a, b);
+        return true;
+    }
+    const struct fair_quota *lim = q->q.limit.v[FAIR_RES_GPU] < need        ? &q->q
+                                   : pq && pq->limit.v[FAIR_RES_GPU] < need ? pq
+                                                                            : NULL;
+    if (lim) {
+        gpus(lim->limit.v[FAIR_RES_GPU], b, sizeof b);
+        snprintf(out, n,
+                 "gang too large: the %d pods of gang %s ask for %s GPUs, more than the limit "
+                 "of %s %s (%s GPUs); it cannot start unless the limit grows or the gang "
+                 "shrinks",
+                 p->gang_size, p->gang, a, lim == &q->q ? "queue" : "project", lim->name, b);
+        return true;
+    }
+    return false;
+}
+
+static void pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                            size_t pod, char *out, size_t n);
+
 void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
                               size_t pod, char *out, size_t n)
+{
+    const struct fair_pod *p = &s->snap.pods[pod];
+    int why = fair_ctl_effective_why(s, r, pod);
+    if (n == 0)
+        return;
+    if (p->gang && why != FAIR_PENDING_NONE && why != FAIR_PENDING_WAITING_RECLAIM &&
+        why != FAIR_PENDING_INVALID_POD && why != FAIR_PENDING_INVALID_QUEUE &&
+        why != FAIR_PENDING_UNKNOWN_QUEUE && gang_too_large(s, r, pod, out, n))
+        return;
+    /* A PodGroup's members waiting past its scheduleTimeoutSeconds say so
+     * first. */
+    int32_t pg = s->pod_pg ? s->pod_pg[pod] : -1;
+    const struct fair_kpodgroup *g = pg >= 0 ? s->podgroups[pg] : NULL;
+    if (g && g->schedule_timeout_s > 0 && why != FAIR_PENDING_NONE &&
+        s->snap.now_ms - g->meta.creation_ms >= g->schedule_timeout_s * 1000) {
+        int w = snprintf(out, n,
+                         "gang timed out: PodGroup %s/%s is still incomplete after its "
+                         "scheduleTimeoutSeconds (%lld s); ",
+                         g->meta.namespace_ ? g->meta.namespace_ : "", g->meta.name,
+                         (long long)g->schedule_timeout_s);
+        if (w >= 0 && (size_t)w < n)
+            pending_message(s, r, pod, out + w, n - (size_t)w);
+        return;
+    }
+    pending_message(s, r, pod, out, n);
+}
+
+static void pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
+                            size_t pod, char *out, size_t n)
 {
     const struct fair_pod *p = &s->snap.pods[pod];
     int why = fair_ctl_effective_why(s, r, pod);
@@ -299,8 +385,55 @@ void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, si
     case FAIR_CTL_REASON_BAD_POD:
         head = "invalid pod";
         break;
+    case FAIR_CTL_REASON_PODGROUP_NOT_FOUND:
+        head = "PodGroup not found";
+        break;
     case FAIR_CTL_REASON_NONE:
         break;
     }
     snprintf(out, n, "%s: %s", head, rj->message);
+}
+
+/* Phases: scheduler-plugins v1alpha1 has Pending, Scheduling, Running,
+ * Unknown, Finished and Failed; Volcano v1beta1 Pending, Inqueue, Running,
+ * Unknown and Completed (Inqueue is Volcano's admission step, which
+ * Fairshare does not have). */
+void fair_ctl_podgroup_status(const struct fair_kpodgroup *g, const struct fair_ctl_pg_count *n,
+                              int32_t binds, struct fair_ctl_pg_status *out)
+{
+    int32_t min = g->min_member > 0 ? g->min_member : 1;
+    int32_t scheduled = n->bound + binds;
+    int32_t pods = n->pending + n->bound + n->succeeded + n->failed;
+    memset(out, 0, sizeof *out);
+    out->running = n->running;
+    out->succeeded = n->succeeded;
+    out->failed = n->failed;
+    if (g->flavor == FAIR_KPG_VOLCANO) {
+        if (n->succeeded >= min && scheduled == 0 && n->pending == 0)
+            out->phase = "Completed";
+        else if (scheduled + n->succeeded >= min)
+            out->phase = "Running";
+        else if (scheduled > 0)
+            out->phase = "Unknown";
+        else
+            out->phase = "Pending";
+        bool ok = !strcmp(out->phase, "Running") || !strcmp(out->phase, "Completed");
+        out->cond_type = ok ? "Scheduled" : "Unschedulable";
+        out->cond_reason = ok           ? "GangScheduled"
+                           : pods < min ? "NotEnoughTasks"
+                                        : "NotEnoughResources";
+        return;
+    }
+    if (n->succeeded >= min)
+        out->phase = "Finished";
+    else if (n->failed > 0 && scheduled + n->succeeded < min)
+        out->phase = "Failed";
+    else if (n->running >= min)
+        out->phase = "Running";
+    else if (scheduled + n->succeeded >= min)
+        out->phase = "Scheduling";
+    else if (scheduled > 0)
+        out->phase = "Unknown";
+    else
+        out->phase = "Pending";
 }

@@ -32,6 +32,19 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
 int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_result *r,
                            size_t pod);
 
+/* The status Fairshare writes back to a PodGroup whose pods it schedules,
+ * as the coscheduling plugin and Volcano write theirs (docs/controller.md,
+ * "PodGroups"). binds: its pods bound this cycle (not yet counted). */
+struct fair_ctl_pg_status {
+    const char *phase; /* static */
+    int32_t running, succeeded, failed;
+    /* Volcano only: one condition, "Scheduled" or "Unschedulable" (True),
+     * with its reason (static); the message is the caller's. */
+    const char *cond_type, *cond_reason;
+};
+void fair_ctl_podgroup_status(const struct fair_kpodgroup *g, const struct fair_ctl_pg_count *n,
+                              int32_t binds, struct fair_ctl_pg_status *out);
+
 /* Message for a pod the snapshot rejected. */
 void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, size_t n);
 

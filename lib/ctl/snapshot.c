@@ -10,6 +10,11 @@
 #include "base/alloc.h"
 #include "base/quantity.h"
 
+/* The names pods use to join a PodGroup (kube/decode.h has them too; the
+ * snapshot stays clear of the decoder). */
+#define FAIR_KPG_LABEL_NAME "scheduling.x-k8s.io/pod-group"
+#define FAIR_KPG_ANN_NAME "scheduling.k8s.io/group-name"
+
 const char *fair_ctl_reason_str(enum fair_ctl_reason r)
 {
     switch (r) {
@@ -23,6 +28,8 @@ const char *fair_ctl_reason_str(enum fair_ctl_reason r)
         return "InvalidQueue";
     case FAIR_CTL_REASON_BAD_POD:
         return "InvalidPod";
+    case FAIR_CTL_REASON_PODGROUP_NOT_FOUND:
+        return "PodGroupNotFound";
     }
     return "?";
 }
@@ -85,6 +92,8 @@ void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s)
     fair_free(s->kprojects);
     fair_free(s->kqueues);
     fair_free(s->kpods);
+    fair_free(s->pod_pg);
+    fair_free(s->pg_counts);
     fair_free(s->project_index);
     fair_free(s->project_problem);
     fair_free(s->queue_index);
@@ -132,6 +141,8 @@ struct memo {
 struct build {
     const struct fair_ctl_snapshot_input *in;
     struct fair_ctl_snapshot *out;
+    struct fair_ctl_index podgroup_by_key; /* "c/ns/name" or "v/ns/name" -> input index */
+    char *pg_keys;                         /* the keys' storage */
     struct fair_ctl_index project_by_name; /* input index */
     struct fair_ctl_index kqueue_by_name;  /* input index */
     struct fair_ctl_index project_by_ns;   /* input index of the project */
@@ -407,6 +418,112 @@ static int assign_devices(struct fair_ctl_snapshot *s, const bool *unknown)
     return 0;
 }
 
+/* b->podgroup_by_key from the input PodGroups: "c/ns/name" (scheduler-
+ * plugins) or "v/ns/name" (Volcano); the first of duplicates wins. */
+static int index_podgroups(struct build *b)
+{
+    const struct fair_ctl_snapshot_input *in = b->in;
+    size_t len = 0;
+    for (size_t i = 0; i < in->npodgroups; i++) {
+        const struct fair_kpodgroup *g = in->podgroups[i];
+        if (g && g->meta.name && g->meta.namespace_)
+            len += strlen(g->meta.namespace_) + strlen(g->meta.name) + 4;
+    }
+    if (!len)
+        return 0;
+    if (!(b->pg_keys = fair_malloc(len)))
+        return FAIR_ENOMEM;
+    char *c = b->pg_keys;
+    for (size_t i = 0; i < in->npodgroups; i++) {
+        const struct fair_kpodgroup *g = in->podgroups[i];
+        if (!g || !g->meta.name || !g->meta.namespace_)
+            continue;
+        size_t n = strlen(g->meta.namespace_) + strlen(g->meta.name) + 4;
+        snprintf(c, n, "%c/%s/%s", g->flavor == FAIR_KPG_VOLCANO ? 'v' : 'c', g->meta.namespace_,
+                 g->meta.name);
+        if (fair_ctl_index_get(&b->podgroup_by_key, c) < 0) {
+            int rc = fair_ctl_index_put(&b->podgroup_by_key, c, (int32_t)i);
+            if (rc)
+                return rc;
+        }
+        c += n;
+    }
+    return 0;
+}
+
+/* The input index of the PodGroup pod k names, or -1 (none named, or not
+ * found). */
+static int32_t find_podgroup_index(const struct build *b, const struct fair_kpod *k)
+{
+    if (!k->pod_group || !b->podgroup_by_key.count)
+        return -1;
+    char key[600];
+    int w =
+        snprintf(key, sizeof key, "%c/%s/%s", k->pod_group_flavor == FAIR_KPG_VOLCANO ? 'v' : 'c',
+                 k->meta.namespace_ ? k->meta.namespace_ : "", k->pod_group);
+    if (w < 0 || (size_t)w >= sizeof key)
+        return -1;
+    return fair_ctl_index_get(&b->podgroup_by_key, key);
+}
+
+/* The PodGroup pod k names, or NULL. */
+static const struct fair_kpodgroup *find_podgroup(const struct build *b, const struct fair_kpod *k)
+{
+    int32_t i = find_podgroup_index(b, k);
+    return i >= 0 ? b->in->podgroups[i] : NULL;
+}
+
+/* Counts pod k in its PodGroup's figures (any scheduler's pod). */
+static void pg_count_pod(const struct build *b, const struct fair_kpod *k)
+{
+    int32_t gi = find_podgroup_index(b, k);
+    if (gi < 0)
+        return;
+    struct fair_ctl_pg_count *n = &b->out->pg_counts[gi];
+    bool bound = k->node_name && *k->node_name;
+    if (k->phase == FAIR_KPOD_SUCCEEDED)
+        n->succeeded++;
+    else if (k->phase == FAIR_KPOD_FAILED)
+        n->failed++;
+    else if (!bound)
+        n->pending++;
+    else if (!k->meta.deletion_ms) {
+        n->bound++;
+        if (k->phase == FAIR_KPOD_RUNNING)
+            n->running++;
+    }
+}
+
+/* A pending pod of ours in a PodGroup: the PodGroup must exist and be
+ * usable; else the pod waits with a reason. */
+static void pod_group_check(const struct build *b, const struct fair_kpod *k,
+                            enum fair_ctl_reason *reason, char *msg, size_t n)
+{
+    bool volcano = k->pod_group_flavor == FAIR_KPG_VOLCANO;
+    const char *api = volcano ? "scheduling.volcano.sh/v1beta1" : "scheduling.x-k8s.io/v1alpha1";
+    const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
+    const struct fair_kpodgroup *g = find_podgroup(b, k);
+    if (!g) {
+        *reason = FAIR_CTL_REASON_PODGROUP_NOT_FOUND;
+        if (b->in->podgroups_known[volcano ? FAIR_KPG_VOLCANO : FAIR_KPG_COSCHED])
+            snprintf(msg, n,
+                     "PodGroup %s/%s (%s, named by %s %s) does not exist; the pod waits until it "
+                     "does",
+                     ns, k->pod_group, api, volcano ? "annotation" : "label",
+                     volcano ? FAIR_KPG_ANN_NAME : FAIR_KPG_LABEL_NAME);
+        else
+            snprintf(msg, n,
+                     "PodGroup %s/%s: the %s PodGroup CRD is not installed (or not read yet); "
+                     "the pod waits until it is and the PodGroup exists",
+                     ns, k->pod_group, api);
+        return;
+    }
+    if (g->problem) {
+        *reason = FAIR_CTL_REASON_BAD_POD;
+        snprintf(msg, n, "PodGroup %s/%s: %s", ns, k->pod_group, g->problem);
+    }
+}
+
 int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fair_ctl_snapshot *out,
                             struct fair_error *err)
 {
@@ -418,6 +535,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     fair_ctl_index_init(&b.project_by_name);
     fair_ctl_index_init(&b.kqueue_by_name);
     fair_ctl_index_init(&b.project_by_ns);
+    fair_ctl_index_init(&b.podgroup_by_key);
     fair_ctl_index_init(&out->node_by_name);
     fair_ctl_index_init(&out->queue_by_name);
 
@@ -434,10 +552,16 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->queue_problem = fair_calloc(nq ? nq : 1, sizeof *out->queue_problem);
     out->pods = fair_calloc(npod ? npod : 1, sizeof *out->pods);
     out->kpods = fair_calloc(npod ? npod : 1, sizeof *out->kpods);
+    out->pod_pg = fair_calloc(npod ? npod : 1, sizeof *out->pod_pg);
+    out->pg_counts = fair_calloc(in->npodgroups ? in->npodgroups : 1, sizeof *out->pg_counts);
+    out->podgroups = in->podgroups;
+    out->npodgroups = in->npodgroups;
     unknown = fair_calloc(npod ? npod : 1, sizeof *unknown);
     if (!out->nodes || !out->knodes || !out->projects || !out->kprojects || !out->project_index ||
         !out->project_problem || !out->queues || !out->kqueues || !out->queue_index ||
-        !out->queue_problem || !out->pods || !out->kpods || !unknown) {
+        !out->queue_problem || !out->pods || !out->kpods || !out->pod_pg || !out->pg_counts ||
+        !unknown || (rc = index_podgroups(&b)) != 0) {
+        rc = rc ? rc : FAIR_ENOMEM;
         rc = FAIR_ENOMEM;
         goto out;
     }
@@ -570,6 +694,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         size_t nsl = strlen(k->meta.namespace_ ? k->meta.namespace_ : "");
         if (k->gang && *k->gang)
             pool += nsl + strlen(k->gang) + 2;
+        if (k->pod_group)
+            pool += nsl + strlen(k->pod_group) + 2;
         struct fair_ctl_overlay ov = {0};
         if (in->overlay && k->node_name && *k->node_name)
             in->overlay(in->overlay_ctx, k, &ov);
@@ -626,6 +752,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     bool any_unknown = false;
     for (size_t i = 0; i < npod; i++) {
         const struct fair_kpod *k = in->pods[i];
+        if (k->pod_group)
+            pg_count_pod(&b, k);
         if (!k->meta.uid || k->phase == FAIR_KPOD_SUCCEEDED || k->phase == FAIR_KPOD_FAILED)
             continue;
         struct fair_ctl_overlay ov = {0};
@@ -649,6 +777,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             } else {
                 queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
             }
+            if (reason == FAIR_CTL_REASON_NONE && k->pod_group)
+                pod_group_check(&b, k, &reason, msg, sizeof msg);
             if (reason != FAIR_CTL_REASON_NONE) {
                 if ((rc = add_rejected(out, &rejected_cap, k, reason, msg)))
                     goto out;
@@ -724,11 +854,20 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         } else if (!node && ov.hold_since_ms > 0) {
             p->hold_since_ms = ov.hold_since_ms; /* a hold that timed out: its cooldown */
         }
+        /* pod_pg for every pod of ours in a PodGroup (its status counts
+         * them); the gang of a charged pod is its charge's all the same. */
+        int32_t kpg_i = ours ? find_podgroup_index(&b, k) : -1;
+        const struct fair_kpodgroup *kpg = kpg_i >= 0 && !charged ? in->podgroups[kpg_i] : NULL;
+        out->pod_pg[pod_out] = kpg_i;
         if (charged) {
             if (ov.charge->gang) {
                 p->gang = pool_add_gang(out, p->namespace_, ov.charge->gang);
                 p->gang_size = ov.charge->gang_size > 0 ? ov.charge->gang_size : 1;
             }
+        } else if (kpg) {
+            /* A PodGroup wins over the pod's own gang annotations. */
+            p->gang = pool_add_gang(out, p->namespace_, kpg->meta.name);
+            p->gang_size = kpg->min_member > 0 ? kpg->min_member : 1;
         } else if (ours && k->gang && *k->gang) {
             p->gang = pool_add_gang(out, p->namespace_, k->gang);
             p->gang_size = k->gang_size > 0 ? k->gang_size : 1;
@@ -786,6 +925,8 @@ out:
     fair_ctl_index_release(&b.project_by_name);
     fair_ctl_index_release(&b.kqueue_by_name);
     fair_ctl_index_release(&b.project_by_ns);
+    fair_ctl_index_release(&b.podgroup_by_key);
+    fair_free(b.pg_keys);
     if (rc) {
         fair_ctl_snapshot_release(out);
         fair_error_set(err, rc, "building the scheduling snapshot: %s", fair_strerror(rc));

@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "ctl/index.h"
@@ -60,6 +61,7 @@ enum fair_ctl_reason {
     FAIR_CTL_REASON_NAMESPACE_NOT_ALLOWED, /* isolation */
     FAIR_CTL_REASON_INVALID_QUEUE,         /* the queue or its project is invalid */
     FAIR_CTL_REASON_BAD_POD,               /* bad annotation or request */
+    FAIR_CTL_REASON_PODGROUP_NOT_FOUND,    /* its PodGroup does not exist (yet) */
 };
 
 /* Overlay of one pod, found by UID through the lookup callback. */
@@ -121,6 +123,24 @@ struct fair_ctl_snapshot_input {
      * Names borrowed; may be NULL. */
     const char *const *full_nodes;
     size_t nfull_nodes;
+    /* PodGroups of both flavors (kube/objects.h), and whether each flavor's
+     * are known (its CRD served and its informer synced; index: enum
+     * fair_kpodgroup_flavor). A pod of ours in a PodGroup is a gang member:
+     * gang key "namespace/podgroup", gang_size its minMember; the PodGroup
+     * wins over fairshare.dev/gang annotations. A pending pod whose
+     * PodGroup is not found is rejected (PODGROUP_NOT_FOUND) and waits. */
+    const struct fair_kpodgroup *const *podgroups;
+    size_t npodgroups;
+    bool podgroups_known[2];
+};
+
+/* The pods of one PodGroup, by state. */
+struct fair_ctl_pg_count {
+    int32_t pending;   /* not bound, not finished */
+    int32_t bound;     /* bound, not finished, not terminating */
+    int32_t running;   /* bound and phase Running */
+    int32_t succeeded; /* phase Succeeded */
+    int32_t failed;    /* phase Failed */
 };
 
 struct fair_ctl_rejected {
@@ -136,6 +156,14 @@ struct fair_ctl_snapshot {
     const struct fair_kproject **kprojects;
     const struct fair_kqueue **kqueues;
     const struct fair_kpod **kpods;
+    /* The input PodGroups (borrowed), per snapshot pod the index of the one
+     * it names (-1: none; ours only; a charged pod's gang is its charge's
+     * whatever this says), and per PodGroup its pods counted (any
+     * scheduler's pods that name it, finished ones included). */
+    const struct fair_kpodgroup *const *podgroups;
+    size_t npodgroups;
+    int32_t *pod_pg;
+    struct fair_ctl_pg_count *pg_counts;
     /* Per input project/queue (input order): its index in the snapshot,
      * or -1 when left out, with the reason in *_problem ("" when none). */
     int32_t *project_index;
@@ -182,5 +210,17 @@ int fair_ctl_parse_devices(const char *s, uint64_t *mask);
 void fair_ctl_format_devices(uint64_t mask, char *out, size_t n);
 
 const char *fair_ctl_reason_str(enum fair_ctl_reason r);
+
+/* The gang name of snapshot pod i (its key without "namespace/"), as a
+ * charge keeps it; NULL when the pod is in no gang. Borrowed. */
+static inline const char *fair_ctl_snapshot_gang_name(const struct fair_ctl_snapshot *s, size_t i)
+{
+    const struct fair_pod *p = &s->snap.pods[i];
+    if (!p->gang)
+        return NULL;
+    size_t nl = strlen(p->namespace_);
+    return strncmp(p->gang, p->namespace_, nl) == 0 && p->gang[nl] == '/' ? p->gang + nl + 1
+                                                                          : p->gang;
+}
 
 #endif

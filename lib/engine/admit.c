@@ -161,6 +161,7 @@ int fair_eng_build_order(struct eng *e)
                 } else {
                     e->gmem[nm++] = gk[j].pos;
                     e->pgang[e->order[gk[j].pos]] = (int32_t)e->ngangs;
+                    e->gidx[e->order[gk[j].pos]] = (int32_t)(nm - 1 - g->first);
                 }
                 j++;
             }
@@ -327,6 +328,19 @@ static int bind_pod(struct eng *e, int32_t pi, int32_t rank, uint64_t mask)
     return fair_eng_add_action(e, &a);
 }
 
+/* Whether pending gang member pi is one of its gang's elastic extras (a
+ * member above the gang's size, beyond its unit) whose unit is bound (or
+ * not needed: the gang already runs its size): then it is admitted like a
+ * pod of its own, and may borrow like one (docs/engine.md, "Gangs"). */
+static bool elastic_extra(const struct eng *e, int32_t gi, int32_t pi)
+{
+    const struct gang *g = &e->gangs[gi];
+    size_t nu = gang_unit_count(g);
+    if ((size_t)e->gidx[pi] < nu)
+        return false;
+    return nu == 0 || (e->pflags[e->order[g->leader]] & PF_BOUND);
+}
+
 /* Admits one pod, or a whole gang when pi leads one. pass 1 keeps within
  * fair share; pass 2 hands out what is left, checking the fut view. */
 static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
@@ -337,7 +351,7 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
     int64_t req[NRES] = {0}, np[NRES] = {0};
     *admitted = false;
     int32_t gi = e->pgang[pi];
-    if (gi < 0) {
+    if (gi < 0 || elastic_extra(e, gi, pi)) {
         if (pass == 2 && (e->pflags[pi] & (PF_NOFIT | PF_RESERVED)))
             return 0;
         if (pass == 2 && *reason != FAIR_PENDING_FAIR_SHARE)
@@ -394,10 +408,11 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
     }
     if (pass == 2 && *reason != FAIR_PENDING_FAIR_SHARE)
         return 0;
-    for (size_t j = 0; j < g->count && pass == 2 && s->max_evictions > 0; j++)
+    size_t nu = gang_unit_count(g); /* > 0: the leader is in the unit */
+    for (size_t j = 0; j < nu && pass == 2 && s->max_evictions > 0; j++)
         if (s->pods[e->order[e->gmem[g->first + j]]].evictions >= s->max_evictions)
             return 0;
-    for (size_t j = 0; j < g->count; j++) {
+    for (size_t j = 0; j < nu; j++) {
         const struct fair_pod *m = &s->pods[e->order[e->gmem[g->first + j]]];
         for (int r = 0; r < NRES; r++) {
             req[r] += m->request.v[r];
@@ -406,9 +421,10 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         }
     }
     enum fair_pending_reason why = admit_check(e, p->queue, req, np, pass == 1);
+    uint8_t before = *reason; /* every member's, from pass 1 */
     size_t placed = 0, nact = e->res->nactions;
     if (!why) {
-        for (; placed < g->count; placed++) {
+        for (; placed < nu; placed++) {
             int32_t mi = e->order[e->gmem[g->first + placed]];
             const struct fair_pod *m = &s->pods[mi];
             uint64_t mask = 0;
@@ -419,7 +435,7 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             if (rc)
                 return rc;
         }
-        if (placed == g->count) {
+        if (placed == nu) {
             *admitted = true;
             return 0;
         }
@@ -431,6 +447,8 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
                               -1);
             acct_add(e, s->pods[mi].queue, &s->pods[mi], -1);
             e->pflags[mi] &= (uint8_t)~PF_BOUND;
+            /* bind_pod cleared its reason: pass 2 keeps pass 1's (below). */
+            e->res->pending_reasons[mi] = before;
         }
         e->res->nactions = nact;
         fair_place_forget(&e->pl);

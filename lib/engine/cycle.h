@@ -35,6 +35,11 @@ enum {
     PF_EVICTED = 8,   /* evicted this cycle */
     PF_RESERVED = 16, /* room reserved by reclaim or preemption */
     PF_MANAGED = 32,  /* belongs to a valid queue */
+    /* Bound members of a running gang (reclaim.c, gang units): the core
+     * (up to gang_size of them) goes only as a whole unit; the members
+     * above gang_size (an elastic gang's extras) go one by one, first. */
+    PF_GANG_CORE = 64,
+    PF_GANG_EXTRA = 128,
 };
 
 /* A request a victim search failed for, with the pod's constraints (by
@@ -101,12 +106,37 @@ struct victim {
     int64_t req[NRES];
 };
 
+/* A running gang as one victim (reclaim.c): its bound, not terminating
+ * members (core and extras), taken all together or not at all. */
+struct gunit {
+    size_t first, count; /* members' pod indices in e->gumem */
+    int32_t queue;
+    int32_t pprio, qprio, prio; /* tiers, and the highest member priority */
+    int64_t lost;               /* work lost, summed over the members */
+    int64_t req[NRES];          /* what the members request in all */
+    const char *gang;
+    bool ok;  /* every member may be a victim (preemptible, ran long enough) */
+    bool old; /* every member ran over_quota_min_runtime_ms */
+};
+
 struct gang {
     size_t first, count; /* members' positions in e->gmem */
     int32_t nbound;
     int32_t size;
     size_t leader; /* position in e->order of the first member */
 };
+
+/* How many of gang g's pending members form its unit, placed all at once:
+ * as many as it lacks to reach its size. The others (an elastic gang's
+ * members above its size) are placed one by one once the unit is bound
+ * (admit.c, elastic_extra). */
+static inline size_t gang_unit_count(const struct gang *g)
+{
+    int64_t need = (int64_t)g->size - g->nbound;
+    if (need <= 0)
+        return 0;
+    return (size_t)need < g->count ? (size_t)need : g->count;
+}
 
 struct eng {
     const struct fair_snapshot *s;
@@ -117,6 +147,7 @@ struct eng {
     bool *node_ok;
     uint8_t *pflags;
     int32_t *pgang; /* gang id of pending pods, -1 */
+    int32_t *gidx;  /* pending gang members: position among the gang's pending members */
     uint64_t *masks;
     struct acct *q;
     struct acct *p;
@@ -166,6 +197,11 @@ struct eng {
     const struct fair_pod **hold;
     int32_t *hold_of;
     int64_t young_total; /* sum of the queues' young */
+    /* Running gangs as victim units, in unit victim order (reclaim.c). */
+    struct gunit *gunits;
+    size_t ngunits;
+    int32_t *gumem; /* members' pod indices, unit by unit */
+    int32_t *gutmp; /* scratch: one unit's members on one node */
 };
 
 struct ratio {

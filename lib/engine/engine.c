@@ -64,6 +64,7 @@ static void eng_release(struct eng *e)
     fair_free(e->node_ok);
     fair_free(e->pflags);
     fair_free(e->pgang);
+    fair_free(e->gidx);
     fair_free(e->masks);
     fair_free(e->q);
     fair_free(e->p);
@@ -88,6 +89,9 @@ static void eng_release(struct eng *e)
     fair_free(e->qvoff);
     fair_free(e->hold);
     fair_free(e->hold_of);
+    fair_free(e->gunits);
+    fair_free(e->gumem);
+    fair_free(e->gutmp);
 }
 
 int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result,
@@ -113,6 +117,7 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     e.node_ok = fair_eng_calloc(&e, snap->nnodes, sizeof(*e.node_ok));
     e.pflags = fair_eng_calloc(&e, snap->npods, sizeof(*e.pflags));
     e.pgang = fair_eng_calloc(&e, snap->npods, sizeof(*e.pgang));
+    e.gidx = fair_eng_calloc(&e, snap->npods, sizeof(*e.gidx));
     e.masks = fair_eng_calloc(&e, snap->npods, sizeof(*e.masks));
     e.q = fair_eng_calloc(&e, snap->nqueues, sizeof(*e.q));
     e.p = fair_eng_calloc(&e, snap->nprojects, sizeof(*e.p));
@@ -124,7 +129,7 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     result->hold_since_ms = fair_eng_calloc(&e, snap->npods, sizeof(*result->hold_since_ms));
     e.hold = fair_eng_calloc(&e, snap->nnodes, sizeof(*e.hold));
     e.hold_of = fair_eng_calloc(&e, snap->npods, sizeof(*e.hold_of));
-    if (!e.node_ok || !e.pflags || !e.pgang || !e.masks || !e.q || !e.p || !e.heap ||
+    if (!e.node_ok || !e.pflags || !e.pgang || !e.gidx || !e.masks || !e.q || !e.p || !e.heap ||
         !result->queues || !result->projects || !result->pending_reasons || !result->hold_node ||
         !result->hold_since_ms || !e.hold || !e.hold_of)
         goto nomem;

@@ -14,6 +14,7 @@
 
 struct vkey {
     int32_t pprio, qprio;
+    int32_t plain; /* 0: an elastic gang's extra member, taken first; 1: others */
     int32_t prio;
     int64_t lost; /* work an eviction would lose: milli-GPU x ms since the last checkpoint */
     int64_t size[NRES];
@@ -33,6 +34,8 @@ static int cmp_vkey(const void *pa, const void *pb)
         return a->pprio < b->pprio ? -1 : 1;
     if (a->qprio != b->qprio)
         return a->qprio < b->qprio ? -1 : 1;
+    if (a->plain != b->plain)
+        return a->plain < b->plain ? -1 : 1;
     if (a->prio != b->prio)
         return a->prio < b->prio ? -1 : 1;
     if (a->lost != b->lost)
@@ -63,14 +66,20 @@ static int64_t lost_work(const struct fair_snapshot *s, const struct fair_pod *p
     return (int64_t)((i128)run * g > INT64_MAX / 2 ? INT64_MAX / 2 : (i128)run * g);
 }
 
+struct search;
+static int build_gang_units(struct eng *e);
+static int unit_search(struct eng *e, const struct search *sr, bool *found);
+
 /* Whether pod i may be evicted to reclaim or preempt: a bound, valid,
  * preemptible pod of ours, not already leaving, that has run at least its
- * queue's reclaimMinRuntime. build_victims counts and then fills with it. */
+ * queue's reclaimMinRuntime, and not in the core of a running gang (that
+ * goes only whole: unit_search). build_victims counts and then fills with
+ * it. */
 static bool is_victim(const struct eng *e, size_t i)
 {
     const struct fair_snapshot *s = e->s;
     const struct fair_pod *p = &s->pods[i];
-    if (p->state != FAIR_POD_BOUND ||
+    if ((e->pflags[i] & PF_GANG_CORE) || p->state != FAIR_POD_BOUND ||
         (e->pflags[i] & (PF_MANAGED | PF_VALID)) != (PF_MANAGED | PF_VALID) || !p->preemptible ||
         p->terminating)
         return false;
@@ -129,6 +138,8 @@ static int build_victims(struct eng *e)
     int rc = FAIR_ENOMEM;
     size_t nv = 0;
     struct vkey *vk = NULL;
+    if (build_gang_units(e))
+        return FAIR_ENOMEM;
     for (size_t i = 0; i < s->npods; i++)
         if (is_victim(e, i))
             nv++;
@@ -161,6 +172,7 @@ static int build_victims(struct eng *e)
         const struct acct *q = &e->q[p->queue];
         vk[k] = (struct vkey){.pprio = s->projects[q->parent].q.over_quota_priority,
                               .qprio = s->queues[p->queue].q.over_quota_priority,
+                              .plain = (e->pflags[i] & PF_GANG_EXTRA) ? 0 : 1,
                               .prio = p->priority,
                               .lost = lost_work(s, p),
                               .over = fair_eng_ratio_of(q->live[GPU], q->fs[GPU]),
@@ -721,6 +733,13 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
             have = true;
         }
     }
+    if (!have && !e->damp && sr->mode == M_RECLAIM && e->ngunits) {
+        /* No set of single victims: a whole running gang, if one frees
+         * enough. */
+        int rc = unit_search(e, sr, found);
+        if (rc || *found)
+            return rc;
+    }
     if (!have && holder)
         return 0;
     if (!have) {
@@ -759,13 +778,15 @@ static void unevict(struct eng *e, int32_t vi)
     struct acct *q = &e->q[v->queue], *pr = &e->p[q->parent];
     int32_t rank = e->pl.rank_of[v->node];
     e->pflags[vi] &= (uint8_t)~PF_EVICTED;
-    e->walk_stale = true; /* its queue's live grows back */
+    e->walk_stale = true;                          /* its queue's live grows back */
+    bool listed = !(e->pflags[vi] & PF_GANG_CORE); /* a gang's core is in no vsum */
     for (int r = 0; r < NRES; r++) {
         q->live[r] += v->request.v[r];
         pr->live[r] += v->request.v[r];
         q->evicted[r] -= v->request.v[r];
         pr->evicted[r] -= v->request.v[r];
-        e->vsum[rank][r] += v->request.v[r];
+        if (listed)
+            e->vsum[rank][r] += v->request.v[r];
     }
     fut_apply(e, rank, &v->request, e->masks[vi], 1);
 }
@@ -779,7 +800,8 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     int32_t qi = s->pods[e->order[g->leader]].queue;
     struct acct *q = &e->q[qi];
     int64_t req[NRES] = {0};
-    for (size_t j = 0; j < g->count; j++)
+    size_t nu = gang_unit_count(g); /* its elastic extras are not owed room */
+    for (size_t j = 0; j < nu; j++)
         for (int r = 0; r < NRES; r++)
             req[r] += s->pods[e->order[e->gmem[g->first + j]]].request.v[r];
     bool any = false;
@@ -800,7 +822,7 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     memcpy(saved_next, q->fail_next, sizeof(saved_next));
     memcpy(saved, q->fail, sizeof(saved));
     size_t j = 0;
-    for (; j < g->count; j++) {
+    for (; j < nu; j++) {
         int32_t mi = e->order[e->gmem[g->first + j]];
         struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false, false};
         bool found = false;
@@ -810,7 +832,7 @@ static int gang_reclaim(struct eng *e, int32_t gi)
         if (!found)
             break;
     }
-    if (j == g->count)
+    if (j == nu)
         return 0;
     /* Undo, latest first: each member's reservation, then its victims. */
     int32_t cur = -1;
@@ -1089,5 +1111,276 @@ int fair_eng_reclaim_phase(struct eng *e)
         e->res->hold_node[pi] = -1;
         e->res->hold_since_ms[pi] = 0;
     }
+    return 0;
+}
+
+/* ---- running gangs as victim units ---------------------------------------
+ *
+ * A running gang is evicted whole or not at all: its bound, not terminating
+ * members form one unit, counted with all their GPUs. An elastic gang (more
+ * members running than its gang_size, the PodGroup's minMember) keeps its
+ * gang_size oldest members as the core; the younger ones above it are its
+ * extras: plain victims, first in victim order (they borrow above what the
+ * job needs), taken one by one, so the gang never drops below gang_size by
+ * them. The core is never a victim alone (is_victim); when no set of single
+ * victims makes room, unit_search takes a whole unit (docs/engine.md,
+ * "Running gangs"). */
+
+struct gukey {
+    int32_t queue;
+    const char *gang;
+    int64_t started;
+    const char *uid;
+    int32_t idx;
+};
+
+static int cmp_gukey(const void *pa, const void *pb)
+{
+    const struct gukey *a = pa, *b = pb;
+    if (a->queue != b->queue)
+        return a->queue < b->queue ? -1 : 1;
+    int c = cmp_str(a->gang, b->gang);
+    if (c)
+        return c;
+    if (a->started != b->started)
+        return a->started < b->started ? -1 : 1; /* oldest first: the core */
+    c = cmp_str(a->uid, b->uid);
+    if (c)
+        return c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Unit victim order, as the victim order: over-quota tiers, then the
+ * highest member priority, then the least work lost, then the smallest
+ * request, then the gang's key and queue. */
+static int cmp_gunit(const void *pa, const void *pb)
+{
+    const struct gunit *a = pa, *b = pb;
+    if (a->pprio != b->pprio)
+        return a->pprio < b->pprio ? -1 : 1;
+    if (a->qprio != b->qprio)
+        return a->qprio < b->qprio ? -1 : 1;
+    if (a->prio != b->prio)
+        return a->prio < b->prio ? -1 : 1;
+    if (a->lost != b->lost)
+        return a->lost < b->lost ? -1 : 1;
+    for (int r = 0; r < NRES; r++)
+        if (a->req[r] != b->req[r])
+            return a->req[r] < b->req[r] ? -1 : 1;
+    int c = cmp_str(a->gang, b->gang);
+    if (c)
+        return c;
+    return (a->queue > b->queue) - (a->queue < b->queue);
+}
+
+/* Whether pod i is a running member of a gang of a valid queue. */
+static bool gang_member(const struct eng *e, size_t i)
+{
+    const struct fair_pod *p = &e->s->pods[i];
+    return p->state == FAIR_POD_BOUND && !p->terminating && p->gang && p->gang[0] &&
+           (e->pflags[i] & (PF_MANAGED | PF_VALID)) == (PF_MANAGED | PF_VALID);
+}
+
+/* Groups the running gang members by (queue, gang) into e->gunits, marks
+ * each member core or extra, and sorts the units in unit victim order. */
+static int build_gang_units(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    size_t n = 0;
+    for (size_t i = 0; i < s->npods; i++)
+        if (gang_member(e, i))
+            n++;
+    if (!n)
+        return 0;
+    struct gukey *k = fair_calloc(n, sizeof(*k));
+    e->gumem = fair_eng_calloc(e, n, sizeof(*e->gumem));
+    e->gutmp = fair_eng_calloc(e, n, sizeof(*e->gutmp));
+    e->gunits = fair_eng_calloc(e, n, sizeof(*e->gunits));
+    if (!k || !e->gumem || !e->gutmp || !e->gunits) {
+        fair_free(k);
+        return FAIR_ENOMEM;
+    }
+    e->bytes += n * sizeof(*k);
+    size_t nk = 0;
+    for (size_t i = 0; i < s->npods; i++) {
+        if (!gang_member(e, i))
+            continue;
+        const struct fair_pod *p = &s->pods[i];
+        k[nk++] = (struct gukey){p->queue, p->gang, p->started_ms, p->uid, (int32_t)i};
+    }
+    qsort(k, n, sizeof(*k), cmp_gukey);
+    size_t nu = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        int32_t size = 1;
+        for (; j < n && k[j].queue == k[i].queue && cmp_str(k[j].gang, k[i].gang) == 0; j++)
+            if (s->pods[k[j].idx].gang_size > size)
+                size = s->pods[k[j].idx].gang_size;
+        struct gunit *u = &e->gunits[nu++];
+        const struct acct *q = &e->q[k[i].queue];
+        *u = (struct gunit){.first = i,
+                            .count = j - i,
+                            .queue = k[i].queue,
+                            .pprio = s->projects[q->parent].q.over_quota_priority,
+                            .qprio = s->queues[k[i].queue].q.over_quota_priority,
+                            .prio = s->pods[k[i].idx].priority,
+                            .gang = k[i].gang,
+                            .ok = true,
+                            .old = true};
+        for (size_t m = i; m < j; m++) {
+            int32_t pi = k[m].idx;
+            const struct fair_pod *p = &s->pods[pi];
+            e->gumem[m] = pi;
+            e->pflags[pi] |= m - i < (size_t)size ? PF_GANG_CORE : PF_GANG_EXTRA;
+            for (int r = 0; r < NRES; r++)
+                u->req[r] += p->request.v[r];
+            int64_t l = lost_work(s, p);
+            u->lost = u->lost > INT64_MAX / 2 - l ? INT64_MAX / 2 : u->lost + l;
+            if (p->priority > u->prio)
+                u->prio = p->priority;
+            int64_t run = s->now_ms - p->started_ms;
+            if (!p->preemptible || run < s->queues[p->queue].reclaim_min_runtime_ms)
+                u->ok = false;
+            if (run < s->over_quota_min_runtime_ms)
+                u->old = false;
+        }
+        i = j;
+    }
+    e->ngunits = nu;
+    qsort(e->gunits, nu, sizeof(*e->gunits), cmp_gunit);
+    fair_free(k);
+    return 0;
+}
+
+/* Whether unit u may go for sr. Its queue (and its project, when another
+ * project's) must borrow: run above its fair share on GPU (on what it
+ * requests, for a unit without GPU). strict: and stay at or above it
+ * without the whole unit, all its GPUs counted. Otherwise the unit may take
+ * its queue below its fair share: a gang larger than its queue's excess
+ * goes whole or never, and "never" would let a gang keep borrowed GPUs for
+ * good (the last unit taken from a borrower may take it below its share,
+ * as Kueue's preemption does). */
+static bool unit_may_go(const struct eng *e, const struct search *sr, const struct gunit *u,
+                        bool strict)
+{
+    if (!u->ok || u->queue == sr->qi || (sr->fair_share && !u->old))
+        return false;
+    const struct acct *vq = &e->q[u->queue];
+    int32_t vp = vq->parent;
+    bool other_project = vp != e->q[sr->qi].parent;
+    bool gpu_only = u->req[GPU] > 0, any = false;
+    int64_t gone[NRES] = {0};
+    for (size_t m = 0; m < u->count; m++) {
+        int32_t pi = e->gumem[u->first + m];
+        if (e->pflags[pi] & PF_EVICTED)
+            continue;
+        for (int r = 0; r < NRES; r++)
+            gone[r] += e->s->pods[pi].request.v[r];
+    }
+    for (int r = 0; r < NRES; r++) {
+        if ((gpu_only && r != GPU) || gone[r] <= 0)
+            continue;
+        int64_t floor_q = strict ? vq->fs[r] + gone[r] : vq->fs[r] + 1;
+        int64_t floor_p = strict ? e->p[vp].fs[r] + gone[r] : e->p[vp].fs[r] + 1;
+        if (vq->live[r] < floor_q || (other_project && e->p[vp].live[r] < floor_p))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* The node (lowest rank) where evicting unit u's members there makes room
+ * for sr's pod, or -1. */
+static int32_t unit_node(struct eng *e, const struct search *sr, const struct gunit *u)
+{
+    const struct fair_snapshot *s = e->s;
+    int32_t best = -1;
+    for (size_t m = 0; m < u->count; m++) {
+        int32_t pi = e->gumem[u->first + m];
+        if (e->pflags[pi] & PF_EVICTED)
+            continue;
+        int32_t rank = e->pl.rank_of[s->pods[pi].node];
+        if ((best >= 0 && rank >= best) || !e->pl.nodes[rank].ok || held_by_other(e, sr, rank) ||
+            !static_ok(e, sr, rank))
+            continue;
+        int nv = 0;
+        for (size_t j = 0; j < u->count; j++) {
+            int32_t pj = e->gumem[u->first + j];
+            if (!(e->pflags[pj] & PF_EVICTED) && e->pl.rank_of[s->pods[pj].node] == rank)
+                e->gutmp[nv++] = pj;
+        }
+        int64_t short_by[NRES];
+        uint64_t mask;
+        if (fits_with(e, sr, rank, e->gutmp, nv, -1, short_by, &mask))
+            best = rank;
+    }
+    return best;
+}
+
+/* Evicts every running member of unit u (on whatever node) and reserves
+ * the room on node rank for sr's pod, as apply_trial does for one node. */
+static int apply_unit(struct eng *e, const struct search *sr, const struct gunit *u, int32_t rank)
+{
+    const struct fair_snapshot *s = e->s;
+    enum fair_evict_reason why = sr->fair_share ? FAIR_EVICT_FAIR_SHARE : FAIR_EVICT_RECLAIM;
+    for (size_t m = 0; m < u->count; m++) {
+        int32_t vi = e->gumem[u->first + m];
+        if (e->pflags[vi] & PF_EVICTED)
+            continue;
+        const struct fair_pod *v = &s->pods[vi];
+        int32_t vr = e->pl.rank_of[v->node];
+        struct acct *vq = &e->q[v->queue], *vp = &e->p[vq->parent];
+        if (!e->pl.nodes[vr].fdiff && e->pl.nodes[vr].ok)
+            e->cand[e->ncand++] = vr;
+        bool listed = !(e->pflags[vi] & PF_GANG_CORE); /* extras are in vsum */
+        e->pflags[vi] |= PF_EVICTED;
+        for (int r = 0; r < NRES; r++) {
+            if (listed)
+                e->vsum[vr][r] -= v->request.v[r];
+            vq->live[r] -= v->request.v[r];
+            vp->live[r] -= v->request.v[r];
+            vq->evicted[r] += v->request.v[r];
+            vp->evicted[r] += v->request.v[r];
+        }
+        fut_apply(e, vr, &v->request, e->masks[vi], -1);
+        struct fair_action a = {FAIR_ACTION_EVICT, vi, v->node, 0, why, sr->qi, sr->pi};
+        int rc = fair_eng_add_action(e, &a);
+        if (rc)
+            return rc;
+    }
+    const struct fair_pnode *n = &e->pl.nodes[rank];
+    uint64_t mask = 0;
+    fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &mask);
+    fut_apply(e, rank, &sr->pod->request, mask, 1);
+    e->masks[sr->pi] = mask;
+    e->rrank[sr->pi] = rank;
+    struct acct *q = &e->q[sr->qi], *p = &e->p[q->parent];
+    for (int r = 0; r < NRES; r++) {
+        q->resv[r] += sr->pod->request.v[r];
+        p->resv[r] += sr->pod->request.v[r];
+    }
+    e->pflags[sr->pi] |= PF_RESERVED;
+    e->res->pending_reasons[sr->pi] = FAIR_PENDING_WAITING_RECLAIM;
+    return 0;
+}
+
+/* Reclaim with whole running gangs, for a pod no set of single victims
+ * makes room for: the first unit in unit victim order that may go while
+ * its queue stays at or above its fair share and frees enough on one of
+ * its nodes; else the first that may go at all (see unit_may_go). */
+static int unit_search(struct eng *e, const struct search *sr, bool *found)
+{
+    *found = false;
+    for (int strict = 1; strict >= 0; strict--)
+        for (size_t ui = 0; ui < e->ngunits; ui++) {
+            const struct gunit *u = &e->gunits[ui];
+            if (!unit_may_go(e, sr, u, strict))
+                continue;
+            int32_t rank = unit_node(e, sr, u);
+            if (rank < 0)
+                continue;
+            *found = true;
+            return apply_unit(e, sr, u, rank);
+        }
     return 0;
 }

@@ -99,6 +99,10 @@ const struct fair_kres fair_kres_events = {"", "v1", "events", true};
 const struct fair_kres fair_kres_leases = {"coordination.k8s.io", "v1", "leases", true};
 const struct fair_kres fair_kres_projects = {"fairshare.dev", "v1alpha1", "projects", false};
 const struct fair_kres fair_kres_queues = {"fairshare.dev", "v1alpha1", "queues", false};
+const struct fair_kres fair_kres_sp_podgroups = {"scheduling.x-k8s.io", "v1alpha1", "podgroups",
+                                                 true};
+const struct fair_kres fair_kres_vc_podgroups = {"scheduling.volcano.sh", "v1beta1", "podgroups",
+                                                 true};
 
 void fair_kclient_options_default(struct fair_kclient_options *o)
 {

@@ -118,6 +118,10 @@ extern const struct fair_kres fair_kres_events;   /* v1 events */
 extern const struct fair_kres fair_kres_leases;   /* coordination.k8s.io/v1 leases */
 extern const struct fair_kres fair_kres_projects; /* fairshare.dev/v1alpha1 projects */
 extern const struct fair_kres fair_kres_queues;   /* fairshare.dev/v1alpha1 queues */
+/* PodGroups of the scheduler-plugins coscheduling plugin and of Volcano
+ * (optional CRDs: the controller checks they are served first). */
+extern const struct fair_kres fair_kres_sp_podgroups; /* scheduling.x-k8s.io/v1alpha1 */
+extern const struct fair_kres fair_kres_vc_podgroups; /* scheduling.volcano.sh/v1beta1 */
 
 /* Appends the API path of a resource to out:
  *   /api/v1/namespaces/NS/pods/NAME/SUB, /apis/G/V/RES/NAME, ...

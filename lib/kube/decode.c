@@ -574,6 +574,50 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
     return 0;
 }
 
+/* A Kubernetes object name (a DNS subdomain): [a-z0-9.-], at most 253. */
+static bool is_object_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+              s[i] == '.'))
+            return false;
+    return true;
+}
+
+/* The PodGroup a pod belongs to: the scheduler-plugins label first, then
+ * Volcano's annotation (borrowed). A value that cannot name a PodGroup is
+ * a problem of the pod. */
+static int pod_group_of(const json_t *md, const json_t *labels, struct fair_kpod *p,
+                        struct fair_error *err)
+{
+    int rc = 0;
+    const char *s = NULL, *what = FAIR_LABEL_POD_GROUP;
+    if ((rc = map_get(labels, FAIR_LABEL_POD_GROUP, "label " FAIR_LABEL_POD_GROUP, &s, err)))
+        return rc;
+    p->pod_group_flavor = FAIR_KPG_COSCHED;
+    if (!s || !s[0]) {
+        const json_t *ann = get_obj(md, "annotations", "metadata.annotations", &rc, err);
+        if (rc)
+            return rc;
+        s = NULL;
+        if (ann && (rc = map_get(ann, FAIR_ANN_VC_GROUP, "annotation " FAIR_ANN_VC_GROUP, &s, err)))
+            return rc;
+        p->pod_group_flavor = FAIR_KPG_VOLCANO;
+        what = FAIR_ANN_VC_GROUP;
+    }
+    if (!s || !s[0])
+        return 0;
+    if (!is_object_name(s)) {
+        add_problem(&p->problem, "%s: \"%.64s\" is not a PodGroup name", what, s);
+        return 0;
+    }
+    p->pod_group = (char *)s;
+    return 0;
+}
+
 /* The uid of the controller owner (ownerReferences entry with controller:
  * true), borrowed; the Job, ReplicaSet or operator that recreates the
  * pod. */
@@ -631,7 +675,8 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
             add_problem(&p->problem, "label %s: \"%s\" must be \"true\" or \"false\"",
                         FAIR_LABEL_PREEMPTIBLE, s);
     }
-    if ((rc = pod_annotations(md, p, err)) || (rc = pod_owner(md, p, err)))
+    if ((rc = pod_annotations(md, p, err)) || (rc = pod_owner(md, p, err)) ||
+        (rc = pod_group_of(md, labels, p, err)))
         return rc;
     if ((rc = borrow_str(spec, "schedulerName", "spec.schedulerName", &p->scheduler_name, err)) ||
         (rc = borrow_str(spec, "nodeName", "spec.nodeName", &p->node_name, err)))
@@ -707,7 +752,7 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     size += slen(t->meta.uid) + slen(t->meta.namespace_) + slen(t->meta.name) +
             slen(t->meta.resource_version) + slen(t->scheduler_name) + slen(t->node_name) +
             slen(t->queue) + slen(t->gpu_devices) + slen(t->gang) + slen(t->gpu_model) +
-            slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid);
+            slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid) + slen(t->pod_group);
     for (size_t i = 0; i < t->nnode_selector; i++)
         size += slen(t->node_selector[i].key) + slen(t->node_selector[i].value);
     for (size_t i = 0; i < t->ntolerations; i++)
@@ -738,6 +783,7 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     pack_str(&p->scheduled_reason, &c);
     pack_str(&p->problem, &c);
     pack_str(&p->owner_uid, &c);
+    pack_str(&p->pod_group, &c);
     for (size_t i = 0; i < p->nnode_selector; i++) {
         pack_cstr(&p->node_selector[i].key, &c);
         pack_cstr(&p->node_selector[i].value, &c);
@@ -1104,6 +1150,95 @@ out:
     return 0;
 }
 
+/* ---- PodGroups --------------------------------------------------------- */
+
+/* A status or spec integer that fits int32 and is >= 0; else 0 (and a
+ * problem for a spec field). */
+static int32_t pg_count(const json_t *parent, const char *key, const char *path, char **problem)
+{
+    const json_t *v = json_object_get(parent, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
+        if (problem)
+            add_problem(problem, "%s: want a non-negative integer", path);
+        return 0;
+    }
+    return (int32_t)json_integer_value(v);
+}
+
+int fair_kpodgroup_decode(const json_t *obj, enum fair_kpodgroup_flavor flavor,
+                          struct fair_kpodgroup **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    problem_lost = false;
+    struct fair_kpodgroup *g = fair_calloc(1, sizeof *g);
+    if (!g)
+        return fair_error_set(err, FAIR_ENOMEM, "podgroup: out of memory");
+    g->flavor = flavor;
+    if ((rc = fair_kmeta_decode(obj, &g->meta, err)))
+        goto out;
+    const json_t *spec = get_spec(obj, &g->problem);
+    int32_t mm = pg_count(spec, "minMember", "spec.minMember", &g->problem);
+    if (mm > FAIR_GANG_SIZE_MAX) {
+        add_problem(&g->problem, "spec.minMember: %d is above %d", mm, FAIR_GANG_SIZE_MAX);
+        mm = FAIR_GANG_SIZE_MAX;
+    }
+    g->min_member = mm > 0 ? mm : 1;
+    g->schedule_timeout_s =
+        pg_count(spec, "scheduleTimeoutSeconds", "spec.scheduleTimeoutSeconds", &g->problem);
+    const json_t *mr = spec ? json_object_get(spec, "minResources") : NULL;
+    if (json_is_object(mr)) {
+        for (int i = 0; i < FAIR_RES_COUNT; i++) {
+            const json_t *v = json_object_get(mr, res_keys[i]);
+            if (!v)
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "spec.minResources.%s", res_keys[i]);
+            struct fair_error qe = {0};
+            int64_t x = 0;
+            if (fair_kquantity_decode(v, i != FAIR_RES_MEM, &x, what, &qe) || x < 0)
+                add_problem(&g->problem, "%s: want a non-negative quantity", what);
+            else
+                g->min_resources.v[i] = x;
+        }
+    }
+    const json_t *st = json_object_get(obj, "status");
+    if (json_is_object(st)) {
+        const char *ph = json_string_value(json_object_get(st, "phase"));
+        if (ph && strlen(ph) <= 64 && (rc = dup_str(ph, &g->phase)))
+            goto out;
+        g->running = pg_count(st, "running", "status.running", NULL);
+        g->succeeded = pg_count(st, "succeeded", "status.succeeded", NULL);
+        g->failed = pg_count(st, "failed", "status.failed", NULL);
+        const json_t *conds = json_object_get(st, "conditions");
+        size_t i;
+        const json_t *c;
+        if (json_is_array(conds) && json_array_size(conds) <= FAIR_DECODE_MAX_ITEMS)
+            json_array_foreach(conds, i, c)
+            {
+                const char *type = json_string_value(json_object_get(c, "type"));
+                const char *cs = json_string_value(json_object_get(c, "status"));
+                const char *reason = json_string_value(json_object_get(c, "reason"));
+                if (type && !strcmp(type, "Unschedulable") && cs && !strcmp(cs, "True") && reason &&
+                    strlen(reason) <= 64 && !g->condition_reason &&
+                    (rc = dup_str(reason, &g->condition_reason)))
+                    goto out;
+            }
+    }
+out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
+    if (rc) {
+        name_failure(rc, err, "podgroup", g->meta.name);
+        fair_kpodgroup_free(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
 /* ---- generic table, Status -------------------------------------------- */
 
 static int dec_pod(const json_t *o, void **out, struct fair_error *err)
@@ -1121,6 +1256,18 @@ static int dec_project(const json_t *o, void **out, struct fair_error *err)
 static int dec_queue(const json_t *o, void **out, struct fair_error *err)
 {
     return fair_kqueue_decode(o, (struct fair_kqueue **)out, err);
+}
+static int dec_sp_podgroup(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_kpodgroup_decode(o, FAIR_KPG_COSCHED, (struct fair_kpodgroup **)out, err);
+}
+static int dec_vc_podgroup(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_kpodgroup_decode(o, FAIR_KPG_VOLCANO, (struct fair_kpodgroup **)out, err);
+}
+static void free_podgroup(void *o)
+{
+    fair_kpodgroup_free(o);
 }
 static void free_pod(void *o)
 {
@@ -1153,15 +1300,15 @@ static void free_queue(void *o)
         "message", NULL                                                                            \
     }
 
-static const struct fair_jfield pod_labels[] = {
-    {FAIR_LABEL_QUEUE, NULL}, {FAIR_LABEL_PREEMPTIBLE, NULL}, {NULL, NULL}};
-static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL},
-                                                    {FAIR_ANN_GPU_DEVICES, NULL},
-                                                    {FAIR_ANN_GANG, NULL},
-                                                    {FAIR_ANN_GANG_SIZE, NULL},
-                                                    {FAIR_ANN_SIM_DURATION, NULL},
-                                                    {FAIR_ANN_CHECKPOINT_INTERVAL, NULL},
-                                                    {NULL, NULL}};
+static const struct fair_jfield pod_labels[] = {{FAIR_LABEL_QUEUE, NULL},
+                                                {FAIR_LABEL_PREEMPTIBLE, NULL},
+                                                {FAIR_LABEL_POD_GROUP, NULL},
+                                                {NULL, NULL}};
+static const struct fair_jfield pod_ann_filter[] = {
+    {FAIR_ANN_GPU_FRACTION, NULL}, {FAIR_ANN_GPU_DEVICES, NULL},
+    {FAIR_ANN_GANG, NULL},         {FAIR_ANN_GANG_SIZE, NULL},
+    {FAIR_ANN_SIM_DURATION, NULL}, {FAIR_ANN_CHECKPOINT_INTERVAL, NULL},
+    {FAIR_ANN_VC_GROUP, NULL},     {NULL, NULL}};
 static const struct fair_jfield owner_ref[] = {{"uid", NULL}, {"controller", NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_meta[] = {META_FIELDS,
                                               {"labels", pod_labels},
@@ -1212,6 +1359,8 @@ const struct fair_ktype fair_ktype_pod = {"Pod", dec_pod, free_pod, pod_filter};
 const struct fair_ktype fair_ktype_node = {"Node", dec_node, free_node, node_filter};
 const struct fair_ktype fair_ktype_project = {"Project", dec_project, free_project, NULL};
 const struct fair_ktype fair_ktype_queue = {"Queue", dec_queue, free_queue, NULL};
+const struct fair_ktype fair_ktype_sp_podgroup = {"PodGroup", dec_sp_podgroup, free_podgroup, NULL};
+const struct fair_ktype fair_ktype_vc_podgroup = {"PodGroup", dec_vc_podgroup, free_podgroup, NULL};
 
 static const struct fair_jfield skel_meta[] = {
     {"name", NULL}, {"namespace", NULL}, {"uid", NULL}, {"resourceVersion", NULL}, {NULL, NULL}};

@@ -34,6 +34,9 @@
 #define FAIR_ANN_GANG_SIZE "fairshare.dev/gang-size"
 #define FAIR_ANN_SIM_DURATION "sim.fairshare.dev/duration-seconds"
 #define FAIR_ANN_CHECKPOINT_INTERVAL "fairshare.dev/checkpoint-interval"
+/* PodGroup membership: the scheduler-plugins label, Volcano's annotation. */
+#define FAIR_LABEL_POD_GROUP "scheduling.x-k8s.io/pod-group"
+#define FAIR_ANN_VC_GROUP "scheduling.k8s.io/group-name"
 #define FAIR_RES_NAME_GPU "nvidia.com/gpu"
 #define FAIR_LABEL_GPU_PRODUCT "nvidia.com/gpu.product"
 
@@ -51,6 +54,9 @@ int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_erro
 int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_error *err);
 int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err);
 int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_error *err);
+/* A PodGroup of either flavor; spec and status problems go to ->problem. */
+int fair_kpodgroup_decode(const json_t *obj, enum fair_kpodgroup_flavor flavor,
+                          struct fair_kpodgroup **out, struct fair_error *err);
 
 /* metadata into a caller-owned fair_kmeta (released with
  * fair_kmeta_release()). metadata.name is required. */
@@ -78,6 +84,8 @@ extern const struct fair_ktype fair_ktype_pod;
 extern const struct fair_ktype fair_ktype_node;
 extern const struct fair_ktype fair_ktype_project;
 extern const struct fair_ktype fair_ktype_queue;
+extern const struct fair_ktype fair_ktype_sp_podgroup; /* "PodGroup", scheduling.x-k8s.io */
+extern const struct fair_ktype fair_ktype_vc_podgroup; /* "PodGroup", scheduling.volcano.sh */
 
 static inline struct fair_kmeta *fair_kobj_meta(void *obj)
 {

@@ -80,6 +80,17 @@ void fair_kproject_free(struct fair_kproject *p)
     fair_free(p);
 }
 
+void fair_kpodgroup_free(struct fair_kpodgroup *g)
+{
+    if (!g)
+        return;
+    fair_kmeta_release(&g->meta);
+    fair_free(g->phase);
+    fair_free(g->condition_reason);
+    fair_free(g->problem);
+    fair_free(g);
+}
+
 void fair_kqueue_free(struct fair_kqueue *q)
 {
     if (!q)

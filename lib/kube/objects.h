@@ -45,12 +45,17 @@ struct fair_kpod {
      * absent, as Kubernetes defaults them); GPU from nvidia.com/gpu. */
     struct fair_resources request;
     /* Labels and annotations Fairshare reads, already extracted: */
-    char *queue;                    /* label fairshare.dev/queue */
-    bool preemptible;               /* label fairshare.dev/preemptible != "false" */
-    int64_t gpu_fraction_milli;     /* annotation fairshare.dev/gpu-fraction; 0 if none */
-    char *gpu_devices;              /* annotation fairshare.dev/gpu-devices ("0,3"); NULL if none */
-    char *gang;                     /* annotation fairshare.dev/gang */
-    int32_t gang_size;              /* annotation fairshare.dev/gang-size; 0 if none */
+    char *queue;                /* label fairshare.dev/queue */
+    bool preemptible;           /* label fairshare.dev/preemptible != "false" */
+    int64_t gpu_fraction_milli; /* annotation fairshare.dev/gpu-fraction; 0 if none */
+    char *gpu_devices;          /* annotation fairshare.dev/gpu-devices ("0,3"); NULL if none */
+    char *gang;                 /* annotation fairshare.dev/gang */
+    int32_t gang_size;          /* annotation fairshare.dev/gang-size; 0 if none */
+    /* The PodGroup it belongs to: label scheduling.x-k8s.io/pod-group
+     * (flavor COSCHED), else annotation scheduling.k8s.io/group-name
+     * (flavor VOLCANO); NULL: none. */
+    char *pod_group;
+    uint8_t pod_group_flavor;       /* enum fair_kpodgroup_flavor */
     char *gpu_model;                /* nodeSelector nvidia.com/gpu.product, if any */
     int64_t sim_duration_s;         /* annotation sim.fairshare.dev/duration-seconds; 0 if none */
     int64_t checkpoint_interval_ms; /* annotation fairshare.dev/checkpoint-interval; 0 if none */
@@ -122,10 +127,29 @@ struct fair_kqueue {
     char *problem;
 };
 
+/* A PodGroup: the scheduler-plugins coscheduling plugin's
+ * (scheduling.x-k8s.io/v1alpha1) or Volcano's (scheduling.volcano.sh/v1beta1).
+ * Its pods are one gang of at least min_member pods. */
+enum fair_kpodgroup_flavor { FAIR_KPG_COSCHED = 0, FAIR_KPG_VOLCANO = 1 };
+
+struct fair_kpodgroup {
+    struct fair_kmeta meta;
+    enum fair_kpodgroup_flavor flavor;
+    int32_t min_member;                  /* spec.minMember, 1 when absent or 0 */
+    struct fair_resources min_resources; /* spec.minResources: nvidia.com/gpu, cpu, memory */
+    int64_t schedule_timeout_s;          /* spec.scheduleTimeoutSeconds; 0: none */
+    /* status, as last written (by us or another scheduler) */
+    char *phase;
+    int32_t running, succeeded, failed;
+    char *condition_reason; /* Volcano: the Unschedulable condition's reason; NULL: none */
+    char *problem;          /* a spec value that cannot be used; NULL: fine */
+};
+
 void fair_kmeta_release(struct fair_kmeta *m);
 void fair_kpod_free(struct fair_kpod *p);
 void fair_knode_free(struct fair_knode *n);
 void fair_kproject_free(struct fair_kproject *p);
 void fair_kqueue_free(struct fair_kqueue *q);
+void fair_kpodgroup_free(struct fair_kpodgroup *g);
 
 #endif

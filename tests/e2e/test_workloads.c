@@ -1,7 +1,9 @@
 /* e2e, workloads on a real API server with its own controllers: a Job's
  * pods evicted by reclaim are recreated by the real Job controller and
  * wait their turn; a pod placed by kube-scheduler holds GPUs that the
- * controller counts and never gives away twice. */
+ * controller counts and never gives away twice; scheduler-plugins
+ * PodGroups (CRD from tests/data/crds) are gangs: minMember 20 on 16 GPUs
+ * binds none, and a running 8-pod PodGroup is preempted whole. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "base/yaml.h"
 #include "e2e.h"
 
 #include <stdio.h>
@@ -164,11 +167,171 @@ static void test_other_scheduler_counted(void **state)
     e2e_scenario_end();
 }
 
+#define PG_API "/apis/scheduling.x-k8s.io/v1alpha1"
+#define PG_LABEL "scheduling.x-k8s.io/pod-group"
+
+/* The scheduler-plugins PodGroup CRD (the minimal copy in tests/data/crds)
+ * installed through our client when missing, and served; before the
+ * controller starts, since it looks for the CRD when it starts. */
+static void ensure_podgroup_crd(void)
+{
+    json_t *crd = e2e_get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                          "podgroups.scheduling.x-k8s.io");
+    if (!crd) {
+        const char *p = FAIR_SOURCE_DIR "/tests/data/crds/scheduling.x-k8s.io_podgroups.yaml";
+        json_t *docs = NULL, *resp = NULL;
+        struct fair_error err = {0};
+        if (fair_yaml_load_file(p, NULL, &docs, &err))
+            fail_msg("%s: %s", p, err.msg);
+        char *body = json_dumps(json_array_get(docs, 0), JSON_COMPACT);
+        long code =
+            e2e_req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body, &resp);
+        free(body);
+        json_decref(docs);
+        json_decref(resp);
+        if (code != 201 && code != 409)
+            fail_msg("creating the PodGroup CRD: HTTP %ld", code);
+    }
+    json_decref(crd);
+    json_t *l = NULL;
+    if (!E2E_WAIT((json_decref(l), (l = e2e_get(PG_API "/podgroups")) != NULL), E2E_WAIT_MS))
+        fail_msg("the API server does not serve scheduling.x-k8s.io/v1alpha1 podgroups");
+    json_decref(l);
+}
+
+static void mk_podgroup(const char *ns, const char *name, int min_member)
+{
+    char path[256];
+    snprintf(path, sizeof path, PG_API "/namespaces/%s/podgroups", ns);
+    e2e_create(path,
+               "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+               "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"minMember\":%d}}",
+               name, min_member);
+}
+
+static bool podgroup_phase_is(const char *ns, const char *name, const char *want)
+{
+    char path[256];
+    snprintf(path, sizeof path, PG_API "/namespaces/%s/podgroups/%s", ns, name);
+    json_t *g = e2e_get(path);
+    bool ok = !strcmp(e2e_str(g, "status.phase") ?: "", want);
+    json_decref(g);
+    return ok;
+}
+
+/* The message of pod ns/name's PodScheduled condition (malloc'd; "" when none). */
+static char *scheduled_message(const char *ns, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    json_t *p = e2e_get(path);
+    char *out = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
+    {
+        if (!strcmp(e2e_str(c, "type") ?: "", "PodScheduled"))
+            out = strdup(e2e_str(c, "message") ?: "");
+    }
+    json_decref(p);
+    return out ? out : strdup("");
+}
+
+/* A PodGroup with minMember 20 whose 20 one-GPU pods cannot all fit on
+ * the 16 GPUs: none is bound (the issue saw 16), and they say why. */
+static void test_podgroup_min_member_20(void **state)
+{
+    (void)state;
+    char pre[128], sel[160];
+    e2e_scenario_begin("pg20", pre, sizeof pre);
+    ensure_podgroup_crd();
+    e2e_namespace(pre);
+    e2e_project(pre, pre, "16", pre);
+    e2e_queue(pre, pre, "16", 0);
+    mk_podgroup(pre, "big", 20);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "pg20", NULL);
+    e2e_pods(pre, "big", 20, NULL, "1", ",\"" PG_LABEL "\":\"big\"");
+    snprintf(sel, sizeof sel, "%s=big", PG_LABEL);
+    char *msg = NULL;
+    if (!E2E_WAIT((free(msg), msg = scheduled_message(pre, "big-19"),
+                   strstr(msg, "gang too large") != NULL),
+                  E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("big-19 does not say the gang is too large: \"%s\"", msg);
+    }
+    free(msg);
+    if (!E2E_WAIT(podgroup_phase_is(pre, "big", "Pending"), E2E_WAIT_MS))
+        fail_msg("the PodGroup's phase is not Pending");
+    e2e_nap(2000);
+    struct e2e_counts c = e2e_count(pre, sel);
+    assert_int_equal(c.total, 20);
+    assert_int_equal(c.bound, 0);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+/* Team b runs two 8-pod PodGroups on the 16 GPUs, 8 of them borrowed from
+ * team a. When a submits 8 pods, one PodGroup is preempted whole (its 8
+ * bare pods evicted, and gone) and the other keeps all 8. */
+static void test_podgroup_preempted_whole(void **state)
+{
+    (void)state;
+    char pre[128], a[160], b[160], sel[2][160];
+    e2e_scenario_begin("pgwhole", pre, sizeof pre);
+    ensure_podgroup_crd();
+    snprintf(a, sizeof a, "%s-a", pre);
+    snprintf(b, sizeof b, "%s-b", pre);
+    e2e_namespace(a);
+    e2e_namespace(b);
+    e2e_project(a, a, "8", a);
+    e2e_project(b, b, "0", b);
+    e2e_queue(a, a, "8", 0);
+    e2e_queue(b, b, "0", 0);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "pgwhole", NULL);
+    for (int g = 0; g < 2; g++) {
+        char name[16], lab[128];
+        snprintf(name, sizeof name, "g%d", g);
+        mk_podgroup(b, name, 8);
+        snprintf(lab, sizeof lab, ",\"" PG_LABEL "\":\"%s\"", name);
+        e2e_pods(b, name, 8, NULL, "1", lab);
+        snprintf(sel[g], sizeof sel[g], "%s=%s", PG_LABEL, name);
+    }
+    if (!E2E_WAIT(counts_are(b, NULL, 16, 0), E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("b's two PodGroups were not bound");
+    }
+    if (!E2E_WAIT(podgroup_phase_is(b, "g0", "Running") && podgroup_phase_is(b, "g1", "Running"),
+                  E2E_WAIT_MS))
+        fail_msg("the PodGroups' phase is not Running");
+    e2e_pods(a, "a", 8, NULL, "1", NULL);
+    if (!E2E_WAIT(counts_are(a, NULL, 8, 0), E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("team a did not get its 8 GPUs back");
+    }
+    /* One group gone whole, the other whole and running. */
+    if (!E2E_WAIT(e2e_count(b, NULL).total == 8, E2E_WAIT_MS))
+        fail_msg("b has %d pods, want 8", e2e_count(b, NULL).total);
+    struct e2e_counts c0 = e2e_count(b, sel[0]), c1 = e2e_count(b, sel[1]);
+    if (!((c0.total == 8 && c0.bound == 8 && c1.total == 0) ||
+          (c1.total == 8 && c1.bound == 8 && c0.total == 0)))
+        fail_msg("g0 has %d pods (%d bound), g1 %d (%d bound): want 8 and 0", c0.total, c0.bound,
+                 c1.total, c1.bound);
+    assert_int_equal(e2e_events(b, "Preempted"), 8);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_job_pods_recreated, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_other_scheduler_counted, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_podgroup_min_member_20, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_podgroup_preempted_whole, e2e_scenario_teardown),
     };
     return cmocka_run_group_tests_name("e2e/workloads", tests, e2e_setup, e2e_teardown);
 }

@@ -1104,6 +1104,8 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
         break;
     case FK_PROJECTS:
     case FK_QUEUES:
+    case FK_SP_PODGROUPS:
+    case FK_VC_PODGROUPS:
         json_object_del(obj, "status"); /* CRs with a status subresource */
         break;
     case FK_CRDS: {
@@ -1771,7 +1773,14 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
             char **keys = fk_sorted_keys(s, i, &n);
             for (size_t k = 0; k < n; k++)
                 json_array_append(arr, fk_get(s, i, keys[k]));
-            json_object_set_new(objs, s->types[i].plural, arr);
+            /* Two groups' podgroups: the second by "plural.group". */
+            if (json_object_get(objs, s->types[i].plural)) {
+                char k2[200];
+                snprintf(k2, sizeof(k2), "%s.%s", s->types[i].plural, s->types[i].group);
+                json_object_set_new(objs, k2, arr);
+            } else {
+                json_object_set_new(objs, s->types[i].plural, arr);
+            }
         }
         reply_json(s, req, 200, json_pack("{s:s,s:o}", "resourceVersion", rvbuf, "objects", objs),
                    0);
@@ -1964,7 +1973,7 @@ static void handle_discovery(struct fk_server *s, struct evhttp_request *req, ch
         json_t *groups = json_array();
         for (int i = 0; i < FK_NTYPES; i++) {
             const struct fk_type *t = &s->types[i];
-            if (!t->group[0])
+            if (!t->group[0] || !fk_type_served(s, i))
                 continue;
             int dup = 0;
             for (int j = 0; j < i; j++)
@@ -1993,7 +2002,7 @@ static void handle_discovery(struct fk_server *s, struct evhttp_request *req, ch
     json_t *res = json_array();
     for (int i = 0; gv && i < FK_NTYPES; i++) {
         const struct fk_type *t = &s->types[i];
-        if (strcmp(t->api_version, gv) != 0)
+        if (strcmp(t->api_version, gv) != 0 || !fk_type_served(s, i))
             continue;
         json_array_append_new(res, json_pack("{s:s,s:b,s:s,s:[s,s,s,s,s,s,s]}", "name", t->plural,
                                              "namespaced", t->namespaced, "kind", t->kind, "verbs",

@@ -39,6 +39,8 @@ enum fk_type_id {
     FK_CONFIGMAPS,
     FK_PROJECTS,
     FK_QUEUES,
+    FK_SP_PODGROUPS, /* scheduling.x-k8s.io PodGroups, once their CRD exists */
+    FK_VC_PODGROUPS, /* scheduling.volcano.sh PodGroups, once their CRD exists */
     FK_NTYPES
 };
 
@@ -56,6 +58,9 @@ struct fk_type {
     char **sorted;   /* keys in etcd order, rebuilt when dirty */
     size_t nsorted;
     int sorted_dirty;
+    /* Served only while the CustomResourceDefinition of this name exists
+     * (NULL: always), as a real API server serves custom resources. */
+    const char *crd;
 };
 
 enum fk_etype { FK_ADDED, FK_MODIFIED, FK_DELETED };
@@ -152,6 +157,8 @@ struct fk_server {
 int fk_store_init(struct fk_server *s, size_t history);
 void fk_store_release(struct fk_server *s);
 /* The type for a URL's group, version and plural; -1 when unknown. */
+/* Whether a type is served now (its CRD, if it has one, exists). */
+int fk_type_served(const struct fk_server *s, int type);
 int fk_type_find(const struct fk_server *s, const char *group, const char *version,
                  const char *plural);
 /* Key of an object: "ns/name" (namespaced) or "name"; into out[n]. */

@@ -33,7 +33,19 @@ static const struct fk_type type_table[FK_NTYPES] = {
                      0, 1, 1, 0, NULL, NULL, 0, 0},
     [FK_QUEUES] = {"fairshare.dev", "v1alpha1", "queues", "Queue", "fairshare.dev/v1alpha1", 0, 1,
                    1, 0, NULL, NULL, 0, 0},
+    [FK_SP_PODGROUPS] = {"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup",
+                         "scheduling.x-k8s.io/v1alpha1", 1, 1, 1, 0, NULL, NULL, 0, 0,
+                         "podgroups.scheduling.x-k8s.io"},
+    [FK_VC_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup",
+                         "scheduling.volcano.sh/v1beta1", 1, 1, 1, 0, NULL, NULL, 0, 0,
+                         "podgroups.scheduling.volcano.sh"},
 };
+
+int fk_type_served(const struct fk_server *s, int type)
+{
+    const char *crd = s->types[type].crd;
+    return !crd || json_object_get(s->types[FK_CRDS].objects, crd) != NULL;
+}
 
 int fk_store_init(struct fk_server *s, size_t history)
 {
@@ -86,7 +98,7 @@ int fk_type_find(const struct fk_server *s, const char *group, const char *versi
         const struct fk_type *t = &s->types[i];
         if (strcmp(t->group, group) == 0 && strcmp(t->version, version) == 0 &&
             strcmp(t->plural, plural) == 0)
-            return i;
+            return fk_type_served(s, i) ? i : -1;
     }
     return -1;
 }

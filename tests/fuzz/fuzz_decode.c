@@ -1,5 +1,6 @@
 /* Fuzzes the JSON decoders of lib/kube/decode.h (Pod, Node, Project,
- * Queue, Status). The first byte picks the kind; the rest is the object.
+ * Queue, the two PodGroups, Status). The first byte picks the kind; the
+ * rest is the object.
  * Properties: a failed decode returns FAIR_EINVAL/FAIR_ERANGE with a
  * message and no object; a decoded object has a name; and decoding the
  * tree built through the kind's field filter (kube/jsonfilter.h, the watch
@@ -10,8 +11,9 @@
 
 #include "fuzz.h"
 
-static const struct fair_ktype *const kinds[] = {&fair_ktype_pod, &fair_ktype_node,
-                                                 &fair_ktype_project, &fair_ktype_queue};
+static const struct fair_ktype *const kinds[] = {&fair_ktype_pod,         &fair_ktype_node,
+                                                 &fair_ktype_project,     &fair_ktype_queue,
+                                                 &fair_ktype_sp_podgroup, &fair_ktype_vc_podgroup};
 
 static int decode(const struct fair_ktype *k, const json_t *j, char *name, size_t n)
 {
@@ -40,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    unsigned pick = data[0] % 5;
+    unsigned pick = data[0] % 7; /* 0-3, 5-6: kinds; 4: Status */
     const char *s = (const char *)data + 1;
     size_t n = size - 1;
     json_t *whole = json_loadb(s, n, JSON_DECODE_ANY, NULL);
@@ -54,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(whole);
         return 0;
     }
-    const struct fair_ktype *k = kinds[pick];
+    const struct fair_ktype *k = kinds[pick < 4 ? pick : pick - 1];
     json_t *part = NULL;
     int prc = fair_json_parse_filtered(s, n, k->filter, &part, NULL);
     char n1[256], n2[256];

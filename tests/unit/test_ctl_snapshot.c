@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "base/alloc.h"
+#include "ctl/reasons.h"
 #include "ctl/snapshot.h"
 
 /* ---- object builders (test storage; strings are literals) ---- */
@@ -122,12 +123,26 @@ static void test_overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl
         out->evictions = 2;
     } else if (strcmp(uid, "cooling") == 0) {
         out->hold_since_ms = 500; /* a hold that timed out */
+    } else if (strcmp(uid, "charged-pg") == 0) {
+        /* Bound in gang "old" of 4; its label names PodGroup train now. */
+        static const struct fair_ctl_charge ch = {.set = true,
+                                                  .queue = "a-train",
+                                                  .project = "a",
+                                                  .preemptible = true,
+                                                  .gpu_milli = 1000,
+                                                  .gang = "old",
+                                                  .gang_size = 4,
+                                                  .devices = 1};
+        out->charge = &ch;
     }
 }
 
 /* Options of the next build() (reset by it). */
 static int64_t opt_min_fraction;
 static bool opt_charge_other;
+static const struct fair_kpodgroup *const *opt_pgs;
+static size_t opt_npgs;
+static bool opt_pg_known[2];
 
 static void build(struct fair_ctl_snapshot *s)
 {
@@ -149,8 +164,15 @@ static void build(struct fair_ctl_snapshot *s)
         .over_quota_threshold_pct = 10,
         .hold_timeout_ms = 600000,
     };
+    in.podgroups = opt_pgs;
+    in.npodgroups = opt_npgs;
+    in.podgroups_known[0] = opt_pg_known[0];
+    in.podgroups_known[1] = opt_pg_known[1];
     opt_min_fraction = 0;
     opt_charge_other = false;
+    opt_pgs = NULL;
+    opt_npgs = 0;
+    opt_pg_known[0] = opt_pg_known[1] = false;
     struct fair_error err = {0};
     int rc = fair_ctl_snapshot_build(&in, s, &err);
     if (rc)
@@ -563,6 +585,249 @@ static void test_overlays_gangs_nodes(void **state)
     fair_ctl_snapshot_release(&s);
 }
 
+/* PodGroups: a pod in a PodGroup is a gang member (key ns/name, size
+ * minMember) whatever its own gang annotations say; a missing PodGroup, or
+ * its CRD, makes the pod wait (PodGroupNotFound); a bad PodGroup makes it
+ * InvalidPod; a bound pod keeps the gang of its charge (fixed at bind)
+ * whatever its label says now; every pod naming a PodGroup is counted. */
+static void test_podgroups(void **state)
+{
+    (void)state;
+    static struct fair_kpodgroup pgs[3];
+    static const struct fair_kpodgroup *pg_ptrs[3] = {&pgs[0], &pgs[1], &pgs[2]};
+    memset(pgs, 0, sizeof pgs);
+    pgs[0] = (struct fair_kpodgroup){.meta = {.name = "train", .namespace_ = "team-a"},
+                                     .flavor = FAIR_KPG_COSCHED,
+                                     .min_member = 3};
+    pgs[1] = (struct fair_kpodgroup){.meta = {.name = "vtrain", .namespace_ = "team-a"},
+                                     .flavor = FAIR_KPG_VOLCANO,
+                                     .min_member = 2};
+    pgs[2] = (struct fair_kpodgroup){.meta = {.name = "bad", .namespace_ = "team-a"},
+                                     .flavor = FAIR_KPG_COSCHED,
+                                     .min_member = 1,
+                                     .problem = "spec.minMember: want a non-negative integer"};
+    standard_cluster();
+    struct fair_kpod *p = add_pod("sp", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "train";
+    p->pod_group_flavor = FAIR_KPG_COSCHED;
+    p = add_pod("vc", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "vtrain";
+    p->pod_group_flavor = FAIR_KPG_VOLCANO;
+    p->gang = "mine"; /* the PodGroup wins */
+    p->gang_size = 5;
+    p = add_pod("same-name-other-flavor", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "train";
+    p->pod_group_flavor = FAIR_KPG_VOLCANO; /* no Volcano PodGroup "train" */
+    p = add_pod("ghost", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "ghost";
+    p = add_pod("bad", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "bad";
+    p = add_pod("other-ns", "team-a-dev", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "train"; /* PodGroups are namespaced */
+    p = add_pod("charged-pg", "team-a", "fairshare", "a-train", 1000, "n1");
+    p->pod_group = "train";
+    p = add_pod("done", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "train";
+    p->phase = FAIR_KPOD_SUCCEEDED;
+    p = add_pod("foreign", "team-a", "default-scheduler", NULL, 1000, "n2");
+    p->pod_group = "train"; /* counted, not ours */
+    opt_pgs = pg_ptrs;
+    opt_npgs = 3;
+    opt_pg_known[0] = opt_pg_known[1] = true;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    int32_t i = pod_index(&s, "sp");
+    assert_string_equal(s.snap.pods[i].gang, "team-a/train");
+    assert_int_equal(s.snap.pods[i].gang_size, 3);
+    assert_int_equal(s.pod_pg[i], 0);
+    assert_string_equal(fair_ctl_snapshot_gang_name(&s, (size_t)i), "train");
+    i = pod_index(&s, "vc");
+    assert_string_equal(s.snap.pods[i].gang, "team-a/vtrain");
+    assert_int_equal(s.snap.pods[i].gang_size, 2);
+    assert_int_equal(s.pod_pg[i], 1);
+    i = pod_index(&s, "charged-pg");
+    assert_string_equal(s.snap.pods[i].gang, "team-a/old");
+    assert_int_equal(s.snap.pods[i].gang_size, 4);
+    const struct fair_ctl_rejected *rj = rejected(&s, "ghost");
+    assert_non_null(rj);
+    assert_int_equal(rj->reason, FAIR_CTL_REASON_PODGROUP_NOT_FOUND);
+    assert_non_null(strstr(rj->message, "PodGroup team-a/ghost"));
+    assert_non_null(strstr(rj->message, "does not exist"));
+    rj = rejected(&s, "same-name-other-flavor");
+    assert_non_null(rj);
+    assert_int_equal(rj->reason, FAIR_CTL_REASON_PODGROUP_NOT_FOUND);
+    assert_non_null(strstr(rj->message, "scheduling.volcano.sh"));
+    rj = rejected(&s, "other-ns");
+    assert_non_null(rj);
+    assert_int_equal(rj->reason, FAIR_CTL_REASON_PODGROUP_NOT_FOUND);
+    rj = rejected(&s, "bad");
+    assert_non_null(rj);
+    assert_int_equal(rj->reason, FAIR_CTL_REASON_BAD_POD);
+    assert_non_null(strstr(rj->message, "spec.minMember"));
+    assert_string_equal(fair_ctl_reason_str(FAIR_CTL_REASON_PODGROUP_NOT_FOUND),
+                        "PodGroupNotFound");
+    /* train: sp pending; charged-pg and foreign bound (both phase Running);
+     * done succeeded. */
+    assert_int_equal(s.pg_counts[0].pending, 1);
+    assert_int_equal(s.pg_counts[0].bound, 2);
+    assert_int_equal(s.pg_counts[0].running, 2);
+    assert_int_equal(s.pg_counts[0].succeeded, 1);
+    assert_int_equal(s.pg_counts[1].pending, 1);
+    fair_ctl_snapshot_release(&s);
+
+    /* The CRD not installed (or not read yet): the message says so. */
+    standard_cluster();
+    p = add_pod("sp", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "train";
+    build(&s);
+    rj = rejected(&s, "sp");
+    assert_non_null(rj);
+    assert_int_equal(rj->reason, FAIR_CTL_REASON_PODGROUP_NOT_FOUND);
+    assert_non_null(strstr(rj->message, "CRD is not installed"));
+    fair_ctl_snapshot_release(&s);
+}
+
+/* What a waiting PodGroup member is told: a gang that can never start
+ * (more GPUs than the cluster, its pods or minResources counted; more than
+ * its queue's limit) says so at once, whatever the engine's reason; one
+ * past its scheduleTimeoutSeconds says that first. build() runs at now_ms
+ * 123456. */
+static void test_podgroup_messages(void **state)
+{
+    (void)state;
+    static struct fair_kpodgroup pgs[3];
+    static const struct fair_kpodgroup *pg_ptrs[3] = {&pgs[0], &pgs[1], &pgs[2]};
+    memset(pgs, 0, sizeof pgs);
+    /* 20 one-GPU pods, 4 of them created: 20 GPUs > 16. */
+    pgs[0] =
+        (struct fair_kpodgroup){.meta = {.name = "big", .namespace_ = "team-a"}, .min_member = 20};
+    /* 2 of 3 pods of 1 GPU, and minResources 32 GPUs. */
+    pgs[1] = (struct fair_kpodgroup){.meta = {.name = "greedy", .namespace_ = "team-a"},
+                                     .min_member = 3,
+                                     .min_resources = {.v = {32000, 0, 0}}};
+    /* 3 pods, 2 created long ago, timeout 60 s. */
+    pgs[2] = (struct fair_kpodgroup){
+        .meta = {.name = "slow", .namespace_ = "team-b", .creation_ms = 1000},
+        .min_member = 3,
+        .schedule_timeout_s = 60};
+    static const struct {
+        const char *uid, *ns, *group, *queue;
+        const char *needle;
+    } pods[] = {
+        {"big-0", "team-a", "big", "a-train",
+         "gang too large: the 20 pods of gang team-a/big ask "
+         "for 20 GPUs, more than the 16 GPUs"},
+        {"big-1", "team-a", "big", "a-train", NULL},
+        {"big-2", "team-a", "big", "a-train", NULL},
+        {"big-3", "team-a", "big", "a-train", NULL},
+        {"greedy-0", "team-a", "greedy", "a-train", "ask for 32 GPUs"},
+        {"greedy-1", "team-a", "greedy", "a-train", NULL},
+        {"slow-0", "team-b", "slow", "b-main",
+         "gang timed out: PodGroup team-b/slow is still incomplete after its "
+         "scheduleTimeoutSeconds (60 s); gang incomplete: gang team-b/slow has 2 of its 3 pods"},
+        {"slow-1", "team-b", "slow", "b-main", NULL},
+    };
+    standard_cluster();
+    for (size_t i = 0; i < sizeof pods / sizeof pods[0]; i++) {
+        struct fair_kpod *p = add_pod((char *)pods[i].uid, (char *)pods[i].ns, "fairshare",
+                                      (char *)pods[i].queue, 1000, NULL);
+        p->pod_group = (char *)pods[i].group;
+    }
+    opt_pgs = pg_ptrs;
+    opt_npgs = 3;
+    opt_pg_known[0] = true;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    struct fair_result r;
+    struct fair_error err = {0};
+    assert_int_equal(fair_engine_run(&s.snap, &r, &err), 0);
+    assert_int_equal(r.nactions, 0);
+    for (size_t i = 0; i < sizeof pods / sizeof pods[0]; i++) {
+        if (!pods[i].needle)
+            continue;
+        char msg[512];
+        int32_t k = pod_index(&s, pods[i].uid);
+        assert_true(k >= 0);
+        fair_ctl_pending_message(&s, &r, (size_t)k, msg, sizeof msg);
+        if (!strstr(msg, pods[i].needle))
+            fail_msg("%s: \"%s\" lacks \"%s\"", pods[i].uid, msg, pods[i].needle);
+    }
+    fair_result_release(&r);
+    fair_ctl_snapshot_release(&s);
+
+    /* Over the queue's limit: a queue limited to 4 GPUs, a gang of 6. */
+    standard_cluster();
+    kqueues[1].quota.limit.v[FAIR_RES_GPU] = 4000; /* a-train */
+    pgs[0].min_member = 6;
+    struct fair_kpod *p = add_pod("big-0", "team-a", "fairshare", "a-train", 1000, NULL);
+    p->pod_group = "big";
+    opt_pgs = pg_ptrs;
+    opt_npgs = 1;
+    opt_pg_known[0] = true;
+    build(&s);
+    assert_int_equal(fair_engine_run(&s.snap, &r, &err), 0);
+    char msg[512];
+    fair_ctl_pending_message(&s, &r, (size_t)pod_index(&s, "big-0"), msg, sizeof msg);
+    if (!strstr(msg, "more than the limit of queue a-train (4 GPUs)"))
+        fail_msg("\"%s\"", msg);
+    fair_result_release(&r);
+    fair_ctl_snapshot_release(&s);
+}
+
+/* The PodGroup status written back, from its pods' counts. */
+static void test_podgroup_status(void **state)
+{
+    (void)state;
+    static const struct {
+        enum fair_kpodgroup_flavor flavor;
+        int32_t min;
+        struct fair_ctl_pg_count n;
+        int32_t binds;
+        const char *phase, *cond, *reason;
+    } rows[] = {
+        {FAIR_KPG_COSCHED, 3, {.pending = 3}, 0, "Pending", NULL, NULL},
+        {FAIR_KPG_COSCHED, 3, {.pending = 3}, 3, "Scheduling", NULL, NULL},
+        {FAIR_KPG_COSCHED, 3, {.pending = 2, .bound = 1}, 0, "Unknown", NULL, NULL},
+        {FAIR_KPG_COSCHED, 3, {.bound = 3, .running = 1}, 0, "Scheduling", NULL, NULL},
+        {FAIR_KPG_COSCHED, 3, {.bound = 4, .running = 3}, 0, "Running", NULL, NULL},
+        {FAIR_KPG_COSCHED, 3, {.succeeded = 3}, 0, "Finished", NULL, NULL},
+        {FAIR_KPG_COSCHED, 3, {.bound = 1, .failed = 1}, 0, "Failed", NULL, NULL},
+        {FAIR_KPG_VOLCANO, 2, {.pending = 1}, 0, "Pending", "Unschedulable", "NotEnoughTasks"},
+        {FAIR_KPG_VOLCANO, 2, {.pending = 2}, 0, "Pending", "Unschedulable", "NotEnoughResources"},
+        {FAIR_KPG_VOLCANO,
+         2,
+         {.pending = 1, .bound = 1},
+         0,
+         "Unknown",
+         "Unschedulable",
+         "NotEnoughResources"},
+        {FAIR_KPG_VOLCANO,
+         2,
+         {.bound = 2, .running = 2},
+         0,
+         "Running",
+         "Scheduled",
+         "GangScheduled"},
+        {FAIR_KPG_VOLCANO, 2, {.pending = 2}, 2, "Running", "Scheduled", "GangScheduled"},
+        {FAIR_KPG_VOLCANO, 2, {.succeeded = 2}, 0, "Completed", "Scheduled", "GangScheduled"},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        struct fair_kpodgroup g = {.flavor = rows[r].flavor, .min_member = rows[r].min};
+        struct fair_ctl_pg_status st;
+        fair_ctl_podgroup_status(&g, &rows[r].n, rows[r].binds, &st);
+        if (strcmp(st.phase, rows[r].phase))
+            fail_msg("row %zu: phase %s, want %s", r, st.phase, rows[r].phase);
+        if (rows[r].cond) {
+            assert_string_equal(st.cond_type, rows[r].cond);
+            assert_string_equal(st.cond_reason, rows[r].reason);
+        } else {
+            assert_null(st.cond_type);
+        }
+        assert_int_equal(st.running, rows[r].n.running);
+        assert_int_equal(st.succeeded, rows[r].n.succeeded);
+    }
+}
+
 /* Over 64 pods the resolutions are remembered per (namespace, label):
  * the results must be the same as one by one. */
 static void test_many_pods_memo(void **state)
@@ -672,6 +937,9 @@ int main(void)
         cmocka_unit_test(test_min_fraction),
         cmocka_unit_test(test_other_schedulers),
         cmocka_unit_test(test_overlays_gangs_nodes),
+        cmocka_unit_test(test_podgroups),
+        cmocka_unit_test(test_podgroup_status),
+        cmocka_unit_test(test_podgroup_messages),
         cmocka_unit_test(test_reclaim_policy_and_holds),
         cmocka_unit_test(test_unreadable_pod_blocks_its_node),
         cmocka_unit_test(test_many_pods_memo),

@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "base/yaml.h"
 #include "kube/decode.h"
+#include "kube/jsonfilter.h"
 
 static json_t *load(const char *text)
 {
@@ -118,6 +119,98 @@ static void test_pod_fraction_gang(void **state)
     assert_string_equal(p->owner_uid, "job-7"); /* the controller owner, not the first */
     assert_null(p->problem);
     fair_kpod_free(p);
+}
+
+/* PodGroup membership: the scheduler-plugins label, else Volcano's
+ * annotation; a value that cannot name an object is a problem. Decoded
+ * the same through the watch filter (fair_ktype_pod.filter). */
+static void test_pod_group(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *meta;
+        const char *group;
+        int flavor;
+        const char *problem;
+    } rows[] = {
+        {",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"pg-1\"}", "pg-1", FAIR_KPG_COSCHED,
+         NULL},
+        {",\"annotations\":{\"scheduling.k8s.io/group-name\":\"vc.1\"}", "vc.1", FAIR_KPG_VOLCANO,
+         NULL},
+        {",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"a\"},\"annotations\":{"
+         "\"scheduling.k8s.io/group-name\":\"b\"}",
+         "a", FAIR_KPG_COSCHED, NULL},
+        {",\"annotations\":{\"scheduling.k8s.io/group-name\":\"Bad/Name\"}", NULL, FAIR_KPG_VOLCANO,
+         "is not a PodGroup name"},
+        {"", NULL, 0, NULL},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        char doc[1024];
+        snprintf(doc, sizeof doc, POD_HEAD "%s},\"spec\":{\"containers\":[{\"name\":\"a\"}]}}",
+                 rows[r].meta);
+        for (int filtered = 0; filtered < 2; filtered++) {
+            json_t *j = NULL;
+            struct fair_error err = {0};
+            assert_int_equal(fair_json_parse_filtered(doc, strlen(doc),
+                                                      filtered ? fair_ktype_pod.filter : NULL, &j,
+                                                      &err),
+                             0);
+            struct fair_kpod *p = NULL;
+            assert_int_equal(fair_kpod_decode(j, &p, &err), 0);
+            json_decref(j);
+            if (rows[r].group) {
+                assert_non_null(p->pod_group);
+                assert_string_equal(p->pod_group, rows[r].group);
+                assert_int_equal(p->pod_group_flavor, rows[r].flavor);
+            } else {
+                assert_null(p->pod_group);
+            }
+            if (rows[r].problem)
+                assert_non_null(strstr(p->problem ? p->problem : "", rows[r].problem));
+            else
+                assert_null(p->problem);
+            fair_kpod_free(p);
+        }
+    }
+}
+
+/* PodGroups of both flavors: spec, status, and what cannot be used. */
+static void test_podgroup(void **state)
+{
+    (void)state;
+    json_t *j = load("{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+                     "\"metadata\":{\"name\":\"pg\",\"namespace\":\"team-a\",\"uid\":\"u\"},"
+                     "\"spec\":{\"minMember\":8,\"scheduleTimeoutSeconds\":600,"
+                     "\"minResources\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"16\",\"pods\":\"8\"}},"
+                     "\"status\":{\"phase\":\"Running\",\"running\":8,\"succeeded\":1}}");
+    struct fair_kpodgroup *g = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_kpodgroup_decode(j, FAIR_KPG_COSCHED, &g, &err), 0);
+    json_decref(j);
+    assert_string_equal(g->meta.name, "pg");
+    assert_int_equal(g->min_member, 8);
+    assert_int_equal(g->schedule_timeout_s, 600);
+    assert_int_equal(g->min_resources.v[FAIR_RES_GPU], 8000);
+    assert_int_equal(g->min_resources.v[FAIR_RES_CPU], 16000);
+    assert_string_equal(g->phase, "Running");
+    assert_int_equal(g->running, 8);
+    assert_int_equal(g->succeeded, 1);
+    assert_null(g->problem);
+    fair_kpodgroup_free(g);
+    j = load("{\"metadata\":{\"name\":\"v\",\"namespace\":\"n\"},\"spec\":{\"minMember\":-1,"
+             "\"queue\":\"default\"},\"status\":{\"phase\":\"Pending\",\"conditions\":[{"
+             "\"type\":\"Unschedulable\",\"status\":\"True\",\"reason\":\"NotEnoughTasks\"}]}}");
+    assert_int_equal(fair_kpodgroup_decode(j, FAIR_KPG_VOLCANO, &g, &err), 0);
+    json_decref(j);
+    assert_int_equal(g->flavor, FAIR_KPG_VOLCANO);
+    assert_int_equal(g->min_member, 1); /* unusable: the problem says so */
+    assert_non_null(strstr(g->problem, "spec.minMember"));
+    assert_string_equal(g->condition_reason, "NotEnoughTasks");
+    fair_kpodgroup_free(g);
+    j = load("{\"metadata\":{\"namespace\":\"n\"}}"); /* no name */
+    assert_int_not_equal(fair_kpodgroup_decode(j, FAIR_KPG_VOLCANO, &g, &err), 0);
+    assert_null(g);
+    json_decref(j);
 }
 
 struct problem_case {
@@ -409,6 +502,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_whole_gpus),
+        cmocka_unit_test(test_pod_group),
+        cmocka_unit_test(test_podgroup),
         cmocka_unit_test(test_pod_fraction_gang),
         cmocka_unit_test(test_pod_problems),
         cmocka_unit_test(test_pod_structural_errors),
