@@ -72,7 +72,8 @@ static const struct fair_ctl_config_entry table[] = {
     {"reclaim.overQuotaMinRuntime", FAIR_CFG_DURATION, OFF(oq_min_runtime_ms), "60s", 0, DAY_MS,
      "pods that ran less than this are not taken by reclaim beyond a guarantee"},
     {"reclaim.maxEvictions", FAIR_CFG_INT, OFF(max_evictions), "3", 0, 1000,
-     "a workload evicted this many times runs only within its queue's fair share; 0: no bound"},
+     "a workload evicted this many times runs only within its queue's guarantee and is not "
+     "reclaimed again (within its fair share when the queue guarantees no GPUs); 0: no bound"},
     {"reclaim.nodeHoldTimeout", FAIR_CFG_DURATION, OFF(hold_timeout_ms), "10m", 0, DAY_MS,
      "how long a node is held for a pod owed GPUs that only an emptied node can take; 0: never"},
     {"fractions.minimum", FAIR_CFG_MILLI, OFF(min_fraction_milli), "0.05", 1, 999,

@@ -350,6 +350,18 @@ static void pending_message(const struct fair_ctl_snapshot *s, const struct fair
                  p->gang_size, p->gang ? p->gang : "?");
         return;
     case FAIR_PENDING_FAIR_SHARE:
+        if (s->snap.max_evictions > 0 && p->evictions >= s->snap.max_evictions) {
+            /* The bound on evictions (docs/engine.md): not lent again. */
+            gpus(qs ? qs->guaranteed.v[FAIR_RES_GPU] : 0, a, sizeof a);
+            gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, b, sizeof b);
+            snprintf(out, n,
+                     "evicted %d times (reclaim.maxEvictions is %d): this pod is not lent GPUs "
+                     "again; it runs only within queue %s's guarantee (%s GPUs, %s in use), "
+                     "where it is not reclaimed again, or within the queue's fair share when "
+                     "it guarantees no GPUs",
+                     p->evictions, s->snap.max_evictions, qname, a, b);
+            return;
+        }
         gpus(qs ? qs->fair_share.v[FAIR_RES_GPU] : 0, a, sizeof a);
         gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, b, sizeof b);
         snprintf(out, n,

@@ -341,6 +341,16 @@ static bool elastic_extra(const struct eng *e, int32_t gi, int32_t pi)
     return nu == 0 || (e->pflags[e->order[g->leader]] & PF_BOUND);
 }
 
+/* Whether a pod evicted max_evictions times (in a queue with a GPU
+ * guarantee) would take its queue above that guarantee with req: it runs
+ * only within the guarantee, where reclaim never takes it again
+ * (reclaim.c, capped), so the bound on evictions holds. */
+static bool capped_over(const struct eng *e, const struct fair_pod *p, const int64_t *req)
+{
+    const struct acct *q = &e->q[p->queue];
+    return fair_eng_capped(e, p) && q->alloc[GPU] + q->resv[GPU] + req[GPU] > q->g[GPU];
+}
+
 /* Admits one pod, or a whole gang when pi leads one. pass 1 keeps within
  * fair share; pass 2 hands out what is left, checking the fut view. */
 static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
@@ -363,6 +373,8 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         if (!p->preemptible)
             memcpy(np, req, sizeof(np));
         enum fair_pending_reason why = admit_check(e, p->queue, req, np, pass == 1);
+        if (!why && capped_over(e, p, req))
+            why = FAIR_PENDING_FAIR_SHARE;
         if (why) {
             *reason = (uint8_t)why;
             return 0;
@@ -422,6 +434,9 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
     }
     enum fair_pending_reason why = admit_check(e, p->queue, req, np, pass == 1);
     uint8_t before = *reason; /* every member's, from pass 1 */
+    for (size_t j = 0; j < nu && !why; j++)
+        if (capped_over(e, &s->pods[e->order[e->gmem[g->first + j]]], req))
+            why = FAIR_PENDING_FAIR_SHARE;
     size_t placed = 0, nact = e->res->nactions;
     if (!why) {
         for (; placed < nu; placed++) {

@@ -101,6 +101,7 @@ struct fbrief {
 struct victim {
     int32_t pod;
     bool old;      /* ran at least snapshot.over_quota_min_runtime_ms */
+    bool capped;   /* evicted snapshot.max_evictions times: reclaim skips it */
     uint64_t mask; /* the devices it holds */
     int64_t lost;  /* work its eviction would lose (lost_work) */
     int64_t req[NRES];
@@ -262,6 +263,10 @@ int fair_eng_run_pass(struct eng *e, int pass);
  * from earlier cycles, reclaim and preemption. */
 void fair_eng_compute_damp(struct eng *e);
 void fair_eng_apply_holds(struct eng *e);
+/* Whether pod p was evicted snapshot.max_evictions times and is a GPU pod
+ * of a queue with a GPU guarantee: it runs only within that guarantee and
+ * reclaim never takes it again (reclaim.c). */
+bool fair_eng_capped(const struct eng *e, const struct fair_pod *p);
 int fair_eng_reclaim_phase(struct eng *e);
 
 /* figures.c: per queue, project and cluster figures of the result. */

@@ -13,6 +13,7 @@
 #include "engine/share.h"
 
 struct vkey {
+    bool capped; /* evicted max_evictions times already: last */
     int32_t pprio, qprio;
     int32_t plain; /* 0: an elastic gang's extra member, taken first; 1: others */
     int32_t prio;
@@ -23,13 +24,17 @@ struct vkey {
     int32_t idx;
 };
 
-/* Victim order: lower over-quota tiers first (project, then queue), then
- * lower pod priority, then the least work lost (GPUs times the time since
- * start or last checkpoint), then the smallest request (GPU, CPU, memory),
- * then the queue furthest above its fair share, then uid. */
+/* Victim order: pods at the eviction bound last (fair_eng_capped: only
+ * preemption in their own queue may take them), then lower over-quota
+ * tiers first (project, then queue), then lower pod priority, then the
+ * least work lost (GPUs times the time since start or last checkpoint),
+ * then the smallest request (GPU, CPU, memory), then the queue furthest
+ * above its fair share, then uid. */
 static int cmp_vkey(const void *pa, const void *pb)
 {
     const struct vkey *a = pa, *b = pb;
+    if (a->capped != b->capped)
+        return a->capped ? 1 : -1;
     if (a->pprio != b->pprio)
         return a->pprio < b->pprio ? -1 : 1;
     if (a->qprio != b->qprio)
@@ -64,6 +69,18 @@ static int64_t lost_work(const struct fair_snapshot *s, const struct fair_pod *p
         run %= p->checkpoint_interval_ms;
     int64_t g = p->request.v[GPU] > 0 ? p->request.v[GPU] : 1;
     return (int64_t)((i128)run * g > INT64_MAX / 2 ? INT64_MAX / 2 : (i128)run * g);
+}
+
+/* Whether pod p has been evicted the snapshot's max_evictions times (a GPU
+ * pod of a queue with a GPU guarantee): then reclaim never takes it again
+ * (only a higher-priority pod of its own queue may preempt it), and
+ * admission runs it only within its queue's guarantee (admit.c), so it
+ * never holds room that another queue is owed. */
+bool fair_eng_capped(const struct eng *e, const struct fair_pod *p)
+{
+    const struct fair_snapshot *s = e->s;
+    return s->max_evictions > 0 && p->evictions >= s->max_evictions && p->request.v[GPU] > 0 &&
+           e->q[p->queue].g[GPU] > 0;
 }
 
 struct search;
@@ -170,7 +187,8 @@ static int build_victims(struct eng *e)
             continue;
         const struct fair_pod *p = &s->pods[i];
         const struct acct *q = &e->q[p->queue];
-        vk[k] = (struct vkey){.pprio = s->projects[q->parent].q.over_quota_priority,
+        vk[k] = (struct vkey){.capped = fair_eng_capped(e, p),
+                              .pprio = s->projects[q->parent].q.over_quota_priority,
                               .qprio = s->queues[p->queue].q.over_quota_priority,
                               .plain = (e->pflags[i] & PF_GANG_EXTRA) ? 0 : 1,
                               .prio = p->priority,
@@ -184,7 +202,7 @@ static int build_victims(struct eng *e)
         if (!qm->has_victim || p->priority < qm->minvprio)
             qm->minvprio = p->priority;
         qm->has_victim = true;
-        if (qm->live[GPU] > qm->fs[GPU] &&
+        if (qm->live[GPU] > qm->fs[GPU] && !vk[k - 1].capped &&
             s->now_ms - p->started_ms < s->over_quota_min_runtime_ms) {
             qm->young++;
             e->young_total++;
@@ -205,6 +223,7 @@ static int build_victims(struct eng *e)
         w->gpu = vp->request.v[GPU];
         v->pod = vk[i].idx;
         v->old = s->now_ms - vp->started_ms >= s->over_quota_min_runtime_ms;
+        v->capped = vk[i].capped;
         v->mask = e->masks[vk[i].idx];
         v->lost = vk[i].lost;
         memcpy(v->req, vp->request.v, sizeof(v->req));
@@ -432,7 +451,7 @@ static bool victim_ok_as(const struct eng *e, const struct search *sr, int32_t v
         return false;
     if (sr->mode == M_PREEMPT)
         return queue == sr->qi && s->pods[vi].priority < sr->pod->priority;
-    if (queue == sr->qi)
+    if (queue == sr->qi || fair_eng_capped(e, &s->pods[vi]))
         return false;
     /* Reclaim up to the fair share takes only pods that ran long enough. */
     if (sr->fair_share && !old)
@@ -694,8 +713,8 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         if (pre) {
             if (w->queue != sr->qi)
                 continue;
-        } else if (w->queue == sr->qi || !queue_may_lose(e, w) || !project_may_lose(e, sr, w) ||
-                   (sr->fair_share && !v->old)) {
+        } else if (w->queue == sr->qi || v->capped || !queue_may_lose(e, w) ||
+                   !project_may_lose(e, sr, w) || (sr->fair_share && !v->old)) {
             continue;
         } else {
             known_ok = w->gpu > 0;

@@ -429,9 +429,9 @@ static int apply_bind(struct replay *r, const struct fair_result *res, int32_t j
 
 /* After a cycle: the idle GPU that pending pods could use at once, over
  * every pending pod, and over those the engine did not hold back for a
- * limit outside the nodes it holds; and the free GPUs of held nodes. Pods
- * evicted in this cycle and pods waiting for the room freed for them are
- * the eviction's own latency: left out. */
+ * limit or for the bound on evictions, outside the nodes it holds; and the
+ * free GPUs of held nodes. Pods evicted in this cycle and pods waiting for
+ * the room freed for them are the eviction's own latency: left out. */
 static int measure_idle(struct replay *r)
 {
     size_t n = 0, na;
@@ -448,8 +448,13 @@ static int measure_idle(struct replay *r)
         return rc;
     na = 0;
     for (size_t i = 0; i < n; i++) {
-        uint8_t why = r->js[r->fitlist[i]].reason;
-        if (why != FAIR_PENDING_OVER_LIMIT && why != FAIR_PENDING_OVER_GUARANTEE)
+        const struct jstate *s = &r->js[r->fitlist[i]];
+        uint8_t why = s->reason;
+        /* Evicted max_evictions times: the engine runs it only within its
+         * queue's guarantee (the bound on evictions), a limit too. */
+        bool bound = r->opts.max_evictions > 0 && s->evictions >= r->opts.max_evictions &&
+                     why == FAIR_PENDING_FAIR_SHARE;
+        if (why != FAIR_PENDING_OVER_LIMIT && why != FAIR_PENDING_OVER_GUARANTEE && !bound)
             r->fitlist[na++] = r->fitlist[i];
     }
     bool holds = false;

@@ -309,6 +309,16 @@ static void test_reasons(void **state)
     fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
     assert_non_null(strstr(msg, "waiting for reclaim: pods of queues that borrowed GPUs are "
                                 "terminating"));
+    /* Held back by the bound on evictions, not by the fair share. */
+    why = FAIR_PENDING_FAIR_SHARE;
+    s.nterminating = 0;
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "at fair share: queue qa"));
+    s.snap.max_evictions = 3;
+    pod.evictions = 3;
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "evicted 3 times (reclaim.maxEvictions is 3)"));
+    assert_non_null(strstr(msg, "within queue qa's guarantee (8 GPUs, 4 in use)"));
 }
 
 int main(void)

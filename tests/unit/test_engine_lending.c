@@ -3,7 +3,8 @@
  * from queues above theirs whatever the arrival order, within a hysteresis
  * and a minimum run time; no GPU stays idle for a pod that cannot use it
  * (a node is held for it instead); victims lose the least work; pods
- * evicted too often stay within their fair share. */
+ * evicted too often stay within their fair share, and within their
+ * guarantee where reclaim never takes them again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -430,6 +431,63 @@ static void test_evicted_too_often_stays_within_share(void **state)
     ts_free(t);
 }
 
+/* The bound on evictions is strict for a queue with a guarantee: a pod
+ * evicted max_evictions times is never a reclaim victim again, even as
+ * the one that would lose the least work, and it starts again only within
+ * its queue's guarantee, so it never holds room another queue is owed. */
+static void test_eviction_bound_is_strict(void **state)
+{
+    (void)state;
+    for (int bound = 0; bound <= 3; bound += 3) {
+        struct ts *t = ts_new();
+        t->max_evictions = bound;
+        ts_node(t, "node-0", 8);
+        ts_node(t, "node-1", 8);
+        int a = ts_team(t, "qa", 8 * G, 1);
+        int b = ts_team(t, "qb", 4 * G, 1);
+        int tired = -1;
+        for (int i = 0; i < 16; i++) {
+            int p = ts_bound(t, b, G, i / 8, 1ULL << (i % 8), t->now - 3600000LL - i * 1000LL);
+            if (i == 3) {
+                /* The youngest: the first victim without the bound. */
+                t->pods[p].started_ms = t->now - 120000;
+                t->pods[p].evictions = 3;
+                tired = p;
+            }
+        }
+        ts_pod(t, a, G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 1);
+        if (bound)
+            assert_int_not_equal(t->res.actions[0].pod, tired);
+        else
+            assert_int_equal(t->res.actions[0].pod, tired);
+        ts_free(t);
+    }
+
+    /* Admission: qb (guaranteed 2) runs 2 pods; its fair share is the
+     * whole node. A pod at the bound waits, though it is first in line; a
+     * fresh one starts. With one pod running, the tired one fits in the
+     * guarantee and starts. */
+    for (int running = 2; running >= 1; running--) {
+        struct ts *t = ts_new();
+        t->max_evictions = 3;
+        ts_node(t, "node-0", 8);
+        int b = ts_team(t, "qb", 2 * G, 1);
+        ts_team(t, "qc", 0, 1);
+        for (int i = 0; i < running; i++)
+            ts_bound(t, b, G, 0, 1ULL << i, t->now - 3600000);
+        int tired = ts_pod(t, b, G);
+        t->pods[tired].evictions = 3;
+        int fresh = ts_pod(t, b, G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(t->res.pending_reasons[fresh], FAIR_PENDING_NONE);
+        assert_int_equal(t->res.pending_reasons[tired],
+                         running == 2 ? FAIR_PENDING_FAIR_SHARE : FAIR_PENDING_NONE);
+        ts_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_holds_follow_the_need),
         cmocka_unit_test(test_victims_lose_least_work),
         cmocka_unit_test(test_evicted_too_often_stays_within_share),
+        cmocka_unit_test(test_eviction_bound_is_strict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
