@@ -3,7 +3,8 @@
 # Starts the fake Kubernetes API server (build/fakekube: 2 simulated nodes x
 # 8 GPUs, a simulated kubelet), runs the real controller against it over
 # HTTPS, creates two teams' Projects and Queues (examples/demo/), and shows:
-# team B borrowing team A's idle GPUs, team A taking them back (evictions),
+# team B borrowing team A's idle GPUs, team A taking them back (evictions;
+# team B's evicted pods are requeued, pending),
 # why a pod waits, the final allocation, and a GPU-hours report that finance
 # reads from the controller over HTTPS with its own token (the fake API
 # server reviews the tokens, as a real one would). Everything runs under a
@@ -91,6 +92,11 @@ bound() {
 # present NS: pods of NS that exist at all.
 present() {
   kube GET "/api/v1/namespaces/$1/pods" | grep -o '"kind":"Pod"\|"uid":"' | grep -c uid || true
+}
+# requeued NS: pods of NS that the controller created again after an
+# eviction (named <name>-rq<N>).
+requeued() {
+  kube GET "/api/v1/namespaces/$1/pods" | grep -o '"name":"[^"]*-rq[0-9]*"' | grep -c . || true
 }
 events() { # events REASON: count of Events with that reason
   kube GET /api/v1/events | grep -o "\"reason\":\"$1\"" | wc -l | tr -d ' '
@@ -188,8 +194,10 @@ say "team A's 8 pods are bound ($(awk "BEGIN { printf \"%.1f\", $end - $start }"
 say "evictions issued (Eviction API): $(events Preempted); for example:"
 kube GET /api/v1/events | tr '{' '\n' | grep '"reason":"Preempted"' | \
   grep -o '"message":"[^"]*"' | head -n 1 | sed 's/"message":"/     /; s/"$//'
-b8() { [ "$(present team-b)" -eq 8 ]; }
-wait_for "team B's evicted pods to be gone" b8
+b8() { [ "$(present team-b)" -eq 16 ] && [ "$(requeued team-b)" -eq 8 ]; }
+wait_for "team B's evicted pods to be gone and requeued" b8
+say "team B's 8 evicted pods are back, pending, as b-train-N-rq1: Fairshare requeues an"
+say "evicted bare pod (a Job's pods would be recreated by the Job)"
 sleep 1.2
 
 bold "Final allocation per queue"

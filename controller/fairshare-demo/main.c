@@ -213,7 +213,8 @@ static void remove_pods(struct demo *d, int queue, bool terminating_only)
     d->npods = k;
 }
 
-/* Evicted pods come back as new pending pods, as a Job would recreate them. */
+/* Evicted pods come back as new pending pods: the controller requeues an
+ * evicted bare pod (<name>-rq1), and a Job recreates its own. */
 static void resubmit_evicted(struct demo *d, int queue, int count)
 {
     submit(d, queue, count, 1000);
@@ -240,7 +241,8 @@ static int lending_story(void)
         return 1;
     remove_pods(&d, -1, true);
     resubmit_evicted(&d, 1, 8);
-    if (step(&d, "Step 4: the evicted pods are gone (team-b's Job recreated them): team-a starts"))
+    if (step(&d, "Step 4: the evicted pods are gone and requeued, pending (the controller\n"
+                 "   creates each evicted bare pod again): team-a starts"))
         return 1;
     /* team-a's work finishes; a third team with weight 2 arrives. */
     remove_pods(&d, 0, false);

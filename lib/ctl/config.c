@@ -76,6 +76,12 @@ static const struct fair_ctl_config_entry table[] = {
      "reclaimed again (within its fair share when the queue guarantees no GPUs); 0: no bound"},
     {"reclaim.nodeHoldTimeout", FAIR_CFG_DURATION, OFF(hold_timeout_ms), "10m", 0, DAY_MS,
      "how long a node is held for a pod owed GPUs that only an emptied node can take; 0: never"},
+    {"reclaim.maxPreemptionNotice", FAIR_CFG_DURATION, OFF(max_notice_ms), "10m", 0, DAY_MS,
+     "the longest fairshare.dev/preemption-notice honoured (a longer one is cut to it); the "
+     "notice counts as part of the victim's grace period; 0: no notices"},
+    {"reclaim.requeueBarePods", FAIR_CFG_BOOL, OFF(requeue_bare_pods), "true", 0, 1,
+     "a pod without a controller owner that reclaim evicted is created again, pending, as "
+     "<name>-rq<N> (a pod opts out with fairshare.dev/requeue: \"false\")"},
     {"fractions.minimum", FAIR_CFG_MILLI, OFF(min_fraction_milli), "0.05", 1, 999,
      "the smallest fairshare.dev/gpu-fraction accepted (GPUs); a pod asking less stays pending "
      "with reason InvalidPod"},

@@ -158,6 +158,20 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
       "# TYPE fairshare_evictions_blocked_total counter\n"
       "fairshare_evictions_blocked_total %llu\n",
       (unsigned long long)m->evictions_blocked);
+    P("# HELP fairshare_preemption_notices_total Victims told before their eviction "
+      "(fairshare.dev/preemption-notice).\n"
+      "# TYPE fairshare_preemption_notices_total counter\n"
+      "fairshare_preemption_notices_total %llu\n",
+      (unsigned long long)m->notices);
+    P("# HELP fairshare_preemption_notices_cancelled_total Notices cancelled because the pod "
+      "they made room for went away.\n"
+      "# TYPE fairshare_preemption_notices_cancelled_total counter\n"
+      "fairshare_preemption_notices_cancelled_total %llu\n",
+      (unsigned long long)m->notices_cancelled);
+    P("# HELP fairshare_requeues_total Bare pods created again after their eviction.\n"
+      "# TYPE fairshare_requeues_total counter\n"
+      "fairshare_requeues_total %llu\n",
+      (unsigned long long)m->requeues);
     P("# HELP fairshare_binds_total Pods bound to nodes.\n"
       "# TYPE fairshare_binds_total counter\nfairshare_binds_total %llu\n",
       (unsigned long long)m->binds);

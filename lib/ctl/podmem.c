@@ -95,6 +95,7 @@ static void end_entry(struct fair_ctl_podmem *m, struct fair_ctl_podmem_entry *e
     if (e->op == FAIR_CTL_OP_NONE)
         return;
     e->op = FAIR_CTL_OP_NONE;
+    e->notice_due_ms = 0;
     fair_free(e->op_node);
     e->op_node = NULL;
     e->op_devices = 0;
@@ -226,4 +227,13 @@ int fair_ctl_podmem_set_charge(struct fair_ctl_podmem *m, const char *uid, const
                                          .gang_size = gang_size,
                                          .devices = devices};
     return 0;
+}
+
+void fair_ctl_podmem_fix_notice(struct fair_ctl_podmem *m, const char *uid, int64_t notice_ms)
+{
+    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(m, uid);
+    if (!e || !e->charge.set || e->charge.notice_set)
+        return;
+    e->charge.notice_set = true;
+    e->charge.notice_ms = notice_ms > 0 ? notice_ms : 0;
 }

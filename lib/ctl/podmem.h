@@ -9,9 +9,19 @@
  *   BINDING --informer shows spec.nodeName, or the bind failed, or
  *             op_timeout passed (fair_ctl_podmem_end / _expire)--> NONE
  *   NONE --eviction issued--> EVICTING
+ *   NONE --victim with a preemption notice chosen--> EVICTING with
+ *             notice_due_ms set (the DisruptionTarget condition is written,
+ *             the eviction not sent yet; op_start_ms is the due time, so
+ *             op_timeout does not run during the notice)
+ *   EVICTING with notice --notice elapsed: eviction sent, notice_due_ms 0
+ *             --> EVICTING; --the pod it made room for is gone or placed
+ *             (cancelled) --> NONE
  *   EVICTING --the pod is gone (fair_ctl_podmem_remove), the eviction
  *             failed, or op_timeout passed--> NONE
- * Invariant: a pod in BINDING or EVICTING gets no new bind or eviction.
+ * Invariant: a pod in BINDING or EVICTING gets no new bind or eviction; a
+ * pod under notice is EVICTING, so the snapshot shows it terminating (its
+ * room counts for the pod it was chosen for, and it is never chosen
+ * again).
  *
  * For a bound pod of ours it keeps what the pod is charged as (queue,
  * project, preemptible, GPU request, gang, devices), fixed when the
@@ -56,6 +66,10 @@ struct fair_ctl_podmem_entry {
     bool ledger_open;      /* an interval is open in the ledger */
     bool mark_inflight;    /* the DisruptionTarget=True patch is not answered yet */
     bool unmark_due;       /* ...and a refused eviction wants it set back when it is */
+    bool unmark_cancel;    /* ...because the notice was cancelled (not a PDB) */
+    int64_t notice_due_ms; /* EVICTING under notice: when the eviction goes (monotonic); 0 */
+    int64_t notice_ms;     /* the notice given (counted in the grace period) */
+    bool requeued;         /* this pod's requeue was created or decided against */
     bool told_devices;     /* a DevicesIgnored Event was sent */
     char *hold_node;       /* pending: the node the engine holds for it, or NULL */
     int64_t hold_since_ms; /* ...since (wall ms); 0: none */
@@ -68,6 +82,11 @@ struct fair_ctl_podmem_entry {
         char *gang;        /* the gang's name (its PodGroup's, else the annotation's), NULL: none */
         int32_t gang_size;
         uint64_t devices;
+        /* fairshare.dev/preemption-notice as it was at bind (uncapped);
+         * notice_set false: not fixed yet (a charge read from the ledger),
+         * fixed from the pod when first seen. */
+        bool notice_set;
+        int64_t notice_ms;
     } charge;
 };
 
@@ -113,6 +132,10 @@ int fair_ctl_podmem_set_hold(struct fair_ctl_podmem *m, const char *uid, const c
 int fair_ctl_podmem_set_charge(struct fair_ctl_podmem *m, const char *uid, const char *queue,
                                const char *project, bool preemptible, int64_t gpu_milli,
                                const char *gang, int32_t gang_size, uint64_t devices);
+
+/* Fixes the preemption notice of pod uid's charge (a charge must be set),
+ * unless one is fixed already: the value at bind time stays. */
+void fair_ctl_podmem_fix_notice(struct fair_ctl_podmem *m, const char *uid, int64_t notice_ms);
 
 /* Counts one eviction of lineage (owner uid or pod uid). Returns 0,
  * FAIR_ENOMEM, or FAIR_ERANGE when FAIR_CTL_LINEAGE_MAX lineages are

@@ -840,6 +840,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->request.v[FAIR_RES_GPU] = gpu;
         p->node = node_idx;
         p->terminating = node && (k->meta.deletion_ms != 0 || ov.kind == FAIR_CTL_OVERLAY_EVICTING);
+        p->noticed = p->terminating && !k->meta.deletion_ms && ov.noticed;
         p->node_selector = k->node_selector;
         p->nnode_selector = k->nnode_selector;
         p->tolerations = k->tolerations;

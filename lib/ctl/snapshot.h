@@ -68,7 +68,7 @@ enum fair_ctl_reason {
 enum fair_ctl_overlay_kind {
     FAIR_CTL_OVERLAY_NONE = 0,
     FAIR_CTL_OVERLAY_BINDING,   /* bind in flight: node + devices */
-    FAIR_CTL_OVERLAY_EVICTING,  /* eviction in flight or accepted */
+    FAIR_CTL_OVERLAY_EVICTING,  /* eviction in flight or accepted, or under notice */
     FAIR_CTL_OVERLAY_PROTECTED, /* not a victim (a PDB refused it) */
 };
 
@@ -81,6 +81,8 @@ struct fair_ctl_overlay {
     const char *hold_node;
     int64_t hold_since_ms;
     int32_t evictions;
+    /* EVICTING: the eviction waits for a preemption notice (fair_pod.noticed). */
+    bool noticed;
     /* A bound pod of ours: what it is charged as, fixed at bind (NULL: not
      * known yet; then its labels and annotations are read, once). */
     const struct fair_ctl_charge *charge;

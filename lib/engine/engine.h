@@ -129,6 +129,10 @@ struct fair_pod {
      * victims again, and the room they will free counts towards the
      * pending pods they were evicted for, so no extra victims are taken. */
     bool terminating;
+    /* A terminating pod whose eviction waits for its preemption notice:
+     * counted as above, but it starts no wave (it holds back no other
+     * queue's reclaim while the notice runs). */
+    bool noticed;
     /* Constraints. */
     const struct fair_label *node_selector;
     size_t nnode_selector;

@@ -880,13 +880,16 @@ static int gang_reclaim(struct eng *e, int32_t gi)
 /* One wave at a time: while pods that look like earlier victims are
  * still terminating (preemptible pods of a queue above its fair share, or
  * below a higher-priority pod waiting in their queue), no new victim is
- * taken. Other deletions (finished work) do not hold it. */
+ * taken. Other deletions (finished work) do not hold it, nor do victims
+ * still under a preemption notice (noticed): a notice may last minutes,
+ * and other queues' reclaims must not wait for it; the room it will free
+ * is reserved for the pods that wait for it as for any terminating pod. */
 void fair_eng_compute_damp(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
     for (size_t i = 0; i < s->npods && !e->damp; i++) {
         const struct fair_pod *p = &s->pods[i];
-        if (p->state != FAIR_POD_BOUND || !p->terminating || !p->preemptible ||
+        if (p->state != FAIR_POD_BOUND || !p->terminating || p->noticed || !p->preemptible ||
             !(e->pflags[i] & PF_MANAGED))
             continue;
         const struct acct *q = &e->q[p->queue];

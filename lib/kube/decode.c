@@ -571,6 +571,38 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
         else
             p->checkpoint_interval_ms = ms;
     }
+    if ((rc = map_get(ann, FAIR_ANN_PREEMPTION_NOTICE, "annotation " FAIR_ANN_PREEMPTION_NOTICE,
+                      &s, err)))
+        return rc;
+    if (s) {
+        struct fair_error de = {0};
+        int64_t ms = 0;
+        if (fair_duration_parse_ms(s, &ms, &de) || ms < 0 || ms > FAIR_PREEMPTION_NOTICE_MAX_MS)
+            add_problem(&p->problem,
+                        "annotation %s: \"%s\" must be a duration from 0 to 24h such as \"60s\"",
+                        FAIR_ANN_PREEMPTION_NOTICE, s);
+        else
+            p->preemption_notice_ms = ms;
+    }
+    if ((rc = map_get(ann, FAIR_ANN_REQUEUE, "annotation " FAIR_ANN_REQUEUE, &s, err)))
+        return rc;
+    if (s) {
+        if (!strcmp(s, "false"))
+            p->requeue_opt_out = true;
+        else if (strcmp(s, "true"))
+            add_problem(&p->problem, "annotation %s: \"%s\" must be \"true\" or \"false\"",
+                        FAIR_ANN_REQUEUE, s);
+    }
+    if ((rc = map_get(ann, FAIR_ANN_REQUEUE_COUNT, "annotation " FAIR_ANN_REQUEUE_COUNT, &s, err)))
+        return rc;
+    if (s) {
+        /* Written by the controller; an edited value is ignored, not an
+         * error (the pod still runs), and counts as 0. */
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (s[0] && !*end && v > 0 && v <= FAIR_REQUEUE_COUNT_MAX)
+            p->requeue_count = (int32_t)v;
+    }
     return 0;
 }
 
@@ -633,6 +665,10 @@ static int pod_owner(const json_t *md, struct fair_kpod *p, struct fair_error *e
     {
         if (!json_is_object(ref) || !json_is_true(json_object_get(ref, "controller")))
             continue;
+        if ((rc = borrow_str(ref, "kind", "metadata.ownerReferences[].kind", &p->owner_kind,
+                             err)) ||
+            (rc = borrow_str(ref, "name", "metadata.ownerReferences[].name", &p->owner_name, err)))
+            return rc;
         return borrow_str(ref, "uid", "metadata.ownerReferences[].uid", &p->owner_uid, err);
     }
     return 0;
@@ -675,6 +711,14 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
             add_problem(&p->problem, "label %s: \"%s\" must be \"true\" or \"false\"",
                         FAIR_LABEL_PREEMPTIBLE, s);
     }
+    if ((rc = map_get(labels, FAIR_ANN_REQUEUE, "label " FAIR_ANN_REQUEUE, &s, err)))
+        return rc;
+    if (s) {
+        p->requeue_opt_out = !strcmp(s, "false");
+        if (strcmp(s, "true") && strcmp(s, "false"))
+            add_problem(&p->problem, "label %s: \"%s\" must be \"true\" or \"false\"",
+                        FAIR_ANN_REQUEUE, s);
+    }
     if ((rc = pod_annotations(md, p, err)) || (rc = pod_owner(md, p, err)) ||
         (rc = pod_group_of(md, labels, p, err)))
         return rc;
@@ -683,6 +727,14 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
         return rc;
     if (p->node_name && !p->node_name[0])
         p->node_name = NULL;
+    p->grace_s = -1;
+    if (json_object_get(spec, "terminationGracePeriodSeconds")) {
+        int64_t g = 0;
+        if ((rc = get_int(spec, "terminationGracePeriodSeconds",
+                          "spec.terminationGracePeriodSeconds", &g, err)))
+            return rc;
+        p->grace_s = g < 0 ? 0 : g;
+    }
     int64_t prio = 0;
     if ((rc = get_int(spec, "priority", "spec.priority", &prio, err)))
         return rc;
@@ -752,7 +804,8 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     size += slen(t->meta.uid) + slen(t->meta.namespace_) + slen(t->meta.name) +
             slen(t->meta.resource_version) + slen(t->scheduler_name) + slen(t->node_name) +
             slen(t->queue) + slen(t->gpu_devices) + slen(t->gang) + slen(t->gpu_model) +
-            slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid) + slen(t->pod_group);
+            slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid) +
+            slen(t->owner_kind) + slen(t->owner_name) + slen(t->pod_group);
     for (size_t i = 0; i < t->nnode_selector; i++)
         size += slen(t->node_selector[i].key) + slen(t->node_selector[i].value);
     for (size_t i = 0; i < t->ntolerations; i++)
@@ -784,6 +837,8 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     pack_str(&p->problem, &c);
     pack_str(&p->owner_uid, &c);
     pack_str(&p->pod_group, &c);
+    pack_str(&p->owner_kind, &c);
+    pack_str(&p->owner_name, &c);
     for (size_t i = 0; i < p->nnode_selector; i++) {
         pack_cstr(&p->node_selector[i].key, &c);
         pack_cstr(&p->node_selector[i].value, &c);
@@ -1303,13 +1358,21 @@ static void free_queue(void *o)
 static const struct fair_jfield pod_labels[] = {{FAIR_LABEL_QUEUE, NULL},
                                                 {FAIR_LABEL_PREEMPTIBLE, NULL},
                                                 {FAIR_LABEL_POD_GROUP, NULL},
+                                                {FAIR_ANN_REQUEUE, NULL},
                                                 {NULL, NULL}};
-static const struct fair_jfield pod_ann_filter[] = {
-    {FAIR_ANN_GPU_FRACTION, NULL}, {FAIR_ANN_GPU_DEVICES, NULL},
-    {FAIR_ANN_GANG, NULL},         {FAIR_ANN_GANG_SIZE, NULL},
-    {FAIR_ANN_SIM_DURATION, NULL}, {FAIR_ANN_CHECKPOINT_INTERVAL, NULL},
-    {FAIR_ANN_VC_GROUP, NULL},     {NULL, NULL}};
-static const struct fair_jfield owner_ref[] = {{"uid", NULL}, {"controller", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL},
+                                                    {FAIR_ANN_GPU_DEVICES, NULL},
+                                                    {FAIR_ANN_GANG, NULL},
+                                                    {FAIR_ANN_GANG_SIZE, NULL},
+                                                    {FAIR_ANN_SIM_DURATION, NULL},
+                                                    {FAIR_ANN_CHECKPOINT_INTERVAL, NULL},
+                                                    {FAIR_ANN_PREEMPTION_NOTICE, NULL},
+                                                    {FAIR_ANN_REQUEUE, NULL},
+                                                    {FAIR_ANN_REQUEUE_COUNT, NULL},
+                                                    {FAIR_ANN_VC_GROUP, NULL},
+                                                    {NULL, NULL}};
+static const struct fair_jfield owner_ref[] = {
+    {"uid", NULL}, {"kind", NULL}, {"name", NULL}, {"controller", NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_meta[] = {META_FIELDS,
                                               {"labels", pod_labels},
                                               {"annotations", pod_ann_filter},
@@ -1324,6 +1387,7 @@ static const struct fair_jfield toleration[] = {
     {"key", NULL}, {"operator", NULL}, {"value", NULL}, {"effect", NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_spec[] = {{"schedulerName", NULL},
                                               {"nodeName", NULL},
+                                              {"terminationGracePeriodSeconds", NULL},
                                               {"priority", NULL},
                                               {"nodeSelector", NULL},
                                               {"tolerations", toleration},

@@ -37,6 +37,16 @@
 /* PodGroup membership: the scheduler-plugins label, Volcano's annotation. */
 #define FAIR_LABEL_POD_GROUP "scheduling.x-k8s.io/pod-group"
 #define FAIR_ANN_VC_GROUP "scheduling.k8s.io/group-name"
+#define FAIR_ANN_PREEMPTION_NOTICE "fairshare.dev/preemption-notice"
+/* Requeue of bare pods: the opt-out (a label or an annotation), and what the
+ * controller writes on the pod it creates. */
+#define FAIR_ANN_REQUEUE "fairshare.dev/requeue"
+#define FAIR_ANN_REQUEUE_COUNT "fairshare.dev/requeue-count"
+#define FAIR_ANN_REQUEUED_FROM "fairshare.dev/requeued-from"
+/* The longest fairshare.dev/preemption-notice that parses (the controller
+ * caps it lower, reclaim.maxPreemptionNotice). */
+#define FAIR_PREEMPTION_NOTICE_MAX_MS (24LL * 3600 * 1000)
+#define FAIR_REQUEUE_COUNT_MAX 1000000
 #define FAIR_RES_NAME_GPU "nvidia.com/gpu"
 #define FAIR_LABEL_GPU_PRODUCT "nvidia.com/gpu.product"
 

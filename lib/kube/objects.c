@@ -47,6 +47,8 @@ void fair_kpod_free(struct fair_kpod *p)
     fair_free(p->tolerations);
     fair_free(p->problem);
     fair_free(p->owner_uid);
+    fair_free(p->owner_kind);
+    fair_free(p->owner_name);
     fair_free(p);
 }
 

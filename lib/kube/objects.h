@@ -60,6 +60,15 @@ struct fair_kpod {
     int64_t sim_duration_s;         /* annotation sim.fairshare.dev/duration-seconds; 0 if none */
     int64_t checkpoint_interval_ms; /* annotation fairshare.dev/checkpoint-interval; 0 if none */
     char *owner_uid;  /* uid of metadata.ownerReferences[controller=true]; NULL if none */
+    char *owner_kind; /* ...its kind ("Job") and name; NULL if none */
+    char *owner_name;
+    /* annotation fairshare.dev/preemption-notice: how long before its
+     * eviction the pod wants to be told (uncapped; the controller caps it
+     * with reclaim.maxPreemptionNotice); 0 if none */
+    int64_t preemption_notice_ms;
+    bool requeue_opt_out;  /* label or annotation fairshare.dev/requeue: "false" */
+    int32_t requeue_count; /* annotation fairshare.dev/requeue-count; 0 if none */
+    int64_t grace_s;       /* spec.terminationGracePeriodSeconds; -1 if absent */
     int64_t start_ms; /* status.startTime */
     bool scheduled_condition_false; /* PodScheduled=False is already set */
     char *scheduled_reason;         /* its reason, to avoid rewriting it */

@@ -65,6 +65,25 @@ static bool counts_are(const char *ns, const char *sel, int bound, int pending)
     return c.bound == bound && c.pending == pending && c.terminating == 0;
 }
 
+/* Preempted Events of ns that say the pod's Job recreates it. */
+static int owner_events(const char *ns)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/events", ns);
+    json_t *l = e2e_get(path);
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(l, "items"), i, e)
+    {
+        if (!strcmp(e2e_str(e, "reason") ?: "", "Preempted") &&
+            strstr(e2e_str(e, "message") ?: "", "; its owner Job/train recreates it"))
+            n++;
+    }
+    json_decref(l);
+    return n;
+}
+
 /* A Job of 16 one-GPU pods in team b borrows team a's 8 GPUs. When team a
  * submits 8 pods, 8 of the Job's pods are evicted; the Job controller
  * counts them failed and makes 8 new ones, which stay pending (their queue
@@ -117,6 +136,10 @@ static void test_job_pods_recreated(void **state)
         fail_msg("the Job reports %ld active pods, want 16", job_status(b, "train", "active"));
     if (!E2E_WAIT(e2e_events(b, "Preempted") == 8, E2E_WAIT_MS))
         fail_msg("%d Preempted Events, want 8", e2e_events(b, "Preempted"));
+    /* The Job's pods are the Job's to recreate: none was requeued, and the
+     * Events say who recreates them. */
+    assert_int_equal(e2e_count(b, NULL).total, 16);
+    assert_int_equal(owner_events(b), 8);
     /* The recreated pods are told why they wait. */
     if (!E2E_WAIT(pending_with_reason(b, "job-name=train", "FairShare") == 8, E2E_WAIT_MS))
         fail_msg("the Job's pending pods do not say they wait for their fair share");

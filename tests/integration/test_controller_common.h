@@ -525,10 +525,32 @@ static __attribute__((unused)) int count_pods(struct fair_fake *f, const char *n
     return n;
 }
 
+/* Pods of namespace ns that are not requeued copies (no "-rq<N>" in the
+ * name, which the controller gives the bare pods it requeues). */
+static __attribute__((unused)) int count_original_pods(struct fair_fake *f, const char *ns)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    json_t *l = list(f, path);
+    if (!l)
+        return -1;
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        const char *name = fair_fake_json_str(p, "metadata.name");
+        if (name && !strstr(name, "-rq"))
+            n++;
+    }
+    json_decref(l);
+    return n;
+}
+
 static __attribute__((unused)) json_t *get_pod(struct fair_fake *f, const char *ns,
                                                const char *name)
 {
-    char path[256];
+    char path[600]; /* names up to 253 characters */
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
     return list(f, path);
 }

@@ -64,7 +64,7 @@ static void test_pdb_picks_another_victim(void **state)
     }
     /* At least one eviction was refused, and only free-0 went. */
     assert_true(ctl_metric(&c, "fairshare_evictions_blocked_total") >= 1);
-    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 3, WAIT_MS));
+    assert_true(WAIT_UNTIL(count_original_pods(&fake, "team-b") == 3, WAIT_MS));
     for (int i = 0; i < 3; i++) {
         char name[32];
         snprintf(name, sizeof name, "prot-%d", i);
@@ -75,6 +75,11 @@ static void test_pdb_picks_another_victim(void **state)
     }
     json_t *gone = get_pod(&fake, "team-b", "free-0");
     assert_null(gone);
+    /* A bare pod: it is back, pending, under a derived name. */
+    json_t *again = get_pod(&fake, "team-b", "free-0-rq1");
+    assert_non_null(again);
+    assert_false(pod_live_bound(again));
+    json_decref(again);
     assert_true(WAIT_UNTIL(count_events(&fake, "Preempted", "team-b", "free-0") == 1, WAIT_MS));
     assert_int_equal(count_events(&fake, "Preempted", "team-b", "prot-0") +
                          count_events(&fake, "Preempted", "team-b", "prot-1") +

@@ -1,6 +1,6 @@
 /* The controller end to end over real HTTPS against the fake API server:
  * team B borrows team A's idle GPUs and gives back exactly what A asks for
- * (Eviction API, Events, DisruptionTarget), and three queues with weights
+ * (Eviction API, Events, DisruptionTarget, its bare pods requeued), and three queues with weights
  * 1:2:1 and no guarantee share 16 GPUs as 4/8/4, whether their pods arrive
  * together or one at a time in any order. */
 #include <setjmp.h>
@@ -80,9 +80,13 @@ static void test_lend_and_reclaim(void **state)
            "(B's pods have a 0 s termination grace period)\n",
            t_evicted < 0 ? -1 : t_evicted - t0, t_bound - t0);
 
-    /* Exactly 8 of B's pods were evicted, each once; the other 8 run. */
-    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 8, WAIT_MS));
+    /* Exactly 8 of B's pods were evicted, each once; the other 8 run. The
+     * evicted ones are bare pods: each is back, pending, as <name>-rq1
+     * (B is at its guarantee, so they wait). */
+    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 16, WAIT_MS));
     assert_int_equal(count_pods(&fake, "team-b", 1), 8);
+    assert_int_equal(count_pods(&fake, "team-b", 0), 8);
+    assert_true(WAIT_UNTIL(ctl_metric(&c, "fairshare_requeues_total") == 8, WAIT_MS));
     assert_true(WAIT_UNTIL(count_events(&fake, "Preempted", "team-b", NULL) == 8, WAIT_MS));
     assert_true(WAIT_UNTIL(count_events(&fake, "Scheduled", "team-a", NULL) == 8, WAIT_MS));
     assert_int_equal(count_events(&fake, "Preempted", "team-a", NULL), 0);

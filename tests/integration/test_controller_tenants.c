@@ -86,7 +86,7 @@ static void test_label_edits_after_bind(void **state)
         ctl_dump_log(&c, 60);
         fail_msg("a got %d of its 8 GPUs back", count_pods(&fake, "team-a", 1));
     }
-    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 8, WAIT_MS));
+    assert_true(WAIT_UNTIL(count_original_pods(&fake, "team-b") == 8, WAIT_MS));
     /* b is still charged for what it runs, under its own queue. */
     assert_true(WAIT_UNTIL(queue_gpu_is(&fake, "qb", "allocated", "8"), WAIT_MS));
     assert_int_equal(ctl_stop(&c), 0);

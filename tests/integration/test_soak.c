@@ -341,7 +341,12 @@ static void write_config(struct soak *s)
             "  retryPeriod: 300ms\n"
             "ledger:\n"
             "  samplePeriod: %dms\n"
-            "  flushInterval: %dms\n",
+            "  flushInterval: %dms\n"
+            /* The checks follow the pods the soak creates (p-N); a requeued
+             * pod (p-N-rq1, created by the controller) is not in its model.
+             * Requeue has its own tests (test_controller_notice). */
+            "reclaim:\n"
+            "  requeueBarePods: false\n",
             LEASE_MS, SAMPLE_MS, FLUSH_MS);
     fclose(f);
 }

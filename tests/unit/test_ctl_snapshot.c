@@ -115,6 +115,9 @@ static void test_overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl
         out->gpu_devices = 0xC0; /* devices 6,7 */
     } else if (strcmp(uid, "inflight-evict") == 0) {
         out->kind = FAIR_CTL_OVERLAY_EVICTING;
+    } else if (strcmp(uid, "noticed") == 0) {
+        out->kind = FAIR_CTL_OVERLAY_EVICTING; /* under a preemption notice */
+        out->noticed = true;
     } else if (strcmp(uid, "pdb-blocked") == 0) {
         out->kind = FAIR_CTL_OVERLAY_PROTECTED;
     } else if (strcmp(uid, "holder") == 0) {
@@ -540,6 +543,8 @@ static void test_overlays_gangs_nodes(void **state)
     pb->gpu_devices = "1";
     struct fair_kpod *dying = add_pod("dying", "team-b", "fairshare", "b-main", 1000, "n2");
     dying->gpu_devices = "2";
+    struct fair_kpod *told = add_pod("noticed", "team-b", "fairshare", "b-main", 1000, "n2");
+    told->gpu_devices = "3";
     dying->meta.deletion_ms = 99;
     struct fair_kpod *nonpre = add_pod("interactive", "team-b", "fairshare", "b-main", 1000, NULL);
     nonpre->preemptible = false;
@@ -565,13 +570,18 @@ static void test_overlays_gangs_nodes(void **state)
     assert_false(s.snap.pods[i].terminating);
     i = pod_index(&s, "inflight-evict");
     assert_true(s.snap.pods[i].terminating);
+    assert_false(s.snap.pods[i].noticed);
     assert_true(s.snap.pods[i].preemptible);
+    /* Under notice: terminating for the engine, flagged as such. */
+    i = pod_index(&s, "noticed");
+    assert_true(s.snap.pods[i].terminating);
+    assert_true(s.snap.pods[i].noticed);
     i = pod_index(&s, "pdb-blocked");
     assert_false(s.snap.pods[i].terminating);
     assert_false(s.snap.pods[i].preemptible);
     i = pod_index(&s, "dying");
     assert_true(s.snap.pods[i].terminating);
-    assert_int_equal(s.nterminating, 2); /* inflight-evict and dying */
+    assert_int_equal(s.nterminating, 3); /* inflight-evict, noticed and dying */
     i = pod_index(&s, "interactive");
     assert_false(s.snap.pods[i].preemptible);
     assert_int_equal(s.snap.pods[i].priority, 7);

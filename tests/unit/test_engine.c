@@ -666,11 +666,21 @@ static void test_unrelated_deletion(void **state)
     /* Now a pod of the borrower c is terminating on the free GPU: one of
      * a's pods waits for that room, the other gets no new victim. */
     t->pods[done].terminating = false;
-    t->pods[ts_bound(t, c, G, 1, 0x80, 0)].terminating = true;
+    int going = ts_bound(t, c, G, 1, 0x80, 0);
+    t->pods[going].terminating = true;
     assert_int_equal(ts_run(t), 0);
     assert_int_equal(t->res.nactions, 0);
     assert_int_equal(ts_reason_count(t, FAIR_PENDING_WAITING_RECLAIM), 1);
     assert_int_equal(ts_reason_count(t, FAIR_PENDING_NO_NODE_FITS), 1);
+    /* The same pod under a preemption notice (its eviction not sent yet):
+     * its room still counts for one of a's pods, but it holds back no
+     * other reclaim: the other pod gets a victim of its own, one only. */
+    t->pods[going].noticed = true;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 1);
+    assert_int_equal(ts_count_q(t, FAIR_ACTION_EVICT, c), 1);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 0);
+    assert_int_equal(ts_reason_count(t, FAIR_PENDING_WAITING_RECLAIM), 2);
     ts_free(t);
 }
 

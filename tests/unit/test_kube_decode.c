@@ -96,11 +96,14 @@ static void test_pod_fraction_gang(void **state)
                         "\"false\"},\"annotations\":{\"fairshare.dev/gpu-fraction\":\"0.25\","
                         "\"fairshare.dev/gang\":\"g1\",\"fairshare.dev/gang-size\":\"4\","
                         "\"fairshare.dev/checkpoint-interval\":\"30m\","
+                        "\"fairshare.dev/preemption-notice\":\"90s\","
+                        "\"fairshare.dev/requeue-count\":\"2\","
                         "\"fairshare.dev/gpu-devices\":\"0,3\"},\"deletionTimestamp\":"
                         "\"2026-11-23T19:00:01Z\",\"ownerReferences\":[{\"kind\":\"Foo\","
-                        "\"uid\":\"not-controller\"},{\"kind\":\"Job\",\"uid\":\"job-7\","
-                        "\"controller\":true}]},"
-                        "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"a\"}]},"
+                        "\"uid\":\"not-controller\"},{\"kind\":\"Job\",\"name\":\"train\","
+                        "\"uid\":\"job-7\",\"controller\":true}]},"
+                        "\"spec\":{\"nodeName\":\"n1\",\"terminationGracePeriodSeconds\":45,"
+                        "\"containers\":[{\"name\":\"a\"}]},"
                         "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:00Z\","
                         "\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}");
     assert_int_equal(p->gpu_fraction_milli, 250);
@@ -117,6 +120,38 @@ static void test_pod_fraction_gang(void **state)
     assert_false(p->scheduled_condition_false);
     assert_int_equal(p->checkpoint_interval_ms, 30 * 60 * 1000);
     assert_string_equal(p->owner_uid, "job-7"); /* the controller owner, not the first */
+    assert_string_equal(p->owner_kind, "Job");
+    assert_string_equal(p->owner_name, "train");
+    assert_int_equal(p->preemption_notice_ms, 90 * 1000);
+    assert_int_equal(p->requeue_count, 2);
+    assert_false(p->requeue_opt_out);
+    assert_int_equal(p->grace_s, 45);
+    assert_null(p->problem);
+    fair_kpod_free(p);
+}
+
+/* The requeue opt-out, as a label or an annotation; a requeue count that
+ * is not the controller's number counts as none; no grace period given. */
+static void test_pod_requeue_fields(void **state)
+{
+    (void)state;
+    struct fair_kpod *p = pod_ok(POD_HEAD ",\"labels\":{\"fairshare.dev/requeue\":\"false\"}},"
+                                          "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+    assert_true(p->requeue_opt_out);
+    assert_int_equal(p->grace_s, -1);
+    assert_null(p->owner_uid);
+    assert_null(p->owner_kind);
+    fair_kpod_free(p);
+    p = pod_ok(POD_HEAD ",\"annotations\":{\"fairshare.dev/requeue\":\"false\","
+                        "\"fairshare.dev/requeue-count\":\"-3\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+    assert_true(p->requeue_opt_out);
+    assert_int_equal(p->requeue_count, 0);
+    assert_null(p->problem);
+    fair_kpod_free(p);
+    p = pod_ok(POD_HEAD ",\"annotations\":{\"fairshare.dev/requeue\":\"true\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+    assert_false(p->requeue_opt_out);
     assert_null(p->problem);
     fair_kpod_free(p);
 }
@@ -244,6 +279,14 @@ static void test_pod_problems(void **state)
          "checkpoint-interval: \"often\" must be a positive duration"},
         {"\"annotations\":{\"fairshare.dev/checkpoint-interval\":\"0s\"}", "{}",
          "must be a positive duration"},
+        {"\"annotations\":{\"fairshare.dev/preemption-notice\":\"soon\"}", "{}",
+         "preemption-notice: \"soon\" must be a duration from 0 to 24h"},
+        {"\"annotations\":{\"fairshare.dev/preemption-notice\":\"25h\"}", "{}",
+         "must be a duration from 0 to 24h"},
+        {"\"annotations\":{\"fairshare.dev/requeue\":\"no\"}", "{}",
+         "annotation fairshare.dev/requeue: \"no\" must be \"true\" or \"false\""},
+        {"\"labels\":{\"fairshare.dev/requeue\":\"0\"}", "{}",
+         "label fairshare.dev/requeue: \"0\" must be"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[1024];
@@ -505,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_pod_group),
         cmocka_unit_test(test_podgroup),
         cmocka_unit_test(test_pod_fraction_gang),
+        cmocka_unit_test(test_pod_requeue_fields),
         cmocka_unit_test(test_pod_problems),
         cmocka_unit_test(test_pod_structural_errors),
         cmocka_unit_test(test_pod_alloc_failures),
