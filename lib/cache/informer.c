@@ -56,7 +56,8 @@ struct fair_informer {
     int64_t backoff_ms;     /* the next delay before jitter */
     int64_t watch_start_ms; /* monotonic */
     int64_t last_list_ms;
-    uint64_t watch_events; /* events in the current watch */
+    uint64_t watch_events;  /* events in the current watch */
+    bool watch_established; /* the current watch delivered an event or a bookmark */
     bool synced;
     uint32_t rng;
     struct fair_informer_stats stats;
@@ -522,6 +523,8 @@ static void start_list(struct fair_informer *inf)
 static void on_watch_event(const struct fair_kwatch_event *ev, void *ctx)
 {
     struct fair_informer *inf = ctx;
+    if (ev->type != FAIR_KWATCH_ERROR)
+        inf->watch_established = true;
     if (ev->type == FAIR_KWATCH_ERROR) {
         /* The server ends the stream after an ERROR; we do not wait. */
         fair_kreq_cancel(inf->req);
@@ -581,11 +584,14 @@ static void on_watch_done(const struct fair_kresponse *resp, void *ctx)
     struct fair_informer *inf = ctx;
     inf->req = NULL;
     int64_t lasted = mono() - inf->watch_start_ms;
-    if (lasted >= inf->opt.healthy_reset_ms)
+    /* client-go backs off only when a watch cannot be established; one
+     * that was, and ended or was cut, is resumed at once. */
+    bool established = inf->watch_established;
+    if (established || lasted >= inf->opt.healthy_reset_ms)
         inf->backoff_ms = inf->opt.backoff_base_ms;
     switch (resp->rc) {
     case 0:
-        if (lasted < 1000 && inf->watch_events == 0) {
+        if (lasted < 1000 && !established) {
             /* A server that ends every watch at once must not make us spin. */
             backoff(inf, NEXT_WATCH);
         } else {
@@ -612,8 +618,23 @@ static void on_watch_done(const struct fair_kresponse *resp, void *ctx)
         return;
     default:
         inf->stats.errors++;
-        FAIR_WARN(COMP, "msg=\"watch failed\" resource=%s error=\"%s\"", kind(inf), resp->err.msg);
-        backoff(inf, NEXT_WATCH);
+        if (resp->rc == FAIR_ETIMEDOUT) {
+            /* The client's stall timer (or curl's low-speed limit): the
+             * stream delivered nothing, not even a bookmark. */
+            inf->stats.stalls++;
+            FAIR_WARN(COMP,
+                      "msg=\"watch delivered nothing; closed it, watching again\" resource=%s "
+                      "stall_timeout_ms=%lld resourceVersion=%s error=\"%s\"",
+                      kind(inf), (long long)inf->opt.stall_timeout_ms, inf->rv ? inf->rv : "",
+                      resp->err.msg);
+        } else {
+            FAIR_WARN(COMP, "msg=\"watch failed\" resource=%s established=%d error=\"%s\"",
+                      kind(inf), established, resp->err.msg);
+        }
+        if (established)
+            start_watch(inf);
+        else
+            backoff(inf, NEXT_WATCH);
         return;
     }
 }
@@ -623,11 +644,21 @@ static void start_watch(struct fair_informer *inf)
     inf->state = ST_WATCHING;
     inf->watch_start_ms = mono();
     inf->watch_events = 0;
+    inf->watch_established = false;
+    /* A random timeoutSeconds in [t, 2t), as client-go's reflector asks
+     * (minWatchTimeout 5 min): the server ends the watch then. */
+    inf->rng = inf->rng * 1103515245u + 12345u;
+    long timeout_s =
+        inf->opt.watch_timeout_s + (long)((inf->rng >> 8) % (uint32_t)inf->opt.watch_timeout_s);
+    int64_t stall_ms = inf->opt.stall_timeout_ms;
+    if (stall_ms > (int64_t)timeout_s * 1000)
+        stall_ms = (int64_t)timeout_s * 1000;
     struct fair_klist_opts o = {
         .label_selector = inf->label_selector,
         .field_selector = inf->field_selector,
         .resource_version = inf->rv,
-        .timeout_s = inf->opt.watch_timeout_s,
+        .timeout_s = timeout_s,
+        .stall_ms = stall_ms > 0 ? stall_ms : 0,
         .filter = inf->opt.type->filter,
     };
     struct fair_error err = {0};
@@ -660,6 +691,10 @@ int fair_informer_new(struct fair_kclient *c, const struct fair_informer_options
         inf->opt.page_size = 500;
     if (inf->opt.watch_timeout_s <= 0)
         inf->opt.watch_timeout_s = 300;
+    if (inf->opt.watch_timeout_s > 43200)
+        inf->opt.watch_timeout_s = 43200; /* twice that: half a day */
+    if (inf->opt.stall_timeout_ms == 0)
+        inf->opt.stall_timeout_ms = 180000;
     if (inf->opt.backoff_base_ms <= 0)
         inf->opt.backoff_base_ms = 800;
     if (inf->opt.backoff_cap_ms <= 0)
@@ -712,6 +747,17 @@ void fair_informer_free(struct fair_informer *inf)
     fair_free(inf->list_rv);
     fair_free(inf->continue_token);
     fair_free(inf);
+}
+
+bool fair_informer_forget(struct fair_informer *inf, const char *uid)
+{
+    if (!inf || !uid || !fair_store_get(inf->store, uid))
+        return false;
+    FAIR_INFO(COMP, "msg=\"forgetting an object the server says is gone\" resource=%s uid=%s",
+              kind(inf), uid);
+    remove_uid(inf, uid);
+    us_remove(&inf->unread, uid);
+    return true;
 }
 
 bool fair_informer_has_synced(const struct fair_informer *inf)

@@ -1,9 +1,11 @@
 /* Reflector + informer for one resource type, as client-go has them:
  *
  *   LISTING --(all pages read; diff applied to the store)--> WATCHING
- *   WATCHING --(stream ends cleanly, or a transport error)--> WATCHING
- *        again from the last resourceVersion seen (after a backoff when it
- *        failed)
+ *   WATCHING --(stream ends cleanly, is cut, or delivers nothing, not
+ *        even a bookmark, for stall_timeout_ms)--> WATCHING again from the
+ *        last resourceVersion seen: at once when the watch was established
+ *        (it delivered an event or a bookmark), after a backoff when it
+ *        could not be opened
  *   WATCHING --(410 Gone: HTTP 410 or an ERROR event with code 410,
  *        or an event over the size limit)--> LISTING
  *   LISTING --(a page over the client's max_body, or one still arriving
@@ -49,9 +51,24 @@
  * ones updated, new ones added, each with exactly one handler call;
  * objects whose resourceVersion did not change produce no call). BOOKMARK
  * events only advance the resourceVersion. Backoff doubles from
- * backoff_base_ms with +-25% jitter up to backoff_cap_ms and resets once a
- * watch has been healthy for healthy_reset_ms. has_synced becomes true
- * after the first list.
+ * backoff_base_ms with +-25% jitter up to backoff_cap_ms; it applies to
+ * failed lists and to watches that could not be established, and resets
+ * after a complete list and whenever a watch is established (as
+ * client-go's reflector: a watch that worked and ended is resumed at
+ * once, whatever cut it, so a leader never acts on a store left behind by
+ * a backoff earned earlier). has_synced becomes true after the first
+ * list.
+ *
+ * Each watch asks the server to end it after a random timeoutSeconds in
+ * [watch_timeout_s, 2 * watch_timeout_s) (client-go: 5 to 10 minutes),
+ * so that the watches of many clients do not end together, and asks for
+ * bookmarks. A watch that delivers nothing for stall_timeout_ms (default
+ * three bookmark periods of kube-apiserver's watch cache, which sends one
+ * a minute, bounded by the watch's timeoutSeconds) is closed by the
+ * client's stall timer (kube/client.h, stall_ms), counted in
+ * stats.stalls, logged, and watched again: a hung stream costs at most
+ * that long, not curl's 660 s low-speed limit. Set it to a few periods of
+ * the server's bookmarks where they come faster.
  *
  * Transitions: start_list() -> LISTING; on_list_done() pages on, halves,
  * restarts or fails; apply_list() -> WATCHING; on_watch_done() ->
@@ -88,7 +105,8 @@ struct fair_informer_options {
     const char *label_selector;    /* copied; may be NULL */
     const char *field_selector;    /* copied; may be NULL */
     long page_size;                /* default 500 */
-    long watch_timeout_s;          /* default 300 (the server ends the watch) */
+    long watch_timeout_s;          /* default 300: each watch asks for 1x to 2x that */
+    int64_t stall_timeout_ms;      /* default 180000 (see above); < 0: none */
     int64_t backoff_base_ms;       /* default 800 */
     int64_t backoff_cap_ms;        /* default 30000 */
     int64_t healthy_reset_ms;      /* default 60000 */
@@ -104,6 +122,7 @@ struct fair_informer_stats {
     uint64_t decode_errors; /* objects that could not be decoded (skipped) */
     uint64_t oversized;     /* objects over the per-object cap (skipped) */
     uint64_t page_shrinks;  /* list pages retried with half the page size */
+    uint64_t stalls;        /* watches closed for delivering nothing */
 };
 
 /* An object the informer knows of but could not read (see above). */
@@ -124,6 +143,14 @@ int fair_informer_start(struct fair_informer *inf, struct fair_error *err);
  * inside one of its own handlers: stop the loop first (or defer the free
  * to a timer). */
 void fair_informer_free(struct fair_informer *inf);
+
+/* The server answered that object uid is gone (a 404 to a write to it)
+ * while the watch has not delivered its deletion yet (a watch that is
+ * behind, down, or hung): takes it out of the store now, with the delete
+ * handler, as its DELETED event would. Should it still exist, the watch
+ * (its next change) or the next list brings it back. Returns whether the
+ * store held it. Not from inside one of the informer's own handlers. */
+bool fair_informer_forget(struct fair_informer *inf, const char *uid);
 
 bool fair_informer_has_synced(const struct fair_informer *inf);
 /* Borrowed; owned by the informer. */

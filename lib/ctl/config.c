@@ -55,6 +55,10 @@ static const struct fair_ctl_config_entry table[] = {
      "requests allowed in a burst above qps"},
     {"kubeAPI.timeout", FAIR_CFG_DURATION, OFF(api_timeout_ms), "30s", 100, 600 * 1000,
      "timeout of one API request (watches excepted)"},
+    {"kubeAPI.watchStallTimeout", FAIR_CFG_DURATION, OFF(watch_stall_ms), "3m", 1000, 3600 * 1000,
+     "a watch that delivers nothing, not even a bookmark, for this long is closed and started "
+     "again (kube-apiserver sends a bookmark a minute; at most the watch's own timeout, 5 to 10 "
+     "minutes, applies)"},
     {"logLevel", FAIR_CFG_LOGLEVEL, OFF(log_level), "info", 0, 0, "debug, info, warn or error"},
     {"events.perPodInterval", FAIR_CFG_DURATION, OFF(event_interval_ms), "5m", 0, DAY_MS,
      "at most one FailedScheduling Event per pod and reason in this time"},

@@ -39,6 +39,7 @@ struct fair_ctl_config {
     int64_t api_qps;                 /* kubeAPI.qps */
     int64_t api_burst;               /* kubeAPI.burst */
     int64_t api_timeout_ms;          /* kubeAPI.timeout */
+    int64_t watch_stall_ms;          /* kubeAPI.watchStallTimeout */
     int log_level;                   /* logLevel: enum fair_log_level */
     int64_t event_interval_ms;       /* events.perPodInterval */
     int64_t status_interval_ms;      /* statusUpdateInterval */

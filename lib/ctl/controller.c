@@ -308,12 +308,30 @@ static void mark_dirty(struct fair_ctl *c)
 
 /* ---- ledger ---- */
 
+/* When pod p's use of its GPUs ended, as far as the pod tells: its
+ * containers' finishedAt when they have all stopped; else, for a pod
+ * being deleted, its deletionTimestamp once that has passed (the API
+ * server sets it to the moment of the final delete, which follows the
+ * containers' stop); else now, when the controller sees the end. Never
+ * after now; the ledger keeps it from going before the interval's start.
+ * So an end seen late (a watch down, cut or hung, a leader taking over)
+ * is still recorded when it happened. */
+static int64_t pod_end_ms(const struct fair_kpod *p, int64_t now)
+{
+    int64_t end = now;
+    if (p->finished_ms > 0)
+        end = p->finished_ms;
+    else if (p->meta.deletion_ms > 0 && p->meta.deletion_ms < now)
+        end = p->meta.deletion_ms;
+    return end < now ? end : now;
+}
+
 static void ledger_close(struct fair_ctl *c, const struct fair_kpod *p, enum fair_ledger_end why)
 {
     if (!c->ledger || !c->leader_now || !p->meta.uid)
         return;
     struct fair_error err = {0};
-    if (fair_ledger_interval_close(c->ledger, p->meta.uid, wall(c), why, &err))
+    if (fair_ledger_interval_close(c->ledger, p->meta.uid, pod_end_ms(p, wall(c)), why, &err))
         FAIR_WARN(COMP, "msg=\"ledger close failed\" pod=%s/%s err=\"%s\"", p->meta.namespace_,
                   p->meta.name, err.msg);
 }
@@ -619,6 +637,19 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
             struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
             if (e && e->op == FAIR_CTL_OP_BINDING)
                 e->op_start_ms = mono(c);
+        } else if (resp->status == 404) {
+            /* The pod is gone: the store is behind the server (its watch
+             * has not brought the deletion yet, or is down). Binding it
+             * again would get 404 every cycle until the watch catches up:
+             * forget it now, as its DELETED event would (the delete
+             * handler ends its operation); if it still exists, the watch
+             * or the next list brings it back. */
+            FAIR_WARN(COMP,
+                      "msg=\"bind: the pod is gone; forgetting it until the watch says "
+                      "otherwise\" pod=%s/%s uid=%s node=%s",
+                      r->ns, r->name, r->uid, r->node);
+            fair_ctl_podmem_end(&c->pods, r->uid);
+            fair_informer_forget(c->inf[INF_PODS], r->uid);
         } else {
             FAIR_WARN(COMP, "msg=\"bind failed\" pod=%s/%s node=%s status=%ld err=\"%s\"", r->ns,
                       r->name, r->node, resp->status, resp->err.msg);
@@ -2264,7 +2295,8 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
         [INF_PODS] = {&fair_kres_pods, &fair_ktype_pod},
     };
     for (int i = 0; i < INF_COUNT; i++) {
-        struct fair_informer_options io = {.res = kinds[i].res, .type = kinds[i].type};
+        struct fair_informer_options io = {
+            .res = kinds[i].res, .type = kinds[i].type, .stall_timeout_ms = c->cfg->watch_stall_ms};
         struct fair_informer_handlers h = {.on_add = on_add,
                                            .on_update = on_update,
                                            .on_delete = on_delete,
@@ -2477,6 +2509,7 @@ int fair_ctl_metrics_text(struct fair_ctl *c, struct fair_buf *out)
         c->metrics.inf_oversized[i] = st.oversized;
         c->metrics.inf_undecodable[i] = st.decode_errors;
         c->metrics.inf_page_shrinks[i] = st.page_shrinks;
+        c->metrics.inf_watch_stalls[i] = st.stalls;
     }
     return fair_ctl_metrics_render(&c->metrics, out);
 }

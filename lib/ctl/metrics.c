@@ -231,6 +231,12 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
     for (int i = 0; i < FAIR_CTL_INFORMERS; i++)
         P("fairshare_informer_page_shrinks_total{resource=\"%s\"} %llu\n", inf_names[i],
           (unsigned long long)m->inf_page_shrinks[i]);
+    P("# HELP fairshare_informer_watch_stalls_total Watches closed and started again because "
+      "they delivered nothing, not even a bookmark, for kubeAPI.watchStallTimeout.\n"
+      "# TYPE fairshare_informer_watch_stalls_total counter\n");
+    for (int i = 0; i < FAIR_CTL_INFORMERS; i++)
+        P("fairshare_informer_watch_stalls_total{resource=\"%s\"} %llu\n", inf_names[i],
+          (unsigned long long)m->inf_watch_stalls[i]);
     P("# HELP fairshare_nodes_blocked_unreadable Nodes taking no new pods because they hold a pod "
       "the controller cannot read.\n"
       "# TYPE fairshare_nodes_blocked_unreadable gauge\nfairshare_nodes_blocked_unreadable %llu\n",

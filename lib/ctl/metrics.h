@@ -63,6 +63,7 @@ struct fair_ctl_metrics {
     uint64_t inf_oversized[FAIR_CTL_INFORMERS];
     uint64_t inf_undecodable[FAIR_CTL_INFORMERS];
     uint64_t inf_page_shrinks[FAIR_CTL_INFORMERS];
+    uint64_t inf_watch_stalls[FAIR_CTL_INFORMERS]; /* watches closed for delivering nothing */
     uint64_t nodes_blocked_unreadable;
 };
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +56,11 @@ struct fair_kreq {
     char errbuf[CURL_ERROR_SIZE];
     bool watch;
     struct fair_kframer framer;
+    int64_t stall_ms;          /* WATCH: see fair_klist_opts.stall_ms */
+    curl_socket_t sock;        /* the socket curl last told us about, or -1 */
+    int sock_what;             /* what curl asked to wait for on it (CURL_POLL_*) */
+    int64_t last_line_ms;      /* WATCH: monotonic; transfer start or last line */
+    struct event *stall_timer; /* WATCH with stall_ms > 0 */
     fair_kwatch_event_cb on_event;
     const struct fair_jfield *filter;
     struct fair_jfield list_filter[8]; /* LIST: items through filter */
@@ -160,9 +166,14 @@ static void on_curl_timer(evutil_socket_t fd, short kind, void *arg)
 
 static int curl_sock_cb(CURL *e, curl_socket_t s, int what, void *cbp, void *sockp)
 {
-    (void)e;
     struct fair_kclient *c = cbp;
     struct sock_ctx *sc = sockp;
+    struct fair_kreq *r = NULL;
+    /* Kept for the stall timer's message: where a hung watch waits. */
+    if (e && curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r) == CURLE_OK && r) {
+        r->sock = s;
+        r->sock_what = what;
+    }
     if (what == CURL_POLL_REMOVE) {
         if (sc) {
             event_del(&sc->ev);
@@ -303,6 +314,8 @@ static void req_free(struct fair_kreq *r)
         r->next->prev = r->prev;
     if (r->wait_timer)
         event_free(r->wait_timer);
+    if (r->stall_timer)
+        event_free(r->stall_timer);
     curl_slist_free_all(r->headers);
     fair_buf_release(&r->resp);
     if (r->watch)
@@ -384,6 +397,7 @@ static int on_watch_line(const char *line, size_t len, void *ctx)
     struct fair_kreq *r = ctx;
     if (r->cancelled)
         return 1;
+    r->last_line_ms = fair_mono_ms(r->c->opt.clock);
     struct fair_kwatch_event ev;
     json_t *root = NULL;
     int rc = fair_kwatch_event_parse_filtered(line, len, r->filter, &ev, &root, &r->stream_err);
@@ -463,6 +477,7 @@ static size_t on_write(char *data, size_t size, size_t n, void *userp)
         return len;
     }
     if (r->watch && status == 200) {
+        r->received += len;
         int rc = fair_kframer_feed(&r->framer, data, len, on_watch_line, r, &r->stream_err);
         if (rc) {
             if (!r->stream_rc && !r->cancelled)
@@ -479,10 +494,15 @@ static size_t on_write(char *data, size_t size, size_t n, void *userp)
     return len;
 }
 
-static void arm_wait(struct fair_kreq *r, int64_t ms)
+static void arm_timer(struct event *ev, int64_t ms)
 {
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-    evtimer_add(r->wait_timer, &tv);
+    evtimer_add(ev, &tv);
+}
+
+static void arm_wait(struct fair_kreq *r, int64_t ms)
+{
+    arm_timer(r->wait_timer, ms);
 }
 
 static void finish(struct fair_kreq *r, const struct fair_kresponse *resp)
@@ -534,6 +554,8 @@ static int start_transfer(struct fair_kreq *r)
     }
     r->headers = hl;
     r->errbuf[0] = '\0';
+    r->sock = CURL_SOCKET_BAD;
+    r->sock_what = CURL_POLL_NONE;
     r->retry_after_ms = -1;
     r->stream_rc = 0;
     r->received = 0;
@@ -595,7 +617,57 @@ static int start_transfer(struct fair_kreq *r)
     }
     c->stats.requests++;
     observe(c, FAIR_KOBSERVE_SEND, r, 0);
+    if (r->stall_timer) {
+        r->last_line_ms = fair_mono_ms(c->opt.clock);
+        arm_timer(r->stall_timer, r->stall_ms);
+    }
     return 0;
+}
+
+/* A watch that delivered no line for stall_ms: whatever state the
+ * transfer is in (a server that stopped writing, a connection that lost
+ * its end, a transfer curl no longer drives), it is closed here, from the
+ * loop, and fails with FAIR_ETIMEDOUT; the caller watches again. */
+static void on_stall_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    struct fair_kreq *r = arg;
+    struct fair_kclient *c = r->c;
+    if (r->cancelled || !r->easy)
+        return; /* between transfers (a 429 retry): start_transfer re-arms */
+    int64_t idle = fair_mono_ms(c->opt.clock) - r->last_line_ms;
+    if (idle < r->stall_ms) {
+        arm_timer(r->stall_timer, r->stall_ms - idle);
+        return;
+    }
+    struct fair_kresponse resp = {.reason = "", .body = ""};
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+    /* Where it stuck: a transfer that never got a connection (waiting for
+     * one of max_host_connections) has no pre-transfer time and no port. */
+    curl_off_t pretransfer_us = 0;
+    long port = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+    curl_easy_getinfo(r->easy, CURLINFO_LOCAL_PORT, &port);
+    int unread = -1; /* bytes the kernel holds for us that nobody read */
+    if (r->sock != CURL_SOCKET_BAD && ioctl(r->sock, FIONREAD, &unread) != 0)
+        unread = -1;
+    static const char *const polls[] = {"none", "in", "out", "in+out", "removed"};
+    const char *poll = r->sock_what >= 0 && r->sock_what <= 4 ? polls[r->sock_what] : "?";
+    curl_multi_remove_handle(c->multi, r->easy);
+    curl_easy_cleanup(r->easy);
+    r->easy = NULL;
+    observe(c, FAIR_KOBSERVE_DONE, r, resp.status);
+    resp.retries = r->retries;
+    resp.rc = fair_error_set(&resp.err, FAIR_ETIMEDOUT,
+                             "%s %s: watch stalled: no event and no bookmark for %lld ms "
+                             "(request sent: %s, local port %ld, HTTP status %ld, %zu bytes "
+                             "received, %d unread in the socket, curl waits for: %s); closing it",
+                             r->method, r->url, (long long)idle, pretransfer_us > 0 ? "yes" : "no",
+                             port, resp.status, r->received, unread, poll);
+    c->stats.errors++;
+    c->stats.watch_stalls++;
+    finish(r, &resp);
 }
 
 static void on_wait_timer(evutil_socket_t fd, short kind, void *arg)
@@ -1178,6 +1250,14 @@ int fair_kclient_watch(struct fair_kclient *c, const struct fair_kres *r, const 
     req->on_event = on_event;
     req->filter = opts ? opts->filter : NULL;
     fair_kframer_init(&req->framer, c->opt.max_event);
+    if (opts && opts->stall_ms > 0) {
+        req->stall_ms = opts->stall_ms;
+        req->stall_timer = evtimer_new(c->base, on_stall_timer, req);
+        if (!req->stall_timer) {
+            req_free(req);
+            return fair_error_set(err, FAIR_ENOMEM, "watch: out of memory");
+        }
+    }
     schedule(req, 0);
     if (handle)
         *handle = req;

@@ -138,6 +138,12 @@ struct fair_klist_opts {
     const char *continue_token;   /* LIST: next page */
     const char *resource_version; /* LIST: "0" for any; WATCH: start after */
     long timeout_s;               /* WATCH: server-side timeoutSeconds */
+    /* WATCH: a stream that delivers no line (no event, no bookmark) for
+     * stall_ms from when its transfer starts, or since its last line, is
+     * closed and fails with FAIR_ETIMEDOUT ("watch stalled"). Measured on
+     * the loop's timer, not by curl, so it holds whatever state the
+     * transfer is in. 0: only curl's low-speed limit (660 s) applies. */
+    int64_t stall_ms;
     /* WATCH and LIST: the fields of each object (event object, list item)
      * to parse (kube/jsonfilter.h, e.g. fair_ktype_pod.filter); NULL parses
      * everything. Borrowed: it must outlive the request (the ktype filters
@@ -294,7 +300,8 @@ struct fair_kclient_stats {
     uint64_t requests; /* transfers started (retries included) */
     uint64_t retries_429;
     uint64_t errors;
-    uint64_t throttled; /* requests that waited for the token bucket */
+    uint64_t throttled;    /* requests that waited for the token bucket */
+    uint64_t watch_stalls; /* watches closed for delivering nothing (stall_ms) */
     /* The most bytes one finished request held at once for its body: a
      * buffered body, the longest watch event, or a streamed LIST's largest
      * item (kept fields) and list metadata. */

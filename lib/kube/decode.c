@@ -674,6 +674,29 @@ static int pod_owner(const json_t *md, struct fair_kpod *p, struct fair_error *e
     return 0;
 }
 
+/* The latest containerStatuses[].state.terminated.finishedAt when every
+ * listed container has terminated, else 0. Lenient: the kubelet writes
+ * these, and a malformed entry only means "not known". */
+static int64_t pod_finished(const json_t *status)
+{
+    const json_t *cs = json_object_get(status, "containerStatuses");
+    if (!json_is_array(cs) || json_array_size(cs) == 0)
+        return 0;
+    int64_t latest = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cs, i, c)
+    {
+        int64_t t =
+            parse_time(json_object_get(json_object_get(c, "state"), "terminated"), "finishedAt");
+        if (t <= 0)
+            return 0; /* still running or waiting, or not readable */
+        if (t > latest)
+            latest = t;
+    }
+    return latest;
+}
+
 static enum fair_kpod_phase parse_phase(const char *s)
 {
     if (!s || !strcmp(s, "Pending"))
@@ -767,6 +790,7 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
     p->phase = parse_phase(s);
     if (status)
         p->start_ms = parse_time(status, "startTime");
+    p->finished_ms = pod_finished(status);
     return pod_conditions(status, p, err);
 }
 
@@ -1396,8 +1420,14 @@ static const struct fair_jfield pod_spec[] = {{"schedulerName", NULL},
                                               {NULL, NULL}};
 static const struct fair_jfield condition[] = {
     {"type", NULL}, {"status", NULL}, {"reason", NULL}, {NULL, NULL}};
-static const struct fair_jfield pod_status[] = {
-    {"phase", NULL}, {"startTime", NULL}, {"conditions", condition}, {NULL, NULL}};
+static const struct fair_jfield terminated[] = {{"finishedAt", NULL}, {NULL, NULL}};
+static const struct fair_jfield cstate[] = {{"terminated", terminated}, {NULL, NULL}};
+static const struct fair_jfield cstatus[] = {{"state", cstate}, {NULL, NULL}};
+static const struct fair_jfield pod_status[] = {{"phase", NULL},
+                                                {"startTime", NULL},
+                                                {"conditions", condition},
+                                                {"containerStatuses", cstatus},
+                                                {NULL, NULL}};
 static const struct fair_jfield pod_filter[] = {STATUS_FIELDS,
                                                 {"metadata", pod_meta},
                                                 {"spec", pod_spec},

@@ -70,6 +70,12 @@ struct fair_kpod {
     int32_t requeue_count; /* annotation fairshare.dev/requeue-count; 0 if none */
     int64_t grace_s;       /* spec.terminationGracePeriodSeconds; -1 if absent */
     int64_t start_ms; /* status.startTime */
+    /* When its containers stopped: the latest
+     * status.containerStatuses[].state.terminated.finishedAt, when every
+     * container listed there has terminated (a Succeeded or Failed pod, or
+     * a deleted one whose kubelet reported the stop); 0 otherwise. Whole
+     * seconds, as the kubelet writes it. */
+    int64_t finished_ms;
     bool scheduled_condition_false; /* PodScheduled=False is already set */
     char *scheduled_reason;         /* its reason, to avoid rewriting it */
     bool disruption_target;         /* DisruptionTarget=True condition */

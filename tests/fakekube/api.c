@@ -1810,6 +1810,21 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         size_t n = fk_watch_drop_all(s, abrupt);
         FAIR_INFO("fakekube", "msg=\"dropped watches\" count=%zu abrupt=%d", n, abrupt);
         reply_json(s, req, 200, json_pack("{s:I}", "dropped", (json_int_t)n), 0);
+    } else if (!strcmp(what, "stall-watches")) {
+        /* The open watches (of ?resource=PLURAL, else all) hang: the
+         * connection stays, nothing more is sent. */
+        const char *res = evhttp_find_header(q, "resource");
+        int type = -1;
+        for (int i = 0; res && i < FK_NTYPES; i++)
+            if (!strcmp(s->types[i].plural, res))
+                type = i;
+        if (res && type < 0) {
+            reply_json(s, req, 400, fk_status(400, "BadRequest", "no resource %s", res), 0);
+            return;
+        }
+        size_t n = fk_watch_stall(s, type);
+        FAIR_INFO("fakekube", "msg=\"stalled watches\" count=%zu resource=%s", n, res ? res : "*");
+        reply_json(s, req, 200, json_pack("{s:I}", "stalled", (json_int_t)n), 0);
     } else if (!strcmp(what, "fail")) {
         long code = query_long(q, "code", 500, &bad);
         long count = query_long(q, "count", 1, &bad);

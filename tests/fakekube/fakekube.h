@@ -211,6 +211,8 @@ void fk_watch_notify(struct fk_server *s, const struct fk_event *ev);
 /* Closes every watch; abrupt=1 closes the connections, 0 ends the streams. */
 size_t fk_watch_drop_all(struct fk_server *s, int abrupt);
 void fk_watch_release_all(struct fk_server *s);
+/* Hangs every open watch of type (-1: all): see watch.c. Returns how many. */
+size_t fk_watch_stall(struct fk_server *s, int type);
 /* The connection close callback shared by all connections. */
 void fk_on_close(struct evhttp_connection *evcon, void *arg);
 

@@ -94,12 +94,16 @@ static void container_statuses(json_t *status, const json_t *pod, int running, i
     json_t *arr = json_array();
     size_t i;
     json_t *c;
+    /* As a kubelet (and the real-plane fake kubelet) writes them: a
+     * terminated container keeps its startedAt and gets finishedAt, both
+     * in whole seconds. */
+    const char *started = json_string_value(json_object_get(status, "startTime"));
     json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
     {
-        json_t *state =
-            running ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
-                    : json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", exit_code, "reason",
-                                exit_code ? "Error" : "Completed", "finishedAt", ts);
+        json_t *state = running ? json_pack("{s:{s:s}}", "running", "startedAt", ts)
+                                : json_pack("{s:{s:i,s:s,s:s,s:s}}", "terminated", "exitCode",
+                                            exit_code, "reason", exit_code ? "Error" : "Completed",
+                                            "startedAt", started ? started : ts, "finishedAt", ts);
         json_array_append_new(arr,
                               json_pack("{s:s,s:b,s:o,s:i,s:s}", "name", fk_path_str(c, "name"),
                                         "ready", running, "state", state, "restartCount", 0,

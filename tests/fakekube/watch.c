@@ -4,7 +4,11 @@
  * Watcher states: STREAMING (in s->watchers) -> gone. A watcher leaves the
  * list when its timeoutSeconds passes (stream ended cleanly), when the
  * client closes the connection (fk_on_close), when it is dropped by the
- * fault endpoint, or when its output buffer passes FK_MAX_WATCH_BUFFER. */
+ * fault endpoint, or when its output buffer passes FK_MAX_WATCH_BUFFER.
+ * STREAMING -> STALLED (/fake/stall-watches): the connection stays open
+ * and nothing more is sent, no event, no bookmark, no end at the timeout,
+ * as a hung stream looks to the client; it leaves as above, except by its
+ * timeout. */
 #include "fakekube.h"
 
 #include "base/alloc.h"
@@ -29,6 +33,7 @@ struct fk_watcher {
     struct fk_selector labels, fields;
     uint64_t from; /* events at or before this rv are not sent */
     int bookmarks; /* allowWatchBookmarks=true */
+    int stalled;   /* /fake/stall-watches: sends nothing more, never ends */
     struct event *bookmark_ev;
     struct event *timeout_ev;
 };
@@ -98,7 +103,7 @@ static void send_json(struct fk_watcher *w, const char *etype, json_t *obj)
  * object that starts matching is ADDED, one that stops matching DELETED. */
 static void deliver(struct fk_watcher *w, const struct fk_event *ev)
 {
-    if (ev->type != w->type || ev->rv <= w->from)
+    if (w->stalled || ev->type != w->type || ev->rv <= w->from)
         return;
     int now = matches(w, ev->obj);
     int before = ev->old ? matches(w, ev->old) : 0;
@@ -176,6 +181,8 @@ static void bookmark_cb(evutil_socket_t fd, short what, void *arg)
     struct fk_server *s = w->srv;
     const struct fk_type *t = &s->types[w->type];
     char rv[32];
+    if (w->stalled)
+        return;
     /* Everything up to the current rv has been sent to this watcher (or
      * did not match it); never below the rv the watch started from. */
     snprintf(rv, sizeof(rv), "%" PRIu64, s->rv > w->from ? s->rv : w->from);
@@ -191,6 +198,8 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct fk_watcher *w = arg;
+    if (w->stalled)
+        return; /* hung: only the client (or drop-watches) ends it */
     /* Like the watch cache, send a last bookmark before a timeout ends the
      * stream, so that the client can resume from it. */
     if (w->bookmarks)
@@ -357,6 +366,17 @@ size_t fk_watch_drop_all(struct fk_server *s, int abrupt)
             end_watch(s, w);
         }
     }
+    return n;
+}
+
+size_t fk_watch_stall(struct fk_server *s, int type)
+{
+    size_t n = 0;
+    for (struct fk_watcher *w = s->watchers; w; w = w->next)
+        if (!w->stalled && (type < 0 || w->type == type)) {
+            w->stalled = 1;
+            n++;
+        }
     return n;
 }
 

@@ -816,6 +816,155 @@ static void test_oversized_object_skipped(void **state)
     delete_all("over");
 }
 
+/* ---- watches that hang or are cut after they worked ---- */
+
+/* Polls until pod ns/name is in i's store, for at most ms; returns
+ * whether it came. */
+static bool wait_for_pod(struct fair_informer *i, const char *ns, const char *name, int ms)
+{
+    int64_t deadline = fair_mono_ms(fair_clock_system()) + ms;
+    while (!fair_store_get_by_name(fair_informer_store(i), ns, name)) {
+        if (fair_mono_ms(fair_clock_system()) > deadline)
+            return false;
+        run_ms(50);
+    }
+    return true;
+}
+
+/* Waits (at most 30 s) until i's current watch has delivered a bookmark
+ * (the fake sends one every 200 ms): the watch is established. */
+static void wait_for_bookmark(struct fair_informer *i)
+{
+    struct fair_informer_stats st;
+    fair_informer_get_stats(i, &st);
+    uint64_t before = st.bookmarks;
+    int64_t deadline = fair_mono_ms(fair_clock_system()) + 30000;
+    do {
+        if (fair_mono_ms(fair_clock_system()) > deadline)
+            fail_msg("no bookmark in 30 s");
+        run_ms(50);
+        fair_informer_get_stats(i, &st);
+    } while (st.bookmarks == before);
+}
+
+/* The timeoutSeconds of the watches sent for namespace "stall". */
+static long stall_timeouts[64];
+static int nstall_timeouts;
+
+static void note_watch_timeout(enum fair_kobserve what, const char *method, const char *path,
+                               long status, void *ctx)
+{
+    (void)method;
+    (void)status;
+    (void)ctx;
+    const char *t = strstr(path, "timeoutSeconds=");
+    if (what == FAIR_KOBSERVE_SEND && strstr(path, "/namespaces/stall/") &&
+        strstr(path, "watch=1") && t && nstall_timeouts < 64)
+        stall_timeouts[nstall_timeouts++] = strtol(t + strlen("timeoutSeconds="), NULL, 10);
+}
+
+/* A watch that hangs (the connection stays open, nothing comes: no
+ * event, no bookmark, no end) is closed after stall_timeout_ms and
+ * watched again, and the change made meanwhile arrives. Without the stall
+ * timer the informer would wait for curl's low-speed limit (660 s). */
+static void test_hung_watch_is_restarted(void **state)
+{
+    (void)state;
+    assert_int_equal(fair_fake_create_namespace(&fake, "stall"), 0);
+    struct fair_informer_options o = {
+        .res = &fair_kres_pods,
+        .type = &fair_ktype_pod,
+        .ns = "stall",
+        .watch_timeout_s = 100,
+        .stall_timeout_ms = 1000, /* five of the fake's bookmark periods */
+        .backoff_base_ms = 60000, /* a backoff would fail the test */
+    };
+    struct fair_informer *i = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_informer_new(client, &o, NULL, &i, &err), 0);
+    fair_kclient_set_observer(client, note_watch_timeout, NULL);
+    assert_int_equal(fair_informer_start(i, &err), 0);
+    while (!fair_informer_has_synced(i))
+        run_ms(50);
+    for (int round = 0; round < 3; round++) {
+        wait_for_bookmark(i);
+        long code = 0;
+        char *resp = NULL;
+        assert_int_equal(
+            fair_fake_request(&fake, "POST", "/fake/stall-watches?resource=pods", "", &code, &resp),
+            0);
+        assert_int_equal(code, 200);
+        json_t *j = json_loads(resp, 0, NULL);
+        assert_true(json_integer_value(json_object_get(j, "stalled")) >= 1);
+        json_decref(j);
+        free(resp);
+        char nm[32];
+        snprintf(nm, sizeof nm, "s-%d", round);
+        create_raw("stall", nm, "", "", NULL);
+        if (!wait_for_pod(i, "stall", nm, 15000))
+            fail_msg("round %d: pod %s not seen in 15 s: the hung watch was not restarted", round,
+                     nm);
+    }
+    struct fair_informer_stats st;
+    fair_informer_get_stats(i, &st);
+    assert_true(st.stalls >= 3);
+    assert_int_equal(st.lists, 1); /* watched again from its resourceVersion */
+    /* Each watch asked for a random timeoutSeconds in [t, 2t), as
+     * client-go does, so that watches do not all end together. */
+    fair_kclient_set_observer(client, NULL, NULL);
+    assert_true(nstall_timeouts >= 4);
+    bool differ = false;
+    for (int k = 0; k < nstall_timeouts; k++) {
+        if (stall_timeouts[k] < 100 || stall_timeouts[k] >= 200)
+            fail_msg("watch %d asked for timeoutSeconds=%ld, want [100, 200)", k,
+                     stall_timeouts[k]);
+        differ = differ || stall_timeouts[k] != stall_timeouts[0];
+    }
+    assert_true(differ);
+    fair_informer_free(i);
+    delete_all("stall");
+}
+
+/* A watch that was established (it delivered a bookmark) and is then cut
+ * is resumed at once, as client-go does, however often it happens: the
+ * backoff (20 s here) is only for watches that cannot be opened. */
+static void test_cut_established_watch_resumes_at_once(void **state)
+{
+    (void)state;
+    assert_int_equal(fair_fake_create_namespace(&fake, "cut"), 0);
+    struct fair_informer_options o = {
+        .res = &fair_kres_pods,
+        .type = &fair_ktype_pod,
+        .ns = "cut",
+        .backoff_base_ms = 20000,
+        .backoff_cap_ms = 40000,
+        .healthy_reset_ms = 600000,
+    };
+    struct fair_informer *i = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_informer_new(client, &o, NULL, &i, &err), 0);
+    assert_int_equal(fair_informer_start(i, &err), 0);
+    while (!fair_informer_has_synced(i))
+        run_ms(50);
+    for (int round = 0; round < 4; round++) {
+        wait_for_bookmark(i);
+        assert_true(fair_fake_drop_watches(&fake, round % 2 == 0) >= 1);
+        char nm[32];
+        snprintf(nm, sizeof nm, "c-%d", round);
+        create_raw("cut", nm, "", "", NULL);
+        /* 10 s: half the backoff's base, less its jitter. */
+        if (!wait_for_pod(i, "cut", nm, 10000))
+            fail_msg("round %d (%s): pod %s not seen in 10 s: the informer backed off after a "
+                     "watch that worked",
+                     round, round % 2 == 0 ? "cut" : "ended", nm);
+    }
+    struct fair_informer_stats st;
+    fair_informer_get_stats(i, &st);
+    assert_int_equal(st.lists, 1);
+    fair_informer_free(i);
+    delete_all("cut");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -825,6 +974,8 @@ int main(void)
         cmocka_unit_test(test_page_halves_down_to_one),
         cmocka_unit_test(test_oversized_object_skipped),
         cmocka_unit_test(test_huge_env_pods_sync),
+        cmocka_unit_test(test_hung_watch_is_restarted),
+        cmocka_unit_test(test_cut_established_watch_resumes_at_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

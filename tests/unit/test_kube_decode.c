@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -246,6 +247,63 @@ static void test_podgroup(void **state)
     assert_int_not_equal(fair_kpodgroup_decode(j, FAIR_KPG_VOLCANO, &g, &err), 0);
     assert_null(g);
     json_decref(j);
+}
+
+/* finished_ms: the latest containerStatuses[].state.terminated.finishedAt
+ * when every container has terminated (the shape the real plane's
+ * kubelet writes, checked on Kubernetes 1.24), else 0; a malformed status
+ * never fails the pod. Each case is decoded whole and through the pod
+ * filter (what the informer keeps), with the same result. */
+static void test_pod_finished(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *statuses; /* status.containerStatuses, or NULL: absent */
+        int64_t want;
+    } cases[] = {
+        {"[{\"name\":\"m\",\"state\":{\"terminated\":{\"exitCode\":0,\"finishedAt\":"
+         "\"2026-11-26T19:46:55Z\",\"reason\":\"Completed\",\"startedAt\":"
+         "\"2026-11-26T19:46:53Z\"}}}]",
+         1795722415000LL},
+        {"[{\"name\":\"a\",\"state\":{\"terminated\":{\"finishedAt\":\"2026-11-26T19:46:57Z\"}}},"
+         "{\"name\":\"b\",\"state\":{\"terminated\":{\"finishedAt\":\"2026-11-26T19:46:55Z\"}}}]",
+         1795722417000LL},
+        {"[{\"name\":\"a\",\"state\":{\"terminated\":{\"finishedAt\":\"2026-11-26T19:46:57Z\"}}},"
+         "{\"name\":\"b\",\"state\":{\"running\":{\"startedAt\":\"2026-11-26T19:46:53Z\"}}}]",
+         0},
+        {"[{\"name\":\"m\",\"state\":{\"running\":{\"startedAt\":\"2026-11-26T19:46:53Z\"}}}]", 0},
+        {"[{\"name\":\"m\",\"state\":{\"terminated\":{\"exitCode\":1}}}]", 0},
+        {"[{\"name\":\"m\",\"state\":{\"terminated\":{\"finishedAt\":\"yesterday\"}}}]", 0},
+        {"[{\"name\":\"m\",\"state\":{\"terminated\":{\"finishedAt\":7}}}]", 0},
+        {"[{\"name\":\"m\",\"state\":\"terminated\"}]", 0},
+        {"[]", 0},
+        {"\"not a list\"", 0},
+        {NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 POD_HEAD "},\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"m\"}]},"
+                          "\"status\":{\"phase\":\"Succeeded\"%s%s}}",
+                 cases[i].statuses ? ",\"containerStatuses\":" : "",
+                 cases[i].statuses ? cases[i].statuses : "");
+        struct fair_kpod *p = pod_ok(text);
+        if (p->finished_ms != cases[i].want)
+            fail_msg("case %zu: finished_ms %lld, want %lld", i, (long long)p->finished_ms,
+                     (long long)cases[i].want);
+        fair_kpod_free(p);
+        json_t *filtered = NULL;
+        struct fair_error err = {0};
+        assert_int_equal(
+            fair_json_parse_filtered(text, strlen(text), fair_ktype_pod.filter, &filtered, &err),
+            0);
+        assert_int_equal(fair_kpod_decode(filtered, &p, &err), 0);
+        json_decref(filtered);
+        if (p->finished_ms != cases[i].want)
+            fail_msg("case %zu (filtered): finished_ms %lld, want %lld", i,
+                     (long long)p->finished_ms, (long long)cases[i].want);
+        fair_kpod_free(p);
+    }
 }
 
 struct problem_case {
@@ -549,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_podgroup),
         cmocka_unit_test(test_pod_fraction_gang),
         cmocka_unit_test(test_pod_requeue_fields),
+        cmocka_unit_test(test_pod_finished),
         cmocka_unit_test(test_pod_problems),
         cmocka_unit_test(test_pod_structural_errors),
         cmocka_unit_test(test_pod_alloc_failures),
