@@ -1,7 +1,11 @@
 /* Benchmark of one engine cycle on synthetic clusters (fixed seed):
  * 1,000 nodes x 8 GPUs with 20,000 pods, then 5,000 nodes with 150,000
  * pods. Prints the median cycle time, decisions per second and the
- * engine's memory per pod. Run by `make bench`. */
+ * engine's memory per pod. Run by `make bench`. The constraint variants run
+ * the small cluster again with 20% of the pods carrying a required node
+ * affinity, 5% a required anti-affinity on the hostname against the pods
+ * of their own service (50 services), or both (each pod its own copy of
+ * its terms, as the controller decodes them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +23,30 @@ static uint32_t rnd(uint32_t n)
     return (uint32_t)(rng >> 33) % n;
 }
 
+/* A pod's node affinity: pool In [pool-k, pool-k+1] (one fifth of the
+ * nodes), in one allocation per pod. */
+struct bench_aff {
+    struct fair_node_affinity a;
+    struct fair_node_term term;
+    struct fair_node_req req;
+    const char *values[2];
+    /* Anti-affinity: app In [svc-k] on kubernetes.io/hostname. */
+    struct fair_pod_affinity pa;
+    struct fair_pod_term pterm;
+    struct fair_node_req preq;
+    struct fair_label label;
+    const char *svc[1];
+};
+
+static char svc_names[50][8];
+
+static const char *const pool_names[10] = {"pool-0", "pool-1", "pool-2", "pool-3", "pool-4",
+                                           "pool-5", "pool-6", "pool-7", "pool-8", "pool-9"};
+
 struct cluster {
     struct fair_node *nodes;
+    struct fair_label *labels; /* 3 per node */
+    struct bench_aff *affs;    /* per pod */
     size_t nn;
     struct fair_project projects[10];
     struct fair_queue *queues;
@@ -109,7 +135,8 @@ static bool place_running(struct cluster *c, struct fair_pod *p, int64_t *cpu_fr
     return false;
 }
 
-static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npending, uint64_t seed)
+static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npending, uint64_t seed,
+                  int affinity_pct, int anti_pct)
 {
     memset(c, 0, sizeof(*c));
     rng = seed;
@@ -120,10 +147,13 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
     c->queues = calloc(c->nq, sizeof(*c->queues));
     c->pods = calloc(c->npods, sizeof(*c->pods));
     c->dev = calloc(nnodes * 8, sizeof(*c->dev));
+    c->labels = calloc(nnodes * 3, sizeof(*c->labels));
+    c->affs = calloc(c->npods, sizeof(*c->affs));
     c->names_cap = (nnodes + c->npods * 2 + 200) * 16;
     c->names = malloc(c->names_cap);
     int64_t *cpu_free = calloc(nnodes, sizeof(int64_t));
-    if (!c->nodes || !c->queues || !c->pods || !c->dev || !c->names || !cpu_free) {
+    if (!c->nodes || !c->queues || !c->pods || !c->dev || !c->names || !cpu_free || !c->labels ||
+        !c->affs) {
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
     }
@@ -136,6 +166,13 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
         n->allocatable.v[FAIR_RES_CPU] = 128000;
         n->allocatable.v[FAIR_RES_MEM] = 1024 * GIB;
         n->max_pods = 110;
+        /* Labels as on real nodes: a pool, a zone and the hostname. */
+        struct fair_label *l = &c->labels[i * 3];
+        l[0] = (struct fair_label){"kubernetes.io/hostname", n->name};
+        l[1] = (struct fair_label){"pool", pool_names[i % 10]};
+        l[2] = (struct fair_label){"topology.kubernetes.io/zone", pool_names[i % 4]};
+        n->labels = l;
+        n->nlabels = 3;
         if (i % 20 == 19) {
             n->taints = &taint_dedicated;
             n->ntaints = 1;
@@ -188,6 +225,32 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
         }
         if (rnd(5) == 0)
             p->gpu_model = rnd(2) ? "H100" : "A100";
+        /* Drawn from a hash of i, not from rng: the pods are the same with
+         * and without constraints. */
+        uint64_t h = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL;
+        if (affinity_pct && (int)((h >> 40) % 100) < affinity_pct) {
+            struct bench_aff *b = &c->affs[i];
+            uint32_t k = (uint32_t)((h >> 20) % 10);
+            b->values[0] = pool_names[k];
+            b->values[1] = pool_names[(k + 1) % 10];
+            b->req = (struct fair_node_req){"pool", b->values, 2, FAIR_SEL_IN, false};
+            b->term = (struct fair_node_term){&b->req, 1, 0, false};
+            b->a = (struct fair_node_affinity){.required = true, .terms = &b->term, .nterms = 1};
+            p->node_affinity = &b->a;
+        }
+        if (anti_pct && (int)((h >> 8) % 100) < anti_pct) {
+            struct bench_aff *b = &c->affs[i];
+            const char *svc = svc_names[(h >> 30) % 50];
+            b->label = (struct fair_label){"app", svc};
+            p->labels = &b->label;
+            p->nlabels = 1;
+            b->svc[0] = svc;
+            b->preq = (struct fair_node_req){"app", b->svc, 1, FAIR_SEL_IN, false};
+            b->pterm = (struct fair_pod_term){
+                "kubernetes.io/hostname", {NULL, 0, &b->preq, 1, false, false}, NULL, 0, false};
+            b->pa = (struct fair_pod_affinity){NULL, 0, &b->pterm, 1};
+            p->pod_affinity = &b->pa;
+        }
         if (i < nrunning && place_running(c, p, cpu_free)) {
             p->started_ms = now - (int64_t)rnd(3600000);
             c->nrunning++;
@@ -203,6 +266,8 @@ static void release(struct cluster *c)
     free(c->pods);
     free(c->names);
     free(c->dev);
+    free(c->labels);
+    free(c->affs);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -223,11 +288,12 @@ static double now_s(void)
     return clock_s(CLOCK_MONOTONIC);
 }
 
-static void run(const char *title, size_t nnodes, size_t nrunning, size_t npending, int runs)
+static void run(const char *title, size_t nnodes, size_t nrunning, size_t npending, int runs,
+                int affinity_pct, int anti_pct)
 {
     struct cluster c;
     double t0 = now_s();
-    build(&c, nnodes, nrunning, npending, 42);
+    build(&c, nnodes, nrunning, npending, 42, affinity_pct, anti_pct);
     double build_s = now_s() - t0;
     struct fair_snapshot s = {0};
     s.now_ms = 1700000000000LL;
@@ -281,7 +347,12 @@ static void run(const char *title, size_t nnodes, size_t nrunning, size_t npendi
 
 int main(void)
 {
-    run("small", 1000, 10000, 10000, 9);
-    run("large", 5000, 75000, 75000, 5);
+    for (int i = 0; i < 50; i++)
+        snprintf(svc_names[i], sizeof svc_names[i], "svc-%d", i);
+    run("small", 1000, 10000, 10000, 9, 0, 0);
+    run("small, 20% node affinity", 1000, 10000, 10000, 9, 20, 0);
+    run("small, 5% hostname anti-affinity", 1000, 10000, 10000, 9, 0, 5);
+    run("small, 20% node affinity + 5% hostname anti-affinity", 1000, 10000, 10000, 9, 20, 5);
+    run("large", 5000, 75000, 75000, 5, 0, 0);
     return 0;
 }

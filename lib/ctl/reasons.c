@@ -2,10 +2,12 @@
  * human reason ("over the limit: ...") and then give the figures. */
 #include "ctl/reasons.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/quantity.h"
+#include "engine/constraints.h"
 
 const char *fair_ctl_why_reason(int why)
 {
@@ -269,6 +271,45 @@ static void pending_message(const struct fair_ctl_snapshot *s, const struct fair
         return;
     }
     case FAIR_PENDING_NO_NODE_FITS: {
+        /* A required node affinity that no node matches is the cause,
+         * whatever the room. */
+        if (fair_cons_constrained(p)) {
+            size_t match = 0; /* more nodes: the causes below */
+            for (size_t i = 0; i < s->snap.nnodes; i++)
+                if (fair_node_affinity_match(p->node_affinity, &s->snap.nodes[i]))
+                    match++;
+            if (match == 0) {
+                snprintf(out, n,
+                         "no node fits: no node matches the pod's required node affinity "
+                         "(spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring"
+                         "Execution)");
+                return;
+            }
+            /* A resource no node has enough of, even empty. */
+            for (size_t k = 0; k < p->nscalars; k++) {
+                int64_t most = 0;
+                for (size_t i = 0; i < s->snap.nnodes; i++)
+                    for (size_t j = 0; j < s->snap.nodes[i].nscalars; j++)
+                        if (!strcmp(s->snap.nodes[i].scalars[j].name, p->scalars[k].name) &&
+                            s->snap.nodes[i].scalars[j].value > most)
+                            most = s->snap.nodes[i].scalars[j].value;
+                if (most < p->scalars[k].value) {
+                    snprintf(out, n,
+                             "no node fits: the pod asks for %" PRId64 " %s and no node has "
+                             "more than %" PRId64,
+                             p->scalars[k].value, p->scalars[k].name, most);
+                    return;
+                }
+            }
+            if (p->nscalars || p->nhost_ports) {
+                snprintf(out, n,
+                         "no node fits: no node has %s free GPUs together with the pod's CPU, "
+                         "memory and other resources (%zu), free host ports (%zu), node "
+                         "selector, node affinity and tolerations",
+                         req, p->nscalars, p->nhost_ports);
+                return;
+            }
+        }
         /* When the room is held by queues above their fair share while
          * this one is below its own, that is the cause to name. */
         int64_t over = 0;

@@ -590,6 +590,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
                 n->unschedulable = true; /* holds a pod we cannot read */
         n->labels = k->labels;
         n->nlabels = k->nlabels;
+        n->scalars = k->scalars;
+        n->nscalars = k->nscalars;
         n->taints = k->taints;
         n->ntaints = k->ntaints;
         out->knodes[n_out] = k;
@@ -846,6 +848,16 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->tolerations = k->tolerations;
         p->ntolerations = k->ntolerations;
         p->gpu_model = k->gpu_model;
+        p->node_affinity = k->node_affinity;
+        p->scalars = k->scalars;
+        p->nscalars = k->nscalars;
+        p->host_ports = k->host_ports;
+        p->nhost_ports = k->nhost_ports;
+        p->labels = k->labels;
+        p->nlabels = k->nlabels;
+        p->pod_affinity = k->pod_affinity;
+        p->spread = k->spread;
+        p->nspread = k->nspread;
         p->checkpoint_interval_ms = k->checkpoint_interval_ms;
         p->evictions = ov.evictions;
         p->hold_node = -1;

@@ -318,7 +318,7 @@ static void acct_add(struct eng *e, int32_t qi, const struct fair_pod *p, int si
 static int bind_pod(struct eng *e, int32_t pi, int32_t rank, uint64_t mask)
 {
     const struct fair_pod *p = &e->s->pods[pi];
-    fair_place_commit(&e->pl, rank, &p->request, mask, 1);
+    fair_place_commit_pod(&e->pl, rank, p, mask, 1);
     acct_add(e, p->queue, p, 1);
     e->pflags[pi] |= PF_BOUND;
     e->masks[pi] = mask;
@@ -458,8 +458,8 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         for (size_t j = 0; j < placed; j++) {
             int32_t mi = e->order[e->gmem[g->first + j]];
             const struct fair_action *a = &e->res->actions[nact + j];
-            fair_place_commit(&e->pl, e->pl.rank_of[a->node], &s->pods[mi].request, a->gpu_devices,
-                              -1);
+            fair_place_commit_pod(&e->pl, e->pl.rank_of[a->node], &s->pods[mi], a->gpu_devices,
+                                  -1);
             acct_add(e, s->pods[mi].queue, &s->pods[mi], -1);
             e->pflags[mi] &= (uint8_t)~PF_BOUND;
             /* bind_pod cleared its reason: pass 2 keeps pass 1's (below). */

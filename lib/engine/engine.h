@@ -71,6 +71,9 @@ struct fair_node {
     size_t nlabels;
     const struct fair_taint *taints;
     size_t ntaints;
+    /* Allocatable of the other resources (struct fair_scalar). */
+    const struct fair_scalar *scalars;
+    size_t nscalars;
 };
 
 /* What Projects and Queues have in common. */
@@ -99,6 +102,114 @@ struct fair_queue {
     int32_t project;                /* index into snapshot.projects; -1: unknown */
     int64_t reclaim_min_runtime_ms; /* borrowed pods younger are not reclaimed */
     enum fair_reclaim_mode reclaim_up_to;
+};
+
+/* A resource other than GPU, CPU and memory: extended resources
+ * (rdma/ib, nvidia.com/mig-1g.10gb, ...), hugepages-*, ephemeral-storage.
+ * In the resource's own unit (bytes for hugepages and storage). On a node:
+ * its allocatable; on a pod: its request (NodeResourcesFit). */
+struct fair_scalar {
+    const char *name;
+    int64_t value;
+};
+
+enum fair_protocol { FAIR_PROTO_TCP = 0, FAIR_PROTO_UDP = 1, FAIR_PROTO_SCTP = 2 };
+
+/* A container port with a hostPort (NodePorts): conflicts with another on
+ * the same node with the same protocol and port when either host IP is
+ * 0.0.0.0 (or unset) or both are the same. */
+struct fair_host_port {
+    const char *host_ip; /* NULL or "": 0.0.0.0 */
+    int32_t port;        /* hostPort, > 0 */
+    uint8_t protocol;    /* enum fair_protocol */
+};
+
+/* Node affinity, as kube-scheduler's NodeAffinity plugin reads
+ * spec.affinity.nodeAffinity (docs/engine.md, "Scheduling constraints").
+ * One requirement of a term: a matchExpressions entry on the node's labels,
+ * or (field) a matchFields entry on the node's fields (metadata.name). */
+enum fair_sel_op {
+    FAIR_SEL_IN = 0,
+    FAIR_SEL_NOT_IN,
+    FAIR_SEL_EXISTS,
+    FAIR_SEL_DOES_NOT_EXIST,
+    FAIR_SEL_GT, /* label value and values[0] parsed as int64: strictly greater */
+    FAIR_SEL_LT,
+};
+
+struct fair_node_req {
+    const char *key;
+    const char *const *values;
+    uint32_t nvalues;
+    uint8_t op; /* enum fair_sel_op */
+    bool field; /* matchFields: key names a node field ("metadata.name") */
+};
+
+/* A nodeSelectorTerm: its requirements are ANDed. A term with no
+ * requirement, or one that does not parse (invalid: an unknown operator,
+ * wrong value count, a Gt/Lt value that is not an integer, a bad key or
+ * value), matches no node, as in Kubernetes. */
+struct fair_node_term {
+    const struct fair_node_req *reqs;
+    uint32_t nreqs;
+    int32_t weight; /* preferred terms only: 1..100 */
+    bool invalid;
+};
+
+struct fair_node_affinity {
+    /* requiredDuringSchedulingIgnoredDuringExecution is set: the node must
+     * match one of terms (ORed); with no terms, no node matches. */
+    bool required;
+    const struct fair_node_term *terms;
+    size_t nterms;
+    /* preferredDuringSchedulingIgnoredDuringExecution: a node's score is
+     * the sum of the weights of the terms it matches. */
+    const struct fair_node_term *preferred;
+    size_t npreferred;
+};
+
+/* A metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn,
+ * Exists, DoesNotExist; the field flag unused), ANDed. nothing: the
+ * selector is null, which matches no pod; an empty one matches all. */
+struct fair_label_selector {
+    const struct fair_label *match_labels;
+    size_t nmatch_labels;
+    const struct fair_node_req *exprs;
+    size_t nexprs;
+    bool nothing;
+    bool invalid; /* does not parse: matches nothing */
+};
+
+/* A required pod (anti-)affinity term (InterPodAffinity): the pods that
+ * selector matches, in namespaces (none listed: the pod's own) or in every
+ * namespace (all_namespaces: namespaceSelector {}; a namespaceSelector with
+ * labels is read as all namespaces too, and the controller does not
+ * schedule pods that carry one), counted per value of topology_key. */
+struct fair_pod_term {
+    const char *topology_key;
+    struct fair_label_selector selector;
+    const char *const *namespaces;
+    size_t nnamespaces;
+    bool all_namespaces;
+};
+
+struct fair_pod_affinity {
+    const struct fair_pod_term *affinity; /* required; all must hold */
+    size_t naffinity;
+    const struct fair_pod_term *anti; /* required anti-affinity */
+    size_t nanti;
+};
+
+/* A topologySpreadConstraint with whenUnsatisfiable: DoNotSchedule
+ * (PodTopologySpread, Kubernetes 1.24: minDomains, nodeAffinityPolicy and
+ * nodeTaintsPolicy do not exist or are off there; nodes are counted when
+ * they match the pod's node selector and required node affinity, whatever
+ * their taints). The pod's own namespace; ScheduleAnyway ones are not
+ * kept. */
+struct fair_spread {
+    const char *topology_key;
+    int32_t max_skew; /* >= 1 */
+    struct fair_label_selector selector;
 };
 
 enum fair_pod_state {
@@ -139,6 +250,23 @@ struct fair_pod {
     const struct fair_toleration *tolerations;
     size_t ntolerations;
     const char *gpu_model; /* required model, or NULL */
+    /* spec.affinity.nodeAffinity; NULL: none. Checked for PENDING pods
+     * (a pod with spec.nodeName set by its user is already BOUND). */
+    const struct fair_node_affinity *node_affinity;
+    /* Requests of other resources (distinct names), and host ports. Bound
+     * pods of every scheduler hold them on their node. */
+    const struct fair_scalar *scalars;
+    size_t nscalars;
+    const struct fair_host_port *host_ports;
+    size_t nhost_ports;
+    /* All the pod's labels (for other pods' affinity terms), and its
+     * required pod affinity and anti-affinity (NULL: none). Bound pods of
+     * every scheduler count. */
+    const struct fair_label *labels;
+    size_t nlabels;
+    const struct fair_pod_affinity *pod_affinity;
+    const struct fair_spread *spread; /* DoNotSchedule constraints */
+    size_t nspread;
     /* Gangs: pods sharing gang (within a queue) are placed all together or
      * not at all; gang_size is how many pods the gang needs. */
     const char *gang;

@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "engine/constraints.h"
 
 #define DEV_MILLI FAIR_GPU_DEVICE_MILLI
 
@@ -472,6 +473,9 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
     }
     for (size_t r = 0; r < snap->nnodes; r++)
         bucket_in(pl, (int32_t)r);
+    /* Constraints (constraints.c): nothing allocated when no pod has any. */
+    if (fair_cons_new(&pl->cons, snap, pl->rank_of, &pl->bytes))
+        goto out;
     rc = 0;
 out:
     fair_free(order);
@@ -490,6 +494,7 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->whole);
     fair_free(pl->part);
     fair_free(pl->strand);
+    fair_cons_free(pl->cons);
     memset(pl, 0, sizeof(*pl));
 }
 
@@ -536,6 +541,11 @@ bool fair_place_static_ok(const struct fair_place *pl, int32_t rank, const struc
         if (!tolerated(pod, t))
             return false;
     }
+    /* Constraints of constraints.c: node affinity, other resources, host
+     * ports, inter-pod (anti-)affinity. */
+    if (fair_cons_pod_constrained(pl->cons, pod) &&
+        !fair_cons_node_ok(pl->cons, pl->snap, rank, n->idx, pod))
+        return false;
     return true;
 }
 
@@ -793,7 +803,7 @@ static int32_t find_spread(struct fair_place *pl, const struct fair_pod *pod,
 int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
                         const struct fair_resources *req, bool use_fut, uint64_t *mask)
 {
-    bool cacheable = unconstrained(pod);
+    bool cacheable = unconstrained(pod) && !fair_cons_pod_constrained(pl->cons, pod);
     int32_t r = -1;
     *mask = 0;
     if (cacheable && known_no_fit(pl, req, use_fut))
@@ -826,6 +836,13 @@ void fair_place_commit(struct fair_place *pl, int32_t rank, const struct fair_re
     dev_apply(n->dev, n->ngpu, req->v[FAIR_RES_GPU], mask, sign);
     dev_apply(n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, sign);
     bucket_in(pl, rank);
+}
+
+void fair_place_commit_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                           uint64_t mask, int sign)
+{
+    fair_place_commit(pl, rank, &pod->request, mask, sign);
+    fair_cons_commit(pl->cons, rank, pod, sign);
 }
 
 void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resources *req,

@@ -83,6 +83,9 @@ struct fair_place {
     /* Nodes held for one pending pod (by rank; NULL: none): no other pod
      * fits there. Borrowed from the caller, may be NULL. */
     const struct fair_pod *const *hold;
+    /* Scheduling constraints of this cycle (constraints.h); NULL: no pod
+     * carries any. */
+    struct fair_cons *cons;
     size_t bytes; /* allocated, for the memory figure */
 };
 
@@ -97,7 +100,9 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
 void fair_place_release(struct fair_place *pl);
 
 /* Whether node (rank) passes pod's static filters: schedulable, GPU model,
- * node selector, taints (NoSchedule, NoExecute) against tolerations. */
+ * node selector, taints (NoSchedule, NoExecute) against tolerations, and
+ * the constraints of constraints.h (node affinity, other resources, host
+ * ports, inter-pod affinity), which this cycle's binds change. */
 bool fair_place_static_ok(const struct fair_place *pl, int32_t rank, const struct fair_pod *pod);
 
 /* Chooses a node and devices for a request, per the policy. use_fut: the
@@ -115,6 +120,10 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
  * in cur and fut. */
 void fair_place_commit(struct fair_place *pl, int32_t rank, const struct fair_resources *req,
                        uint64_t mask, int sign);
+/* fair_place_commit of pod's request, keeping the constraints' state
+ * (other resources, host ports, inter-pod counts: constraints.h) too. */
+void fair_place_commit_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                           uint64_t mask, int sign);
 /* Changes the fut view only: sign -1 frees (an evicted pod), 1 reserves. */
 void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resources *req,
                     uint64_t mask, int sign);

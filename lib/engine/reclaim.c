@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "engine/constraints.h"
 #include "engine/cycle.h"
 #include "engine/share.h"
 
@@ -673,10 +674,13 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     /* A pod holding a node may search there, where others may not: the
      * failure cache does not speak for it, nor it for others. */
     bool holder = e->hold_of[sr->pi] >= 0;
+    /* Constraints (constraints.h): the node check is the pod's own, and a
+     * failed search says nothing of another pod's. */
+    bool cons = fair_cons_pod_constrained(e->pl.cons, sr->pod);
     *found = false;
     sr->plain = sr->pod->nnode_selector == 0 && sr->pod->ntolerations == 0 &&
-                (!sr->pod->gpu_model || !sr->pod->gpu_model[0]);
-    for (int i = 0; i < q->nfail[m] && !holder; i++)
+                (!sr->pod->gpu_model || !sr->pod->gpu_model[0]) && !cons;
+    for (int i = 0; i < q->nfail[m] && !holder && !cons; i++)
         if (same_shape_or_bigger(&q->fail[m][i], sr->pod))
             return 0;
     if (e->searches >= MAX_SEARCHES)
@@ -760,6 +764,8 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
             return rc;
     }
     if (!have && holder)
+        return 0;
+    if (!have && cons)
         return 0;
     if (!have) {
         struct fail_entry *f = &q->fail[m][q->fail_next[m]];

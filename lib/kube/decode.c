@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/duration.h"
 #include "base/quantity.h"
+#include "engine/constraints.h"
 
 /* ---- small readers ---------------------------------------------------- */
 
@@ -477,6 +478,737 @@ static int pod_tolerations(const json_t *spec, struct fair_kpod *p, struct fair_
     return 0;
 }
 
+/* ---- other resources and host ports ------------------------------------ */
+
+/* Whether name is one of the resources the engine counts on its own (GPU,
+ * CPU, memory) or none at all (pods). */
+static bool own_resource(const char *name)
+{
+    for (int i = 0; i < FAIR_RES_COUNT; i++)
+        if (!strcmp(name, res_keys[i]))
+            return true;
+    return !strcmp(name, "pods");
+}
+
+/* A quantity in whole units, a fraction rounded up (as Value() does). */
+static bool scalar_value(const json_t *v, int64_t *out)
+{
+    int64_t m = 0;
+    struct fair_error qe = {0};
+    if (fair_kquantity_decode(v, 1, &m, "", &qe) || m < 0)
+        return false;
+    *out = m / 1000 + (m % 1000 != 0);
+    return true;
+}
+
+struct scal_acc {
+    const char *name[FAIR_POD_MAX_SCALARS];
+    int64_t sum[FAIR_POD_MAX_SCALARS]; /* containers */
+    int64_t max[FAIR_POD_MAX_SCALARS]; /* init containers */
+    size_t n;
+    bool over;
+};
+
+static int scal_slot(struct scal_acc *a, const char *name)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (!strcmp(a->name[i], name))
+            return (int)i;
+    if (a->n == FAIR_POD_MAX_SCALARS) {
+        a->over = true;
+        return -1;
+    }
+    a->name[a->n] = name;
+    a->sum[a->n] = a->max[a->n] = 0;
+    return (int)a->n++;
+}
+
+/* One container's requests (limits where no request) of other resources. */
+static void container_scalars(const json_t *c, bool init, struct scal_acc *a, char **problem)
+{
+    const json_t *res = json_object_get(c, "resources");
+    const json_t *req = json_is_object(res) ? json_object_get(res, "requests") : NULL;
+    const json_t *lim = json_is_object(res) ? json_object_get(res, "limits") : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        const json_t *m = pass ? lim : req;
+        if (!json_is_object(m))
+            continue;
+        const char *name;
+        const json_t *v;
+        json_object_foreach((json_t *)m, name, v)
+        {
+            if (own_resource(name) || (pass && json_is_object(req) && json_object_get(req, name)))
+                continue;
+            int64_t x = 0;
+            if (strlen(name) > 253 || !scalar_value(v, &x)) {
+                add_problem(problem, "resources[\"%.64s\"]: not a quantity this scheduler reads",
+                            name);
+                continue;
+            }
+            int k = scal_slot(a, name);
+            if (k < 0)
+                continue;
+            if (init) {
+                if (x > a->max[k])
+                    a->max[k] = x;
+            } else if (x <= INT64_MAX - a->sum[k]) {
+                a->sum[k] += x;
+            }
+        }
+    }
+}
+
+static int pod_scalars_ports(const json_t *spec, struct fair_kpod *p)
+{
+    struct scal_acc a;
+    a.n = 0;
+    a.over = false;
+    size_t nports = 0, nbytes = 0;
+    const json_t *cs = spec ? json_object_get(spec, "containers") : NULL;
+    const json_t *ics = spec ? json_object_get(spec, "initContainers") : NULL;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cs, i, c)
+    {
+        container_scalars(c, false, &a, &p->problem);
+        size_t j;
+        const json_t *port;
+        json_array_foreach(json_object_get(c, "ports"), j, port)
+        {
+            json_int_t hp = json_integer_value(json_object_get(port, "hostPort"));
+            if (hp <= 0)
+                continue;
+            const char *ip = json_string_value(json_object_get(port, "hostIP"));
+            nports++;
+            nbytes += ip ? strlen(ip) + 1 : 0;
+        }
+    }
+    json_array_foreach(ics, i, c)
+        container_scalars(c, true, &a, &p->problem);
+    if (a.over)
+        add_problem(&p->problem, "resources: more than %d resources other than CPU, memory and "
+                                 "GPU; Fairshare does not schedule this pod",
+                    FAIR_POD_MAX_SCALARS);
+    if (nports > FAIR_POD_MAX_HOST_PORTS) {
+        add_problem(&p->problem, "spec.containers[].ports: more than %d host ports; Fairshare "
+                                 "does not schedule this pod",
+                    FAIR_POD_MAX_HOST_PORTS);
+        nports = 0;
+    }
+    if (a.over || a.n + nports == 0)
+        return 0;
+    for (size_t k = 0; k < a.n; k++)
+        nbytes += strlen(a.name[k]) + 1;
+    size_t size = a.n * sizeof(struct fair_scalar) + nports * sizeof(struct fair_host_port) + nbytes;
+    char *block = fair_calloc(1, size);
+    if (!block)
+        return FAIR_ENOMEM;
+    struct fair_scalar *sc = (struct fair_scalar *)block;
+    struct fair_host_port *hp = (struct fair_host_port *)(block + a.n * sizeof(*sc));
+    char *str = (char *)(hp + nports);
+    for (size_t k = 0; k < a.n; k++) {
+        size_t l = strlen(a.name[k]) + 1;
+        memcpy(str, a.name[k], l);
+        sc[k].name = str;
+        sc[k].value = a.sum[k] > a.max[k] ? a.sum[k] : a.max[k];
+        str += l;
+    }
+    size_t np = 0;
+    json_array_foreach(cs, i, c)
+    {
+        size_t j;
+        const json_t *port;
+        json_array_foreach(json_object_get(c, "ports"), j, port)
+        {
+            json_int_t v = json_integer_value(json_object_get(port, "hostPort"));
+            if (v <= 0 || np == nports)
+                continue;
+            const char *ip = json_string_value(json_object_get(port, "hostIP"));
+            const char *proto = json_string_value(json_object_get(port, "protocol"));
+            hp[np].port = v > INT32_MAX ? INT32_MAX : (int32_t)v;
+            hp[np].protocol = proto && !strcmp(proto, "UDP")    ? FAIR_PROTO_UDP
+                              : proto && !strcmp(proto, "SCTP") ? FAIR_PROTO_SCTP
+                                                                : FAIR_PROTO_TCP;
+            if (ip) {
+                size_t l = strlen(ip) + 1;
+                memcpy(str, ip, l);
+                hp[np].host_ip = str;
+                str += l;
+            }
+            np++;
+        }
+    }
+    p->sched_extra = block;
+    p->scalars = a.n ? sc : NULL;
+    p->nscalars = a.n;
+    p->host_ports = nports ? hp : NULL;
+    p->nhost_ports = nports;
+    return 0;
+}
+
+/* ---- spec.affinity.nodeAffinity ---------------------------------------- */
+
+/* The node affinity is read in two passes over the JSON: the first counts
+ * (and enforces the limits of engine/constraints.h), the second fills one
+ * allocation laid out as: the struct, the terms (required then preferred),
+ * the requirements, the value pointers, then the strings. A shape the API
+ * server would never produce, or one over the limits, is a problem of the
+ * pod (it is rejected with the message), never half-read. */
+struct aff_build {
+    bool fill;
+    size_t nterms, npref, nreqs, nvalues, nbytes;
+    struct fair_node_term *terms;
+    struct fair_node_req *reqs;
+    const char **values;
+    char *str;
+    const char *bad; /* first problem found: a static description */
+    char where[96];
+};
+
+static const char *aff_str(struct aff_build *b, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (!b->fill) {
+        b->nbytes += n;
+        return NULL;
+    }
+    memcpy(b->str, s, n);
+    const char *r = b->str;
+    b->str += n;
+    return r;
+}
+
+static bool aff_fail(struct aff_build *b, const char *what, const char *where)
+{
+    if (!b->bad) {
+        b->bad = what;
+        snprintf(b->where, sizeof b->where, "%s", where);
+    }
+    return false;
+}
+
+static bool parse_sel_op(const char *s, uint8_t *op)
+{
+    static const char *const names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    for (uint8_t i = 0; i < 6; i++)
+        if (!strcmp(s, names[i])) {
+            *op = i;
+            return true;
+        }
+    return false;
+}
+
+/* One matchExpressions or matchFields list of a term. */
+static bool aff_reqs(struct aff_build *b, const json_t *list, bool field, struct fair_node_term *t,
+                     size_t *count, const char *path)
+{
+    if (!list || json_is_null(list))
+        return true;
+    if (!json_is_array(list))
+        return aff_fail(b, "want an array", path);
+    size_t i;
+    const json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        if (++*count > FAIR_AFFINITY_MAX_REQS)
+            return aff_fail(b, "too many requirements in one term", path);
+        const json_t *key = json_object_get(e, "key"), *op = json_object_get(e, "operator");
+        const json_t *vals = json_object_get(e, "values");
+        if (!json_is_object(e) || !json_is_string(key) || !json_is_string(op) ||
+            (vals && !json_is_null(vals) && !json_is_array(vals)))
+            return aff_fail(b, "want {key, operator, values}", path);
+        if (json_string_length(key) > FAIR_DECODE_MAX_STR || json_string_length(op) > 64)
+            return aff_fail(b, "string too long", path);
+        size_t nv = json_is_array(vals) ? json_array_size(vals) : 0;
+        if (nv > FAIR_AFFINITY_MAX_VALUES)
+            return aff_fail(b, "too many values in one requirement", path);
+        struct fair_node_req *r = b->fill ? &b->reqs[b->nreqs] : NULL;
+        b->nreqs++;
+        const char *k = aff_str(b, json_string_value(key));
+        uint8_t o = 0;
+        bool known = parse_sel_op(json_string_value(op), &o);
+        if (r) {
+            r->key = k;
+            r->op = o;
+            r->field = field;
+            r->nvalues = (uint32_t)nv;
+            r->values = nv ? &b->values[b->nvalues] : NULL;
+        }
+        for (size_t j = 0; j < nv; j++) {
+            const json_t *v = json_array_get(vals, j);
+            if (!json_is_string(v) || json_string_length(v) > FAIR_DECODE_MAX_STR)
+                return aff_fail(b, "values must be strings", path);
+            const char *sv = aff_str(b, json_string_value(v));
+            if (b->fill)
+                b->values[b->nvalues] = sv;
+            b->nvalues++;
+        }
+        if (b->nvalues > FAIR_AFFINITY_MAX_TOTAL)
+            return aff_fail(b, "too many values in all", path);
+        /* An unknown operator or a bad value is Kubernetes' parse error:
+         * the term matches nothing. */
+        if (t && (!known || !fair_node_req_valid(r)))
+            t->invalid = true;
+    }
+    return true;
+}
+
+static bool aff_term(struct aff_build *b, const json_t *term, int32_t weight, const char *path)
+{
+    if (!json_is_object(term))
+        return aff_fail(b, "want an object", path);
+    struct fair_node_term *t = b->fill ? &b->terms[b->nterms + b->npref] : NULL;
+    size_t first = b->nreqs, count = 0;
+    if (t) {
+        t->reqs = &b->reqs[first];
+        t->weight = weight;
+    }
+    if (!aff_reqs(b, json_object_get(term, "matchExpressions"), false, t, &count, path) ||
+        !aff_reqs(b, json_object_get(term, "matchFields"), true, t, &count, path))
+        return false;
+    if (t)
+        t->nreqs = (uint32_t)(b->nreqs - first);
+    return true;
+}
+
+static bool aff_walk(struct aff_build *b, const json_t *na)
+{
+    const json_t *req = json_object_get(na, "requiredDuringSchedulingIgnoredDuringExecution");
+    const json_t *pref = json_object_get(na, "preferredDuringSchedulingIgnoredDuringExecution");
+    b->nterms = b->npref = b->nreqs = b->nvalues = 0;
+    if (req && !json_is_null(req)) {
+        const char *path = "spec.affinity.nodeAffinity.required...nodeSelectorTerms";
+        const json_t *terms = json_object_get(req, "nodeSelectorTerms");
+        if (!json_is_object(req) || (terms && !json_is_null(terms) && !json_is_array(terms)))
+            return aff_fail(b, "want {nodeSelectorTerms: [...]}", path);
+        if (json_array_size(terms) > FAIR_AFFINITY_MAX_TERMS)
+            return aff_fail(b, "too many terms", path);
+        size_t i;
+        const json_t *t;
+        json_array_foreach(terms, i, t)
+        {
+            if (!aff_term(b, t, 0, path))
+                return false;
+            b->nterms++;
+        }
+    }
+    if (pref && !json_is_null(pref)) {
+        const char *path = "spec.affinity.nodeAffinity.preferred...";
+        if (!json_is_array(pref))
+            return aff_fail(b, "want an array", path);
+        if (json_array_size(pref) > FAIR_AFFINITY_MAX_TERMS)
+            return aff_fail(b, "too many terms", path);
+        size_t i;
+        const json_t *t;
+        json_array_foreach(pref, i, t)
+        {
+            const json_t *w = json_object_get(t, "weight");
+            if (!json_is_object(t) || !json_is_integer(w) || json_integer_value(w) < 0 ||
+                json_integer_value(w) > 100)
+                return aff_fail(b, "want {weight: 0..100, preference}", path);
+            if (!aff_term(b, json_object_get(t, "preference"), (int32_t)json_integer_value(w),
+                          path))
+                return false;
+            b->npref++;
+        }
+    }
+    return true;
+}
+
+static int pod_affinity(const json_t *spec, struct fair_kpod *p)
+{
+    const json_t *aff = spec ? json_object_get(spec, "affinity") : NULL;
+    const json_t *na = json_is_object(aff) ? json_object_get(aff, "nodeAffinity") : NULL;
+    if (!na || json_is_null(na))
+        return 0;
+    struct aff_build b;
+    memset(&b, 0, sizeof b);
+    if (!json_is_object(na) || !aff_walk(&b, na)) {
+        add_problem(&p->problem, "%s: %s; Fairshare does not schedule this pod",
+                    b.bad ? b.where : "spec.affinity.nodeAffinity",
+                    b.bad ? b.bad : "want an object");
+        return 0;
+    }
+    bool required =
+        !json_is_null(json_object_get(na, "requiredDuringSchedulingIgnoredDuringExecution")) &&
+        json_object_get(na, "requiredDuringSchedulingIgnoredDuringExecution");
+    if (!required && b.npref == 0)
+        return 0;
+    size_t size = sizeof(struct fair_node_affinity);
+    size_t t_off = size;
+    size += (b.nterms + b.npref) * sizeof(struct fair_node_term);
+    size_t r_off = size;
+    size += b.nreqs * sizeof(struct fair_node_req);
+    size_t v_off = size;
+    size += b.nvalues * sizeof(const char *);
+    size_t s_off = size;
+    size += b.nbytes;
+    char *block = fair_calloc(1, size);
+    if (!block)
+        return FAIR_ENOMEM;
+    size_t nterms = b.nterms, npref = b.npref;
+    b.fill = true;
+    b.terms = (struct fair_node_term *)(block + t_off);
+    b.reqs = (struct fair_node_req *)(block + r_off);
+    b.values = (const char **)(block + v_off);
+    b.str = block + s_off;
+    aff_walk(&b, na);
+    struct fair_node_affinity *a = (struct fair_node_affinity *)block;
+    a->required = required;
+    a->terms = nterms ? b.terms : NULL;
+    a->nterms = nterms;
+    a->preferred = npref ? b.terms + nterms : NULL;
+    a->npreferred = npref;
+    p->node_affinity = a;
+    return 0;
+}
+
+/* ---- spec.affinity.podAffinity and podAntiAffinity ----------------------- */
+
+/* Required terms only (preferred ones are not read). Two passes like the
+ * node affinity: count (limits), then fill one allocation: the struct,
+ * the terms, the matchLabels, the expressions, the value and namespace
+ * pointers, the strings. */
+#define POD_AFF_MAX_TERMS 32
+#define POD_AFF_MAX_REQS 32
+#define POD_AFF_MAX_VALUES 256
+
+struct paff_build {
+    bool fill;
+    size_t nterms, nlabels, nreqs, nptrs, nbytes;
+    struct fair_pod_term *terms;
+    struct fair_label *labels;
+    struct fair_node_req *reqs;
+    const char **ptrs;
+    char *str;
+    const char *bad;
+    bool unsupported; /* a namespaceSelector with labels */
+};
+
+static const char *paff_str(struct paff_build *b, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (!b->fill) {
+        b->nbytes += n;
+        return NULL;
+    }
+    memcpy(b->str, s, n);
+    const char *r = b->str;
+    b->str += n;
+    return r;
+}
+
+static bool paff_fail(struct paff_build *b, const char *what)
+{
+    if (!b->bad)
+        b->bad = what;
+    return false;
+}
+
+static bool short_str(const json_t *v)
+{
+    return json_is_string(v) && json_string_length(v) <= FAIR_DECODE_MAX_STR;
+}
+
+/* A metav1.LabelSelector into sel (fill pass); null: matches nothing. */
+static bool paff_selector(struct paff_build *b, const json_t *js, struct fair_label_selector *sel)
+{
+    if (!js || json_is_null(js)) {
+        if (sel)
+            sel->nothing = true;
+        return true;
+    }
+    if (!json_is_object(js))
+        return paff_fail(b, "labelSelector: want an object");
+    const json_t *ml = json_object_get(js, "matchLabels");
+    const json_t *me = json_object_get(js, "matchExpressions");
+    if ((ml && !json_is_null(ml) && !json_is_object(ml)) ||
+        (me && !json_is_null(me) && !json_is_array(me)))
+        return paff_fail(b, "labelSelector: bad matchLabels or matchExpressions");
+    if (json_object_size(ml) + json_array_size(me) > POD_AFF_MAX_REQS)
+        return paff_fail(b, "labelSelector: too many requirements");
+    if (sel)
+        sel->match_labels = &b->labels[b->nlabels];
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)ml, k, v)
+    {
+        if (!short_str(v) || strlen(k) > FAIR_DECODE_MAX_STR)
+            return paff_fail(b, "labelSelector.matchLabels: want strings");
+        const char *ks = paff_str(b, k), *vs = paff_str(b, json_string_value(v));
+        if (sel) {
+            b->labels[b->nlabels] = (struct fair_label){ks, vs};
+            sel->nmatch_labels++;
+            if (!fair_label_key_valid(ks) || !fair_label_value_valid(vs))
+                sel->invalid = true;
+        }
+        b->nlabels++;
+    }
+    if (sel)
+        sel->exprs = &b->reqs[b->nreqs];
+    size_t i;
+    const json_t *e;
+    json_array_foreach(me, i, e)
+    {
+        const json_t *key = json_object_get(e, "key"), *op = json_object_get(e, "operator");
+        const json_t *vals = json_object_get(e, "values");
+        if (!json_is_object(e) || !short_str(key) || !short_str(op) ||
+            (vals && !json_is_null(vals) && !json_is_array(vals)))
+            return paff_fail(b, "labelSelector.matchExpressions: want {key, operator, values}");
+        size_t nv = json_array_size(vals);
+        if (nv > POD_AFF_MAX_VALUES)
+            return paff_fail(b, "labelSelector.matchExpressions: too many values");
+        struct fair_node_req *r = sel ? &b->reqs[b->nreqs] : NULL;
+        b->nreqs++;
+        const char *ks = paff_str(b, json_string_value(key));
+        uint8_t o = 0;
+        const char *ops = json_string_value(op);
+        /* Label selectors know In, NotIn, Exists and DoesNotExist only. */
+        bool known = parse_sel_op(ops, &o) && o <= FAIR_SEL_DOES_NOT_EXIST;
+        if (r) {
+            r->key = ks;
+            r->op = o;
+            r->nvalues = (uint32_t)nv;
+            r->values = nv ? &b->ptrs[b->nptrs] : NULL;
+        }
+        for (size_t j = 0; j < nv; j++) {
+            const json_t *x = json_array_get(vals, j);
+            if (!short_str(x))
+                return paff_fail(b, "labelSelector.matchExpressions: values must be strings");
+            const char *xs = paff_str(b, json_string_value(x));
+            if (b->fill)
+                b->ptrs[b->nptrs] = xs;
+            b->nptrs++;
+        }
+        if (sel) {
+            sel->nexprs++;
+            if (!known || !fair_node_req_valid(r))
+                sel->invalid = true;
+        }
+    }
+    return true;
+}
+
+static bool paff_terms(struct paff_build *b, const json_t *list)
+{
+    if (!list || json_is_null(list))
+        return true;
+    if (!json_is_array(list))
+        return paff_fail(b, "requiredDuringSchedulingIgnoredDuringExecution: want an array");
+    if (json_array_size(list) > POD_AFF_MAX_TERMS)
+        return paff_fail(b, "too many terms");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(list, i, t)
+    {
+        const json_t *tk = json_object_get(t, "topologyKey");
+        const json_t *nss = json_object_get(t, "namespaces");
+        const json_t *nsel = json_object_get(t, "namespaceSelector");
+        if (!json_is_object(t) || (tk && !short_str(tk)) ||
+            (nss && !json_is_null(nss) && !json_is_array(nss)) ||
+            (nsel && !json_is_null(nsel) && !json_is_object(nsel)))
+            return paff_fail(b, "want {labelSelector, topologyKey, namespaces}");
+        if (json_array_size(nss) > POD_AFF_MAX_VALUES)
+            return paff_fail(b, "too many namespaces");
+        struct fair_pod_term *term = b->fill ? &b->terms[b->nterms] : NULL;
+        b->nterms++;
+        const char *tks = paff_str(b, tk ? json_string_value(tk) : "");
+        if (term)
+            term->topology_key = tks;
+        if (!paff_selector(b, json_object_get(t, "labelSelector"), term ? &term->selector : NULL))
+            return false;
+        if (term)
+            term->namespaces = json_array_size(nss) ? &b->ptrs[b->nptrs] : NULL;
+        size_t j;
+        const json_t *n;
+        json_array_foreach(nss, j, n)
+        {
+            if (!short_str(n))
+                return paff_fail(b, "namespaces: want strings");
+            const char *ns = paff_str(b, json_string_value(n));
+            if (b->fill)
+                b->ptrs[b->nptrs] = ns;
+            b->nptrs++;
+            if (term)
+                term->nnamespaces++;
+        }
+        if (nsel && json_is_object(nsel)) {
+            /* {} selects every namespace. One with labels would need the
+             * namespaces' labels: read as every namespace (the safe side
+             * for anti-affinity), and the pod is not scheduled. */
+            if (term)
+                term->all_namespaces = true;
+            if (json_object_size(json_object_get(nsel, "matchLabels")) ||
+                json_array_size(json_object_get(nsel, "matchExpressions")))
+                b->unsupported = true;
+        }
+    }
+    return true;
+}
+
+static bool paff_walk(struct paff_build *b, const json_t *pa, const json_t *anti, size_t *naff)
+{
+    b->nterms = b->nlabels = b->nreqs = b->nptrs = 0;
+    const char *key = "requiredDuringSchedulingIgnoredDuringExecution";
+    if (!paff_terms(b, json_is_object(pa) ? json_object_get(pa, key) : NULL))
+        return false;
+    *naff = b->nterms;
+    return paff_terms(b, json_is_object(anti) ? json_object_get(anti, key) : NULL);
+}
+
+static int pod_pod_affinity(const json_t *spec, struct fair_kpod *p)
+{
+    const json_t *aff = spec ? json_object_get(spec, "affinity") : NULL;
+    const json_t *pa = json_is_object(aff) ? json_object_get(aff, "podAffinity") : NULL;
+    const json_t *anti = json_is_object(aff) ? json_object_get(aff, "podAntiAffinity") : NULL;
+    if ((!pa || json_is_null(pa)) && (!anti || json_is_null(anti)))
+        return 0;
+    struct paff_build b;
+    memset(&b, 0, sizeof b);
+    size_t naff = 0;
+    if ((pa && !json_is_null(pa) && !json_is_object(pa)) ||
+        (anti && !json_is_null(anti) && !json_is_object(anti)) || !paff_walk(&b, pa, anti, &naff)) {
+        add_problem(&p->problem, "spec.affinity pod (anti-)affinity: %s; Fairshare does not "
+                                 "schedule this pod",
+                    b.bad ? b.bad : "want objects");
+        return 0;
+    }
+    if (b.unsupported)
+        add_problem(&p->problem, "spec.affinity: a pod (anti-)affinity term has a "
+                                 "namespaceSelector with labels, which Fairshare does not "
+                                 "support; use namespaces, or namespaceSelector: {}");
+    if (b.nterms == 0)
+        return 0;
+    size_t size = sizeof(struct fair_pod_affinity);
+    size_t t_off = size;
+    size += b.nterms * sizeof(struct fair_pod_term);
+    size_t l_off = size;
+    size += b.nlabels * sizeof(struct fair_label);
+    size_t r_off = size;
+    size += b.nreqs * sizeof(struct fair_node_req);
+    size_t p_off = size;
+    size += b.nptrs * sizeof(const char *);
+    size_t s_off = size;
+    size += b.nbytes;
+    char *block = fair_calloc(1, size);
+    if (!block)
+        return FAIR_ENOMEM;
+    size_t nterms = b.nterms;
+    b.fill = true;
+    b.terms = (struct fair_pod_term *)(block + t_off);
+    b.labels = (struct fair_label *)(block + l_off);
+    b.reqs = (struct fair_node_req *)(block + r_off);
+    b.ptrs = (const char **)(block + p_off);
+    b.str = block + s_off;
+    paff_walk(&b, pa, anti, &naff);
+    struct fair_pod_affinity *a = (struct fair_pod_affinity *)block;
+    a->affinity = naff ? b.terms : NULL;
+    a->naffinity = naff;
+    a->anti = nterms > naff ? b.terms + naff : NULL;
+    a->nanti = nterms - naff;
+    for (size_t i = 0; i < nterms; i++)
+        if (b.terms[i].selector.invalid) {
+            add_problem(&p->problem, "spec.affinity: a pod (anti-)affinity term's labelSelector "
+                                     "does not parse; Fairshare does not schedule this pod");
+            break;
+        }
+    p->pod_affinity = a;
+    return 0;
+}
+
+/* ---- spec.topologySpreadConstraints ------------------------------------ */
+
+/* The DoNotSchedule ones, in one allocation like the pod affinity: the
+ * constraints, the matchLabels, the expressions, the value pointers, the
+ * strings (the selectors are read by paff_selector). */
+struct spread_build {
+    struct paff_build b;
+    size_t n;
+    struct fair_spread *v;
+};
+
+static bool spread_walk(struct spread_build *sb, const json_t *list)
+{
+    struct paff_build *b = &sb->b;
+    b->nlabels = b->nreqs = b->nptrs = 0;
+    sb->n = 0;
+    if (!json_is_array(list))
+        return paff_fail(b, "want an array");
+    if (json_array_size(list) > POD_AFF_MAX_TERMS)
+        return paff_fail(b, "too many constraints");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        const json_t *wu = json_object_get(c, "whenUnsatisfiable");
+        const json_t *tk = json_object_get(c, "topologyKey");
+        const json_t *ms = json_object_get(c, "maxSkew");
+        if (!json_is_object(c) || !short_str(wu) || !short_str(tk) || !json_is_integer(ms))
+            return paff_fail(b, "want {maxSkew, topologyKey, whenUnsatisfiable, labelSelector}");
+        if (strcmp(json_string_value(wu), "DoNotSchedule"))
+            continue; /* ScheduleAnyway: a preference, not read */
+        if (json_integer_value(ms) < 1 || json_integer_value(ms) > INT32_MAX)
+            return paff_fail(b, "maxSkew must be 1 or more");
+        if (json_integer_value(json_object_get(c, "minDomains")) > 1)
+            return paff_fail(b, "minDomains is not supported (alpha and off in Kubernetes 1.24)");
+        struct fair_spread *sp = b->fill ? &sb->v[sb->n] : NULL;
+        sb->n++;
+        const char *k = paff_str(b, json_string_value(tk));
+        if (sp) {
+            sp->topology_key = k;
+            sp->max_skew = (int32_t)json_integer_value(ms);
+        }
+        if (!paff_selector(b, json_object_get(c, "labelSelector"), sp ? &sp->selector : NULL))
+            return false;
+    }
+    return true;
+}
+
+static int pod_spread(const json_t *spec, struct fair_kpod *p)
+{
+    const json_t *list = spec ? json_object_get(spec, "topologySpreadConstraints") : NULL;
+    if (!list || json_is_null(list))
+        return 0;
+    struct spread_build sb;
+    memset(&sb, 0, sizeof sb);
+    if (!spread_walk(&sb, list)) {
+        add_problem(&p->problem, "spec.topologySpreadConstraints: %s; Fairshare does not "
+                                 "schedule this pod",
+                    sb.b.bad);
+        return 0;
+    }
+    if (sb.n == 0)
+        return 0;
+    size_t size = sb.n * sizeof(struct fair_spread);
+    size_t l_off = size;
+    size += sb.b.nlabels * sizeof(struct fair_label);
+    size_t r_off = size;
+    size += sb.b.nreqs * sizeof(struct fair_node_req);
+    size_t p_off = size;
+    size += sb.b.nptrs * sizeof(const char *);
+    size_t s_off = size;
+    size += sb.b.nbytes;
+    char *block = fair_calloc(1, size);
+    if (!block)
+        return FAIR_ENOMEM;
+    sb.b.fill = true;
+    sb.v = (struct fair_spread *)block;
+    sb.b.labels = (struct fair_label *)(block + l_off);
+    sb.b.reqs = (struct fair_node_req *)(block + r_off);
+    sb.b.ptrs = (const char **)(block + p_off);
+    sb.b.str = block + s_off;
+    spread_walk(&sb, list);
+    for (size_t i = 0; i < sb.n; i++)
+        if (sb.v[i].selector.invalid) {
+            add_problem(&p->problem, "spec.topologySpreadConstraints: a labelSelector does not "
+                                     "parse; Fairshare does not schedule this pod");
+            break;
+        }
+    p->spread = sb.v;
+    p->nspread = sb.n;
+    return 0;
+}
+
 static int pod_conditions(const json_t *status, struct fair_kpod *p, struct fair_error *err)
 {
     int rc = 0;
@@ -785,6 +1517,16 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
     p->gpu_model = (char *)s;
     if ((rc = pod_tolerations(spec, p, err)))
         return rc;
+    if ((rc = pod_affinity(spec, p)))
+        return fair_error_set(err, rc, "spec.affinity: out of memory");
+    if ((rc = pod_scalars_ports(spec, p)))
+        return fair_error_set(err, rc, "spec.containers: out of memory");
+    if ((rc = pod_pod_affinity(spec, p)))
+        return fair_error_set(err, rc, "spec.affinity: out of memory");
+    if ((rc = pod_spread(spec, p)))
+        return fair_error_set(err, rc, "spec.topologySpreadConstraints: out of memory");
+    if ((rc = decode_labels(labels, "metadata.labels", true, &p->labels, &p->nlabels, err)))
+        return rc;
     if ((rc = peek_str(status, "phase", "status.phase", &s, err)))
         return rc;
     p->phase = parse_phase(s);
@@ -824,6 +1566,8 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     size += t->nnode_selector * sizeof *t->node_selector;
     size_t tol_off = size;
     size += t->ntolerations * sizeof *t->tolerations;
+    size_t lab_off = size;
+    size += t->nlabels * sizeof *t->labels;
     size_t str_off = size;
     size += slen(t->meta.uid) + slen(t->meta.namespace_) + slen(t->meta.name) +
             slen(t->meta.resource_version) + slen(t->scheduler_name) + slen(t->node_name) +
@@ -834,6 +1578,8 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
         size += slen(t->node_selector[i].key) + slen(t->node_selector[i].value);
     for (size_t i = 0; i < t->ntolerations; i++)
         size += slen(t->tolerations[i].key) + slen(t->tolerations[i].value);
+    for (size_t i = 0; i < t->nlabels; i++)
+        size += slen(t->labels[i].key) + slen(t->labels[i].value);
     char *block = fair_malloc(size);
     if (!block)
         return NULL;
@@ -846,6 +1592,9 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
         memcpy(p->node_selector, t->node_selector, t->nnode_selector * sizeof *t->node_selector);
     if (t->ntolerations)
         memcpy(p->tolerations, t->tolerations, t->ntolerations * sizeof *t->tolerations);
+    p->labels = t->nlabels ? (struct fair_label *)(block + lab_off) : NULL;
+    if (t->nlabels)
+        memcpy(p->labels, t->labels, t->nlabels * sizeof *t->labels);
     char *c = block + str_off;
     pack_str(&p->meta.uid, &c);
     pack_str(&p->meta.namespace_, &c);
@@ -870,6 +1619,10 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     for (size_t i = 0; i < p->ntolerations; i++) {
         pack_cstr(&p->tolerations[i].key, &c);
         pack_cstr(&p->tolerations[i].value, &c);
+    }
+    for (size_t i = 0; i < p->nlabels; i++) {
+        pack_cstr(&p->labels[i].key, &c);
+        pack_cstr(&p->labels[i].value, &c);
     }
     return p;
 }
@@ -896,10 +1649,61 @@ int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_erro
     fair_free(t.node_selector);
     fair_free(t.tolerations);
     fair_free(t.problem);
+    fair_free(t.labels); /* packed: copied */
+    if (rc) {
+        fair_free(t.node_affinity); /* else the packed pod owns them */
+        fair_free(t.sched_extra);
+        fair_free(t.pod_affinity);
+        fair_free(t.spread);
+    }
     return rc;
 }
 
 /* ---- nodes ------------------------------------------------------------ */
+
+/* Allocatable of the other resources, in one allocation (n->scalars).
+ * Values that do not parse count as 0 (nothing fits there). */
+static int node_scalars(const json_t *alloc, struct fair_knode *n)
+{
+    size_t cnt = 0, bytes = 0;
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)alloc, name, v)
+    {
+        if (own_resource(name) || strlen(name) > 253)
+            continue;
+        if (++cnt > FAIR_NODE_MAX_SCALARS)
+            break;
+        bytes += strlen(name) + 1;
+    }
+    if (cnt > FAIR_NODE_MAX_SCALARS)
+        cnt = FAIR_NODE_MAX_SCALARS;
+    if (!cnt)
+        return 0;
+    char *block = fair_calloc(1, cnt * sizeof(struct fair_scalar) + bytes);
+    if (!block)
+        return FAIR_ENOMEM;
+    struct fair_scalar *sc = (struct fair_scalar *)block;
+    char *str = block + cnt * sizeof(*sc);
+    size_t k = 0;
+    json_object_foreach((json_t *)alloc, name, v)
+    {
+        if (own_resource(name) || strlen(name) > 253)
+            continue;
+        if (k == cnt)
+            break;
+        size_t l = strlen(name) + 1;
+        memcpy(str, name, l);
+        sc[k].name = str;
+        str += l;
+        int64_t x = 0;
+        sc[k].value = scalar_value(v, &x) ? x : 0;
+        k++;
+    }
+    n->scalars = sc;
+    n->nscalars = cnt;
+    return 0;
+}
 
 int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_error *err)
 {
@@ -938,6 +1742,8 @@ int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_er
     }
     n->gpu_count = (int)(n->allocatable.v[FAIR_RES_GPU] / 1000);
     n->allocatable.v[FAIR_RES_GPU] = (int64_t)n->gpu_count * 1000;
+    if (alloc && (rc = node_scalars(alloc, n)))
+        goto out;
     const json_t *pods = alloc ? json_object_get(alloc, "pods") : NULL;
     if (pods) {
         int64_t np = 0;
@@ -1379,11 +2185,6 @@ static void free_queue(void *o)
         "message", NULL                                                                            \
     }
 
-static const struct fair_jfield pod_labels[] = {{FAIR_LABEL_QUEUE, NULL},
-                                                {FAIR_LABEL_PREEMPTIBLE, NULL},
-                                                {FAIR_LABEL_POD_GROUP, NULL},
-                                                {FAIR_ANN_REQUEUE, NULL},
-                                                {NULL, NULL}};
 static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL},
                                                     {FAIR_ANN_GPU_DEVICES, NULL},
                                                     {FAIR_ANN_GANG, NULL},
@@ -1397,21 +2198,32 @@ static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL
                                                     {NULL, NULL}};
 static const struct fair_jfield owner_ref[] = {
     {"uid", NULL}, {"kind", NULL}, {"name", NULL}, {"controller", NULL}, {NULL, NULL}};
+/* Every label: other pods' affinity terms select on them. */
 static const struct fair_jfield pod_meta[] = {META_FIELDS,
-                                              {"labels", pod_labels},
+                                              {"labels", NULL},
                                               {"annotations", pod_ann_filter},
                                               {"ownerReferences", owner_ref},
                                               {NULL, NULL}};
-static const struct fair_jfield res_quantities[] = {
-    {FAIR_RES_NAME_GPU, NULL}, {"cpu", NULL}, {"memory", NULL}, {NULL, NULL}};
+/* Every resource: the other ones are constraints (NodeResourcesFit). */
 static const struct fair_jfield res_lists[] = {
-    {"requests", res_quantities}, {"limits", res_quantities}, {NULL, NULL}};
-static const struct fair_jfield container[] = {{"resources", res_lists}, {NULL, NULL}};
+    {"requests", NULL}, {"limits", NULL}, {NULL, NULL}};
+static const struct fair_jfield container_port[] = {
+    {"hostPort", NULL}, {"hostIP", NULL}, {"protocol", NULL}, {NULL, NULL}};
+static const struct fair_jfield container[] = {
+    {"resources", res_lists}, {"ports", container_port}, {NULL, NULL}};
 static const struct fair_jfield toleration[] = {
     {"key", NULL}, {"operator", NULL}, {"value", NULL}, {"effect", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_aff_terms[] = {
+    {"requiredDuringSchedulingIgnoredDuringExecution", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_affinity_filter[] = {{"nodeAffinity", NULL},
+                                                         {"podAffinity", pod_aff_terms},
+                                                         {"podAntiAffinity", pod_aff_terms},
+                                                         {NULL, NULL}};
 static const struct fair_jfield pod_spec[] = {{"schedulerName", NULL},
                                               {"nodeName", NULL},
                                               {"terminationGracePeriodSeconds", NULL},
+                                              {"affinity", pod_affinity_filter},
+                                              {"topologySpreadConstraints", NULL},
                                               {"priority", NULL},
                                               {"nodeSelector", NULL},
                                               {"tolerations", toleration},
@@ -1439,10 +2251,8 @@ static const struct fair_jfield taint[] = {
     {"key", NULL}, {"value", NULL}, {"effect", NULL}, {NULL, NULL}};
 static const struct fair_jfield node_spec[] = {
     {"unschedulable", NULL}, {"taints", taint}, {NULL, NULL}};
-static const struct fair_jfield allocatable[] = {
-    {FAIR_RES_NAME_GPU, NULL}, {"cpu", NULL}, {"memory", NULL}, {"pods", NULL}, {NULL, NULL}};
 static const struct fair_jfield node_status[] = {
-    {"allocatable", allocatable}, {"conditions", condition}, {NULL, NULL}};
+    {"allocatable", NULL}, {"conditions", condition}, {NULL, NULL}};
 static const struct fair_jfield node_filter[] = {STATUS_FIELDS,
                                                  {"metadata", node_meta},
                                                  {"spec", node_spec},

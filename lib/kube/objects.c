@@ -27,6 +27,10 @@ void fair_kpod_free(struct fair_kpod *p)
 {
     if (!p)
         return;
+    fair_free(p->node_affinity);
+    fair_free(p->sched_extra);
+    fair_free(p->pod_affinity);
+    fair_free(p->spread);
     if (p->packed) {
         fair_free(p);
         return;
@@ -40,6 +44,7 @@ void fair_kpod_free(struct fair_kpod *p)
     fair_free(p->gpu_model);
     fair_free(p->scheduled_reason);
     free_labels(p->node_selector, p->nnode_selector);
+    free_labels(p->labels, p->nlabels);
     for (size_t i = 0; i < p->ntolerations; i++) {
         fair_free((char *)p->tolerations[i].key);
         fair_free((char *)p->tolerations[i].value);
@@ -64,6 +69,7 @@ void fair_knode_free(struct fair_knode *n)
         fair_free((char *)n->taints[i].value);
     }
     fair_free(n->taints);
+    fair_free(n->scalars);
     fair_free(n);
 }
 

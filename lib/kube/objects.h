@@ -83,6 +83,28 @@ struct fair_kpod {
     size_t nnode_selector;
     struct fair_toleration *tolerations;
     size_t ntolerations;
+    /* spec.affinity.nodeAffinity: one allocation (struct, terms,
+     * requirements, values, strings) owned by the pod, packed or not;
+     * NULL when absent. */
+    struct fair_node_affinity *node_affinity;
+    /* Requests of resources other than GPU, CPU and memory, and the host
+     * ports of spec.containers[].ports; both in the one allocation
+     * sched_extra, owned by the pod (NULL when there are none). */
+    struct fair_scalar *scalars;
+    size_t nscalars;
+    struct fair_host_port *host_ports;
+    size_t nhost_ports;
+    void *sched_extra;
+    /* metadata.labels, all of them (packed with the pod), and the required
+     * pod affinity and anti-affinity (one allocation owned by the pod;
+     * NULL when none). */
+    struct fair_label *labels;
+    size_t nlabels;
+    struct fair_pod_affinity *pod_affinity;
+    /* spec.topologySpreadConstraints with DoNotSchedule: one allocation
+     * owned by the pod (NULL when none). */
+    struct fair_spread *spread;
+    size_t nspread;
     /* Any decode problem that should be told to the user (bad annotation
      * value, ...); NULL when the pod is fine. */
     char *problem;
@@ -104,7 +126,16 @@ struct fair_knode {
     size_t nlabels;
     struct fair_taint *taints;
     size_t ntaints;
+    /* status.allocatable of the other resources: one allocation. */
+    struct fair_scalar *scalars;
+    size_t nscalars;
 };
+
+/* Most distinct other resources kept per pod and per node, and host ports
+ * per pod: a pod over them is rejected with a message. */
+#define FAIR_POD_MAX_SCALARS 16
+#define FAIR_POD_MAX_HOST_PORTS 64
+#define FAIR_NODE_MAX_SCALARS 64
 
 /* spec of a fairshare.dev Project or Queue, shared parts. Unset
  * guaranteed is 0; unset limit is FAIR_UNLIMITED. */

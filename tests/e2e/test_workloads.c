@@ -3,7 +3,8 @@
  * wait their turn; a pod placed by kube-scheduler holds GPUs that the
  * controller counts and never gives away twice; scheduler-plugins
  * PodGroups (CRD from tests/data/crds) are gangs: minMember 20 on 16 GPUs
- * binds none, and a running 8-pod PodGroup is preempted whole. */
+ * binds none, and a running 8-pod PodGroup is preempted whole;
+ * and a Job whose pods require a node label goes only to the node that has it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "base/yaml.h"
+#include "base/buf.h"
 #include "e2e.h"
 
 #include <stdio.h>
@@ -348,6 +350,85 @@ static void test_podgroup_preempted_whole(void **state)
     e2e_scenario_end();
 }
 
+static void label_node(int i, const char *label)
+{
+    struct fair_buf out;
+    fair_buf_init(&out, 1 << 16);
+    int rc = e2e_kubectl(&out, (const char *[]){"label", "node", e2e_node(i), label,
+                                                "--overwrite", NULL});
+    if (rc != 0)
+        fail_msg("kubectl label node %s %s: %s", e2e_node(i), label, out.data ? out.data : "");
+    fair_buf_release(&out);
+}
+
+/* Pods of ns matching sel bound to node. */
+static int bound_to(const char *ns, const char *sel, const char *node)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?labelSelector=%s", ns, sel);
+    json_t *l = e2e_get(path);
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        const char *nn = e2e_str(p, "spec.nodeName");
+        if (nn && !strcmp(nn, node))
+            n++;
+    }
+    json_decref(l);
+    return n;
+}
+
+/* Issue 13's report: a Job of 4 one-GPU pods with a required nodeAffinity
+ * pool In [b], where only the second node has pool=b, had all 4 pods bound
+ * to the first node (which a kubelet rejects). They go to the second. */
+static void test_job_node_affinity(void **state)
+{
+    (void)state;
+    if (!e2e_have_kubectl()) {
+        fprintf(stderr, "e2e: SKIPPED %s: no kubectl found (set KUBECTL)\n", __func__);
+        skip();
+    }
+    char pre[128];
+    e2e_scenario_begin("nodeaff", pre, sizeof pre);
+    e2e_namespace(pre);
+    e2e_project(pre, pre, "16", pre);
+    e2e_queue(pre, pre, "16", 0);
+    label_node(1, "pool=b");
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "nodeaff", NULL);
+    char path[256];
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", pre);
+    e2e_create(
+        path,
+        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"pinned\"},"
+        "\"spec\":{\"parallelism\":4,\"completions\":4,"
+        "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
+        "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
+        "\"terminationGracePeriodSeconds\":0,\"affinity\":{\"nodeAffinity\":{"
+        "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+        "\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"b\"]}]}]}}},"
+        "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
+        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\","
+        "\"memory\":\"64Mi\"}}}]}}}}",
+        pre, e2e_scheduler());
+    bool ok = E2E_WAIT(counts_are(pre, "job-name=pinned", 4, 0), E2E_WAIT_MS);
+    int on_b = bound_to(pre, "job-name=pinned", e2e_node(1));
+    int on_a = bound_to(pre, "job-name=pinned", e2e_node(0));
+    label_node(1, "pool-");
+    if (!ok) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the Job's 4 pods were not all bound");
+    }
+    if (on_b != 4 || on_a != 0)
+        fail_msg("%d pods on %s (pool=b), %d on %s; want 4 and 0", on_b, e2e_node(1), on_a,
+                 e2e_node(0));
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +436,7 @@ int main(void)
         cmocka_unit_test_teardown(test_other_scheduler_counted, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_podgroup_min_member_20, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_podgroup_preempted_whole, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_job_node_affinity, e2e_scenario_teardown),
     };
     return cmocka_run_group_tests_name("e2e/workloads", tests, e2e_setup, e2e_teardown);
 }

@@ -11,7 +11,9 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/yaml.h"
+#include "engine/constraints.h"
 #include "kube/decode.h"
 #include "kube/jsonfilter.h"
 
@@ -397,6 +399,9 @@ static void test_pod_alloc_failures(void **state)
         load(POD_HEAD ",\"labels\":{\"fairshare.dev/queue\":\"q\"},\"annotations\":{"
                       "\"fairshare.dev/gang\":\"g\"}},\"spec\":{\"nodeName\":\"n\","
                       "\"nodeSelector\":{\"a\":\"b\"},\"tolerations\":[{\"key\":\"k\"}],"
+                      "\"affinity\":{\"nodeAffinity\":{\"requiredDuringScheduling"
+                      "IgnoredDuringExecution\":{\"nodeSelectorTerms\":[{\"matchExpressions"
+                      "\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"b\"]}]}]}}},"
                       "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
                       "\"nvidia.com/gpu\":\"x\"}}}]},\"status\":{\"conditions\":[{"
                       "\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"r\"}]}}");
@@ -415,6 +420,266 @@ static void test_pod_alloc_failures(void **state)
         }
     }
     json_decref(j);
+}
+
+#define AFF_POD(aff)                                                                               \
+    POD_HEAD "},\"spec\":{\"affinity\":{\"nodeAffinity\":" aff "},\"containers\":[{\"name\":"     \
+             "\"c\"}]}}"
+
+/* spec.affinity.nodeAffinity: terms, requirements, values and the parse
+ * errors Kubernetes turns into a term that matches nothing. */
+static void test_pod_node_affinity(void **state)
+{
+    (void)state;
+    struct fair_kpod *p = pod_ok(AFF_POD(
+        "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":["
+        "{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]},"
+        "{\"key\":\"gen\",\"operator\":\"Gt\",\"values\":[\"3\"]}],\"matchFields\":[{\"key\":"
+        "\"metadata.name\",\"operator\":\"NotIn\",\"values\":[\"n9\"]}]},"
+        "{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"Near\",\"values\":[\"y\"]}]},"
+        "{}]},"
+        "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":7,\"preference\":{"
+        "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}}]}"));
+    const struct fair_node_affinity *a = p->node_affinity;
+    assert_null(p->problem);
+    assert_non_null(a);
+    assert_true(a->required);
+    assert_int_equal(a->nterms, 3);
+    assert_int_equal(a->terms[0].nreqs, 3);
+    assert_false(a->terms[0].invalid);
+    assert_string_equal(a->terms[0].reqs[0].key, "pool");
+    assert_int_equal(a->terms[0].reqs[0].op, FAIR_SEL_IN);
+    assert_int_equal(a->terms[0].reqs[0].nvalues, 2);
+    assert_string_equal(a->terms[0].reqs[0].values[1], "b");
+    assert_int_equal(a->terms[0].reqs[1].op, FAIR_SEL_GT);
+    assert_true(a->terms[0].reqs[2].field);
+    assert_int_equal(a->terms[0].reqs[2].op, FAIR_SEL_NOT_IN);
+    assert_string_equal(a->terms[0].reqs[2].values[0], "n9");
+    assert_true(a->terms[1].invalid); /* unknown operator */
+    assert_int_equal(a->terms[2].nreqs, 0);
+    assert_int_equal(a->npreferred, 1);
+    assert_int_equal(a->preferred[0].weight, 7);
+    assert_int_equal(a->preferred[0].reqs[0].op, FAIR_SEL_EXISTS);
+    fair_kpod_free(p);
+
+    /* Required but no terms: present, matches nothing. */
+    p = pod_ok(AFF_POD("{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+                       "\"nodeSelectorTerms\":[]}}"));
+    assert_non_null(p->node_affinity);
+    assert_true(p->node_affinity->required);
+    assert_int_equal(p->node_affinity->nterms, 0);
+    fair_kpod_free(p);
+    /* Nothing required nor preferred: none kept. */
+    p = pod_ok(AFF_POD("{}"));
+    assert_null(p->node_affinity);
+    assert_null(p->problem);
+    fair_kpod_free(p);
+
+    /* Shapes and sizes the API server would not produce: a problem, the
+     * pod is not scheduled, and nothing is kept. */
+    static const struct {
+        const char *aff;
+        const char *needle;
+    } bad[] = {
+        {"[]", "spec.affinity.nodeAffinity: want an object"},
+        {"{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[3]}}",
+         "want an object"},
+        {"{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+         "\"matchExpressions\":[{\"key\":\"k\",\"operator\":\"In\",\"values\":[1]}]}]}}",
+         "values must be strings"},
+        {"{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":101,"
+         "\"preference\":{}}]}",
+         "weight: 0..100"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 POD_HEAD "},\"spec\":{\"affinity\":{\"nodeAffinity\":%s},\"containers\":[{"
+                          "\"name\":\"c\"}]}}",
+                 bad[i].aff);
+        p = pod_ok(text);
+        if (!p->problem || !strstr(p->problem, bad[i].needle))
+            fail_msg("case %zu: problem \"%s\" lacks \"%s\"", i, p->problem ? p->problem : "(null)",
+                     bad[i].needle);
+        assert_null(p->node_affinity);
+        fair_kpod_free(p);
+    }
+    /* Limits: terms, requirements per term, values per requirement. */
+    for (int which = 0; which < 3; which++) {
+        struct fair_buf b;
+        fair_buf_init(&b, 1 << 20);
+        assert_int_equal(fair_buf_appends(&b, POD_HEAD "},\"spec\":{\"affinity\":{\"nodeAffinity\":{"
+                                                       "\"requiredDuringSchedulingIgnoredDuring"
+                                                       "Execution\":{\"nodeSelectorTerms\":["),
+                         0);
+        int terms = which == 0 ? FAIR_AFFINITY_MAX_TERMS + 1 : 1;
+        int reqs = which == 1 ? FAIR_AFFINITY_MAX_REQS + 1 : 1;
+        int vals = which == 2 ? FAIR_AFFINITY_MAX_VALUES + 1 : 1;
+        for (int t = 0; t < terms; t++) {
+            fair_buf_appends(&b, t ? ",{\"matchExpressions\":[" : "{\"matchExpressions\":[");
+            for (int r = 0; r < reqs; r++) {
+                fair_buf_appendf(&b, "%s{\"key\":\"k%d\",\"operator\":\"In\",\"values\":[",
+                                 r ? "," : "", r);
+                for (int v = 0; v < vals; v++)
+                    fair_buf_appendf(&b, "%s\"v%d\"", v ? "," : "", v);
+                fair_buf_appends(&b, "]}");
+            }
+            fair_buf_appends(&b, "]}");
+        }
+        fair_buf_appends(&b, "]}}},\"containers\":[{\"name\":\"c\"}]}}");
+        p = pod_ok(b.data);
+        fair_buf_release(&b);
+        assert_non_null(p->problem);
+        assert_non_null(strstr(p->problem, "too many"));
+        assert_null(p->node_affinity);
+        fair_kpod_free(p);
+    }
+}
+
+/* Other resources: containers summed, init containers' maximum, limits
+ * where no request; host ports with their defaults; nodes' allocatable. */
+static void test_pod_scalars_ports(void **state)
+{
+    (void)state;
+    struct fair_kpod *p = pod_ok(
+        POD_HEAD "},\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{"
+                 "\"cpu\":\"1\",\"rdma/ib\":\"2\",\"hugepages-2Mi\":\"4Mi\"},\"limits\":{"
+                 "\"rdma/ib\":\"2\",\"example.com/x\":\"1\"}},\"ports\":[{\"containerPort\":80,"
+                 "\"hostPort\":8080},{\"containerPort\":81},{\"containerPort\":53,\"hostPort\":53,"
+                 "\"protocol\":\"UDP\",\"hostIP\":\"10.0.0.1\"}]},{\"name\":\"b\",\"resources\":"
+                 "{\"requests\":{\"rdma/ib\":\"1\"}}}],\"initContainers\":[{\"name\":\"i\","
+                 "\"resources\":{\"requests\":{\"rdma/ib\":\"5\",\"example.com/x\":\"0.5\"}}}]}}");
+    assert_null(p->problem);
+    assert_int_equal(p->request.v[FAIR_RES_CPU], 1000);
+    assert_int_equal(p->nscalars, 3);
+    int64_t rdma = -1, huge = -1, x = -1;
+    for (size_t i = 0; i < p->nscalars; i++) {
+        if (!strcmp(p->scalars[i].name, "rdma/ib"))
+            rdma = p->scalars[i].value;
+        if (!strcmp(p->scalars[i].name, "hugepages-2Mi"))
+            huge = p->scalars[i].value;
+        if (!strcmp(p->scalars[i].name, "example.com/x"))
+            x = p->scalars[i].value;
+    }
+    assert_int_equal(rdma, 5); /* max(2 + 1, 5) */
+    assert_int_equal(huge, 4 << 20);
+    assert_int_equal(x, 1); /* the limit, and 0.5 rounded up */
+    assert_int_equal(p->nhost_ports, 2);
+    assert_int_equal(p->host_ports[0].port, 8080);
+    assert_int_equal(p->host_ports[0].protocol, FAIR_PROTO_TCP);
+    assert_null(p->host_ports[0].host_ip);
+    assert_int_equal(p->host_ports[1].port, 53);
+    assert_int_equal(p->host_ports[1].protocol, FAIR_PROTO_UDP);
+    assert_string_equal(p->host_ports[1].host_ip, "10.0.0.1");
+    fair_kpod_free(p);
+    /* Too many distinct resources: a problem, nothing kept. */
+    struct fair_buf b;
+    fair_buf_init(&b, 1 << 16);
+    fair_buf_appends(&b, POD_HEAD "},\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{"
+                                  "\"requests\":{");
+    for (int i = 0; i <= FAIR_POD_MAX_SCALARS; i++)
+        fair_buf_appendf(&b, "%s\"example.com/r%d\":\"1\"", i ? "," : "", i);
+    fair_buf_appends(&b, "}}}]}}");
+    p = pod_ok(b.data);
+    fair_buf_release(&b);
+    assert_non_null(p->problem);
+    assert_non_null(strstr(p->problem, "more than"));
+    assert_int_equal(p->nscalars, 0);
+    fair_kpod_free(p);
+
+    json_t *j = load("{\"metadata\":{\"name\":\"n1\",\"uid\":\"nu\"},\"status\":{\"allocatable\":{"
+                     "\"cpu\":\"8\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"8\",\"pods\":\"110\","
+                     "\"rdma/ib\":\"4\",\"hugepages-1Gi\":\"2Gi\",\"bad\":\"x\"}}}");
+    struct fair_knode *n = NULL;
+    assert_int_equal(fair_knode_decode(j, &n, NULL), 0);
+    json_decref(j);
+    assert_int_equal(n->nscalars, 3);
+    assert_string_equal(n->scalars[0].name, "rdma/ib");
+    assert_int_equal(n->scalars[0].value, 4);
+    assert_int_equal(n->scalars[1].value, (int64_t)2 << 30);
+    assert_int_equal(n->scalars[2].value, 0); /* does not parse: nothing fits */
+    fair_knode_free(n);
+}
+
+/* All labels, and the required pod (anti-)affinity terms. */
+static void test_pod_pod_affinity(void **state)
+{
+    (void)state;
+    struct fair_kpod *p = pod_ok(
+        POD_HEAD ",\"labels\":{\"app\":\"web\",\"fairshare.dev/queue\":\"q\"}},\"spec\":{"
+                 "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution"
+                 "\":[{\"labelSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"topologyKey\":"
+                 "\"zone\",\"namespaces\":[\"a\",\"b\"]}]},\"podAntiAffinity\":{"
+                 "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
+                 "\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"web\"]}]},"
+                 "\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{}},{"
+                 "\"topologyKey\":\"zone\"}],\"preferredDuringSchedulingIgnoredDuringExecution\":"
+                 "[{\"weight\":1}]}},\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(p->problem);
+    assert_int_equal(p->nlabels, 2);
+    assert_string_equal(p->queue, "q");
+    const struct fair_pod_affinity *a = p->pod_affinity;
+    assert_non_null(a);
+    assert_int_equal(a->naffinity, 1);
+    assert_string_equal(a->affinity[0].topology_key, "zone");
+    assert_int_equal(a->affinity[0].selector.nmatch_labels, 1);
+    assert_string_equal(a->affinity[0].selector.match_labels[0].value, "db");
+    assert_int_equal(a->affinity[0].nnamespaces, 2);
+    assert_string_equal(a->affinity[0].namespaces[1], "b");
+    assert_false(a->affinity[0].all_namespaces);
+    assert_int_equal(a->nanti, 2);
+    assert_true(a->anti[0].all_namespaces);
+    assert_int_equal(a->anti[0].selector.nexprs, 1);
+    assert_string_equal(a->anti[0].selector.exprs[0].values[0], "web");
+    assert_true(a->anti[1].selector.nothing); /* no labelSelector: matches nothing */
+    fair_kpod_free(p);
+
+    /* Topology spread: DoNotSchedule kept, ScheduleAnyway not. */
+    p = pod_ok(POD_HEAD "},\"spec\":{\"topologySpreadConstraints\":[{\"maxSkew\":2,"
+                        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
+                        "\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}}},{\"maxSkew\":1,"
+                        "\"topologyKey\":\"node\",\"whenUnsatisfiable\":\"ScheduleAnyway\"}],"
+                        "\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(p->problem);
+    assert_int_equal(p->nspread, 1);
+    assert_string_equal(p->spread[0].topology_key, "zone");
+    assert_int_equal(p->spread[0].max_skew, 2);
+    assert_string_equal(p->spread[0].selector.match_labels[0].value, "web");
+    fair_kpod_free(p);
+    p = pod_ok(POD_HEAD "},\"spec\":{\"topologySpreadConstraints\":[{\"maxSkew\":0,"
+                        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}],"
+                        "\"containers\":[{\"name\":\"c\"}]}}");
+    assert_non_null(p->problem);
+    assert_non_null(strstr(p->problem, "maxSkew must be 1 or more"));
+    assert_int_equal(p->nspread, 0);
+    fair_kpod_free(p);
+
+    static const struct {
+        const char *aff;
+        const char *needle;
+    } bad[] = {
+        {"{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+         "\"labelSelector\":{},\"topologyKey\":\"zone\",\"namespaceSelector\":{\"matchLabels\":"
+         "{\"team\":\"a\"}}}]}}",
+         "namespaceSelector with labels"},
+        {"{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+         "\"labelSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Gt\","
+         "\"values\":[\"1\"]}]},\"topologyKey\":\"zone\"}]}}",
+         "does not parse"},
+        {"{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{}}}",
+         "want an array"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 POD_HEAD "},\"spec\":{\"affinity\":%s,\"containers\":[{\"name\":\"c\"}]}}",
+                 bad[i].aff);
+        p = pod_ok(text);
+        if (!p->problem || !strstr(p->problem, bad[i].needle))
+            fail_msg("case %zu: problem \"%s\" lacks \"%s\"", i, p->problem ? p->problem : "(null)",
+                     bad[i].needle);
+        fair_kpod_free(p);
+    }
 }
 
 static void test_node(void **state)
@@ -611,6 +876,9 @@ int main(void)
         cmocka_unit_test(test_pod_problems),
         cmocka_unit_test(test_pod_structural_errors),
         cmocka_unit_test(test_pod_alloc_failures),
+        cmocka_unit_test(test_pod_node_affinity),
+        cmocka_unit_test(test_pod_scalars_ports),
+        cmocka_unit_test(test_pod_pod_affinity),
         cmocka_unit_test(test_node),
         cmocka_unit_test(test_project),
         cmocka_unit_test(test_queue_from_yaml),

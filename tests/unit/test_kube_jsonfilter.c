@@ -174,6 +174,34 @@ static void same_pod(const struct fair_kpod *a, const struct fair_kpod *b)
     assert_int_equal(a->scheduled_condition_false, b->scheduled_condition_false);
     assert_int_equal(a->disruption_target, b->disruption_target);
     assert_int_equal(a->nnode_selector, b->nnode_selector);
+    assert_int_equal(a->nscalars, b->nscalars);
+    for (size_t i = 0; i < a->nscalars; i++) {
+        SAME_STR(scalars[i].name);
+        assert_int_equal(a->scalars[i].value, b->scalars[i].value);
+    }
+    assert_int_equal(a->nhost_ports, b->nhost_ports);
+    for (size_t i = 0; i < a->nhost_ports; i++) {
+        SAME_STR(host_ports[i].host_ip);
+        assert_int_equal(a->host_ports[i].port, b->host_ports[i].port);
+        assert_int_equal(a->host_ports[i].protocol, b->host_ports[i].protocol);
+    }
+    assert_int_equal(a->nlabels, b->nlabels);
+    for (size_t i = 0; i < a->nlabels; i++) {
+        SAME_STR(labels[i].key);
+        SAME_STR(labels[i].value);
+    }
+    assert_int_equal(a->pod_affinity != NULL, b->pod_affinity != NULL);
+    if (a->pod_affinity) {
+        assert_int_equal(a->pod_affinity->naffinity, b->pod_affinity->naffinity);
+        assert_int_equal(a->pod_affinity->nanti, b->pod_affinity->nanti);
+    }
+    assert_int_equal(a->node_affinity != NULL, b->node_affinity != NULL);
+    if (a->node_affinity) {
+        assert_int_equal(a->node_affinity->nterms, b->node_affinity->nterms);
+        assert_int_equal(a->node_affinity->npreferred, b->node_affinity->npreferred);
+        for (size_t i = 0; i < a->node_affinity->nterms; i++)
+            assert_int_equal(a->node_affinity->terms[i].nreqs, b->node_affinity->terms[i].nreqs);
+    }
     assert_int_equal(a->ntolerations, b->ntolerations);
     for (size_t i = 0; i < a->ntolerations; i++) {
         SAME_STR(tolerations[i].key);
@@ -200,10 +228,16 @@ static void test_pod_filter_matches_decoder(void **state)
         "\"spec\":{\"schedulerName\":\"fairshare\",\"nodeName\":\"n1\",\"priority\":5,"
         "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"H100\"},\"containers\":[{\"name\":\"c\","
         "\"image\":\"i\",\"env\":[{\"name\":\"A\",\"value\":\"B\"}],\"resources\":{\"requests\":"
-        "{\"cpu\":\"1\",\"memory\":\"1Gi\"}}},{\"name\":\"d\",\"resources\":{\"limits\":{"
+        "{\"cpu\":\"1\",\"memory\":\"1Gi\",\"rdma/ib\":\"1\"}},\"ports\":[{\"containerPort\":"
+        "80,\"hostPort\":8080,\"hostIP\":\"1.2.3.4\",\"name\":\"http\"}]},{\"name\":\"d\",\"resources\":{\"limits\":{"
         "\"cpu\":\"bad\"}}}],\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{"
         "\"cpu\":\"4\"}}}],\"tolerations\":[{\"key\":\"k\",\"operator\":\"Exists\"},{\"key\":"
-        "\"x\",\"effect\":\"Never\"}],\"volumes\":[{\"name\":\"v\",\"emptyDir\":{}}]},"
+        "\"x\",\"effect\":\"Never\"}],\"volumes\":[{\"name\":\"v\",\"emptyDir\":{}}],"
+        "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+        "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":"
+        "\"In\",\"values\":[\"b\"]}]}]}},\"podAntiAffinity\":{\"requiredDuringScheduling"
+        "IgnoredDuringExecution\":[{\"labelSelector\":{\"matchLabels\":{\"other\":\"x\"}},"
+        "\"topologyKey\":\"zone\"}]}}},"
         "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:01Z\",\"podIP\":"
         "\"10.0.0.1\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\","
         "\"reason\":\"R\"},{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}",
@@ -223,6 +257,11 @@ static void test_pod_filter_matches_decoder(void **state)
         assert_int_equal(fair_kpod_decode(part, &b, NULL), 0);
         same_pod(a, b);
         if (i == 0) {
+            assert_non_null(a->node_affinity);
+            assert_non_null(a->pod_affinity);
+            assert_int_equal(a->nlabels, 3);
+            assert_int_equal(a->nscalars, 1);
+            assert_int_equal(a->nhost_ports, 1);
             assert_non_null(a->problem);
             assert_int_equal(a->ntolerations, 1);
         }
@@ -241,7 +280,8 @@ static void test_node_filter_matches_decoder(void **state)
         "\"nvidia.com/gpu.product\":\"H100\"},\"annotations\":{\"x\":\"y\"}},"
         "\"spec\":{\"podCIDR\":\"10.0.0.0/24\",\"unschedulable\":true,\"taints\":[{"
         "\"key\":\"k\",\"effect\":\"NoSchedule\"}]},\"status\":{\"allocatable\":{"
-        "\"nvidia.com/gpu\":\"8\",\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\"},"
+        "\"nvidia.com/gpu\":\"8\",\"cpu\":\"96\",\"memory\":\"1Ti\",\"pods\":\"110\","
+        "\"rdma/ib\":\"4\"},"
         "\"images\":[{\"names\":[\"a\"]}],\"conditions\":[{\"type\":\"Ready\","
         "\"status\":\"True\"}]}}";
     json_t *whole = json_loads(doc, 0, NULL), *part = NULL;
@@ -256,6 +296,9 @@ static void test_node_filter_matches_decoder(void **state)
     assert_int_equal(a->max_pods, b->max_pods);
     assert_int_equal(a->nlabels, b->nlabels);
     assert_int_equal(a->ntaints, b->ntaints);
+    assert_int_equal(a->nscalars, 1);
+    assert_int_equal(b->nscalars, 1);
+    assert_int_equal(a->scalars[0].value, b->scalars[0].value);
     assert_int_equal(a->unschedulable, b->unschedulable);
     assert_int_equal(a->ready, b->ready);
     assert_string_equal(a->gpu_model, b->gpu_model);
