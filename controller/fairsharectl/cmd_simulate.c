@@ -19,6 +19,7 @@
 #include "sim/config.h"
 #include "sim/engine_place.h"
 #include "sim/frag.h"
+#include "sim/paper.h"
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -40,8 +41,9 @@ static void usage(FILE *f)
             "  --compare FILE        a second Project/Queue file, reported side by side\n"
             "                        over the same window\n"
             "  --placement POLICY    fairshare (the engine, default), first-fit,\n"
-            "                        random-fit, best-fit, fgd or fgd-online\n"
-            "                        (experimental)\n"
+            "                        random-fit, gpu-best-fit, the FGD paper's FGD,\n"
+            "                        BestFit and GpuPacking, or our approximations of\n"
+            "                        FGD: fgd, fgd-online\n"
             "  --checkpoint-minutes N  jobs save their progress every N minutes of run\n"
             "                        time: an eviction loses only the work since the last\n"
             "                        checkpoint; default 0 (none: restart from scratch)\n"
@@ -69,8 +71,17 @@ static void usage(FILE *f)
             "Fragmentation experiment (workload inflation, Weng et al. ATC '23):\n"
             "  --fragmentation       draw pods until arrived GPU requests reach the\n"
             "                        cluster's capacity; report the unallocated GPUs\n"
-            "  --placement all       compare every policy (the default in this mode)\n"
+            "  --placement all       compare every policy (the default in this mode); or a\n"
+            "                        comma-separated list\n"
             "  --repeats N           runs with seeds seed..seed+N-1; default 3\n"
+            "  --protocol paper      the FGD paper's own protocol: its simulator's arrivals\n"
+            "                        (Go's math/rand, tune 1.3), unallocated GPU %% averaged\n"
+            "                        over 99.5-100.5%% arrived, median of seeds 42-51\n"
+            "                        (default --seed 42 --repeats 10), beside the paper's\n"
+            "                        published figures; default placement: fairshare,\n"
+            "                        FGD,BestFit,GpuPacking\n"
+            "  --arrivals FILE       the paper protocol on a fixed arrival order (CSV with a\n"
+            "                        \"name\" column of trace pod names), one run\n"
             "  --stop-percent P      stop at P%% of GPU capacity; default 100\n"
             "  --label NAME          the trace's name in the table\n"
             "  -q, --quiet           no table header (for scripts)\n"
@@ -119,13 +130,15 @@ static const char *trace_label(const char *path, char *buf, size_t n)
 }
 
 struct opts {
-    const char *nodes, *pods, *projects, *compare, *out, *label;
+    const char *nodes, *pods, *projects, *compare, *out, *label, *arrivals;
     const char *placement;
     uint64_t seed, cycle_s, repeats, stop, speedup, horizon_h, checkpoint_min;
     uint64_t oq_threshold, oq_min_runtime_s, max_evictions, hold_s;
     enum fair_reclaim_mode reclaim;
-    int frag, quiet;
+    int frag, quiet, paper, repeats_set, seed_set;
 };
+
+static int parse_policies(const char *spec, enum fair_sim_policy *pols, size_t *npol);
 
 static int run_fragmentation(const struct opts *o, struct fair_sim_trace *t)
 {
@@ -135,14 +148,8 @@ static int run_fragmentation(const struct opts *o, struct fair_sim_trace *t)
     const char *label = o->label ? o->label : trace_label(o->pods, lbuf, sizeof(lbuf));
     enum fair_sim_policy pols[FAIR_SIM_POLICY_COUNT];
     size_t npol = 0;
-    if (!o->placement || strcmp(o->placement, "all") == 0) {
-        for (int p = 0; p < FAIR_SIM_POLICY_COUNT; p++)
-            pols[npol++] = (enum fair_sim_policy)p;
-    } else {
-        fair_sim_policy_parse(o->placement, &pols[0]); /* checked by the caller */
-        npol = 1;
-    }
-    struct fair_sim_frag_row rows[FAIR_SIM_POLICY_COUNT + 1]; /* + the lower bound */
+    parse_policies(o->placement ? o->placement : "all", pols, &npol); /* checked by the caller */
+    struct fair_sim_frag_row rows[FAIR_SIM_POLICY_COUNT + 1];         /* + the lower bound */
     memset(rows, 0, sizeof(rows));
     if (!o->quiet)
         printf("%-12s %-11s %7s %14s %9s %9s %15s %10s %8s %8s\n", "trace", "policy", "repeats",
@@ -245,7 +252,7 @@ static int run_fragmentation(const struct opts *o, struct fair_sim_trace *t)
     const char *best_name = NULL;
     for (size_t k = 0; k < npol; k++)
         if ((pols[k] == FAIR_SIM_POLICY_FIRST_FIT || pols[k] == FAIR_SIM_POLICY_RANDOM_FIT ||
-             pols[k] == FAIR_SIM_POLICY_BEST_FIT) &&
+             pols[k] == FAIR_SIM_POLICY_GPU_BEST_FIT) &&
             (best < 0 || rows[k].unallocated_gpu < best)) {
             best = rows[k].unallocated_gpu;
             best_name = rows[k].policy;
@@ -272,6 +279,262 @@ static int run_fragmentation(const struct opts *o, struct fair_sim_trace *t)
         }
         fair_buf_release(&b);
     }
+    return status;
+}
+
+/* "a,b,c" into policies; "all" is every one. 0, or -1 naming the bad one. */
+static int parse_policies(const char *spec, enum fair_sim_policy *pols, size_t *npol)
+{
+    *npol = 0;
+    if (strcmp(spec, "all") == 0) {
+        for (int p = 0; p < FAIR_SIM_POLICY_COUNT; p++)
+            pols[(*npol)++] = (enum fair_sim_policy)p;
+        return 0;
+    }
+    char buf[512];
+    if ((size_t)snprintf(buf, sizeof(buf), "%s", spec) >= sizeof(buf))
+        return -1;
+    for (char *tok = buf; tok;) {
+        char *comma = strchr(tok, ',');
+        if (comma)
+            *comma = '\0';
+        enum fair_sim_policy p;
+        if (fair_sim_policy_parse(tok, &p) || *npol >= FAIR_SIM_POLICY_COUNT)
+            return -1;
+        pols[(*npol)++] = p;
+        tok = comma ? comma + 1 : NULL;
+    }
+    return *npol ? 0 : -1;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median, as the paper's (the mean of the two middle values). */
+static double median(const double *v, size_t n)
+{
+    double s[FAIR_SIM_PAPER_SEEDS * 100];
+    if (n == 0 || n > sizeof(s) / sizeof(s[0]))
+        return -1;
+    memcpy(s, v, n * sizeof(*v));
+    qsort(s, n, sizeof(*s), dbl_cmp);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* One policy on one arrival sequence. */
+static int paper_one(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
+                     enum fair_sim_policy pol, uint64_t seed, struct fair_sim_paper_result *res,
+                     struct fair_error *err)
+{
+    int rc;
+    if (pol == FAIR_SIM_POLICY_ENGINE) {
+        struct fair_sim_engine_placer ep;
+        rc = fair_sim_engine_placer_init(&ep, t, err);
+        if (!rc)
+            rc = fair_sim_paper_run(t, a, fair_sim_place_engine, &ep, res, err);
+        fair_sim_engine_placer_release(&ep);
+    } else {
+        struct fair_sim_placer pl;
+        rc = fair_sim_placer_init(&pl, pol, seed, t, err);
+        pl.tie_rank = a->node_rank;
+        if (!rc)
+            rc = fair_sim_paper_run(t, a, fair_sim_place_baseline, &pl, res, err);
+        fair_sim_placer_release(&pl);
+    }
+    return rc;
+}
+
+/* --protocol paper / --arrivals: the FGD paper's protocol (sim/paper.h),
+ * one Markdown table per trace: our policies, the paper's published
+ * figures for the same seeds, and the LP bound on the same arrivals. */
+static int run_paper(const struct opts *o, struct fair_sim_trace *t)
+{
+    int status = 0, rc = 0;
+    struct fair_error err = {0};
+    char lbuf[256];
+    const char *label = o->label ? o->label : trace_label(o->pods, lbuf, sizeof(lbuf));
+    enum fair_sim_policy pols[FAIR_SIM_POLICY_COUNT];
+    size_t npol = 0;
+    parse_policies(o->placement ? o->placement : "fairshare,FGD,BestFit,GpuPacking", pols, &npol);
+    size_t nseeds = o->arrivals ? 1 : (size_t)o->repeats;
+    static const char *const paper_pols[] = {"FGD", "BestFit", "GpuPacking"};
+    const int32_t *pub[3];
+    for (int k = 0; k < 3; k++)
+        pub[k] = o->arrivals ? NULL : fair_sim_paper_published(label, paper_pols[k]);
+    double *unalloc = fair_calloc(npol * nseeds + 1, sizeof(double));
+    double *ffail = fair_calloc(npol * nseeds + 1, sizeof(double));
+    double *bound = fair_calloc(nseeds + 1, sizeof(double));
+    double *secs = fair_calloc(npol + 1, sizeof(double));
+    struct fair_buf csv;
+    fair_buf_init(&csv, FAIR_BUF_DEFAULT_MAX);
+    if (!unalloc || !ffail || !bound || !secs) {
+        fprintf(stderr, "fairsharectl simulate: out of memory\n");
+        status = 1;
+        goto out;
+    }
+    fair_buf_appendf(&csv, "trace,seed,policy,unallocated_pct,window_records,arrivals,failed,"
+                           "first_fail_arrived_pct,first_fail_unallocated_gpu\n");
+    if (!o->quiet) {
+        if (o->arrivals)
+            printf("%s: the FGD paper's protocol on the arrivals of %s: unallocated GPU %% "
+                   "of capacity, mean over 99.5-100.5%% arrived\n\n",
+                   label, o->arrivals);
+        else
+            printf("%s: the FGD paper's protocol (its simulator's arrivals, seeds %llu-%llu, "
+                   "tune 1.3): unallocated GPU %% of capacity, mean over 99.5-100.5%% "
+                   "arrived\n\n",
+                   label, (unsigned long long)o->seed, (unsigned long long)(o->seed + nseeds - 1));
+        printf("| seed |");
+        for (size_t k = 0; k < npol; k++)
+            printf(" %s |", fair_sim_policy_name(pols[k]));
+        for (int k = 0; k < 3; k++)
+            if (pub[k])
+                printf(" paper %s |", paper_pols[k]);
+        printf(" lower bound |\n|---|");
+        for (size_t k = 0; k < npol; k++)
+            printf("---|");
+        for (int k = 0; k < 3; k++)
+            if (pub[k])
+                printf("---|");
+        printf("---|\n");
+        fflush(stdout);
+    }
+    for (size_t i = 0; i < nseeds; i++) {
+        uint64_t seed = o->seed + i;
+        struct fair_sim_arrivals a;
+        rc = o->arrivals ? fair_sim_arrivals_load_csv(&a, t, o->arrivals, NULL, &err)
+                         : fair_sim_arrivals_paper(&a, t, (int64_t)seed, &err);
+        if (rc) {
+            fprintf(stderr, "fairsharectl simulate: %s\n", err.msg);
+            status = 1;
+            goto out;
+        }
+        size_t window_end = 0;
+        if (o->arrivals)
+            printf("| - |");
+        else
+            printf("| %llu |", (unsigned long long)seed);
+        for (size_t k = 0; k < npol; k++) {
+            struct fair_sim_paper_result res;
+            double t0 = now_s();
+            rc = paper_one(t, &a, pols[k], seed, &res, &err);
+            secs[k] += now_s() - t0;
+            if (rc) {
+                fprintf(stderr, "fairsharectl simulate: %s\n", err.msg);
+                fair_sim_arrivals_release(&a);
+                status = 1;
+                goto out;
+            }
+            if (res.window_records == 0) {
+                fprintf(stderr,
+                        "fairsharectl simulate: %s: no arrival ends within 98.5-101.5%% of the "
+                        "GPU capacity (%zu arrivals; too few, or pods too large for the "
+                        "cluster)\n",
+                        label, a.n);
+                fair_sim_arrivals_release(&a);
+                status = 1;
+                goto out;
+            }
+            window_end = res.window_end > window_end ? res.window_end : window_end;
+            double ff =
+                res.first_fail_arrived_milli < 0
+                    ? -1
+                    : 100.0 * (double)res.first_fail_arrived_milli / (double)res.capacity_milli;
+            unalloc[k * nseeds + i] = res.unallocated_pct;
+            ffail[k * nseeds + i] = ff;
+            printf(" %.2f |", res.unallocated_pct);
+            fflush(stdout);
+            fair_buf_appendf(&csv, "%s,%llu,%s,%.4f,%zu,%zu,%zu,%.2f,%.1f\n", label,
+                             (unsigned long long)seed, fair_sim_policy_name(pols[k]),
+                             res.unallocated_pct, res.window_records, res.arrivals, res.failed, ff,
+                             res.first_fail_unallocated_milli < 0
+                                 ? -1.0
+                                 : (double)res.first_fail_unallocated_milli / 1000.0);
+        }
+        for (int k = 0; k < 3; k++)
+            if (pub[k] && seed >= FAIR_SIM_PAPER_FIRST_SEED &&
+                seed < FAIR_SIM_PAPER_FIRST_SEED + FAIR_SIM_PAPER_SEEDS)
+                printf(" %.2f |", 100.0 - pub[k][seed - FAIR_SIM_PAPER_FIRST_SEED] / 100.0);
+            else if (pub[k])
+                printf(" - |");
+        /* The bound at the window's last arrival holds for the whole window
+         * (sim/paper.h); rounded down to 0.01%. */
+        struct fair_sim_frag_bound b;
+        rc = fair_sim_paper_bound(t, &a, window_end, &b, &err);
+        if (rc) {
+            bound[i] = -1;
+            printf(" - |\n");
+            fprintf(stderr, "fairsharectl simulate: no lower bound: %s\n", err.msg);
+            rc = 0;
+        } else {
+            bound[i] = (double)(b.bound_milli * 10000 / b.capacity_milli) / 100.0;
+            printf(" %.2f |\n", bound[i]);
+        }
+        fflush(stdout);
+        fair_sim_arrivals_release(&a);
+    }
+    if (nseeds > 1) {
+        printf("| median |");
+        for (size_t k = 0; k < npol; k++)
+            printf(" **%.2f** |", median(&unalloc[k * nseeds], nseeds));
+        for (int k = 0; k < 3; k++)
+            if (pub[k]) {
+                double v[FAIR_SIM_PAPER_SEEDS];
+                for (int s = 0; s < FAIR_SIM_PAPER_SEEDS; s++)
+                    v[s] = 100.0 - pub[k][s] / 100.0;
+                bool same = o->seed == FAIR_SIM_PAPER_FIRST_SEED && nseeds == FAIR_SIM_PAPER_SEEDS;
+                if (same)
+                    printf(" %.2f |", median(v, FAIR_SIM_PAPER_SEEDS));
+                else
+                    printf(" - |");
+            }
+        bool all_bounds = true;
+        for (size_t i = 0; i < nseeds; i++)
+            all_bounds &= bound[i] >= 0;
+        if (all_bounds)
+            printf(" %.2f |\n", median(bound, nseeds));
+        else
+            printf(" - |\n");
+    }
+    if (!o->quiet) {
+        printf("\nfirst failed GPU pod, arrived %% of capacity (median):");
+        for (size_t k = 0; k < npol; k++) {
+            double m = median(&ffail[k * nseeds], nseeds); /* -1: no failure */
+            if (m < 0)
+                printf(" %s none%s", fair_sim_policy_name(pols[k]), k + 1 < npol ? "," : "");
+            else
+                printf(" %s %.1f%s", fair_sim_policy_name(pols[k]), m, k + 1 < npol ? "," : "");
+        }
+        printf("\nseconds per policy (all seeds):");
+        for (size_t k = 0; k < npol; k++)
+            printf(" %s %.1f%s", fair_sim_policy_name(pols[k]), secs[k], k + 1 < npol ? "," : "");
+        printf("\n");
+        if (pub[0])
+            printf("paper: Weng et al., ATC '23; figures from hkust-adsl/"
+                   "kubernetes-scheduler-simulator, experiments/analysis/expected_results/"
+                   "analysis_allo_discrete.csv\n");
+    }
+    if (o->out) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/paper.csv", o->out);
+        if (ensure_dir(o->out) != 0) {
+            fprintf(stderr, "fairsharectl simulate: %s: cannot create directory: %s\n", o->out,
+                    strerror(errno));
+            status = 1;
+        } else if (fair_sim_write_file(path, &csv, &err)) {
+            fprintf(stderr, "fairsharectl simulate: %s\n", err.msg[0] ? err.msg : path);
+            status = 1;
+        }
+    }
+out:
+    fair_buf_release(&csv);
+    fair_free(unalloc);
+    fair_free(ffail);
+    fair_free(bound);
+    fair_free(secs);
     return status;
 }
 
@@ -526,7 +789,9 @@ int fair_cmd_simulate(int argc, char **argv)
         O_OQ_THRESHOLD,
         O_OQ_RUNTIME,
         O_MAX_EVICTIONS,
-        O_HOLD
+        O_HOLD,
+        O_PROTOCOL,
+        O_ARRIVALS
     };
     static const struct option longopts[] = {
         {"nodes", required_argument, NULL, O_NODES},
@@ -550,6 +815,8 @@ int fair_cmd_simulate(int argc, char **argv)
         {"repeats", required_argument, NULL, O_REPEATS},
         {"stop-percent", required_argument, NULL, O_STOP},
         {"label", required_argument, NULL, O_LABEL},
+        {"protocol", required_argument, NULL, O_PROTOCOL},
+        {"arrivals", required_argument, NULL, O_ARRIVALS},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -597,12 +864,25 @@ int fair_cmd_simulate(int argc, char **argv)
         case O_FRAG:
             o.frag = 1;
             break;
+        case O_PROTOCOL:
+            if (strcmp(optarg, "paper") == 0)
+                o.paper = 1;
+            else if (strcmp(optarg, "default") == 0)
+                o.paper = 0;
+            else
+                bad = "--protocol wants paper or default";
+            break;
+        case O_ARRIVALS:
+            o.arrivals = optarg;
+            o.paper = 1;
+            break;
         case 'q':
             o.quiet = 1;
             break;
         case O_SEED:
             if (parse_u64(optarg, UINT64_MAX, &o.seed))
                 bad = "--seed wants a number >= 0";
+            o.seed_set = 1;
             break;
         case O_CYCLE:
             if (parse_u64(optarg, 86400, &o.cycle_s) || o.cycle_s == 0)
@@ -647,6 +927,7 @@ int fair_cmd_simulate(int argc, char **argv)
         case O_REPEATS:
             if (parse_u64(optarg, 1000, &o.repeats) || o.repeats == 0)
                 bad = "--repeats wants a number in 1..1000";
+            o.repeats_set = 1;
             break;
         case O_STOP:
             if (parse_u64(optarg, 1000, &o.stop) || o.stop == 0)
@@ -681,15 +962,33 @@ int fair_cmd_simulate(int argc, char **argv)
         return 2;
     }
     enum fair_sim_policy pol = FAIR_SIM_POLICY_ENGINE;
-    if (o.placement && !(o.frag && strcmp(o.placement, "all") == 0) &&
-        fair_sim_policy_parse(o.placement, &pol)) {
+    enum fair_sim_policy plist[FAIR_SIM_POLICY_COUNT];
+    size_t nplist = 0;
+    if (o.placement && (o.frag ? parse_policies(o.placement, plist, &nplist) != 0
+                               : fair_sim_policy_parse(o.placement, &pol) != 0)) {
         fprintf(stderr,
                 "fairsharectl simulate: --placement \"%s\": want fairshare, first-fit, "
-                "random-fit, best-fit, fgd or fgd-online%s\n\n",
-                o.placement, o.frag ? " (or all)" : "");
+                "random-fit, gpu-best-fit, FGD, BestFit, GpuPacking, fgd or fgd-online%s\n\n",
+                o.placement, o.frag ? " (or all, or a comma-separated list)" : "");
         usage(stderr);
         return 2;
     }
+    if (o.paper && !o.frag) {
+        fprintf(stderr, "fairsharectl simulate: --protocol paper and --arrivals need "
+                        "--fragmentation\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (o.paper && o.stop != 100) {
+        fprintf(stderr, "fairsharectl simulate: --protocol paper takes no --stop-percent (its "
+                        "metric is the 99.5-100.5%% window)\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (o.paper && !o.seed_set)
+        o.seed = FAIR_SIM_PAPER_FIRST_SEED;
+    if (o.paper && !o.repeats_set)
+        o.repeats = FAIR_SIM_PAPER_SEEDS;
     if (o.frag && o.checkpoint_min) {
         fprintf(stderr, "fairsharectl simulate: --fragmentation takes no --checkpoint-minutes "
                         "(its pods are never evicted)\n\n");
@@ -723,7 +1022,10 @@ int fair_cmd_simulate(int argc, char **argv)
     else if (!o.quiet)
         printf("trace: %zu nodes, %.0f GPUs, %zu jobs of %zu pods (loaded in %.2fs)\n", t.nnodes,
                (double)fair_sim_trace_gpu_capacity(&t) / 1000.0, njobs, t.njobs, now_s() - t0);
-    status = o.frag ? run_fragmentation(&o, &t) : run_replay(&o, &t, pol);
+    if (o.paper)
+        status = run_paper(&o, &t);
+    else
+        status = o.frag ? run_fragmentation(&o, &t) : run_replay(&o, &t, pol);
 out:
     fair_sim_trace_release(&t);
     return status;

@@ -1,8 +1,12 @@
 /* The simulated cluster's free resources and the baseline placement
- * policies (first, random and best fit) plus FGD. All integer arithmetic,
- * so that every run with the same seed places identically. */
+ * policies (first, random and GPU best fit, the FGD paper's BestFit,
+ * GpuPacking and FGD) plus our approximation of FGD. All integer
+ * arithmetic but the paper's own scores (floating point as its simulator
+ * computes them, in a fixed order), so that every run with the same seed
+ * places identically. */
 #include "sim/place.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +25,8 @@ uint64_t fair_sim_rand(uint64_t *state)
 }
 
 static const char *const policy_names[FAIR_SIM_POLICY_COUNT] = {
-    "fairshare", "first-fit", "random-fit", "best-fit", "fgd", "fgd-online",
+    "fairshare",  "first-fit", "random-fit", "gpu-best-fit", "fgd",
+    "fgd-online", "BestFit",   "GpuPacking", "FGD",
 };
 
 const char *fair_sim_policy_name(enum fair_sim_policy p)
@@ -129,6 +134,8 @@ int fair_sim_cluster_bind(struct fair_sim_cluster *c, size_t node, uint64_t devi
     int ngpu = c->trace->nodes[node].gpu_count;
     if (s->cpu_free < job->cpu_milli || s->mem_free < job->memory_bytes)
         return FAIR_EINVAL;
+    if (!fair_sim_model_ok(c, node, job))
+        return FAIR_EINVAL;
     int nbits = __builtin_popcountll(devices);
     if (ngpu < 64 && (devices >> ngpu))
         return FAIR_EINVAL;
@@ -156,6 +163,7 @@ int fair_sim_cluster_bind(struct fair_sim_cluster *c, size_t node, uint64_t devi
     s->gpu_free_total -= job->gpu_milli;
     s->pods++;
     s->frag_epoch = 0;
+    s->pfrag_ok = false;
     c->gpu_allocated += job->gpu_milli;
     return 0;
 }
@@ -176,6 +184,7 @@ void fair_sim_cluster_unbind(struct fair_sim_cluster *c, size_t node, uint64_t d
     s->gpu_free_total += job->gpu_milli;
     s->pods--;
     s->frag_epoch = 0;
+    s->pfrag_ok = false;
     c->gpu_allocated -= job->gpu_milli;
 }
 
@@ -221,6 +230,154 @@ static int type_cmp(const void *a, const void *b)
     return (x->model_mask > y->model_mask) - (x->model_mask < y->model_mask);
 }
 
+/* ---- the paper's FGD -------------------------------------------------------- */
+
+static int ptype_key_cmp(const struct fair_sim_fgdtype *x, const struct fair_sim_fgdtype *y)
+{
+    if (x->cpu_milli != y->cpu_milli)
+        return x->cpu_milli < y->cpu_milli ? -1 : 1;
+    if (x->milli != y->milli)
+        return x->milli < y->milli ? -1 : 1;
+    if (x->num != y->num)
+        return x->num < y->num ? -1 : 1;
+    return (x->spec > y->spec) - (x->spec < y->spec);
+}
+
+static int ptype_cmp(const void *a, const void *b)
+{
+    return ptype_key_cmp(a, b);
+}
+
+/* Most frequent first; equal counts in key order (Go's order among them
+ * follows map iteration, which is random). */
+static int ptype_count_cmp(const void *a, const void *b)
+{
+    const struct fair_sim_fgdtype *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return ptype_key_cmp(x, y);
+}
+
+/* GetTypicalPods (frag.go) with the paper's settings: every pod counts
+ * once, CPU-only pods included, the most frequent requests until they
+ * cover 95% of the pods, frequencies renormalised over those. */
+static int paper_fgd_init(struct fair_sim_placer *p, const struct fair_sim_trace *t,
+                          struct fair_error *err)
+{
+    size_t n = t->njobs;
+    struct fair_sim_fgdtype *all = fair_calloc(n ? n : 1, sizeof(*all));
+    if (!all)
+        return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const struct fair_sim_job *j = &t->jobs[i];
+        struct fair_sim_fgdtype *k = &all[i];
+        /* The scheduler's non-zero CPU request: 100m when none. */
+        k->cpu_milli = j->cpu_milli > 0 ? j->cpu_milli : 100;
+        k->milli = j->gpu_milli >= FULL ? FULL : j->gpu_milli;
+        k->num = j->gpu_milli >= FULL ? (int)(j->gpu_milli / FULL) : (j->gpu_milli > 0 ? 1 : 0);
+        k->spec = j->gpu_milli > 0 ? j->spec : -1;
+        k->model_mask = j->gpu_milli > 0 ? j->model_mask : 0;
+        k->count = 1;
+    }
+    qsort(all, n, sizeof(*all), ptype_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && ptype_key_cmp(&all[m - 1], &all[i]) == 0)
+            all[m - 1].count++;
+        else
+            all[m++] = all[i];
+    }
+    qsort(all, m, sizeof(*all), ptype_count_cmp);
+    double total = (double)n, expected = 95.0 * total / 100.0, cum = 0;
+    size_t i = 0, upto = 0;
+    while (cum < expected && i < m) {
+        upto++;
+        for (; i < upto && i < m; i++) {
+            cum += (double)all[i].count;
+            all[i].freq = (double)all[i].count / total;
+        }
+    }
+    if (i < m)
+        for (size_t k = 0; k < i; k++)
+            all[k].freq /= cum / total;
+    p->ptypes = all;
+    p->nptypes = i;
+    return 0;
+}
+
+/* NodeGpuShareFragAmountScore (frag.go): for each typical pod, all the
+ * node's free GPU when the pod cannot run there (no GPU asked, wrong
+ * model, not enough devices or CPU), else the free GPU of the devices too
+ * small for it; weighted by frequency. */
+static double paper_frag(const struct fair_sim_placer *p, int64_t cpu, const int32_t *dev, int ngpu,
+                         int model)
+{
+    int64_t total = 0;
+    for (int d = 0; d < ngpu; d++)
+        total += dev[d];
+    if (total == 0)
+        return 0;
+    double f = 0;
+    for (size_t i = 0; i < p->nptypes; i++) {
+        const struct fair_sim_fgdtype *m = &p->ptypes[i];
+        int64_t amount = total;
+        bool access = m->model_mask == 0 || (model >= 0 && (m->model_mask >> model) & 1);
+        if (m->milli > 0 && access && cpu >= m->cpu_milli) {
+            int room = 0;
+            int64_t small = 0;
+            for (int d = 0; d < ngpu; d++) {
+                if (dev[d] >= m->milli)
+                    room++;
+                else
+                    small += dev[d];
+            }
+            if (room >= m->num)
+                amount = small;
+        }
+        f += m->freq * (double)amount;
+    }
+    return f;
+}
+
+static int64_t paper_fgd_score(struct fair_sim_placer *p, struct fair_sim_cluster *c, size_t node,
+                               const struct fair_sim_job *job, uint64_t *devices)
+{
+    struct fair_sim_nstate *s = &c->n[node];
+    const struct fair_sim_node *n = &c->trace->nodes[node];
+    if (!s->pfrag_ok) {
+        s->pfrag = paper_frag(p, s->cpu_free, s->gpu_free, n->gpu_count, n->model);
+        s->pfrag_ok = true;
+    }
+    int32_t g[FAIR_MAX_GPUS_PER_NODE];
+    memcpy(g, s->gpu_free, sizeof(g));
+    int64_t cpu = s->cpu_free - (job->cpu_milli > 0 ? job->cpu_milli : 100);
+    if (job->gpu_milli > 0 && job->gpu_milli < FULL) {
+        int64_t best = -1;
+        int bestd = -1;
+        for (int d = 0; d < n->gpu_count; d++) {
+            if (s->gpu_free[d] < job->gpu_milli)
+                continue;
+            g[d] -= (int32_t)job->gpu_milli;
+            double nf = paper_frag(p, cpu, g, n->gpu_count, n->model);
+            g[d] += (int32_t)job->gpu_milli;
+            int64_t sc = (int64_t)(1.0 / (1.0 + exp(-((s->pfrag - nf) / 1000))) * 100.0);
+            if (bestd < 0 || sc > best) {
+                best = sc;
+                bestd = d;
+            }
+        }
+        *devices = (uint64_t)1 << bestd;
+        return best;
+    }
+    uint64_t mask = pick_devices(s, n->gpu_count, job->gpu_milli, false);
+    for (int d = 0; d < n->gpu_count; d++)
+        if ((mask >> d) & 1)
+            g[d] = 0;
+    *devices = mask;
+    double nf = paper_frag(p, cpu, g, n->gpu_count, n->model);
+    return (int64_t)(1.0 / (1.0 + exp(-((s->pfrag - nf) / 1000))) * 100.0);
+}
+
 int fair_sim_placer_init(struct fair_sim_placer *p, enum fair_sim_policy policy, uint64_t seed,
                          const struct fair_sim_trace *t, struct fair_error *err)
 {
@@ -232,6 +389,8 @@ int fair_sim_placer_init(struct fair_sim_placer *p, enum fair_sim_policy policy,
         return fair_error_set(err, FAIR_EINVAL, "simulator: policy %d is not a baseline",
                               (int)policy);
     p->epoch = 1;
+    if (policy == FAIR_SIM_POLICY_PAPER_FGD)
+        return paper_fgd_init(p, t, err);
     if (policy != FAIR_SIM_POLICY_FGD && policy != FAIR_SIM_POLICY_FGD_ONLINE)
         return 0;
     /* Target workload: the distinct (cpu, gpu, models) of the trace's jobs
@@ -273,6 +432,7 @@ out:
 
 void fair_sim_placer_release(struct fair_sim_placer *p)
 {
+    fair_free(p->ptypes);
     fair_free(p->seen);
     fair_free(p->types);
     memset(p, 0, sizeof(*p));
@@ -388,6 +548,60 @@ static void observe(struct fair_sim_placer *p, const struct fair_sim_job *job)
     p->next_refresh = p->observed < 256 ? 2 * p->observed : p->observed + 256;
 }
 
+/* ---- the paper's baselines ------------------------------------------------ */
+
+/* BestFit (best_fit_score.go): sum over CPU and GPU of
+ * (free - request) / max spec x 0.5, max specs 128 CPUs and 8 GPUs, then
+ * (1 - sum) x 100 truncated to an integer; higher is better. Its min-max
+ * normalisation keeps exactly the nodes of the highest raw score at the
+ * top, so the raw score decides. Same operations, same IEEE results. */
+static int64_t paper_bestfit_score(const struct fair_sim_nstate *s, const struct fair_sim_job *job)
+{
+    double score = 0;
+    score += ((double)s->cpu_free - (double)job->cpu_milli) / 128000.0 * 0.5;
+    score += ((double)s->gpu_free_total - (double)job->gpu_milli) / 8000.0 * 0.5;
+    return (int64_t)((1.0 - score) * 100.0);
+}
+
+/* GpuPacking (gpu_packing_score.go), on a node where the job fits: 0 for a
+ * pod without GPU; an empty node max(33 - free GPUs, free GPUs); a pod
+ * that needs whole free devices on a used node max(50 - those devices, 33);
+ * a fraction on a shared device 100 - that device's free percent / 10, at
+ * least 50. */
+static int64_t paper_gpupacking_score(const struct fair_sim_nstate *s, int ngpu,
+                                      const struct fair_sim_job *job)
+{
+    if (job->gpu_milli <= 0)
+        return 0;
+    int full = full_devices(s, ngpu);
+    if (full == ngpu)
+        return 33 - full > full ? 33 - full : full;
+    int64_t per = job->gpu_milli < FULL ? job->gpu_milli : FULL;
+    int need = job->gpu_milli < FULL ? 1 : (int)(job->gpu_milli / FULL);
+    /* Devices by free room, least first (the order among equals does not
+     * change the score). */
+    int32_t g[FAIR_MAX_GPUS_PER_NODE];
+    memcpy(g, s->gpu_free, sizeof(int32_t) * (size_t)ngpu);
+    for (int i = 1; i < ngpu; i++)
+        for (int j = i; j > 0 && g[j - 1] > g[j]; j--) {
+            int32_t tmp = g[j];
+            g[j] = g[j - 1];
+            g[j - 1] = tmp;
+        }
+    int full_used = 0;
+    int64_t free_pct = 0;
+    for (int d = 0; d < ngpu && need > 0; d++)
+        if (per <= g[d]) {
+            need--;
+            full_used += g[d] == FULL;
+            free_pct += (int64_t)g[d] * 100 / FULL;
+        }
+    if (full_used > 0)
+        return 50 - full_used > 33 ? 50 - full_used : 33;
+    int64_t score = 100 - free_pct / 10;
+    return score > 50 ? score : 50;
+}
+
 /* ---- policies ----------------------------------------------------------- */
 
 int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
@@ -415,7 +629,44 @@ int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
             if (fair_sim_rand(&p->rng) % seen == 0)
                 best = (int32_t)i;
             break;
-        case FAIR_SIM_POLICY_BEST_FIT: {
+        case FAIR_SIM_POLICY_PAPER_FGD: {
+            uint64_t dev = 0;
+            int64_t score = paper_fgd_score(p, c, i, job, &dev);
+            if (best < 0 || score > best_score) {
+                best_score = score;
+                best = (int32_t)i;
+                best_dev = dev;
+                seen = 1;
+            } else if (score == best_score) {
+                seen++;
+                if (p->tie_rank ? p->tie_rank[i] < p->tie_rank[best]
+                                : fair_sim_rand(&p->rng) % seen == 0) {
+                    best = (int32_t)i;
+                    best_dev = dev;
+                }
+            }
+            break;
+        }
+        case FAIR_SIM_POLICY_PAPER_BESTFIT:
+        case FAIR_SIM_POLICY_PAPER_GPUPACKING: {
+            /* The scheduler's selectHost: the highest score, ties to the
+             * lowest tie_rank, or uniformly at random without ranks. */
+            int64_t score = p->policy == FAIR_SIM_POLICY_PAPER_BESTFIT
+                                ? paper_bestfit_score(s, job)
+                                : paper_gpupacking_score(s, ngpu, job);
+            if (best < 0 || score > best_score) {
+                best_score = score;
+                best = (int32_t)i;
+                seen = 1;
+            } else if (score == best_score) {
+                seen++;
+                if (p->tie_rank ? p->tie_rank[i] < p->tie_rank[best]
+                                : fair_sim_rand(&p->rng) % seen == 0)
+                    best = (int32_t)i;
+            }
+            break;
+        }
+        case FAIR_SIM_POLICY_GPU_BEST_FIT: {
             /* Least GPU left on the node afterwards, then least CPU. */
             int64_t score = s->gpu_free_total - job->gpu_milli;
             int64_t tie = s->cpu_free - job->cpu_milli;
@@ -444,12 +695,16 @@ int fair_sim_place(struct fair_sim_placer *p, struct fair_sim_cluster *c,
     if (best < 0)
         return FAIR_ENOTFOUND;
     *node_out = best;
-    if (p->policy == FAIR_SIM_POLICY_FGD || p->policy == FAIR_SIM_POLICY_FGD_ONLINE) {
+    if (p->policy == FAIR_SIM_POLICY_FGD || p->policy == FAIR_SIM_POLICY_FGD_ONLINE ||
+        p->policy == FAIR_SIM_POLICY_PAPER_FGD) {
         *devices_out = best_dev;
     } else {
         const struct fair_sim_nstate *s = &c->n[best];
         int ngpu = c->trace->nodes[best].gpu_count;
-        *devices_out = pick_devices(s, ngpu, job->gpu_milli, p->policy == FAIR_SIM_POLICY_BEST_FIT);
+        bool tight = p->policy == FAIR_SIM_POLICY_GPU_BEST_FIT ||
+                     p->policy == FAIR_SIM_POLICY_PAPER_BESTFIT ||
+                     p->policy == FAIR_SIM_POLICY_PAPER_GPUPACKING;
+        *devices_out = pick_devices(s, ngpu, job->gpu_milli, tight);
     }
     return 0;
 }

@@ -29,6 +29,10 @@ struct fair_sim_nstate {
      * equals the placer's epoch (0: never valid; binds reset it). */
     int64_t frag;
     uint32_t frag_epoch;
+    /* The paper FGD's fragmentation of this node (floating point, as its
+     * simulator computes it), valid while pfrag_ok (binds reset it). */
+    double pfrag;
+    bool pfrag_ok;
 };
 
 struct fair_sim_cluster {
@@ -53,7 +57,8 @@ bool fair_sim_model_ok(const struct fair_sim_cluster *c, size_t node,
 
 /* Takes the job's resources on node, on the given devices (one bit for a
  * fraction, gpu/1000 bits for whole GPUs). FAIR_EINVAL (nothing changed)
- * when they are not free. */
+ * when they are not free or the node's GPU model is not one the job may
+ * run on. */
 int fair_sim_cluster_bind(struct fair_sim_cluster *c, size_t node, uint64_t devices,
                           const struct fair_sim_job *job);
 /* Gives them back (the inverse of a successful bind). */
@@ -69,12 +74,27 @@ enum fair_sim_policy {
     FAIR_SIM_POLICY_ENGINE = 0, /* "fairshare": the engine places */
     FAIR_SIM_POLICY_FIRST_FIT,
     FAIR_SIM_POLICY_RANDOM_FIT,
-    FAIR_SIM_POLICY_BEST_FIT,
+    /* "gpu-best-fit": the node left with the least free GPU, then CPU (not
+     * the paper's BestFit, which is FAIR_SIM_POLICY_PAPER_BESTFIT). */
+    FAIR_SIM_POLICY_GPU_BEST_FIT,
+    /* An approximation of FGD (see docs/simulator.md): the trace's whole pod
+     * mix as the target workload, integer fragmentation, first best node. */
     FAIR_SIM_POLICY_FGD,
     /* FGD that learns the target workload from the pods it has been asked
      * to place so far (as a controller would), instead of knowing the
      * whole trace in advance. */
     FAIR_SIM_POLICY_FGD_ONLINE,
+    /* The FGD paper's baselines, scored as its simulator scores them
+     * (pkg/simulator/plugin/best_fit_score.go, gpu_packing_score.go): the
+     * highest integer score wins, ties broken at random, devices chosen
+     * tightest first ("best" GPU selection). */
+    FAIR_SIM_POLICY_PAPER_BESTFIT,    /* "BestFit" */
+    FAIR_SIM_POLICY_PAPER_GPUPACKING, /* "GpuPacking" */
+    /* "FGD", the paper's (fgd_score.go): its target workload (the trace's
+     * most frequent requests covering 95% of the pods, CPU-only pods
+     * included), its fragmentation in floating point, its sigmoid score
+     * truncated to 0..100, ties as above. */
+    FAIR_SIM_POLICY_PAPER_FGD,
     FAIR_SIM_POLICY_COUNT,
 };
 
@@ -90,6 +110,17 @@ struct fair_sim_podtype {
     int64_t count;
 };
 
+/* One "typical pod" of the paper's FGD: a request and its frequency. */
+struct fair_sim_fgdtype {
+    int64_t cpu_milli;
+    int64_t milli; /* per device: a fraction, or 1000 for whole GPUs; 0: no GPU */
+    int num;       /* devices */
+    uint64_t model_mask;
+    int spec;
+    int64_t count;
+    double freq;
+};
+
 struct fair_sim_placer {
     enum fair_sim_policy policy;
     uint64_t rng;                   /* xorshift state for random fit */
@@ -100,6 +131,13 @@ struct fair_sim_placer {
      * ..., 256 pods seen, then every 256. */
     int64_t *seen;
     size_t observed, next_refresh;
+    /* Borrowed, optional (NULL: ties at random): one rank per node; BestFit
+     * and GpuPacking break score ties by the lowest rank, as the paper's
+     * scheduler does by node name (sim/paper.h). */
+    const int32_t *tie_rank;
+    /* PAPER_FGD: its target workload. */
+    struct fair_sim_fgdtype *ptypes;
+    size_t nptypes;
 };
 
 /* policy must not be ENGINE (that one lives in sim/engine_place.h). The

@@ -161,6 +161,14 @@ static void test_bad_flags(void **state)
         {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
          "--fragmentation", "--checkpoint-minutes", "30", NULL},
         {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--fragmentation", "--protocol", "fgd", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv", "--protocol",
+         "paper", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--fragmentation", "--protocol", "paper", "--stop-percent", "90", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
+         "--fragmentation", "--placement", "BestFit,best-fit", NULL},
+        {"simulate", "--nodes", DATA "/nodes_2x8.csv", "--pods", DATA "/jobs_2x8.csv",
          "--fragmentation", "--projects", DATA "/projects.yaml", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -438,7 +446,7 @@ static void test_fragmentation_mode(void **state)
     if (rc)
         fail_msg("exit %d: %s", rc, err_buf);
     char *f = read_out(dir, "frag.csv");
-    assert_int_equal(count_lines(f), 8); /* header + one row per policy + the bound */
+    assert_int_equal(count_lines(f), 11); /* header + one row per policy + the bound */
     assert_true(starts_with(f, "trace,policy,repeats,unallocated_gpu,"));
     assert_non_null(strstr(f, "\npods_openb,fairshare,2,"));
     assert_non_null(strstr(f, "\npods_openb,first-fit,2,"));
@@ -466,6 +474,61 @@ static void test_fragmentation_mode(void **state)
     assert_true(check_lower_bound(f) == 6.4);
     assert_non_null(strstr(f, "\npods_600,lower-bound,3,6.4,6.4,6.4,-1.0,-1.0,-1.0,"));
     assert_non_null(strstr(f, "\npods_600,first-fit,3,6.4,"));
+}
+
+/* The FGD paper's protocol on a fixed arrival order (--arrivals), and its
+ * errors. */
+static void test_paper_arrivals(void **state)
+{
+    (void)state;
+    char order[300];
+    snprintf(order, sizeof(order), "%s/order.csv", tmpdir);
+    FILE *f = fopen(order, "w");
+    assert_non_null(f);
+    /* First fit on node-a (V100M16), node-b (T4), 8 GPUs each: 15 whole
+     * GPUs (8 + 7), pod-1 (V100 only) fails after 93.75% arrived, 1 GPU
+     * free, pod-4 (T4, 0.25) on
+     * node-b's last device (98.4%), pod-4 again (100%: 15,500 of 16,000
+     * allocated), a CPU pod (100% again), a copy name of the paper's
+     * simulator. The window holds the last three records: 3.125% left. */
+    fprintf(f, "name\n");
+    for (int i = 0; i < 15; i++)
+        fprintf(f, "pod-0\n");
+    fprintf(f, "pod-1\npod-4\npod-4-tuned-3\npod-3\n");
+    fclose(f);
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/paper", tmpdir);
+    const char *const args[] = {
+        "simulate",    "--fragmentation",      "--nodes",    DATA "/nodes_2x8.csv",
+        "--pods",      DATA "/pods_openb.csv", "--arrivals", order,
+        "--placement", "first-fit,BestFit",    "--out",      dir,
+        NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    if (!strstr(out_buf, "| seed | first-fit | BestFit | lower bound |"))
+        fail_msg("no table header: %s", out_buf);
+    if (!strstr(out_buf, "| - | 3.12 |"))
+        fail_msg("first fit: %s", out_buf);
+    char *csv = read_out(dir, "paper.csv");
+    assert_true(starts_with(csv, "trace,seed,policy,unallocated_pct,window_records,"));
+    assert_non_null(strstr(csv, "\npods_openb,42,first-fit,3.1250,2,19,1,93.75,1.0\n"));
+
+    f = fopen(order, "w");
+    assert_non_null(f);
+    fprintf(f, "name\npod-0\npod-9\n");
+    fclose(f);
+    rc = run_ctl(args);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err_buf, "order.csv:3: name: no pod \"pod-9\" in the trace"));
+    /* 3 of 16 GPUs requested: no record in any window. */
+    f = fopen(order, "w");
+    assert_non_null(f);
+    fprintf(f, "name\npod-0\npod-0\npod-0\n");
+    fclose(f);
+    rc = run_ctl(args);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err_buf, "no arrival ends within 98.5-101.5% of the GPU capacity"));
 }
 
 static void test_real_trace(void **state)
@@ -501,22 +564,51 @@ static void test_real_trace(void **state)
     const char *const frag[] = {"simulate",    "--fragmentation",
                                 "--nodes",     TRACE "/openb_node_list_gpu_node.csv",
                                 "--pods",      TRACE "/openb_pod_list_default.csv",
-                                "--placement", "best-fit",
+                                "--placement", "gpu-best-fit",
                                 "--repeats",   "1",
                                 NULL};
     rc = run_ctl(frag);
     if (rc)
         fail_msg("exit %d: %s", rc, err_buf);
-    assert_non_null(strstr(out_buf, "default      best-fit"));
+    assert_non_null(strstr(out_buf, "default      gpu-best-fit"));
+}
+
+/* The paper's protocol on the real trace, seed 42: the arrivals, our
+ * BestFit and first fit, the paper's published figures for the seed. */
+static void test_real_trace_paper(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (stat(TRACE "/openb_pod_list_default.csv", &st) != 0) {
+        printf("SKIPPED: the Alibaba trace is not at " TRACE "\n");
+        skip();
+    }
+    const char *const args[] = {"simulate",    "--fragmentation",
+                                "--protocol",  "paper",
+                                "--nodes",     TRACE "/openb_node_list_gpu_node.csv",
+                                "--pods",      TRACE "/openb_pod_list_default.csv",
+                                "--placement", "BestFit,first-fit",
+                                "--repeats",   "1",
+                                NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    /* Seed 42: our BestFit 7.06 (the paper's own figure), first fit 5.95;
+     * the paper's FGD 4.86,
+     * BestFit 7.06, GpuPacking 8.63; the bound 3.00. */
+    if (!strstr(out_buf, "| 42 | 7.06 | 5.95 | 4.86 | 7.06 | 8.63 | 3.00 |"))
+        fail_msg("%s", out_buf);
+    assert_non_null(strstr(out_buf, "paper: Weng et al., ATC '23"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_replay_outputs), cmocka_unit_test(test_compare),
-        cmocka_unit_test(test_useful_work),    cmocka_unit_test(test_fragmentation_mode),
-        cmocka_unit_test(test_real_trace),
+        cmocka_unit_test(test_bad_flags),        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_replay_outputs),   cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_useful_work),      cmocka_unit_test(test_fragmentation_mode),
+        cmocka_unit_test(test_paper_arrivals),   cmocka_unit_test(test_real_trace),
+        cmocka_unit_test(test_real_trace_paper),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

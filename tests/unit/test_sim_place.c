@@ -1,6 +1,7 @@
 /* The simulator's cluster state and baseline placement policies: exact
  * placements on tiny clusters, FGD's fragmentation measure, and the
  * workload-inflation experiment on a case with a known answer. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,7 +89,7 @@ static void test_best_fit(void **state)
         {200, 0, 0x2},  /* device 0 has 100 left: device 1 */
         {150, 0, 0x2},  /* n0 keeps 750 (n1 would keep 3850); device 1 */
     };
-    run_steps(FAIR_SIM_POLICY_BEST_FIT, steps, sizeof(steps) / sizeof(steps[0]));
+    run_steps(FAIR_SIM_POLICY_GPU_BEST_FIT, steps, sizeof(steps) / sizeof(steps[0]));
 }
 
 static void test_constraints_and_bind(void **state)
@@ -144,8 +145,8 @@ static void test_constraints_and_bind(void **state)
     fair_sim_trace_release(&t);
 
     enum fair_sim_policy pol;
-    assert_int_equal(fair_sim_policy_parse("best-fit", &pol), 0);
-    assert_int_equal(pol, FAIR_SIM_POLICY_BEST_FIT);
+    assert_int_equal(fair_sim_policy_parse("gpu-best-fit", &pol), 0);
+    assert_int_equal(pol, FAIR_SIM_POLICY_GPU_BEST_FIT);
     assert_int_equal(fair_sim_policy_parse("fairshare", &pol), 0);
     assert_int_equal(pol, FAIR_SIM_POLICY_ENGINE);
     assert_int_equal(fair_sim_policy_parse("worst-fit", &pol), FAIR_EINVAL);
@@ -257,6 +258,123 @@ static void test_fgd(void **state)
     fair_sim_trace_release(&t);
 }
 
+/* The FGD paper's BestFit and GpuPacking, scored by hand from its
+ * simulator's formulas, and the bind's GPU-model check. */
+static void test_paper_baselines(void **state)
+{
+    (void)state;
+    static const char nodes[] = "sn,cpu_milli,memory_mib,gpu,model\n"
+                                "a,64000,100000,8,G2\n"
+                                "b,16000,100000,2,G2\n"
+                                "c,128000,100000,4,T4\n";
+    struct fair_sim_trace t;
+    struct fair_sim_cluster c;
+    struct fair_sim_placer p;
+    struct fair_error err = {0};
+    int32_t node;
+    uint64_t dev;
+    load(&t, nodes, NULL);
+    assert_int_equal(fair_sim_cluster_init(&c, &t, &err), 0);
+    /* BestFit, 1 GPU and 4 CPUs: (1 - (cpu left / 128 + gpu left / 8) / 2)
+     * x 100 truncated: a 32 (32.8), b 89 (89.06), c 32. */
+    assert_int_equal(fair_sim_placer_init(&p, FAIR_SIM_POLICY_PAPER_BESTFIT, 1, &t, &err), 0);
+    struct fair_sim_job j = job(1000, 4000);
+    assert_int_equal(fair_sim_place(&p, &c, &j, &node, &dev), 0);
+    assert_int_equal(node, 1);
+    assert_int_equal(dev, 0x1);
+    /* With b full of CPU, a and c tie at 32: the lowest tie rank wins. */
+    struct fair_sim_job cpu = job(0, 16000);
+    assert_int_equal(fair_sim_cluster_bind(&c, 1, 0, &cpu), 0);
+    int32_t rank[3] = {5, 9, 2};
+    p.tie_rank = rank;
+    assert_int_equal(fair_sim_place(&p, &c, &j, &node, &dev), 0);
+    assert_int_equal(node, 2);
+    rank[0] = 1;
+    assert_int_equal(fair_sim_place(&p, &c, &j, &node, &dev), 0);
+    assert_int_equal(node, 0);
+    fair_sim_placer_release(&p);
+    fair_sim_cluster_reset(&c);
+
+    /* GpuPacking: empty nodes score max(33 - free GPUs, free GPUs): a 25,
+     * b 31, c 29. */
+    assert_int_equal(fair_sim_placer_init(&p, FAIR_SIM_POLICY_PAPER_GPUPACKING, 1, &t, &err), 0);
+    assert_int_equal(fair_sim_place(&p, &c, &j, &node, &dev), 0);
+    assert_int_equal(node, 1);
+    assert_int_equal(fair_sim_cluster_bind(&c, (size_t)node, dev, &j), 0);
+    /* Half a GPU: on b it needs a free device of a used node, 49. */
+    struct fair_sim_job half = job(500, 1000);
+    assert_int_equal(fair_sim_place(&p, &c, &half, &node, &dev), 0);
+    assert_int_equal(node, 1);
+    assert_int_equal(dev, 0x2);
+    assert_int_equal(fair_sim_cluster_bind(&c, (size_t)node, dev, &half), 0);
+    /* 0.3 GPU: b's shared device (50% free): 100 - 50 / 10 = 95. */
+    struct fair_sim_job third = job(300, 1000);
+    assert_int_equal(fair_sim_place(&p, &c, &third, &node, &dev), 0);
+    assert_int_equal(node, 1);
+    assert_int_equal(dev, 0x2);
+    /* 2 whole GPUs: b has none left; a 25 against c 29. */
+    struct fair_sim_job two = job(2000, 1000);
+    assert_int_equal(fair_sim_place(&p, &c, &two, &node, &dev), 0);
+    assert_int_equal(node, 2);
+    assert_int_equal(dev, 0x3);
+    fair_sim_placer_release(&p);
+
+    /* A bind on a node of another GPU model is refused. */
+    fair_sim_cluster_reset(&c);
+    struct fair_sim_job t4 = job(500, 1000);
+    t4.model_mask = (uint64_t)1 << 1; /* T4, the trace's second model */
+    assert_int_equal(fair_sim_cluster_bind(&c, 0, 0x1, &t4), FAIR_EINVAL);
+    assert_int_equal(c.gpu_allocated, 0);
+    assert_int_equal(fair_sim_cluster_bind(&c, 2, 0x1, &t4), 0);
+    assert_string_equal(fair_sim_policy_name(FAIR_SIM_POLICY_PAPER_BESTFIT), "BestFit");
+    assert_string_equal(fair_sim_policy_name(FAIR_SIM_POLICY_PAPER_GPUPACKING), "GpuPacking");
+    fair_sim_cluster_release(&c);
+    fair_sim_trace_release(&t);
+}
+
+/* The paper's FGD: its typical pods (95% of the pods, renormalised) and
+ * its sigmoid score, worked by hand. */
+static void test_paper_fgd(void **state)
+{
+    (void)state;
+    /* 10 pods of 4 CPUs and 0.5 GPU, 9 of 2 CPUs and 1 GPU, 1 CPU-only:
+     * the first two types cover 19 of 20 pods (95%): 10/19 and 9/19. */
+    char jobs[2048] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n";
+    size_t len = strlen(jobs);
+    for (int i = 0; i < 20; i++)
+        len += (size_t)snprintf(jobs + len, sizeof(jobs) - len, "p%02d,%s\n", i,
+                                i < 10   ? "4000,1,1,500"
+                                : i < 19 ? "2000,1,1,1000"
+                                         : "1000,1,0,0");
+    struct fair_sim_trace t;
+    struct fair_sim_cluster c;
+    struct fair_sim_placer p;
+    struct fair_error err = {0};
+    load(&t, "sn,cpu_milli,memory_mib,gpu,model\na,16000,1000,2,G2\nb,16000,1000,2,G2\n", jobs);
+    assert_int_equal(fair_sim_cluster_init(&c, &t, &err), 0);
+    assert_int_equal(fair_sim_placer_init(&p, FAIR_SIM_POLICY_PAPER_FGD, 1, &t, &err), 0);
+    assert_int_equal(p.nptypes, 2);
+    assert_int_equal(p.ptypes[0].count, 10);
+    assert_true(fabs(p.ptypes[0].freq - 10.0 / 19) < 1e-12);
+    assert_true(fabs(p.ptypes[1].freq - 9.0 / 19) < 1e-12);
+    /* b holds 0.4 on device 0: [600, 1000]. A 0.3 pod: on a (either
+     * device: [700, 1000]) fragmentation goes 0 -> 9/19 x 700, score
+     * sigmoid(-0.332) = 41; on b device 0 ([300, 1000]) 9/19 x 600 ->
+     * 10/19 x 300 + 9/19 x 300, score sigmoid(-0.016) = 49; on b device 1
+     * ([600, 700]) 9/19 x 1300, 41. So b, device 0. */
+    struct fair_sim_job four = job(400, 1000), three = job(300, 1000);
+    assert_int_equal(fair_sim_cluster_bind(&c, 1, 0x1, &four), 0);
+    int32_t node;
+    uint64_t dev;
+    assert_int_equal(fair_sim_place(&p, &c, &three, &node, &dev), 0);
+    assert_int_equal(node, 1);
+    assert_int_equal(dev, 0x1);
+    assert_string_equal(fair_sim_policy_name(FAIR_SIM_POLICY_PAPER_FGD), "FGD");
+    fair_sim_placer_release(&p);
+    fair_sim_cluster_release(&c);
+    fair_sim_trace_release(&t);
+}
+
 static void test_inflation_known_answer(void **state)
 {
     (void)state;
@@ -291,7 +409,7 @@ static void test_inflation_known_answer(void **state)
         fair_sim_placer_release(&p);
     }
     /* Stop ratio: 50% = 1000 milli; two arrivals reach it, both fit. */
-    assert_int_equal(fair_sim_placer_init(&p, FAIR_SIM_POLICY_BEST_FIT, 3, &t, &err), 0);
+    assert_int_equal(fair_sim_placer_init(&p, FAIR_SIM_POLICY_GPU_BEST_FIT, 3, &t, &err), 0);
     struct fair_sim_frag_opts half = {.seed = 1, .stop_percent = 50};
     struct fair_sim_frag_result r;
     assert_int_equal(fair_sim_frag_run(&t, fair_sim_place_baseline, &p, &half, &r, &err), 0);
@@ -305,7 +423,7 @@ static void test_inflation_known_answer(void **state)
     /* No GPU job at all: refused with a message. */
     load(&t, "sn,cpu_milli,memory_mib,gpu\nn,64000,1000,2\n",
          "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,0,0\n");
-    assert_int_equal(fair_sim_placer_init(&p, FAIR_SIM_POLICY_BEST_FIT, 3, &t, &err), 0);
+    assert_int_equal(fair_sim_placer_init(&p, FAIR_SIM_POLICY_GPU_BEST_FIT, 3, &t, &err), 0);
     assert_int_equal(fair_sim_frag_run(&t, fair_sim_place_baseline, &p, NULL, &r, &err),
                      FAIR_EINVAL);
     assert_string_equal(err.msg, "fragmentation: no job in the trace asks for a GPU");
@@ -321,6 +439,8 @@ int main(void)
         cmocka_unit_test(test_constraints_and_bind),
         cmocka_unit_test(test_random_fit),
         cmocka_unit_test(test_fgd),
+        cmocka_unit_test(test_paper_baselines),
+        cmocka_unit_test(test_paper_fgd),
         cmocka_unit_test(test_inflation_known_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
