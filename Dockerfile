@@ -24,7 +24,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
+# .git stays out of the context (.dockerignore): the commit comes in as a
+# build argument (`make image` passes it), the date from SOURCE_DATE_EPOCH
+# for a reproducible build; without them the binaries say "unknown" and
+# the time of the build.
+ARG FAIR_GIT_COMMIT=""
+ARG SOURCE_DATE_EPOCH
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DFAIR_GIT_COMMIT="$FAIR_GIT_COMMIT" \
  && cmake --build /build -j "$(nproc)" --target fairshare-controller fairsharectl \
  && strip /build/fairshare-controller /build/fairsharectl
 
@@ -39,6 +45,10 @@ RUN apt-get update \
  && chown 65532:65532 /var/lib/fairshare
 COPY --from=build /build/fairshare-controller /build/fairsharectl /usr/local/bin/
 RUN ln -s fairsharectl /usr/local/bin/kubectl-fairshare
+# No shell: nothing in the image needs one (exec-form ENTRYPOINT; `kubectl
+# exec` runs fairsharectl directly). Removed last, as RUN itself needs it.
+RUN ["/usr/bin/rm", "-f", "/usr/bin/sh", "/usr/bin/dash", "/usr/bin/bash", "/usr/bin/rbash", \
+     "/bin/sh", "/bin/dash", "/bin/bash", "/bin/rbash"]
 LABEL org.opencontainers.image.title="fairshare" \
       org.opencontainers.image.description="GPU quota and fair-share controller for Kubernetes"
 # A numeric non-root user, so that runAsNonRoot can verify it.

@@ -5,12 +5,17 @@ BUILD ?= build
 BUILD_ASAN ?= build-asan
 BUILD_BENCH ?= build-bench
 
-.PHONY: all deps build build-asan test test-normal test-asan test-e2e e2e demo bench bench-e2e fuzz clean format
+.PHONY: image test-image all deps deps-browser build build-asan build-demo test test-normal test-asan test-e2e e2e demo bench bench-e2e fuzz clean format
 
 all: build
 
+# What the build and the demo need; Chromium only for the tests, whose
+# dashboard test (tests/integration/test_dashboard.c) runs a real browser.
 deps:
 	@sh scripts/install-deps.sh
+
+deps-browser:
+	@sh scripts/install-deps.sh browser
 
 # Builds print only warnings and errors (no per-file progress lines).
 QUIET = -DCMAKE_RULE_MESSAGES=OFF -DCMAKE_TARGET_MESSAGES=OFF
@@ -32,11 +37,11 @@ build-asan: deps
 test: test-normal test-asan test-e2e
 	@echo "make test: all tests passed"
 
-test-normal: build
+test-normal: build deps-browser
 	@echo "== tests (normal build) =="
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan: build-asan
+test-asan: build-asan deps-browser
 	@echo "== tests (ASan + UBSan build) =="
 	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
@@ -51,8 +56,25 @@ test-e2e: build-asan
 e2e: build
 	@sh tests/e2e/run.sh $(BUILD)
 
-demo: build
+# The demo builds only its programs (not the tests) and runs them.
+DEMO_PROGRAMS = fakekube fairshare-controller fairsharectl fairshare-demo
+build-demo: deps
+	@echo "== building the demo's programs ($(BUILD)/)"
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(QUIET) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_PROGRAMS) $(QUIET_BUILD)
+
+demo: build-demo
 	@sh scripts/demo.sh $(BUILD)
+
+# The container image, built locally from Debian's packages with no
+# registry (debootstrap + buildah; root): scripts/image.sh. test-image
+# checks it: version, help, non-root, read-only, no shell, no build tools.
+image:
+	@sh scripts/install-deps.sh image
+	@sh scripts/image.sh
+
+test-image: image
+	@sh scripts/test-image.sh
 
 bench: deps
 	@cmake -S . -B $(BUILD_BENCH) -DCMAKE_BUILD_TYPE=Release $(QUIET) >/dev/null
@@ -74,4 +96,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_BENCH) build-fuzz
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_BENCH) build-fuzz build-image

@@ -8,7 +8,10 @@
 # why a pod waits, the final allocation, and a GPU-hours report that finance
 # reads from the controller over HTTPS with its own token (the fake API
 # server reviews the tokens, as a real one would). Everything runs under a
-# temporary folder, removed on exit.
+# temporary folder, removed on exit; the run's ledger is kept as
+# BUILD/demo-ledger.db for the "next steps" printed at the end. Colours
+# only on a terminal (and not with NO_COLOR set): piped or logged, the
+# output is plain text.
 set -eu
 
 build="${1:-build}"
@@ -32,7 +35,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ] && [ "${TERM:-dumb}" != dumb ]; then
+  bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  bold() { printf '\n== %s\n' "$*"; }
+fi
 say() { printf '   %s\n' "$*"; }
 
 # ---- the fake cluster -------------------------------------------------------
@@ -200,8 +207,8 @@ say "team B's 8 evicted pods are back, pending, as b-train-N-rq1: Fairshare requ
 say "evicted bare pod (a Job's pods would be recreated by the Job)"
 sleep 1.2
 
-bold "Final allocation per queue"
-table
+bold "Final allocation per queue (kubectl fairshare queues: the status the controller writes)"
+"$build/fairsharectl" queues --kubeconfig "$work/cluster/kubeconfig" | sed 's/^/   /'
 
 # ---- why is my job pending? -------------------------------------------------
 bold "Data scientist: why is my job pending?"
@@ -210,6 +217,9 @@ sleep 1.5
 msg=$(kube GET /api/v1/namespaces/team-b/pods/not-allowed | grep -o '"message":"[^"]*"' | head -n 1 | \
   sed 's/"message":"//; s/"$//')
 say "pod team-b/not-allowed (queue team-a-train) -> PodScheduled=False: $msg"
+say "kubectl fairshare why -n team-b not-allowed:"
+"$build/fairsharectl" why -n team-b not-allowed --kubeconfig "$work/cluster/kubeconfig" | \
+  sed 's/^/     /'
 
 # ---- finance ----------------------------------------------------------------
 sleep 2.5 # one more ledger sample
@@ -224,13 +234,36 @@ today=$(date -u +%Y-%m-%d)
 tomorrow=$(date -u -d tomorrow +%Y-%m-%d 2>/dev/null || date -u -v+1d +%Y-%m-%d)
 "$build/fairsharectl" report --server "https://127.0.0.1:$mport" \
   --token-file "$work/finance-token" --ca-file "$work/cluster/ca.crt" \
-  --from "$today" --to "$tomorrow" --by team --price-per-gpu-hour 2.50 | sed 's/^/   /'
+  --from today --by team --percent --price-per-gpu-hour 2.50 | sed 's/^/   /'
 code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$work/cluster/ca.crt" "$@"; }
 say "who may read what (TokenReview + SubjectAccessReview, cached for a minute):"
 say "  no token -> $(code "https://127.0.0.1:$mport/api/v1/reports/gpu-hours?from=$today&to=$tomorrow")," \
   "finance's token on /metrics -> $(code -H "Authorization: Bearer $(cat "$work/finance-token")" \
   "https://127.0.0.1:$mport/metrics") (that needs fairshare-viewer)"
+# Keep this run's ledger for the next steps (a consistent copy while the
+# controller writes).
+"$build/fairsharectl" ledger backup --db "$work/ledger.db" --out "$build/demo-ledger.db.tmp" \
+  >/dev/null && mv "$build/demo-ledger.db.tmp" "$build/demo-ledger.db"
 
 bold "Done"
 say "the controller's metrics: fairshare_preemptions_total=$(metrics | awk '/^fairshare_preemptions_total\{reason="reclaim"\}/ {print $2}'), binds=$(metrics | awk '/^fairshare_binds_total/ {print $2}')"
+say "$(metrics | grep '^fairshare_build_info')"
 say "cleaning up (fakekube, controller, $work)"
+
+rel() { case "$1" in "$here"/*) printf '%s' "${1#"$here"/}" ;; *) printf '%s' "$1" ;; esac; }
+b=$(rel "$build")
+bold "Next steps"
+say "The dashboard of this run (its ledger is kept in $b/demo-ledger.db):"
+say "  $b/fairsharectl dashboard --db $b/demo-ledger.db --listen 127.0.0.1:8080"
+say "  then open http://127.0.0.1:8080/"
+say "The same report, offline, as CSV:"
+say "  $b/fairsharectl report --db $b/demo-ledger.db --from $today --percent --format csv"
+say "What if? Replay jobs through the engine under two configurations (docs/simulator.md):"
+say "  $b/fairsharectl simulate --nodes tests/data/sim/nodes_2x8.csv --jobs tests/data/sim/jobs_2x8.csv \\"
+say "    --projects tests/data/sim/teams3_lending.yaml --compare tests/data/sim/teams3_static.yaml --out sim-out"
+say "  then open sim-out/report.html"
+say "The engine alone, step by step: $b/fairshare-demo"
+say "On a real cluster (README.md, For admins): kubectl apply -f crds/ && kubectl apply -k config/"
+say "  then, as a data scientist: kubectl fairshare why POD -n NAMESPACE, kubectl fairshare queues"
+say "  (kubectl finds fairsharectl as a plugin once it is on PATH as kubectl-fairshare: README.md)"
+say "  and as finance: kubectl fairshare report --from last-month --server ... (docs/ledger.md)"

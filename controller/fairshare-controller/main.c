@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/version.h"
 #include "ctl/config.h"
 #include "ctl/controller.h"
 #include "http.h"
@@ -40,6 +41,7 @@ static void usage(FILE *f)
             "  --leader-elect=BOOL   leader election on a Lease (leaderElection.enabled)\n"
             "  --pod-name NAME       identity in the Lease (default $POD_NAME, then hostname)\n"
             "  --log-level LEVEL     debug, info, warn, error (sets logLevel)\n"
+            "  --version             the version, git commit and build date\n"
             "  --help                this text\n\n");
     fair_ctl_config_print_help(f);
 }
@@ -104,6 +106,10 @@ int main(int argc, char **argv)
         const char *v;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
+            fair_ctl_config_release(&cfg);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            fair_version_print(stdout, "fairshare-controller");
             fair_ctl_config_release(&cfg);
             return 0;
         } else if ((v = opt_value(argc, argv, &i, "--kubeconfig"))) {
@@ -191,11 +197,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "fairshare-controller: cannot install signal handlers\n");
         goto out;
     }
-    FAIR_INFO("main",
-              "msg=\"started\" scheduler=%s leader_election=%s listen=%s health=%s "
-              "secure_serving=%s ledger=\"%s\"",
-              cfg.scheduler_name, cfg.leader_elect ? "true" : "false", cfg.metrics_address,
-              cfg.health_address, cfg.http_secure ? "true" : "false", cfg.ledger_path);
+    FAIR_INFO(
+        "main",
+        "msg=\"started\" version=%s commit=%s scheduler=%s leader_election=%s listen=%s health=%s "
+        "secure_serving=%s ledger=\"%s\"",
+        fair_version, fair_git_commit, cfg.scheduler_name, cfg.leader_elect ? "true" : "false",
+        cfg.metrics_address, cfg.health_address, cfg.http_secure ? "true" : "false",
+        cfg.ledger_path);
     event_base_dispatch(a.base);
     rc = fair_ctl_exit_code(a.ctl);
     FAIR_INFO("main", "msg=\"stopped\" exit=%d", rc);

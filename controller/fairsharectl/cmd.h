@@ -13,6 +13,9 @@ int fair_cmd_report(int argc, char **argv);
 int fair_cmd_simulate(int argc, char **argv);
 int fair_cmd_dashboard(int argc, char **argv);
 int fair_cmd_ledger(int argc, char **argv);
+int fair_cmd_queues(int argc, char **argv);
+int fair_cmd_why(int argc, char **argv);
+int fair_cmd_completion(int argc, char **argv);
 
 /* Talking to a running controller (cmd_server.c). */
 #include <stdbool.h>
@@ -34,5 +37,20 @@ void fair_cmd_server_usage(FILE *f);
  * printed). prog prefixes messages ("fairsharectl report"). */
 int fair_cmd_server_token(const char *prog, const struct fair_cmd_server *s, const char *url,
                           char **token);
+
+/* The first entry of $KUBECONFIG, else ~/.kube/config (malloc'd), or NULL. */
+char *fair_cmd_default_kubeconfig(void);
+
+/* kubectl's flags, for the commands that read the API server
+ * (cmd_kube.c); all borrowed from argv. */
+struct fair_cmd_kube {
+    const char *kubeconfig, *context, *namespace_, *output;
+    bool all_namespaces;
+};
+/* Reads argv[*i] if it is one of --kubeconfig, --context, -n/--namespace,
+ * -A/--all-namespaces, -o/--output (advancing *i past its value): 1 when
+ * it was, 0 when not, -1 when its value is missing or given twice. */
+int fair_cmd_kube_flag(struct fair_cmd_kube *k, int argc, char **argv, int *i);
+void fair_cmd_kube_usage(FILE *f);
 
 #endif

@@ -4,11 +4,16 @@
 #include <curl/curl.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "ledger/ledger.h"
 #include "ledger/report.h"
@@ -17,23 +22,80 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: fairsharectl report --from YYYY-MM-DD --to YYYY-MM-DD\n"
+    fprintf(f, "usage: fairsharectl report [--from DATE] [--to DATE] [--tz ZONE]\n"
                "         [--by team|project|queue|namespace] [--format table|csv|json]\n"
+               "         [--unit hours|days] [--percent]\n"
                "         (--db FILE | --server URL)\n"
-               "         [--price-per-gpu-hour X] [--price-table FILE] [--tz UTC|+HH:MM|-HH:MM]\n"
+               "         [--price-per-gpu-hour X] [--price-table FILE]\n"
                "\n"
-               "The period is [from, to): --to is exclusive. Dates are midnight in --tz\n"
-               "(default UTC); full RFC 3339 times are accepted too. --price-table is a\n"
-               "CSV of model,price lines (\"*\" for the default); with --server only\n"
-               "--price-per-gpu-hour is supported. Exit status: 0 ok, 1 error, 2 usage.\n"
+               "The period is [from, to): --to is exclusive. Without --from and --to it\n"
+               "is yesterday. A DATE is midnight starting a day in --tz: YYYY-MM-DD, today,\n"
+               "yesterday, -Nd (N days ago), this-month or last-month (the first of the\n"
+               "month); or a full RFC 3339 time. Without --to the period ends where\n"
+               "--from's name does (--from last-month: the whole month; today: tomorrow),\n"
+               "else at midnight starting today. ZONE: UTC (default), +HH:MM, -HH:MM or an\n"
+               "IANA name such as Europe/Berlin (days of 23 or 25 hours across DST).\n"
+               "--unit days shows GPU-days; --percent adds each row's share of the total\n"
+               "GPU time. --price-table is a CSV of model,price lines (\"*\" for the\n"
+               "default). Exit status: 0 ok, 1 error, 2 usage.\n"
                "\n");
     fair_cmd_server_usage(f);
 }
 
 struct opts {
-    const char *from, *to, *by, *format, *db, *server, *price, *price_table, *tz;
+    const char *from, *to, *by, *format, *db, *server, *price, *price_table, *tz, *unit;
+    int percent;
     struct fair_cmd_server srv;
 };
+
+/* ---- time zones by IANA name, through the C library ----
+ * fairsharectl is single-threaded, so setting TZ once is safe here; the
+ * report code only sees the offset at each instant. */
+static int libc_offset(void *ctx, int64_t utc_ms, int *min_east)
+{
+    (void)ctx;
+    time_t t = (time_t)(utc_ms >= 0 ? utc_ms / 1000 : -((-utc_ms + 999) / 1000));
+    struct tm tm;
+    if (!localtime_r(&t, &tm))
+        return -1;
+    *min_east = (int)(tm.tm_gmtoff / 60);
+    return 0;
+}
+
+/* name: "Area/City" as in the tz database; checked against the zone files
+ * ($TZDIR or /usr/share/zoneinfo), since the C library takes an unknown
+ * name for UTC without a word. */
+static int iana_zone(const char *name, struct fair_report_zone *z, struct fair_error *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 64 || name[0] == '/' || name[0] == '.' || strstr(name, "..") ||
+        strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/_+-") != n)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "bad time zone \"%.40s\": use UTC, +HH:MM, -HH:MM or an IANA "
+                              "name such as Europe/Berlin",
+                              name);
+    const char *dir = getenv("TZDIR");
+    char path[512], magic[4];
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/usr/share/zoneinfo", name);
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    int ok = f && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && fread(magic, 1, 4, f) == 4 &&
+             memcmp(magic, "TZif", 4) == 0;
+    if (f)
+        fclose(f);
+    if (!ok)
+        return fair_error_set(err, FAIR_EINVAL,
+                              "unknown time zone \"%.40s\": no zone file %.300s (is the "
+                              "tzdata package installed?); +HH:MM works everywhere",
+                              name, path);
+    if (setenv("TZ", name, 1))
+        return fair_error_set(err, FAIR_ENOMEM, "cannot set TZ");
+    tzset();
+    z->fixed_min = 0;
+    z->offset_at = libc_offset;
+    z->ctx = NULL;
+    return 0;
+}
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
@@ -62,12 +124,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"--price-per-gpu-hour", offsetof(struct opts, price)},
         {"--price-table", offsetof(struct opts, price_table)},
         {"--tz", offsetof(struct opts, tz)},
+        {"--unit", offsetof(struct opts, unit)},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 1;
+        }
+        if (strcmp(a, "--percent") == 0 || strcmp(a, "--percent=true") == 0) {
+            o->percent = 1;
+            continue;
         }
         int r = fair_cmd_server_opt(&o->srv, argc, argv, &i);
         if (r < 0)
@@ -119,7 +186,14 @@ static void append_param(struct fair_buf *u, CURL *c, const char *key, const cha
     curl_free(e);
 }
 
-static int from_server(const struct opts *o)
+/* The resolved query: instants as RFC 3339 UTC times (the client's
+ * "yesterday", not the server's), tz for printing. */
+struct server_query {
+    char from[48], to[48], tz[8];
+    const char *prices; /* "MODEL:X,..." or NULL */
+};
+
+static int from_server(const struct opts *o, const struct server_query *sq)
 {
     struct fetch f;
     struct fair_buf url, auth;
@@ -142,14 +216,17 @@ static int from_server(const struct opts *o)
     while (slen && o->server[slen - 1] == '/')
         slen--;
     fair_buf_appendf(&url, "%.*s/api/v1/reports/gpu-hours?from=", (int)slen, o->server);
-    char *e = curl_easy_escape(c, o->from, 0);
+    char *e = curl_easy_escape(c, sq->from, 0);
     fair_buf_appends(&url, e ? e : "");
     curl_free(e);
-    append_param(&url, c, "to", o->to);
+    append_param(&url, c, "to", sq->to);
     append_param(&url, c, "by", o->by ? o->by : "team");
     append_param(&url, c, "format", o->format ? o->format : "table");
-    append_param(&url, c, "tz", o->tz);
+    append_param(&url, c, "tz", sq->tz[0] ? sq->tz : NULL);
     append_param(&url, c, "price", o->price);
+    append_param(&url, c, "prices", sq->prices);
+    append_param(&url, c, "unit", o->unit);
+    append_param(&url, c, "percent", o->percent ? "true" : NULL);
     curl_easy_setopt(c, CURLOPT_URL, fair_buf_str(&url));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
@@ -209,6 +286,15 @@ out:
     return rc;
 }
 
+static void offset_format(int min, char *out, size_t n)
+{
+    int a = min < 0 ? -min : min;
+    if (min == 0)
+        snprintf(out, n, "UTC");
+    else
+        snprintf(out, n, "%c%02d:%02d", min < 0 ? '-' : '+', a / 60 % 100, a % 60);
+}
+
 int fair_cmd_report(int argc, char **argv)
 {
     struct opts o = {0};
@@ -216,56 +302,99 @@ int fair_cmd_report(int argc, char **argv)
     struct fair_prices prices;
     struct fair_ledger *l = NULL;
     struct fair_report *r = NULL;
-    struct fair_buf out;
-    int tz = 0, by = FAIR_REPORT_BY_TEAM, fmt = FAIR_REPORT_TABLE, rc;
+    struct fair_buf out, param;
+    struct fair_report_zone zone = {0};
+    struct fair_report_style st = {0};
+    int by = FAIR_REPORT_BY_TEAM, fmt = FAIR_REPORT_TABLE, unit = FAIR_REPORT_HOURS, rc;
     fair_prices_init(&prices);
     fair_buf_init(&out, 0);
+    fair_buf_init(&param, 8192);
 
     rc = parse_args(argc, argv, &o);
     if (rc)
         return rc > 0 ? 0 : 2;
-    if (!o.from || !o.to)
-        return usage_error("%s", "--from and --to are required");
     if (!o.db == !o.server)
         return usage_error("%s", "give exactly one of --db FILE and --server URL");
-    if (o.tz && fair_report_tz_parse(o.tz, &tz, &err))
+    if (o.tz && fair_report_tz_parse(o.tz, &zone.fixed_min, &err) && iana_zone(o.tz, &zone, &err))
         return usage_error("%s", err.msg);
     if (o.by && (by = fair_report_by_parse(o.by)) < 0)
         return usage_error("bad --by \"%s\": use team, project, queue or namespace", o.by);
     if (o.format && (fmt = fair_report_format_parse(o.format)) < 0)
         return usage_error("bad --format \"%s\": use table, csv or json", o.format);
+    if (o.unit && (unit = fair_report_unit_parse(o.unit)) < 0)
+        return usage_error("bad --unit \"%s\": use hours or days", o.unit);
     struct fair_report_params p = {0};
     p.by = by;
-    p.tz_min = tz;
-    if (fair_report_date_parse(o.from, tz, &p.from_ms, &err) ||
-        fair_report_date_parse(o.to, tz, &p.to_ms, &err))
-        return usage_error("%s", err.msg);
+    /* The period: --from defaults to yesterday; --to to the end of what
+     * --from names, else midnight starting today, in the zone. */
+    int64_t now = fair_now_ms(fair_clock_system()), span_end, ignored, today;
+    if (fair_report_date_resolve(o.from ? o.from : "yesterday", &zone, now, &p.from_ms, &span_end,
+                                 &err))
+        return usage_error("--from: %s", err.msg);
+    if (o.to) {
+        if (fair_report_date_resolve(o.to, &zone, now, &p.to_ms, &ignored, &err))
+            return usage_error("--to: %s", err.msg);
+    } else if (span_end != INT64_MIN) {
+        p.to_ms = span_end;
+    } else {
+        if (fair_report_date_resolve("today", &zone, now, &today, &ignored, &err))
+            return usage_error("%s", err.msg);
+        p.to_ms = today;
+    }
     if (p.to_ms <= p.from_ms)
-        return usage_error("%s", "--to must be after --from");
+        return usage_error("%s", o.to ? "--to must be after --from"
+                                      : "--from must be before today (or give --to)");
     if (p.to_ms - p.from_ms > FAIR_REPORT_MAX_PERIOD_MS)
         return usage_error("%s", "the period is longer than 100 years");
+    if (fair_report_zone_offset(&zone, p.from_ms, &p.tz_min, &err) ||
+        fair_report_zone_offset(&zone, p.to_ms, &p.tz_to_min, &err))
+        return usage_error("%s", err.msg);
+    p.tz_to_set = p.tz_to_min != p.tz_min;
     if (o.price && fair_price_parse(o.price, &prices.default_micro, &err))
         return usage_error("%s", err.msg);
-    if (o.server) {
-        if (o.price_table)
-            return usage_error("%s", "--price-table works with --db only");
-        return from_server(&o);
-    }
-    if (o.srv.kubeconfig || o.srv.context || o.srv.token || o.srv.token_file || o.srv.ca_file ||
-        o.srv.insecure)
-        return usage_error("%s", "--token, --kubeconfig, --ca-file and the like work with "
-                                 "--server only");
     rc = 1;
     if (o.price_table && fair_prices_load(&prices, o.price_table, &err)) {
         fprintf(stderr, "fairsharectl report: %s\n", err.msg);
+        goto out;
+    }
+    if (o.server) {
+        struct server_query sq = {0};
+        fair_time_format_rfc3339(p.from_ms, sq.from, sizeof sq.from);
+        fair_time_format_rfc3339(p.to_ms, sq.to, sizeof sq.to);
+        offset_format(p.tz_min, sq.tz, sizeof sq.tz);
+        if (o.price_table) {
+            if (fair_prices_to_param(&prices, &param, &err)) {
+                fprintf(stderr, "fairsharectl report: --price-table: %s\n", err.msg);
+                goto out;
+            }
+            if (param.len >= FAIR_QUERY_VALUE_MAX) {
+                fprintf(stderr,
+                        "fairsharectl report: --price-table is too large to send to a server "
+                        "(%zu bytes as MODEL:PRICE,..., at most %d): use --db on a backup\n",
+                        param.len, FAIR_QUERY_VALUE_MAX - 1);
+                goto out;
+            }
+            sq.prices = fair_buf_str(&param);
+        }
+        rc = from_server(&o, &sq);
+        goto out;
+    }
+    if (o.srv.kubeconfig || o.srv.context || o.srv.token || o.srv.token_file || o.srv.ca_file ||
+        o.srv.insecure) {
+        rc = usage_error("%s", "--token, --kubeconfig, --ca-file and the like work with "
+                               "--server only");
         goto out;
     }
     struct fair_ledger_options lo;
     fair_ledger_options_init(&lo);
     lo.path = o.db;
     lo.readonly = 1;
+    st.format = (enum fair_report_format)fmt;
+    st.prices = (o.price || o.price_table) ? &prices : NULL;
+    st.unit = (enum fair_report_unit)unit;
+    st.percent = o.percent;
     if (fair_ledger_open(&lo, &l, &err) || fair_report_run(l, &p, &r, &err) ||
-        fair_report_render(r, fmt, (o.price || o.price_table) ? &prices : NULL, &out, &err)) {
+        fair_report_render_style(r, &st, &out, &err)) {
         fprintf(stderr, "fairsharectl report: %s\n", err.msg);
         goto out;
     }
@@ -279,5 +408,6 @@ out:
     fair_ledger_free(l);
     fair_prices_release(&prices);
     fair_buf_release(&out);
+    fair_buf_release(&param);
     return rc;
 }

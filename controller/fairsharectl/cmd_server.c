@@ -69,8 +69,7 @@ void fair_cmd_server_usage(FILE *f)
             "  (ClusterRole fairshare-finance); see docs/operations.md.\n");
 }
 
-/* The first entry of $KUBECONFIG, else ~/.kube/config (malloc'd), or NULL. */
-static char *default_kubeconfig(void)
+char *fair_cmd_default_kubeconfig(void)
 {
     const char *env = getenv("KUBECONFIG");
     if (env && *env) {
@@ -147,7 +146,7 @@ int fair_cmd_server_token(const char *prog, const struct fair_cmd_server *s, con
     fair_kconfig_init(&cfg);
     int rc;
     if (s->context) {
-        char *path = s->kubeconfig ? fair_strdup(s->kubeconfig) : default_kubeconfig();
+        char *path = s->kubeconfig ? fair_strdup(s->kubeconfig) : fair_cmd_default_kubeconfig();
         rc = path ? fair_kconfig_load_kubeconfig(path, s->context, &cfg, &err)
                   : fair_error_set(&err, FAIR_EINVAL, "no kubeconfig to find --context in");
         fair_free(path);

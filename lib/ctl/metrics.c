@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/version.h"
 
 const double fair_ctl_hist_bounds[FAIR_CTL_HIST_BUCKETS] = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
@@ -110,6 +111,11 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
         if ((rc = fair_buf_appendf(o, __VA_ARGS__)))                                               \
             return rc;                                                                             \
     } while (0)
+    /* The version's strings hold only [0-9A-Za-z.:+-]: valid label values. */
+    P("# HELP fairshare_build_info The running build: version, git commit and build date.\n"
+      "# TYPE fairshare_build_info gauge\n"
+      "fairshare_build_info{version=\"%s\",commit=\"%s\",build_date=\"%s\"} 1\n",
+      fair_version, fair_git_commit, fair_build_date);
     for (size_t g = 0; g < sizeof gauges / sizeof gauges[0]; g++) {
         P("# HELP %s %s\n# TYPE %s gauge\n", gauges[g].name, gauges[g].help, gauges[g].name);
         for (size_t i = 0; i < m->nqueues; i++) {

@@ -105,6 +105,171 @@ bad:
                           "bad date \"%.64s\": use YYYY-MM-DD or an RFC 3339 time", s);
 }
 
+/* ---- calendar days, zones and relative dates ---- */
+
+/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (m 1..12),
+ * with March-based years so that February's length comes last. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
+#define MAX_OFFSET_MIN (18 * 60)
+
+int fair_report_zone_offset(const struct fair_report_zone *z, int64_t utc_ms, int *min_east,
+                            struct fair_error *err)
+{
+    int m = z->fixed_min;
+    if (z->offset_at && z->offset_at(z->ctx, utc_ms, &m))
+        return fair_error_set(err, FAIR_EINVAL, "time zone: no offset known at %" PRId64 " ms",
+                              utc_ms);
+    if (m < -MAX_OFFSET_MIN || m > MAX_OFFSET_MIN)
+        return fair_error_set(err, FAIR_EINVAL, "time zone: offset of %d minutes", m);
+    *min_east = m;
+    return 0;
+}
+
+int fair_report_day_start(const struct fair_report_zone *z, int y, int m, int d, int64_t *out_ms,
+                          struct fair_error *err)
+{
+    if (m == 0)
+        m = 12, y--;
+    else if (m == 13)
+        m = 1, y++;
+    if (y < 1 || y > 9999 || m < 1 || m > 12 || d < 1 || d > 31)
+        return fair_error_set(err, FAIR_EINVAL, "date %d-%d-%d out of range", y, m, d);
+    int64_t local = days_from_civil(y, m, d) * DAY; /* local midnight, as if it were UTC */
+    /* The offsets in force a day and a half before and after: a zone
+     * changes its offset at most once in three days. Each candidate
+     * instant is right when the zone has that offset then. */
+    int before = 0, after = 0, at = 0; /* set by each call that returns 0 */
+    int rc = fair_report_zone_offset(z, local - 36 * 3600000LL, &before, err);
+    rc = rc ? rc : fair_report_zone_offset(z, local + 36 * 3600000LL, &after, err);
+    if (rc)
+        return rc;
+    int64_t cand[2] = {local - before * 60000LL, local - after * 60000LL};
+    int64_t best = INT64_MAX;
+    for (int i = 0; i < 2; i++) {
+        if ((rc = fair_report_zone_offset(z, cand[i], &at, err)))
+            return rc;
+        if (cand[i] + at * 60000LL == local && cand[i] < best)
+            best = cand[i]; /* both hold in an overlap: the earlier */
+    }
+    if (best == INT64_MAX) {
+        /* Midnight falls in a gap (the clocks jump over it): the day starts
+         * when the gap ends. Bisect for the change, to the millisecond. */
+        int64_t lo = cand[0] < cand[1] ? cand[0] : cand[1];
+        int64_t hi = cand[0] < cand[1] ? cand[1] : cand[0];
+        int lo_off = 0;
+        if ((rc = fair_report_zone_offset(z, lo, &lo_off, err)))
+            return rc;
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if ((rc = fair_report_zone_offset(z, mid, &at, err)))
+                return rc;
+            if (at == lo_off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        best = hi;
+    }
+    *out_ms = best;
+    return 0;
+}
+
+/* The local calendar day (days since the epoch) of utc_ms in z. */
+static int local_day(const struct fair_report_zone *z, int64_t utc_ms, int64_t *day,
+                     struct fair_error *err)
+{
+    int off = 0;
+    int rc = fair_report_zone_offset(z, utc_ms, &off, err);
+    if (!rc)
+        *day = floor_div(utc_ms + off * 60000LL, DAY);
+    return rc;
+}
+
+static int day_start_of(const struct fair_report_zone *z, int64_t day, int64_t *out,
+                        struct fair_error *err)
+{
+    int y, m, d;
+    civil_from_days(day, &y, &m, &d);
+    return fair_report_day_start(z, y, m, d, out, err);
+}
+
+int fair_report_date_resolve(const char *s, const struct fair_report_zone *z, int64_t now_ms,
+                             int64_t *start, int64_t *span_end, struct fair_error *err)
+{
+    int64_t today;
+    int rc, y, m, d;
+    *span_end = INT64_MIN;
+    if (!s || strnlen(s, 65) > 64)
+        return fair_error_set(err, FAIR_EINVAL, "date missing or too long");
+    if ((rc = local_day(z, now_ms, &today, err)))
+        return rc;
+    civil_from_days(today, &y, &m, &d);
+    if (strcmp(s, "today") == 0) {
+        rc = day_start_of(z, today, start, err);
+        return rc ? rc : day_start_of(z, today + 1, span_end, err);
+    }
+    if (strcmp(s, "yesterday") == 0) {
+        rc = day_start_of(z, today - 1, start, err);
+        return rc ? rc : day_start_of(z, today, span_end, err);
+    }
+    if (strcmp(s, "this-month") == 0) {
+        rc = fair_report_day_start(z, y, m, 1, start, err);
+        return rc ? rc : fair_report_day_start(z, y, m + 1, 1, span_end, err);
+    }
+    if (strcmp(s, "last-month") == 0) {
+        rc = fair_report_day_start(z, y, m - 1, 1, start, err);
+        return rc ? rc : fair_report_day_start(z, y, m, 1, span_end, err);
+    }
+    if (s[0] == '-' && isdigit((unsigned char)s[1])) {
+        int64_t n = 0;
+        const char *p = s + 1;
+        while (isdigit((unsigned char)*p) && n <= 36600)
+            n = n * 10 + (*p++ - '0');
+        if (strcmp(p, "d") != 0 || n < 1 || n > 36600)
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "bad date \"%.64s\": use -Nd for N days ago, 1 <= N <= 36600", s);
+        rc = day_start_of(z, today - n, start, err);
+        return rc ? rc : day_start_of(z, today, span_end, err);
+    }
+    if (strlen(s) == 10 && !z->offset_at)
+        return fair_report_date_parse(s, z->fixed_min, start, err);
+    if (strlen(s) == 10) {
+        /* Validated as with a fixed zone, then midnight in z. */
+        int64_t ms;
+        if ((rc = fair_report_date_parse(s, 0, &ms, err)))
+            return rc;
+        return day_start_of(z, floor_div(ms, DAY), start, err);
+    }
+    if (fair_time_parse_rfc3339(s, start) == 0)
+        return 0;
+    return fair_error_set(err, FAIR_EINVAL,
+                          "bad date \"%.64s\": use YYYY-MM-DD, an RFC 3339 time, today, "
+                          "yesterday, -Nd, this-month or last-month",
+                          s);
+}
+
 /* ---- accumulation ---- */
 
 static void row_release(struct fair_report_row *r)
@@ -665,25 +830,60 @@ static int csv_field(struct fair_buf *b, const char *s)
 }
 
 struct cells {
-    char gh[32], iq[32], bo[32], pre[32], lent[32], avg[32], cost[32];
+    char gh[32], iq[32], bo[32], pre[32], lent[32], avg[32], cost[32], share[16];
 };
 
-static int row_cells(const struct fair_report *r, const struct fair_report_row *row,
-                     const struct fair_prices *pr, struct cells *c, struct fair_error *err)
+int fair_report_unit_parse(const char *s)
 {
-    fair_gpu_hours_format(row->gpu_mms, c->gh, sizeof(c->gh));
-    fair_gpu_hours_format(row->inquota_mms, c->iq, sizeof(c->iq));
-    fair_gpu_hours_format(row->borrowed_mms, c->bo, sizeof(c->bo));
-    fair_gpu_hours_format(row->preempted_mms, c->pre, sizeof(c->pre));
+    if (s && strcmp(s, "hours") == 0)
+        return FAIR_REPORT_HOURS;
+    if (s && strcmp(s, "days") == 0)
+        return FAIR_REPORT_DAYS;
+    return -1;
+}
+
+/* mms in GPU-hours or GPU-days, 3 decimals, rounded half up. */
+static void unit_format(int64_t mms, enum fair_report_unit u, char *out, size_t n)
+{
+    if (u != FAIR_REPORT_DAYS) {
+        fair_gpu_hours_format(mms, out, n);
+        return;
+    }
+    int neg = mms < 0;
+    uint64_t v = neg ? (uint64_t)0 - (uint64_t)mms : (uint64_t)mms;
+    uint64_t th = (v + 43200000) / 86400000; /* 0.001 GPU-day = 8.64e7 mms */
+    snprintf(out, n, "%s%" PRIu64 ".%03" PRIu64, neg ? "-" : "", th / 1000, th % 1000);
+}
+
+/* part / total in percent with one decimal, rounded half up; "" when the
+ * total is not positive. */
+static void share_format(int64_t part, int64_t total, char *out, size_t n)
+{
+    if (total <= 0 || part < 0) {
+        out[0] = '\0';
+        return;
+    }
+    __int128 tenths = ((__int128)part * 1000 + total / 2) / total;
+    snprintf(out, n, "%" PRId64 ".%" PRId64, (int64_t)(tenths / 10), (int64_t)(tenths % 10));
+}
+
+static int row_cells(const struct fair_report *r, const struct fair_report_row *row,
+                     const struct fair_report_style *st, struct cells *c, struct fair_error *err)
+{
+    unit_format(row->gpu_mms, st->unit, c->gh, sizeof(c->gh));
+    unit_format(row->inquota_mms, st->unit, c->iq, sizeof(c->iq));
+    unit_format(row->borrowed_mms, st->unit, c->bo, sizeof(c->bo));
+    unit_format(row->preempted_mms, st->unit, c->pre, sizeof(c->pre));
     if (r->lent_known)
-        fair_gpu_hours_format(row->lent_mms, c->lent, sizeof(c->lent));
+        unit_format(row->lent_mms, st->unit, c->lent, sizeof(c->lent));
     else
         c->lent[0] = '\0';
     milli_avg_format(row->gpu_mms, r->params.to_ms - r->params.from_ms, c->avg, sizeof(c->avg));
+    share_format(row->gpu_mms, r->total.gpu_mms, c->share, sizeof(c->share));
     c->cost[0] = '\0';
-    if (pr) {
+    if (st->prices) {
         int64_t cents = 0;
-        int rc = row_cost(row, pr, &cents, err);
+        int rc = row_cost(row, st->prices, &cents, err);
         if (rc)
             return rc;
         snprintf(c->cost, sizeof(c->cost), "%" PRId64 ".%02" PRId64, cents / 100, cents % 100);
@@ -710,47 +910,63 @@ int fair_report_render(const struct fair_report *r, enum fair_report_format f,
                        const struct fair_prices *prices, struct fair_buf *out,
                        struct fair_error *err)
 {
+    struct fair_report_style st = {.format = f, .prices = prices};
+    return fair_report_render_style(r, &st, out, err);
+}
+
+int fair_report_render_style(const struct fair_report *r, const struct fair_report_style *st,
+                             struct fair_buf *out, struct fair_error *err)
+{
     struct cells c;
     int rc = 0;
+    const struct fair_prices *prices = st->prices;
     const char *by = fair_report_by_name(r->params.by);
+    const char *u = st->unit == FAIR_REPORT_DAYS ? "days" : "hours";
     char from[48], to[48];
     period_format(r->params.from_ms, r->params.tz_min, from, sizeof(from));
-    period_format(r->params.to_ms, r->params.tz_min, to, sizeof(to));
-    if (f == FAIR_REPORT_CSV) {
+    period_format(r->params.to_ms, r->params.tz_to_set ? r->params.tz_to_min : r->params.tz_min, to,
+                  sizeof(to));
+    if (st->format == FAIR_REPORT_CSV) {
         rc = fair_buf_appendf(out,
-                              "%s,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
-                              "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods%s\n",
-                              by, prices ? ",cost" : "");
+                              "%s,gpu_%s,in_quota_gpu_%s,borrowed_gpu_%s,"
+                              "preempted_gpu_%s,lent_gpu_%s,avg_gpus,pods%s%s\n",
+                              by, u, u, u, u, u, st->percent ? ",share_percent" : "",
+                              prices ? ",cost" : "");
         for (size_t i = 0; i <= r->n && !rc; i++) {
             const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
-            if ((rc = row_cells(r, row, prices, &c, err)))
+            if ((rc = row_cells(r, row, st, &c, err)))
                 return rc;
             rc = csv_field(out, row->key) ||
-                 fair_buf_appendf(out, ",%s,%s,%s,%s,%s,%s,%" PRId64 "%s%s\n", c.gh, c.iq, c.bo,
-                                  c.pre, c.lent, c.avg, row->pods, prices ? "," : "", c.cost);
+                 fair_buf_appendf(out, ",%s,%s,%s,%s,%s,%s,%" PRId64 "%s%s%s%s\n", c.gh, c.iq, c.bo,
+                                  c.pre, c.lent, c.avg, row->pods, st->percent ? "," : "",
+                                  st->percent ? c.share : "", prices ? "," : "", c.cost);
         }
-    } else if (f == FAIR_REPORT_JSON) {
+    } else if (st->format == FAIR_REPORT_JSON) {
         rc = fair_buf_appendf(out,
                               "{\"from\":\"%s\",\"to\":\"%s\",\"by\":\"%s\","
-                              "\"period_hours\":%.3f,\"exact\":%s,\"rows\":[",
+                              "\"period_hours\":%.3f,\"exact\":%s,%s\"rows\":[",
                               from, to, by, (double)(r->params.to_ms - r->params.from_ms) / 3.6e6,
-                              r->exact ? "true" : "false");
+                              r->exact ? "true" : "false",
+                              st->unit == FAIR_REPORT_DAYS ? "\"unit\":\"days\"," : "");
         for (size_t i = 0; i <= r->n && !rc; i++) {
             const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
-            if ((rc = row_cells(r, row, prices, &c, err)))
+            if ((rc = row_cells(r, row, st, &c, err)))
                 return rc;
             if (i == r->n)
                 rc = fair_buf_appends(out, "],\"total\":");
             else if (i)
                 rc = fair_buf_appends(out, ",");
             rc = rc || fair_buf_appendf(out, "{\"%s\":", by) || fair_json_str(out, row->key);
-            rc = rc || fair_buf_appendf(out,
-                                        ",\"gpu_hours\":%s,\"in_quota_gpu_hours\":%s,"
-                                        "\"borrowed_gpu_hours\":%s,\"preempted_gpu_hours\":%s,"
-                                        "\"lent_gpu_hours\":%s,\"avg_gpus\":%s,\"pods\":%" PRId64
-                                        ",\"gpu_milli_ms\":%" PRId64,
-                                        c.gh, c.iq, c.bo, c.pre, r->lent_known ? c.lent : "null",
-                                        c.avg, row->pods, row->gpu_mms);
+            rc = rc ||
+                 fair_buf_appendf(out,
+                                  ",\"gpu_%s\":%s,\"in_quota_gpu_%s\":%s,"
+                                  "\"borrowed_gpu_%s\":%s,\"preempted_gpu_%s\":%s,"
+                                  "\"lent_gpu_%s\":%s,\"avg_gpus\":%s,\"pods\":%" PRId64
+                                  ",\"gpu_milli_ms\":%" PRId64,
+                                  u, c.gh, u, c.iq, u, c.bo, u, c.pre, u,
+                                  r->lent_known ? c.lent : "null", c.avg, row->pods, row->gpu_mms);
+            if (!rc && st->percent)
+                rc = fair_buf_appendf(out, ",\"share_percent\":%s", c.share[0] ? c.share : "null");
             if (!rc && prices)
                 rc = fair_buf_appendf(out, ",\"cost\":%s", c.cost);
             rc = rc || fair_buf_appends(out, "}");
@@ -770,23 +986,85 @@ int fair_report_render(const struct fair_report *r, enum fair_report_format f,
         for (k = 0; by[k] && k < sizeof(upper) - 1; k++)
             upper[k] = (char)toupper((unsigned char)by[k]);
         upper[k] = '\0';
-        rc = fair_buf_appendf(out, "GPU-hours from %s to %s%s\n\n", from, to,
+        int days = st->unit == FAIR_REPORT_DAYS;
+        rc = fair_buf_appendf(out, "GPU-%s from %s to %s%s\n\n", days ? "days" : "hours", from, to,
                               r->exact ? "" : " (INEXACT: the period's edges fall in pruned data)");
-        rc = rc || fair_buf_appendf(out, "%-*s %12s %12s %12s %12s %12s %9s %7s%s\n", (int)w, upper,
-                                    "GPU-HOURS", "IN-QUOTA", "BORROWED", "PREEMPTED", "LENT",
-                                    "AVG-GPUS", "PODS", prices ? "         COST" : "");
+        rc = rc || fair_buf_appendf(out, "%-*s %12s %12s %12s %12s %12s %9s %7s%s%s\n", (int)w,
+                                    upper, days ? "GPU-DAYS" : "GPU-HOURS", "IN-QUOTA", "BORROWED",
+                                    "PREEMPTED", "LENT", "AVG-GPUS", "PODS",
+                                    st->percent ? "   SHARE" : "", prices ? "         COST" : "");
         for (size_t i = 0; i <= r->n && !rc; i++) {
             const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
-            if ((rc = row_cells(r, row, prices, &c, err)))
+            if ((rc = row_cells(r, row, st, &c, err)))
                 return rc;
-            rc = fair_buf_appendf(out, "%-*.*s %12s %12s %12s %12s %12s %9s %7" PRId64 "%s%*s\n",
+            char share[24] = "";
+            if (st->percent)
+                snprintf(share, sizeof share, " %6s%%", c.share[0] ? c.share : "-");
+            rc = fair_buf_appendf(out, "%-*.*s %12s %12s %12s %12s %12s %9s %7" PRId64 "%s%s%*s\n",
                                   (int)w, (int)w, row->key, c.gh, c.iq, c.bo, c.pre,
-                                  r->lent_known ? c.lent : "-", c.avg, row->pods, prices ? " " : "",
-                                  prices ? 12 : 0, c.cost);
+                                  r->lent_known ? c.lent : "-", c.avg, row->pods, share,
+                                  prices ? " " : "", prices ? 12 : 0, c.cost);
         }
     }
     if (rc)
         return fair_error_set(err, rc < 0 ? rc : FAIR_ENOMEM, "report: output too large");
+    return 0;
+}
+
+int fair_prices_to_param(const struct fair_prices *p, struct fair_buf *out, struct fair_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        if (strpbrk(p->e[i].model, ",:") || !p->e[i].model[0])
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "GPU model \"%.64s\" cannot be sent to a server (',' or ':')",
+                                  p->e[i].model);
+        rc = fair_buf_appendf(out, "%s%s:%" PRId64 ".%06" PRId64, i ? "," : "", p->e[i].model,
+                              p->e[i].micro / 1000000, p->e[i].micro % 1000000);
+    }
+    if (!rc && p->default_micro >= 0)
+        rc = fair_buf_appendf(out, "%s*:%" PRId64 ".%06" PRId64, p->n ? "," : "",
+                              p->default_micro / 1000000, p->default_micro % 1000000);
+    if (rc)
+        return fair_error_set(err, FAIR_ENOMEM, "price table: too large");
+    return 0;
+}
+
+int fair_prices_from_param(struct fair_prices *p, const char *s, struct fair_error *err)
+{
+    size_t cap = p->n;
+    const char *q = s;
+    if (!*s)
+        return fair_error_set(err, FAIR_EINVAL, "prices: empty");
+    while (*q) {
+        size_t len = strcspn(q, ",");
+        const char *colon = memchr(q, ':', len);
+        char price[32];
+        if (!colon || colon == q || (size_t)(q + len - colon - 1) >= sizeof price)
+            return fair_error_set(err, FAIR_EINVAL, "prices: expected MODEL:PRICE,... at \"%.*s\"",
+                                  (int)(len > 40 ? 40 : len), q);
+        memcpy(price, colon + 1, (size_t)(q + len - colon - 1));
+        price[q + len - colon - 1] = '\0';
+        int64_t micro;
+        if (fair_price_parse(price, &micro, err))
+            return FAIR_EINVAL;
+        if (colon - q == 1 && *q == '*') {
+            p->default_micro = micro;
+        } else {
+            if (p->n >= 1000)
+                return fair_error_set(err, FAIR_ERANGE, "prices: more than 1000 models");
+            if (fair_grow((void **)&p->e, &cap, p->n + 1, sizeof(*p->e)) ||
+                !(p->e[p->n].model = fair_strndup(q, (size_t)(colon - q))))
+                return fair_error_set(err, FAIR_ENOMEM, "prices: out of memory");
+            p->e[p->n++].micro = micro;
+        }
+        q += len;
+        if (*q == ',') {
+            q++;
+            if (!*q)
+                return fair_error_set(err, FAIR_EINVAL, "prices: trailing comma");
+        }
+    }
     return 0;
 }
 
@@ -891,7 +1169,9 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
     struct fair_prices prices;
     int rc = 0, tz = 0, by = FAIR_REPORT_BY_TEAM, fmt = FAIR_REPORT_JSON, have_price = 0;
     fair_prices_init(&prices);
-    static const char *const known[] = {"from", "to", "by", "format", "tz", "price"};
+    static const char *const known[] = {"from",  "to",     "by",   "format", "tz",
+                                        "price", "prices", "unit", "percent"};
+    struct fair_report_style st = {0};
     if (fair_query_parse(query, &q, &err))
         goto bad;
     for (size_t i = 0; i < q.n; i++) {
@@ -921,6 +1201,33 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
             goto bad;
         have_price = 1;
     }
+    if ((v = fair_query_get(&q, "prices"))) {
+        /* A price table (fairsharectl report --server --price-table); a
+         * price=X given too is the default for models it does not name. */
+        if (fair_prices_from_param(&prices, v, &err)) {
+            if (err.code == FAIR_ENOMEM) {
+                rc = FAIR_ENOMEM;
+                goto out;
+            }
+            goto bad;
+        }
+        have_price = 1;
+    }
+    if ((v = fair_query_get(&q, "unit"))) {
+        int unit = fair_report_unit_parse(v);
+        if (unit < 0) {
+            fair_error_set(&err, FAIR_EINVAL, "bad unit \"%s\": use hours or days", v);
+            goto bad;
+        }
+        st.unit = (enum fair_report_unit)unit;
+    }
+    if ((v = fair_query_get(&q, "percent"))) {
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+            fair_error_set(&err, FAIR_EINVAL, "bad percent \"%s\": use true or false", v);
+            goto bad;
+        }
+        st.percent = strcmp(v, "true") == 0;
+    }
     struct fair_report_params p = {0};
     p.by = by;
     p.tz_min = tz;
@@ -946,7 +1253,9 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
         goto out;
     }
     fair_buf_reset(body);
-    rc = fair_report_render(r, fmt, have_price ? &prices : NULL, body, &err);
+    st.format = fmt;
+    st.prices = have_price ? &prices : NULL;
+    rc = fair_report_render_style(r, &st, body, &err);
     if (rc) {
         rc = http_error(body, content_type, status, 500, err.msg);
         goto out;

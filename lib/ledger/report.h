@@ -40,6 +40,42 @@ int fair_report_tz_parse(const char *s, int *minutes, struct fair_error *err);
 /* "YYYY-MM-DD" (midnight in the zone tz_min) or a full RFC 3339 time. */
 int fair_report_date_parse(const char *s, int tz_min, int64_t *out_ms, struct fair_error *err);
 
+/* ---- relative dates and time zones (fairsharectl report's defaults) ----
+ *
+ * A zone is a fixed offset, or a rule that the caller supplies as the
+ * offset in force at a UTC instant (fairsharectl reads IANA zones such as
+ * Europe/Berlin through the C library; tests give a table), so that this
+ * code stays free of global state. Days and months are calendar days and
+ * months in the zone: across a DST change a day lasts 23 or 25 hours. */
+struct fair_report_zone {
+    int fixed_min; /* minutes east of UTC, when offset_at is NULL */
+    /* The offset at utc_ms in *min_east (|offset| <= 18 h); 0 or <0. */
+    int (*offset_at)(void *ctx, int64_t utc_ms, int *min_east);
+    void *ctx;
+};
+
+/* The offset of z at utc_ms, in minutes east. */
+int fair_report_zone_offset(const struct fair_report_zone *z, int64_t utc_ms, int *min_east,
+                            struct fair_error *err);
+/* The first instant of the calendar day y-m-d in z (local midnight; where
+ * midnight falls in a DST gap, the end of the gap). m may be 0 or 13
+ * (December of y-1, January of y+1). Years 1 to 9999. */
+int fair_report_day_start(const struct fair_report_zone *z, int y, int m, int d, int64_t *out_ms,
+                          struct fair_error *err);
+
+/* A report date for `--from` and `--to`, resolved at now_ms in zone z:
+ *   today, yesterday       midnight starting that day
+ *   -Nd                    midnight N days before today (1 <= N <= 36600)
+ *   this-month, last-month midnight on the first of that month
+ *   YYYY-MM-DD             midnight starting that day
+ *   an RFC 3339 time       that instant
+ * *start is the instant. *span_end is the end of what a relative name
+ * names, and the default `--to` when it is given as `--from` (today:
+ * tomorrow; yesterday and -Nd: today; this-month: the next month's first;
+ * last-month: this month's first), or INT64_MIN for the other forms. */
+int fair_report_date_resolve(const char *s, const struct fair_report_zone *z, int64_t now_ms,
+                             int64_t *start, int64_t *span_end, struct fair_error *err);
+
 /* The longest period a report covers: 100 years. */
 #define FAIR_REPORT_MAX_PERIOD_MS (100LL * 366 * 86400000LL)
 
@@ -48,6 +84,10 @@ struct fair_report_params {
     int64_t to_ms;   /* exclusive; > from_ms, at most 100 years later */
     enum fair_report_by by;
     int tz_min; /* only for printing the period */
+    /* Printing: the offset of to_ms when it differs (a DST change in
+     * the period), flagged by tz_to_set; else tz_min. */
+    int tz_to_min;
+    int tz_to_set;
 };
 
 struct fair_report_model {
@@ -100,14 +140,34 @@ int fair_price_parse(const char *s, int64_t *micro, struct fair_error *err);
  * at most 10000 lines of 512 bytes. */
 int fair_prices_load(struct fair_prices *p, const char *path, struct fair_error *err);
 
+enum fair_report_unit { FAIR_REPORT_HOURS, FAIR_REPORT_DAYS };
+/* "hours" or "days"; -1 when unknown. */
+int fair_report_unit_parse(const char *s);
+
+struct fair_report_style {
+    enum fair_report_format format;
+    const struct fair_prices *prices; /* borrowed; NULL: no cost column */
+    enum fair_report_unit unit;       /* GPU-hours (default) or GPU-days */
+    int percent;                      /* a SHARE column: each row's GPU time, % of the total */
+};
+
 /* Renders r; prices may be NULL (no cost column). A GPU model without a
  * price and no default fails with FAIR_EINVAL naming the model. */
 int fair_report_render(const struct fair_report *r, enum fair_report_format f,
                        const struct fair_prices *prices, struct fair_buf *out,
                        struct fair_error *err);
+/* The same with a unit and the share column. With the defaults (hours, no
+ * percent) the output is fair_report_render()'s, byte for byte. */
+int fair_report_render_style(const struct fair_report *r, const struct fair_report_style *st,
+                             struct fair_buf *out, struct fair_error *err);
+/* The prices as the HTTP parameter "prices": "MODEL:PRICE,...,*:PRICE"
+ * (the default as "*"). FAIR_EINVAL when a model name holds ',' or ':'. */
+int fair_prices_to_param(const struct fair_prices *p, struct fair_buf *out, struct fair_error *err);
+int fair_prices_from_param(struct fair_prices *p, const char *s, struct fair_error *err);
 
 /* GET /api/v1/reports/gpu-hours?from=YYYY-MM-DD&to=...&by=team
  *   [&format=json|csv|table][&tz=UTC|+HH:MM][&price=X]
+ *   [&prices=MODEL:X,...][&unit=hours|days][&percent=true|false]
  * Validates the query (unknown or repeated keys, bad values: status 400 and
  * {"error": "..."}), runs and renders. *content_type is static. Returns 0
  * when a response was produced (check *status), <0 only on ENOMEM. */
@@ -117,7 +177,7 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
 /* Query-string helpers shared with the dashboard: splits "a=1&b=2" and
  * percent-decodes ('+' stays '+'). Up to max pairs of 256-byte values. */
 #define FAIR_QUERY_MAX_PAIRS 16
-#define FAIR_QUERY_VALUE_MAX 256
+#define FAIR_QUERY_VALUE_MAX 1024
 struct fair_query {
     size_t n;
     char key[FAIR_QUERY_MAX_PAIRS][32];

@@ -331,8 +331,9 @@ static const char *need_chromium(void)
 {
     const char *bin = find_chromium();
     if (!bin)
-        fail_msg("chromium is not installed: run scripts/install-deps.sh (Debian package "
-                 "\"chromium\"); the dashboard test needs a real browser");
+        fail_msg("chromium is not installed: run scripts/install-deps.sh browser (Debian "
+                 "package \"chromium\"; make test does); the dashboard test needs a real "
+                 "browser");
     return bin;
 }
 

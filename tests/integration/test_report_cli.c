@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helper_run.h"
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/version.h"
 #include "ledger/ledger.h"
 
 static char dir[64], db[128];
@@ -199,6 +201,118 @@ static void test_csv_table_json(void **state)
     fair_buf_release(&err);
 }
 
+/* The UTC date n days from today ("2026-11-25"); *day is today's number. */
+static void utc_date(int n, char *out, size_t len)
+{
+    time_t t = time(NULL) + (time_t)n * 86400;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, len, "%Y-%m-%d", &tm);
+}
+
+/* Defaults and relative dates: the period printed is the one asked for.
+ * Dates are computed here before and after each run, so that a run across
+ * midnight (UTC) still passes. */
+static void test_defaults_and_relative_dates(void **state)
+{
+    (void)state;
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    char y[16], t[16], want[128], y2[16], t2[16], want2[128];
+    /* No dates: yesterday, in UTC. */
+    const char *a1[] = {"report", "--db", db, NULL};
+    utc_date(-1, y, sizeof y);
+    utc_date(0, t, sizeof t);
+    assert_int_equal(run(ctl(), a1, &out, &err), 0);
+    utc_date(-1, y2, sizeof y2);
+    utc_date(0, t2, sizeof t2);
+    snprintf(want, sizeof want, "GPU-hours from %sT00:00:00Z to %sT00:00:00Z\n", y, t);
+    snprintf(want2, sizeof want2, "GPU-hours from %sT00:00:00Z to %sT00:00:00Z\n", y2, t2);
+    if (!strstr(fair_buf_str(&out), want) && !strstr(fair_buf_str(&out), want2))
+        fail_msg("expected \"%s\" in:\n%s", want, fair_buf_str(&out));
+    /* -7d alone: the last 7 whole days. */
+    const char *a2[] = {"report", "--from", "-7d", "--db", db, NULL};
+    utc_date(-7, y, sizeof y);
+    utc_date(0, t, sizeof t);
+    assert_int_equal(run(ctl(), a2, &out, &err), 0);
+    utc_date(-7, y2, sizeof y2);
+    utc_date(0, t2, sizeof t2);
+    snprintf(want, sizeof want, "GPU-hours from %sT00:00:00Z to %sT00:00:00Z\n", y, t);
+    snprintf(want2, sizeof want2, "GPU-hours from %sT00:00:00Z to %sT00:00:00Z\n", y2, t2);
+    if (!strstr(fair_buf_str(&out), want) && !strstr(fair_buf_str(&out), want2))
+        fail_msg("expected \"%s\" in:\n%s", want, fair_buf_str(&out));
+    /* last-month alone: the whole of it, whatever its length. */
+    const char *a3[] = {"report", "--from", "last-month", "--format", "json", "--db", db, NULL};
+    utc_date(0, t, sizeof t);
+    assert_int_equal(run(ctl(), a3, &out, &err), 0);
+    int yy = (int)strtol(t, NULL, 10), mm = (int)strtol(t + 5, NULL, 10);
+    int py = mm == 1 ? yy - 1 : yy, pm = mm == 1 ? 12 : mm - 1;
+    snprintf(want, sizeof want,
+             "{\"from\":\"%04d-%02d-01T00:00:00Z\",\"to\":\"%04d-%02d-01T00:00:00Z\"", py, pm, yy,
+             mm);
+    if (strncmp(fair_buf_str(&out), want, strlen(want)) != 0)
+        fail_msg("expected \"%s\" in:\n%s", want, fair_buf_str(&out));
+    /* --from alone with a date: up to midnight starting today; the
+     * fixture's November is all in it. */
+    const char *a4[] = {"report", "--from", "2026-11-01", "--format", "csv", "--db", db, NULL};
+    assert_int_equal(run(ctl(), a4, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL,77.500,65.500,12.000,12.000,"));
+
+    /* An IANA zone: the period's two ends in their own offsets across the
+     * end of summer time (Europe/Berlin, 2026-10-25). */
+    const char *a5[] = {"report", "--from",        "2026-10-01", "--to", "2026-11-01",
+                        "--tz",   "Europe/Berlin", "--db",       db,     NULL};
+    assert_int_equal(run(ctl(), a5, &out, &err), 0);
+    assert_non_null(
+        strstr(fair_buf_str(&out),
+               "GPU-hours from 2026-10-01T00:00:00+02:00 to 2026-11-01T00:00:00+01:00\n"));
+    /* November in Berlin starts at 2026-10-31T23:00Z: the same totals as UTC's. */
+    const char *a6[] = {"report",        "--from",   "2026-11-01", "--to", "2026-12-01", "--tz",
+                        "Europe/Berlin", "--format", "csv",        "--db", db,           NULL};
+    assert_int_equal(run(ctl(), a6, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL,77.500,65.500,12.000,12.000,"));
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
+/* --percent and --unit days, from a file and from a server alike. */
+static void test_percent_and_unit(void **state)
+{
+    (void)state;
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    const char *a1[] = {"report",   "--from", "2026-11-01", "--to", "2026-12-01", "--percent",
+                        "--format", "csv",    "--db",       db,     NULL};
+    assert_int_equal(run(ctl(), a1, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out),
+                        "team,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,preempted_gpu_hours,"
+                        "lent_gpu_hours,avg_gpus,pods,share_percent\n"
+                        "alpha,41.500,41.500,0.000,0.000,95.976,0.058,2,53.5\n"
+                        "beta,12.000,0.000,12.000,12.000,0.000,0.017,1,15.5\n"
+                        "gamma,24.000,24.000,0.000,0.000,48.024,0.033,1,31.0\n"
+                        "TOTAL,77.500,65.500,12.000,12.000,144.000,0.108,4,100.0\n");
+    const char *a2[] = {"report", "--from",   "2026-11-01", "--to", "2026-12-01", "--unit",
+                        "days",   "--format", "csv",        "--db", db,           NULL};
+    assert_int_equal(run(ctl(), a2, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out),
+                        "team,gpu_days,in_quota_gpu_days,borrowed_gpu_days,preempted_gpu_days,"
+                        "lent_gpu_days,avg_gpus,pods\n"
+                        "alpha,1.729,1.729,0.000,0.000,3.999,0.058,2\n"
+                        "beta,0.500,0.000,0.500,0.500,0.000,0.017,1\n"
+                        "gamma,1.000,1.000,0.000,0.000,2.001,0.033,1\n"
+                        "TOTAL,3.229,2.729,0.500,0.500,6.000,0.108,4\n");
+    const char *a3[] = {"report", "--from",    "2026-11-01", "--to", "2026-12-01", "--unit",
+                        "days",   "--percent", "--db",       db,     NULL};
+    assert_int_equal(run(ctl(), a3, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "GPU-days from 2026-11-01T00:00:00Z"));
+    assert_non_null(strstr(fair_buf_str(&out), " GPU-DAYS "));
+    assert_non_null(strstr(fair_buf_str(&out), "   53.5%\n"));
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
 static void test_usage_errors(void **state)
 {
     (void)state;
@@ -209,7 +323,7 @@ static void test_usage_errors(void **state)
         {"report", "--from", "2026-11-31", "--to", "2026-12-01", "--db", db, NULL},
         {"report", "--from", "2026/11/01", "--to", "2026-12-01", "--db", db, NULL},
         {"report", "--from", "2026-12-01", "--to", "2026-11-01", "--db", db, NULL},
-        {"report", "--from", "2026-11-01", "--db", db, NULL},
+        {"report", "--from", "2999-11-01", "--db", db, NULL}, /* after today: --to's default */
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", NULL},
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--server",
          "http://127.0.0.1:1", NULL},
@@ -217,7 +331,16 @@ static void test_usage_errors(void **state)
          NULL},
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--format", "xml",
          NULL},
-        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--tz", "CET", NULL},
+        {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--tz", "Mars/Olympus",
+         NULL},
+        {"report", "--db", db, "--tz", "../../etc/passwd", NULL},
+        {"report", "--db", db, "--tz", "/etc/passwd", NULL},
+        {"report", "--db", db, "--unit", "weeks", NULL},
+        {"report", "--db", db, "--from", "-0d", NULL},
+        {"report", "--db", db, "--from", "-7days", NULL},
+        {"report", "--db", db, "--from", "-99999d", NULL},
+        {"report", "--db", db, "--from", "next-month", NULL},
+        {"report", "--db", db, "--from", "today", "--to", "yesterday", NULL},
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--colour", NULL},
         {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--db", db, "--price-per-gpu-hour",
          "cheap", NULL},
@@ -332,6 +455,26 @@ static void test_server(void **state)
                        "--tz",   "+05:30", "--server",   url,    NULL};
     assert_int_equal(run(ctl(), b, &out, &err), 0);
     assert_non_null(strstr(fair_buf_str(&out), "from 2026-11-01T00:00:00+05:30"));
+    /* A price table, --percent, --unit and an IANA zone work with --server
+     * as with --db: the same bytes. */
+    char prices[160];
+    fair_test_write_file(prices, sizeof(prices), dir, "prices-srv.csv", "A100,2.50\n*,4\n");
+    const char *c[] = {"report",        "--from",        "2026-10-01", "--to",   "2026-12-01",
+                       "--tz",          "Europe/Berlin", "--percent",  "--unit", "days",
+                       "--price-table", prices,          "--server",   url,      NULL};
+    assert_int_equal(run(ctl(), c, &out, &err), 0);
+    struct fair_buf local;
+    fair_buf_init(&local, 0);
+    const char *d[] = {"report",        "--from",        "2026-10-01", "--to",   "2026-12-01",
+                       "--tz",          "Europe/Berlin", "--percent",  "--unit", "days",
+                       "--price-table", prices,          "--db",       db,       NULL};
+    assert_int_equal(run(ctl(), d, &local, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&local), "  247.75\n")); /* 41.5 x 2.5 + 36 x 4 */
+    /* The server prints both ends in the offset at --from (it is given one). */
+    assert_non_null(strstr(fair_buf_str(&out), "GPU-days from 2026-10-01T00:00:00+02:00 to "
+                                               "2026-12-01T01:00:00+02:00\n"));
+    assert_string_equal(strchr(fair_buf_str(&out), '\n'), strchr(fair_buf_str(&local), '\n'));
+    fair_buf_release(&local);
 
     /* Malformed queries: 400 with a JSON error, over real HTTP. */
     static const char *const bad[] = {
@@ -339,6 +482,9 @@ static void test_server(void **state)
         "api/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&by=planet",
         "api/v1/reports/gpu-hours?from=2026-02-30&to=2026-12-01",
         "api/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&x=1",
+        "api/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&unit=weeks",
+        "api/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&percent=yes",
+        "api/v1/reports/gpu-hours?from=2026-11-01&to=2026-12-01&prices=A100",
         "api/v1/queues/samples?from=2026-11-01",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -369,13 +515,54 @@ static void test_server(void **state)
     fair_buf_release(&body);
 }
 
+/* Both programs say which build they are, in the same words, from the
+ * same strings as the library this test links. */
+static void test_version(void **state)
+{
+    (void)state;
+    struct fair_buf out, err;
+    char want[256];
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    snprintf(want, sizeof want, "fairsharectl %s (commit %s, built %s)\n", fair_version,
+             fair_git_commit, fair_build_date);
+    const char *v1[] = {"version", NULL}, *v2[] = {"--version", NULL};
+    assert_int_equal(run(ctl(), v1, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), want);
+    assert_int_equal(run(ctl(), v2, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), want);
+    snprintf(want, sizeof want, "{\"version\":\"%s\",\"gitCommit\":\"%s\",\"buildDate\":\"%s\"}\n",
+             fair_version, fair_git_commit, fair_build_date);
+    const char *v3[] = {"version", "-o", "json", NULL};
+    assert_int_equal(run(ctl(), v3, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), want);
+    const char *v4[] = {"version", "-o", "xml", NULL};
+    assert_int_equal(run(ctl(), v4, &out, &err), 2);
+    assert_non_null(strstr(fair_buf_str(&err), "use text, json or yaml"));
+    /* MAJOR.MINOR.PATCH, a commit, an RFC 3339 UTC date. */
+    unsigned a, b, c;
+    char tail;
+    assert_int_equal(sscanf(fair_version, "%u.%u.%u%c", &a, &b, &c, &tail), 3);
+    assert_true(strlen(fair_git_commit) > 0);
+    int64_t ms;
+    assert_int_equal(fair_time_parse_rfc3339(fair_build_date, &ms), 0);
+    assert_true(fair_build_date[strlen(fair_build_date) - 1] == 'Z');
+
+    snprintf(want, sizeof want, "fairshare-controller %s (commit %s, built %s)\n", fair_version,
+             fair_git_commit, fair_build_date);
+    assert_int_equal(run(FAIR_BIN_DIR "/fairshare-controller", v2, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), want);
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv_table_json),
-        cmocka_unit_test(test_usage_errors),
-        cmocka_unit_test(test_kubectl_plugin),
-        cmocka_unit_test(test_server),
+        cmocka_unit_test(test_csv_table_json),   cmocka_unit_test(test_defaults_and_relative_dates),
+        cmocka_unit_test(test_percent_and_unit), cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_kubectl_plugin),   cmocka_unit_test(test_server),
+        cmocka_unit_test(test_version),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "base/version.h"
 #include "ctl/index.h"
 #include "ctl/metrics.h"
 #include "ctl/podmem.h"
@@ -189,10 +190,18 @@ static void test_metrics_text(void **state)
                           "fairshare_cycle_duration_seconds_bucket{le=\"+Inf\"} 2\n",
                           "fairshare_cycle_duration_seconds_count 2\n",
                           "# TYPE fairshare_cycle_duration_seconds histogram\n",
+                          "# TYPE fairshare_build_info gauge\n",
                           NULL};
     for (int i = 0; want[i]; i++)
         if (!strstr(s, want[i]))
             fail_msg("metrics lack: %s", want[i]);
+    /* fairshare_build_info: one series, value 1, the build's own strings. */
+    char info[256];
+    snprintf(info, sizeof info,
+             "\nfairshare_build_info{version=\"%s\",commit=\"%s\",build_date=\"%s\"} 1\n",
+             fair_version, fair_git_commit, fair_build_date);
+    assert_non_null(strstr(s, info));
+    assert_null(strstr(strstr(s, info) + strlen(info), "fairshare_build_info{"));
     fair_buf_release(&b);
     fair_ctl_metrics_release(&m);
 }

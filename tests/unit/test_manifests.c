@@ -1203,8 +1203,8 @@ struct crd_names {
 };
 
 static const struct crd_names crds[] = {
-    {"crds/fairshare.dev_projects.yaml", "projects", "project", "Project", "proj"},
-    {"crds/fairshare.dev_queues.yaml", "queues", "queue", "Queue", "fq"},
+    {"crds/fairshare.dev_projects.yaml", "projects", "project", "Project", "fsp"},
+    {"crds/fairshare.dev_queues.yaml", "queues", "queue", "Queue", "fsq"},
 };
 
 /* New reference: the single CRD document of a file. */
@@ -2933,6 +2933,47 @@ static void test_dockerfile(void **state)
 
 /* ---- docs stay in step with the manifests ------------------------------- */
 
+static char *read_doc(const char *rel);
+
+/* The version is set once, in CMakeLists.txt's project(); the image tags
+ * of the manifests and the Dockerfile's example, and CHANGELOG.md, follow it. */
+static void test_versions_line_up(void **state)
+{
+    (void)state;
+    char *cm = read_doc("CMakeLists.txt");
+    const char *p = strstr(cm, "project(fairshare VERSION ");
+    assert_non_null(p);
+    p += strlen("project(fairshare VERSION ");
+    char v[32];
+    size_t n = strspn(p, "0123456789.");
+    assert_true(n > 0 && n < sizeof v && p[n] == ' ');
+    memcpy(v, p, n);
+    v[n] = '\0';
+    int dots = 0;
+    for (size_t i = 0; i < n; i++)
+        dots += v[i] == '.';
+    assert_int_equal(dots, 2); /* MAJOR.MINOR.PATCH */
+    fair_free(cm);
+
+    char want[96];
+    struct {
+        const char *file, *before, *after;
+    } refs[] = {
+        {"config/deployment.yaml", "image: ghcr.io/fairshare-dev/fairshare:", "\n"},
+        {"config/kustomization.yaml", "newTag: ", "\n"},
+        {"Dockerfile", "ghcr.io/fairshare-dev/fairshare:", " ."},
+        {"docs/operations.md", "ghcr.io/fairshare-dev/fairshare:", " "},
+        {"CHANGELOG.md", "\n## [", "]"},
+    };
+    for (size_t i = 0; i < sizeof refs / sizeof *refs; i++) {
+        char *doc = read_doc(refs[i].file);
+        snprintf(want, sizeof want, "%s%s%s", refs[i].before, v, refs[i].after);
+        if (!strstr(doc, want))
+            fail_msg("%s lacks \"%s\" (the version of CMakeLists.txt)", refs[i].file, want);
+        fair_free(doc);
+    }
+}
+
 /* New buffer: a whole doc file. */
 static char *read_doc(const char *rel)
 {
@@ -3034,6 +3075,7 @@ int main(void)
         cmocka_unit_test(test_kustomizations),
         cmocka_unit_test(test_examples_follow_the_api),
         cmocka_unit_test(test_dockerfile),
+        cmocka_unit_test(test_versions_line_up),
         cmocka_unit_test(test_docs_cover_every_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
