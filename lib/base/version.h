@@ -13,6 +13,11 @@
 extern const char fair_version[];    /* "0.2.0" */
 extern const char fair_git_commit[]; /* "aea2ff5c0d1e" or "unknown" */
 extern const char fair_build_date[]; /* "2026-11-26T19:34:19Z" */
+/* The User-Agent of the API requests, as kubectl's "kubectl/v1.27.0 (...)":
+ * the controller's, and fairsharectl's (and any other client's). */
+extern const char fair_user_agent_controller[]; /* "fairshare-controller/0.2.0 (aea2ff5c0d1e)" */
+extern const char fair_user_agent_leader[];     /* the same, "... leader-election" */
+extern const char fair_user_agent_cli[];        /* "fairshare/0.2.0 (aea2ff5c0d1e)" */
 
 /* Prints "PROG VERSION (commit COMMIT, built DATE)\n" to f. */
 void fair_version_print(FILE *f, const char *prog);

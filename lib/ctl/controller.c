@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "base/duration.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "base/quantity.h"
 #include "cache/informer.h"
 #include "cache/leader.h"
@@ -2268,7 +2269,7 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
     kopt.qps = (double)c->cfg->api_qps;
     kopt.burst = (int)(c->cfg->api_burst > 1000000 ? 1000000 : c->cfg->api_burst);
     kopt.request_timeout_ms = (long)c->cfg->api_timeout_ms;
-    kopt.user_agent = "fairshare-controller/0.1";
+    kopt.user_agent = fair_user_agent_controller;
     /* Each watch holds a connection for good: give requests their own 16. */
     kopt.max_host_connections = 16 + INF_COUNT + PG_COUNT + 1;
     kopt.clock = c->clock;
@@ -2332,7 +2333,7 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
         lkopt.max_host_connections = 2;
         if (lkopt.request_timeout_ms > c->cfg->renew_deadline_ms)
             lkopt.request_timeout_ms = (long)c->cfg->renew_deadline_ms;
-        lkopt.user_agent = "fairshare-controller/0.1 leader-election";
+        lkopt.user_agent = fair_user_agent_leader;
         if ((rc = fair_kclient_new(base, &c->kcfg, &lkopt, &c->lease_kc, err)) ||
             (rc = fair_leader_new(c->lease_kc, &lo, &cb, &c->leader, err)))
             goto out;

@@ -30,6 +30,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "kube/decode.h"
 #include "kube/liststream.h"
 #include "kube/ratelimit.h"
@@ -131,7 +132,7 @@ void fair_kclient_options_default(struct fair_kclient_options *o)
     if (o->max_retry_after_ms <= 0)
         o->max_retry_after_ms = 30000;
     if (!o->user_agent)
-        o->user_agent = "fairshare/0.1";
+        o->user_agent = fair_user_agent_cli;
     if (!o->clock)
         o->clock = fair_clock_system();
 }
