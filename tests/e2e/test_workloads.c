@@ -299,7 +299,7 @@ static void test_podgroup_min_member_20(void **state)
 
 /* Team b runs two 8-pod PodGroups on the 16 GPUs, 8 of them borrowed from
  * team a. When a submits 8 pods, one PodGroup is preempted whole (its 8
- * bare pods evicted, and gone) and the other keeps all 8. */
+ * bare pods evicted, and requeued pending) and the other keeps all 8. */
 static void test_podgroup_preempted_whole(void **state)
 {
     (void)state;
@@ -337,14 +337,18 @@ static void test_podgroup_preempted_whole(void **state)
         e2e_ctl_dump(&ctl, 30);
         fail_msg("team a did not get its 8 GPUs back");
     }
-    /* One group gone whole, the other whole and running. */
-    if (!E2E_WAIT(e2e_count(b, NULL).total == 8, E2E_WAIT_MS))
-        fail_msg("b has %d pods, want 8", e2e_count(b, NULL).total);
+    /* One group evicted whole, the other whole and running. The evicted
+     * group's bare pods come back as requeued copies ("-rq1", same
+     * PodGroup label), pending: there is no room for a second gang. */
+    if (!E2E_WAIT(e2e_count(b, NULL).bound == 8 && e2e_count(b, NULL).total == 16, E2E_WAIT_MS))
+        fail_msg("b has %d pods (%d bound), want 16 (8 bound, 8 requeued)",
+                 e2e_count(b, NULL).total, e2e_count(b, NULL).bound);
     struct e2e_counts c0 = e2e_count(b, sel[0]), c1 = e2e_count(b, sel[1]);
-    if (!((c0.total == 8 && c0.bound == 8 && c1.total == 0) ||
-          (c1.total == 8 && c1.bound == 8 && c0.total == 0)))
-        fail_msg("g0 has %d pods (%d bound), g1 %d (%d bound): want 8 and 0", c0.total, c0.bound,
-                 c1.total, c1.bound);
+    if (!((c0.total == 8 && c0.bound == 8 && c1.total == 8 && c1.bound == 0) ||
+          (c1.total == 8 && c1.bound == 8 && c0.total == 8 && c0.bound == 0)))
+        fail_msg("g0 has %d pods (%d bound), g1 %d (%d bound): want one group 8 of 8 bound, "
+                 "the other's 8 requeued and pending",
+                 c0.total, c0.bound, c1.total, c1.bound);
     assert_int_equal(e2e_events(b, "Preempted"), 8);
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
