@@ -260,8 +260,12 @@ static int setup_auth(struct fair_ctl_http *h, struct event_base *base, struct f
     fair_kclient_options_default(&ko);
     ko.qps = -1; /* bounded by the authoriser's reviews in flight */
     ko.max_host_connections = 4;
-    ko.request_timeout_ms = cfg->http_auth_timeout_ms;
-    ko.connect_timeout_ms = cfg->http_auth_timeout_ms;
+    /* The authoriser's own timer (http.authTimeout) answers the waiting
+     * requests; the client's timeouts, a second later, only abandon the
+     * review. With both equal, curl's timeout won the race now and then and
+     * the answer said "could not review" instead of naming the timeout. */
+    ko.request_timeout_ms = cfg->http_auth_timeout_ms + 1000;
+    ko.connect_timeout_ms = cfg->http_auth_timeout_ms + 1000;
     ko.max_body = 1u << 20;
     ko.max_retries = 0;
     int rc = fair_kclient_new(base, fair_ctl_kconfig(h->ctl), &ko, &h->auth_kc, err);
