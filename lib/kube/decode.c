@@ -665,17 +665,25 @@ struct aff_build {
     char where[96];
 };
 
-static const char *aff_str(struct aff_build *b, const char *s)
+/* The string step of a two-pass build (the node and pod affinity builders
+ * below): the counting pass adds s's size to *nbytes, the filling pass
+ * copies s to *str and moves it on. */
+static const char *two_pass_str(bool fill, size_t *nbytes, char **str, const char *s)
 {
     size_t n = strlen(s) + 1;
-    if (!b->fill) {
-        b->nbytes += n;
+    if (!fill) {
+        *nbytes += n;
         return NULL;
     }
-    memcpy(b->str, s, n);
-    const char *r = b->str;
-    b->str += n;
+    memcpy(*str, s, n);
+    const char *r = *str;
+    *str += n;
     return r;
+}
+
+static const char *aff_str(struct aff_build *b, const char *s)
+{
+    return two_pass_str(b->fill, &b->nbytes, &b->str, s);
 }
 
 static bool aff_fail(struct aff_build *b, const char *what, const char *where)
@@ -887,15 +895,7 @@ struct paff_build {
 
 static const char *paff_str(struct paff_build *b, const char *s)
 {
-    size_t n = strlen(s) + 1;
-    if (!b->fill) {
-        b->nbytes += n;
-        return NULL;
-    }
-    memcpy(b->str, s, n);
-    const char *r = b->str;
-    b->str += n;
-    return r;
+    return two_pass_str(b->fill, &b->nbytes, &b->str, s);
 }
 
 static bool paff_fail(struct paff_build *b, const char *what)
