@@ -20,6 +20,7 @@
 #include "cache/leader.h"
 #include "cache/store.h"
 #include "cache/workqueue.h"
+#include "ctl/index.h"
 #include "ctl/metrics.h"
 #include "ctl/podmem.h"
 #include "ctl/reasons.h"
@@ -175,6 +176,9 @@ struct fair_ctl {
     const void **arr[INF_COUNT];
     size_t arr_cap[INF_COUNT];
     struct pgwatch pg[PG_COUNT];
+    /* While a snapshot is built: owner uid -> its live pods (keys borrowed
+     * from the pod store), for owner_evictions. */
+    struct fair_ctl_index owner_width;
     const void **pg_arr; /* both flavors' PodGroups, for the snapshot */
     size_t pg_arr_cap, npg;
     void (*shutdown_done)(void *ctx);
@@ -1694,6 +1698,37 @@ static void ledger_sample(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
 
 /* ---- the cycle ---- */
 
+/* The evictions that count for pod. A controller owner's count is shared
+ * by all its pods: a Job of 16 pods, 3 of them evicted, has 3 against 16
+ * slots, not 3 against each pod (which would put all 16 at the bound). So
+ * an owner's count is spread over its live pods, rounded up: a one-pod
+ * Job keeps its whole count. */
+static int32_t owner_evictions(const struct fair_ctl *c, const struct fair_kpod *pod)
+{
+    const char *lin = lineage_of(pod);
+    int32_t n = fair_ctl_podmem_evictions(&c->pods, lin);
+    if (n <= 0 || lin != pod->owner_uid)
+        return n;
+    int32_t w = fair_ctl_index_get(&c->owner_width, lin);
+    return w > 1 ? (n + w - 1) / w : n;
+}
+
+/* c->owner_width for this snapshot. Failure only loses the spreading. */
+static void count_owner_width(struct fair_ctl *c, size_t npods)
+{
+    fair_ctl_index_init(&c->owner_width);
+    const struct fair_kpod *const *pods = (const struct fair_kpod *const *)c->arr[INF_PODS];
+    for (size_t i = 0; i < npods; i++) {
+        const struct fair_kpod *p = pods[i];
+        if (!p->owner_uid || !*p->owner_uid || p->phase == FAIR_KPOD_SUCCEEDED ||
+            p->phase == FAIR_KPOD_FAILED)
+            continue;
+        int32_t w = fair_ctl_index_get(&c->owner_width, p->owner_uid);
+        if (fair_ctl_index_put(&c->owner_width, p->owner_uid, w < 0 ? 1 : w + 1))
+            break;
+    }
+}
+
 static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_overlay *out)
 {
     struct fair_ctl *c = ctx;
@@ -1701,7 +1736,7 @@ static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_over
     /* A requeued pod starts from its predecessors' count (its annotation,
      * written by the controller): a bare pod's lineage is its uid, new at
      * each requeue. */
-    out->evictions = fair_ctl_podmem_evictions(&c->pods, lineage_of(pod));
+    out->evictions = owner_evictions(c, pod);
     if (pod->requeue_count > out->evictions)
         out->evictions = pod->requeue_count;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, pod->meta.uid);
@@ -1953,7 +1988,10 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
     in.npodgroups = c->npg;
     for (int i = 0; i < PG_COUNT; i++)
         in.podgroups_known[i] = c->pg[i].synced;
-    return fair_ctl_snapshot_build(&in, s, err);
+    count_owner_width(c, n[INF_PODS]);
+    int rc = fair_ctl_snapshot_build(&in, s, err);
+    fair_ctl_index_release(&c->owner_width);
+    return rc;
 }
 
 static bool all_synced(const struct fair_ctl *c)

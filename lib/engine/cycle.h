@@ -65,6 +65,7 @@ struct acct {
     int64_t live[NRES];   /* bound, not terminating, not evicted */
     int64_t resv[NRES];   /* reserved for pods waiting on evictions */
     int64_t np[NRES];     /* held by non-preemptible pods */
+    int64_t caplive;      /* queues: GPUs of live victims at the eviction bound */
     int64_t evicted[NRES];
     int32_t npending, nrunning;
     size_t first, count, cursor; /* queues: pending pods in e->order */

@@ -73,10 +73,10 @@ static int64_t lost_work(const struct fair_snapshot *s, const struct fair_pod *p
 }
 
 /* Whether pod p has been evicted the snapshot's max_evictions times (a GPU
- * pod of a queue with a GPU guarantee): then reclaim never takes it again
- * (only a higher-priority pod of its own queue may preempt it), and
- * admission runs it only within its queue's guarantee (admit.c), so it
- * never holds room that another queue is owed. */
+ * pod of a queue with a GPU guarantee): then admission runs it only within
+ * its queue's guarantee (admit.c), and reclaim does not take it again while
+ * its queue stays within that guarantee (capped_may_go; only a
+ * higher-priority pod of its own queue may preempt it). */
 bool fair_eng_capped(const struct eng *e, const struct fair_pod *p)
 {
     const struct fair_snapshot *s = e->s;
@@ -140,6 +140,26 @@ static bool queue_may_lose(const struct eng *e, const struct vpos *w)
     return vq->live[GPU] > vq->fs[GPU] && (w->gpu <= 0 || vq->live[GPU] - w->gpu >= vq->fs[GPU]);
 }
 
+/* Whether a victim at the eviction bound may still go: only when its queue
+ * stays at or above its GPU guarantee without it. Such a pod was admitted
+ * within the guarantee (admit.c), unless its count grew while it ran (a
+ * sibling of its Job was evicted): then it holds room above the guarantee,
+ * which another queue may be owed, and the bound must not keep it there. */
+static bool capped_may_go(const struct eng *e, const struct vpos *w)
+{
+    const struct acct *vq = &e->q[w->queue];
+    return vq->caplive - w->gpu >= vq->g[GPU];
+}
+
+/* Pod vi leaves (sign -1) or comes back (+1) among the live victims: its
+ * queue's caplive follows when it is at the bound. */
+static void cap_move(struct eng *e, int32_t vi, int sign)
+{
+    const struct fair_pod *v = &e->s->pods[vi];
+    if (fair_eng_capped(e, v))
+        e->q[v->queue].caplive += sign * v->request.v[GPU];
+}
+
 /* e->vwalk from scratch. */
 static void build_walk(struct eng *e)
 {
@@ -183,11 +203,14 @@ static int build_victims(struct eng *e)
         goto out;
     e->bytes += nv * sizeof(*vk);
     size_t k = 0;
+    for (size_t j = 0; j < s->nqueues; j++)
+        e->q[j].caplive = 0;
     for (size_t i = 0; i < s->npods; i++) {
         if (!is_victim(e, i))
             continue;
         const struct fair_pod *p = &s->pods[i];
         const struct acct *q = &e->q[p->queue];
+        cap_move(e, (int32_t)i, +1);
         vk[k] = (struct vkey){.capped = fair_eng_capped(e, p),
                               .pprio = s->projects[q->parent].q.over_quota_priority,
                               .qprio = s->queues[p->queue].q.over_quota_priority,
@@ -452,7 +475,7 @@ static bool victim_ok_as(const struct eng *e, const struct search *sr, int32_t v
         return false;
     if (sr->mode == M_PREEMPT)
         return queue == sr->qi && s->pods[vi].priority < sr->pod->priority;
-    if (queue == sr->qi || fair_eng_capped(e, &s->pods[vi]))
+    if (queue == sr->qi)
         return false;
     /* Reclaim up to the fair share takes only pods that ran long enough. */
     if (sr->fair_share && !old)
@@ -471,6 +494,15 @@ static bool victim_ok_as(const struct eng *e, const struct search *sr, int32_t v
             if (e->q[t->queue].parent == vp)
                 tp[r] += t->request.v[r];
         }
+    }
+    /* A pod at the bound stays only while its queue is within its guarantee. */
+    if (fair_eng_capped(e, &s->pods[vi])) {
+        int64_t tcap = 0;
+        for (int i = 0; i < nt; i++)
+            if (s->pods[taken[i]].queue == queue && fair_eng_capped(e, &s->pods[taken[i]]))
+                tcap += s->pods[taken[i]].request.v[GPU];
+        if (vq->caplive - tcap - req[GPU] < vq->g[GPU])
+            return false;
     }
     bool gpu_only = req[GPU] > 0;
     for (int r = 0; r < NRES; r++) {
@@ -588,6 +620,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
         const struct fair_pod *v = &s->pods[vi];
         struct acct *vq = &e->q[v->queue], *vp = &e->p[vq->parent];
         e->pflags[vi] |= PF_EVICTED;
+        cap_move(e, vi, -1);
         for (int r = 0; r < NRES; r++) {
             e->vsum[t->rank][r] -= v->request.v[r];
             vq->live[r] -= v->request.v[r];
@@ -717,11 +750,12 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         if (pre) {
             if (w->queue != sr->qi)
                 continue;
-        } else if (w->queue == sr->qi || v->capped || !queue_may_lose(e, w) ||
-                   !project_may_lose(e, sr, w) || (sr->fair_share && !v->old)) {
+        } else if (w->queue == sr->qi || (v->capped && !capped_may_go(e, w)) ||
+                   !queue_may_lose(e, w) || !project_may_lose(e, sr, w) ||
+                   (sr->fair_share && !v->old)) {
             continue;
         } else {
-            known_ok = w->gpu > 0;
+            known_ok = w->gpu > 0 && !v->capped;
         }
         if (e->nstamp[r] == e->stamp)
             continue;
@@ -805,6 +839,7 @@ static void unevict(struct eng *e, int32_t vi)
     e->pflags[vi] &= (uint8_t)~PF_EVICTED;
     e->walk_stale = true;                          /* its queue's live grows back */
     bool listed = !(e->pflags[vi] & PF_GANG_CORE); /* a gang's core is in no vsum */
+    cap_move(e, vi, +1);
     for (int r = 0; r < NRES; r++) {
         q->live[r] += v->request.v[r];
         pr->live[r] += v->request.v[r];
@@ -1362,6 +1397,7 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
             e->cand[e->ncand++] = vr;
         bool listed = !(e->pflags[vi] & PF_GANG_CORE); /* extras are in vsum */
         e->pflags[vi] |= PF_EVICTED;
+        cap_move(e, vi, -1);
         for (int r = 0; r < NRES; r++) {
             if (listed)
                 e->vsum[vr][r] -= v->request.v[r];

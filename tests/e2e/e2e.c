@@ -662,6 +662,35 @@ char *e2e_pod_reason(const char *ns, const char *name)
     return out;
 }
 
+/* For a failing test: every pod of ns with its node, phase, whether it is
+ * terminating, and its PodScheduled reason and message. */
+void e2e_dump_pods(const char *ns)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    json_t *l = e2e_get(path);
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        const char *reason = "", *msg = "";
+        size_t k;
+        json_t *cond;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, cond)
+        {
+            if (!strcmp(e2e_str(cond, "type") ?: "", "PodScheduled")) {
+                reason = e2e_str(cond, "reason") ?: "";
+                msg = e2e_str(cond, "message") ?: "";
+            }
+        }
+        fprintf(stderr, "e2e: pod %s/%s node=%s phase=%s%s reason=%s msg=%s\n", ns,
+                e2e_str(p, "metadata.name") ?: "?", e2e_str(p, "spec.nodeName") ?: "-",
+                e2e_str(p, "status.phase") ?: "-",
+                e2e_str(p, "metadata.deletionTimestamp") ? " terminating" : "", reason, msg);
+    }
+    json_decref(l);
+}
+
 /* ---- kubectl ---- */
 
 int e2e_kubectl(struct fair_buf *out, const char *const *args)

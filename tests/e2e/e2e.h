@@ -127,6 +127,8 @@ struct e2e_counts e2e_count(const char *ns, const char *sel);
 int e2e_events(const char *ns, const char *reason);
 /* The reason of the pod's PodScheduled condition (malloc'd) or NULL. */
 char *e2e_pod_reason(const char *ns, const char *name);
+/* Prints every pod of ns (node, phase, PodScheduled reason and message) to stderr. */
+void e2e_dump_pods(const char *ns);
 /* The GPUs that live bound pods request on each of the two nodes (any
  * scheduler, fractions excluded), into gpus[E2E_NODES]. */
 void e2e_node_gpus(int gpus[E2E_NODES]);

@@ -119,18 +119,20 @@ static void test_job_pods_recreated(void **state)
         "{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}}]}}}}",
         b, e2e_scheduler());
     if (!E2E_WAIT(counts_are(b, "job-name=train", 16, 0), E2E_WAIT_MS)) {
-        e2e_ctl_dump(&ctl, 30);
+        e2e_ctl_dump(&ctl, 400);
         fail_msg("the Job's 16 pods were not all bound");
     }
     e2e_pods(a, "a", 8, NULL, "1", NULL);
     if (!E2E_WAIT(counts_are(a, NULL, 8, 0), E2E_WAIT_MS)) {
-        e2e_ctl_dump(&ctl, 30);
+        e2e_ctl_dump(&ctl, 400);
+        e2e_dump_pods(a);
+        e2e_dump_pods(b);
         fail_msg("team a did not get its 8 GPUs back");
     }
     /* 8 evicted, 8 made again by the Job controller, and those wait. */
     if (!E2E_WAIT(counts_are(b, "job-name=train", 8, 8), E2E_WAIT_MS)) {
         struct e2e_counts c = e2e_count(b, "job-name=train");
-        e2e_ctl_dump(&ctl, 30);
+        e2e_ctl_dump(&ctl, 400);
         fail_msg("the Job has %d bound, %d pending, %d terminating pods; want 8, 8, 0", c.bound,
                  c.pending, c.terminating);
     }

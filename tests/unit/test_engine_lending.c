@@ -465,6 +465,28 @@ static void test_eviction_bound_is_strict(void **state)
         ts_free(t);
     }
 
+    /* Pods that reached the bound while they ran (their Job's other pods
+     * were evicted) and hold room above their queue's guarantee: the bound
+     * does not keep them there. qb (guaranteed 4) runs 16 such pods; qa is
+     * owed 8 and gets them, and qb keeps its fair share of 8. */
+    {
+        struct ts *t = ts_new();
+        t->max_evictions = 3;
+        ts_node(t, "node-0", 8);
+        ts_node(t, "node-1", 8);
+        int a = ts_team(t, "qa", 8 * G, 1);
+        int b = ts_team(t, "qb", 4 * G, 1);
+        for (int i = 0; i < 16; i++) {
+            int p = ts_bound(t, b, G, i / 8, 1ULL << (i % 8), t->now - 3600000LL - i * 1000LL);
+            t->pods[p].evictions = 3;
+        }
+        for (int i = 0; i < 8; i++)
+            ts_pod(t, a, G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 8);
+        ts_free(t);
+    }
+
     /* Admission: qb (guaranteed 2) runs 2 pods; its fair share is the
      * whole node. A pod at the bound waits, though it is first in line; a
      * fresh one starts. With one pod running, the tired one fits in the
