@@ -66,6 +66,10 @@ static const struct fair_ctl_config_entry table[] = {
      "Queue and Project status is written at most this often per object"},
     {"eviction.pdbBackoff", FAIR_CFG_DURATION, OFF(evict_backoff_ms), "30s", 0, 3600 * 1000,
      "a pod whose eviction a PodDisruptionBudget refused is not chosen again for this long"},
+    {"eviction.pdbMaxWait", FAIR_CFG_DURATION, OFF(pdb_max_wait_ms), "5m", 0, DAY_MS,
+     "a victim whose evictions a PodDisruptionBudget kept refusing for this long, and that is "
+     "still the only way to give a queue what it is owed, is deleted instead, as kube-scheduler's "
+     "preemption does (PDBs are best effort); 0: wait for the budget forever"},
     {"reclaim.upTo", FAIR_CFG_STRING, OFF(reclaim_up_to), "FairShare", 1, 16,
      "how far a queue's pods take GPUs back from borrowers by default: FairShare (up to its fair "
      "share) or Guarantee (up to its guarantee only); a Project's or Queue's spec.reclaimUpTo "

@@ -44,6 +44,7 @@ struct fair_ctl_config {
     int64_t event_interval_ms;       /* events.perPodInterval */
     int64_t status_interval_ms;      /* statusUpdateInterval */
     int64_t evict_backoff_ms;        /* eviction.pdbBackoff */
+    int64_t pdb_max_wait_ms;         /* eviction.pdbMaxWait */
     int64_t op_timeout_ms;           /* inFlightTimeout */
     char *reclaim_up_to;             /* reclaim.upTo: "FairShare" or "Guarantee" */
     int64_t oq_threshold_pct;        /* reclaim.overQuotaThreshold (percent) */

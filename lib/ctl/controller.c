@@ -110,6 +110,7 @@ struct req {
     int64_t grace_s;
     int64_t due_ms;
     char *rq_name, *rq_body, *rq_note;
+    bool pdb_override; /* an eviction sent as a DELETE: a PDB refused it too long */
     struct req *evict_after; /* a mark: the eviction to send once it is answered */
     bool keep_spec;          /* a mark under notice: keep the answer for the requeue */
     struct req *qnext; /* binds waiting for a slot; queued Events; notices */
@@ -827,6 +828,19 @@ fail:
 
 static void on_evict_done(const struct fair_kresponse *resp, void *ctx);
 
+/* Whether the victim uid has had its evictions refused by a
+ * PodDisruptionBudget for eviction.pdbMaxWait, in one run of refusals (none
+ * further apart than that): then it goes by DELETE, which no budget stops,
+ * as kube-scheduler's preemption treats budgets as best effort. The engine
+ * chose it again after pdbBackoff, so no other victim would do. */
+static bool pdb_overdue(struct fair_ctl *c, const char *uid)
+{
+    const struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, uid);
+    int64_t now = mono(c), wait = c->cfg->pdb_max_wait_ms;
+    return e && wait > 0 && e->pdb_since_ms && now - e->pdb_last_ms <= wait &&
+           now - e->pdb_since_ms >= wait;
+}
+
 /* POST pods/NAME/eviction. A pod that was given a preemption notice asks
  * for its grace period less the notice already given (r->grace_s), so that
  * the GPUs are free after max(notice, grace), not after both. */
@@ -839,7 +853,23 @@ static void send_eviction(struct fair_ctl *c, struct req *r)
     int rc;
     fair_buf_init(&path, 4096);
     r->kind = REQ_EVICT;
-    if (r->grace_s < 0) {
+    r->pdb_override = pdb_overdue(c, r->uid);
+    if (r->pdb_override) {
+        /* A DELETE with the pod's uid as precondition, so that a pod made
+         * again under the same name is not the one that goes. */
+        doc = r->grace_s < 0
+                  ? json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "DeleteOptions",
+                              "preconditions", "uid", r->uid)
+                  : json_pack("{s:s, s:s, s:{s:s}, s:I}", "apiVersion", "v1", "kind",
+                              "DeleteOptions", "preconditions", "uid", r->uid,
+                              "gracePeriodSeconds", (json_int_t)r->grace_s);
+        body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        rc = !body ? fair_error_set(&err, FAIR_ENOMEM, "out of memory")
+                   : fair_kpath(&path, &fair_kres_pods, r->ns, r->name, NULL, &err);
+        if (!rc)
+            rc = fair_kclient_request(c->kc, "DELETE", fair_buf_str(&path), NULL, body,
+                                      strlen(body), 0, on_evict_done, r, NULL, &err);
+    } else if (r->grace_s < 0) {
         rc = fair_kclient_evict(c->kc, r->ns, r->name, on_evict_done, r, &err);
     } else {
         doc = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:I}}", "apiVersion", "policy/v1", "kind",
@@ -1113,8 +1143,13 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
         c->metrics.evictions_blocked++;
         struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
         fair_ctl_podmem_end(&c->pods, r->uid);
-        if (e)
-            e->protect_until_ms = mono(c) + c->cfg->evict_backoff_ms;
+        if (e) {
+            int64_t now = mono(c);
+            e->protect_until_ms = now + c->cfg->evict_backoff_ms;
+            if (!e->pdb_since_ms || now - e->pdb_last_ms > c->cfg->pdb_max_wait_ms)
+                e->pdb_since_ms = now; /* a new run of refusals */
+            e->pdb_last_ms = now;
+        }
         FAIR_INFO(COMP,
                   "msg=\"eviction refused by a PodDisruptionBudget; choosing another "
                   "victim\" pod=%s/%s",
@@ -1163,6 +1198,18 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
     }
     if (e)
         e->requeued = true;
+    if (r->pdb_override) {
+        c->metrics.pdb_overrides++;
+        char d[32];
+        fair_duration_format_ms(c->cfg->pdb_max_wait_ms, d, sizeof d);
+        size_t n = strlen(after);
+        snprintf(after + n, sizeof after - n,
+                 "; deleted, since a PodDisruptionBudget refused its eviction for %s "
+                 "(eviction.pdbMaxWait) and no other pod would free the GPUs",
+                 d);
+        FAIR_WARN(COMP, "msg=\"victim deleted despite a PodDisruptionBudget\" pod=%s/%s wait=%s",
+                  r->ns, r->name, d);
+    }
     char msg[1000];
     if (r->evict_reason == FAIR_EVICT_PREEMPT)
         snprintf(msg, sizeof msg,

@@ -164,6 +164,11 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
       "# TYPE fairshare_evictions_blocked_total counter\n"
       "fairshare_evictions_blocked_total %llu\n",
       (unsigned long long)m->evictions_blocked);
+    P("# HELP fairshare_evictions_pdb_overridden_total Victims deleted after a "
+      "PodDisruptionBudget refused their eviction for eviction.pdbMaxWait.\n"
+      "# TYPE fairshare_evictions_pdb_overridden_total counter\n"
+      "fairshare_evictions_pdb_overridden_total %llu\n",
+      (unsigned long long)m->pdb_overrides);
     P("# HELP fairshare_preemption_notices_total Victims told before their eviction "
       "(fairshare.dev/preemption-notice).\n"
       "# TYPE fairshare_preemption_notices_total counter\n"

@@ -35,6 +35,7 @@ struct fair_ctl_metrics {
     uint64_t preemptions_preempt;
     uint64_t preemptions_fair_share; /* reclaim beyond a guarantee, up to a fair share */
     uint64_t evictions_blocked;      /* 429 from a PodDisruptionBudget */
+    uint64_t pdb_overrides;          /* victims deleted after eviction.pdbMaxWait */
     uint64_t notices;                /* preemption notices given */
     uint64_t notices_cancelled;      /* ...and cancelled (the need went away) */
     uint64_t requeues;               /* bare pods created again after eviction */

@@ -59,6 +59,8 @@ struct fair_ctl_podmem_entry {
     uint64_t op_devices;      /* BINDING: the devices given */
     int64_t op_start_ms;      /* monotonic */
     int64_t protect_until_ms; /* monotonic; 0: not protected */
+    int64_t pdb_since_ms;     /* monotonic: first PDB refusal of the current run; 0: none */
+    int64_t pdb_last_ms;      /* monotonic: the latest PDB refusal */
     int last_event_why;       /* FAIR_CTL_WHY_* of the last Event; -1: none */
     int64_t last_event_ms;    /* monotonic */
     int last_cond_why;        /* FAIR_CTL_WHY_* of the last condition written; -1 */

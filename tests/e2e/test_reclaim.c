@@ -247,14 +247,14 @@ static void test_preemption_notice(void **state)
     e2e_scenario_end();
 }
 
-static bool pdb_ready(const char *ns, const char *name)
+static bool pdb_ready(const char *ns, const char *name, int pods)
 {
     char path[256];
     snprintf(path, sizeof path, "/apis/policy/v1/namespaces/%s/poddisruptionbudgets/%s", ns, name);
     json_t *p = e2e_get(path);
     json_t *st = json_object_get(p, "status");
-    bool ok = json_integer_value(json_object_get(st, "expectedPods")) == 12 &&
-              json_integer_value(json_object_get(st, "currentHealthy")) == 12 &&
+    bool ok = json_integer_value(json_object_get(st, "expectedPods")) == pods &&
+              json_integer_value(json_object_get(st, "currentHealthy")) == pods &&
               json_integer_value(json_object_get(st, "disruptionsAllowed")) == 0;
     json_decref(p);
     return ok;
@@ -282,7 +282,7 @@ static void test_pdb_forces_another_victim(void **state)
                      "\"selector\":{\"matchLabels\":{\"guard\":\"yes\"}}}}");
     /* The disruption controller must have counted the pods, or every
      * eviction is refused while it catches up. */
-    if (!E2E_WAIT(pdb_ready(t.b, "guard"), E2E_WAIT_MS))
+    if (!E2E_WAIT(pdb_ready(t.b, "guard", 12), E2E_WAIT_MS))
         fail_msg("the PodDisruptionBudget's status was never computed");
     e2e_pods(t.a, "a", 4, NULL, "1", NULL);
     wait_counts(&ctl, t.a, 4, 4, "reclaim past the PDB");
@@ -302,6 +302,37 @@ static void test_pdb_forces_another_victim(void **state)
     if (!E2E_WAIT(marked(t.b, "True") == 0 && marked(t.b, "False") == (int)blocked, E2E_WAIT_MS))
         fail_msg("%d guarded pods still marked DisruptionTarget=True, %d False; %.0f refusals",
                  marked(t.b, "True"), marked(t.b, "False"), blocked);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+/* Every borrowed pod is under a budget that allows no disruption: the
+ * Eviction API refuses them all. After eviction.pdbMaxWait (3 s here) the
+ * controller deletes the victims, as kube-scheduler's preemption does, and
+ * team a gets its 4 GPUs; the Events say why. */
+static void test_pdb_overridden(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    two_teams(&t, "pdbwait");
+    e2e_ctl_start(&ctl, "pdbwait", "eviction:\n  pdbBackoff: 500ms\n  pdbMaxWait: 3s\n");
+    e2e_pods(t.b, "guarded", 16, NULL, "1", ",\"guard\":\"yes\"");
+    wait_counts(&ctl, t.b, 16, 16, "lend");
+    char path[256];
+    snprintf(path, sizeof path, "/apis/policy/v1/namespaces/%s/poddisruptionbudgets", t.b);
+    e2e_create(path, "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\","
+                     "\"metadata\":{\"name\":\"guard\"},\"spec\":{\"minAvailable\":16,"
+                     "\"selector\":{\"matchLabels\":{\"guard\":\"yes\"}}}}");
+    if (!E2E_WAIT(pdb_ready(t.b, "guard", 16), E2E_WAIT_MS))
+        fail_msg("the PodDisruptionBudget's status was never computed");
+    e2e_pods(t.a, "a", 4, NULL, "1", NULL);
+    if (!E2E_WAIT(e2e_ctl_metric(&ctl, "fairshare_evictions_blocked_total") >= 1, E2E_WAIT_MS))
+        fail_msg("no eviction was refused");
+    wait_counts(&ctl, t.a, 4, 4, "reclaim after pdbMaxWait");
+    assert_int_equal(e2e_count(t.b, "guard=yes").bound, 12);
+    assert_true(e2e_ctl_metric(&ctl, "fairshare_evictions_pdb_overridden_total") == 4);
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }
@@ -455,6 +486,7 @@ int main(void)
         cmocka_unit_test_teardown(test_lend_and_reclaim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_preemption_notice, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_pdb_forces_another_victim, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_pdb_overridden, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_restart, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_label_edits_after_bind, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_weights_staggered, e2e_scenario_teardown),

@@ -88,11 +88,90 @@ static void test_pdb_picks_another_victim(void **state)
     stop_all(&fake, &c);
 }
 
+/* The message of the Preempted Event of prot-0 or prot-1 (malloc'd), or NULL. */
+static char *preempted_message(struct fair_fake *f)
+{
+    char *m = event_message(f, "Preempted", "team-b", "prot-0");
+    return m ? m : event_message(f, "Preempted", "team-b", "prot-1");
+}
+
+/* When the only victims are protected by a budget that allows no
+ * disruption, the controller waits eviction.pdbMaxWait (here 2 s, with a
+ * 300 ms backoff) and then deletes one, as kube-scheduler's preemption
+ * does: the owed queue gets its GPU, the Event says why, and the metric
+ * counts it. With pdbMaxWait 0 it keeps waiting. */
+static void test_pdb_overridden_after_max_wait(void **state)
+{
+    (void)state;
+    for (int wait = 1; wait >= 0; wait--) {
+        static struct fair_fake fake;
+        static struct ctl c;
+        memset(&c, 0, sizeof c);
+        struct fair_fake_opts o = {
+            .nodes = 1, .gpus_per_node = 2, .kubelet = 1, .grace_seconds = 1};
+        assert_int_equal(tc_fake_start(&fake, &o), 0);
+        snprintf(c.config, sizeof c.config, "%s/config-pdbwait.yaml", fake.dir);
+        FILE *f = fopen(c.config, "w");
+        assert_non_null(f);
+        fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
+                   "eviction:\n  pdbBackoff: 300ms\n  pdbMaxWait: %s\n",
+                wait ? "2s" : "0s");
+        fclose(f);
+        assert_int_equal(ctl_start(&c, &fake, wait ? "pdbwait" : "pdbnowait"), 0);
+        if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
+            ctl_dump_log(&c, 40);
+            fail_msg("controller not ready");
+        }
+        const char *ns[] = {"team-a", "team-b", NULL};
+        mk_namespaces(&fake, ns);
+        mk_project(&fake, "a", "1", "[\"team-a\"]", NULL);
+        mk_project(&fake, "b", "1", "[\"team-b\"]", NULL);
+        mk_queue(&fake, "qa", "a", "1", 1);
+        mk_queue(&fake, "qb", "b", "1", 1);
+        must_create(&fake, "/apis/policy/v1/namespaces/team-b/poddisruptionbudgets",
+                    "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\","
+                    "\"metadata\":{\"name\":\"protect\",\"namespace\":\"team-b\"},"
+                    "\"spec\":{\"maxUnavailable\":0,"
+                    "\"selector\":{\"matchLabels\":{\"tier\":\"protected\"}}}}");
+        const char *prot = ",\"tier\":\"protected\"";
+        mk_pod_spec(&fake, "team-b", "prot-0", "qb", "1", NULL, prot, NULL, NULL, 0);
+        mk_pod_spec(&fake, "team-b", "prot-1", "qb", "1", NULL, prot, NULL, NULL, 0);
+        if (!WAIT_UNTIL(count_running(&fake, "team-b") == 2, WAIT_MS)) {
+            ctl_dump_log(&c, 40);
+            fail_msg("B's pods not running");
+        }
+        mk_pod(&fake, "team-a", "a-0", "qa", "1");
+        /* Refused at first: both of B's pods still run a second later. */
+        assert_true(WAIT_UNTIL(ctl_metric(&c, "fairshare_evictions_blocked_total") >= 1, WAIT_MS));
+        nap(1000);
+        assert_int_equal(count_pods(&fake, "team-a", 1), 0);
+        if (wait) {
+            if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 1, WAIT_MS)) {
+                ctl_dump_log(&c, 60);
+                fail_msg("A's pod not bound after pdbMaxWait");
+            }
+            assert_true(ctl_metric(&c, "fairshare_evictions_pdb_overridden_total") == 1);
+            assert_int_equal(count_original_pods(&fake, "team-b"), 1);
+            char *msg = NULL;
+            assert_true(WAIT_UNTIL((msg = preempted_message(&fake)) != NULL, WAIT_MS));
+            assert_non_null(strstr(msg, "a PodDisruptionBudget refused its eviction for 2s"));
+            free(msg);
+        } else {
+            nap(2500);
+            assert_int_equal(count_pods(&fake, "team-a", 1), 0);
+            assert_int_equal(count_original_pods(&fake, "team-b"), 2);
+            assert_true(ctl_metric(&c, "fairshare_evictions_pdb_overridden_total") == 0);
+        }
+        stop_all(&fake, &c);
+    }
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_pdb_picks_another_victim, tc_teardown),
+        cmocka_unit_test_teardown(test_pdb_overridden_after_max_wait, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

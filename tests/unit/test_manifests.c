@@ -2231,13 +2231,15 @@ static bool is_wild(json_t *arr)
 /* Rights the controller must never hold: a scheduler writes bindings,
  * evictions, conditions and Events, never pod specs, nodes or secrets. It
  * creates pods (the requeue of an evicted bare pod, a copy of what its
- * owner submitted) but never changes or deletes one. */
+ * owner submitted) but never changes one. It deletes a pod only as a
+ * victim whose evictions a PodDisruptionBudget kept refusing past
+ * eviction.pdbMaxWait, as kube-scheduler (which holds the same right)
+ * does; never a collection. */
 static const struct never {
     const char *group, *resource, *verb; /* verb NULL: any */
 } never_granted[] = {
     {"", "pods", "patch"},
     {"", "pods", "update"},
-    {"", "pods", "delete"},
     {"", "pods", "deletecollection"},
     {"", "nodes", "patch"},
     {"", "nodes", "update"},
