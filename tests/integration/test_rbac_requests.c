@@ -391,6 +391,7 @@ static void synthetic_requests(struct req_set *s)
     add_req(s, "POST", "/api/v1/namespaces/a/pods/p/binding");
     add_req(s, "POST", "/api/v1/namespaces/a/pods/p/eviction");
     add_req(s, "POST", "/api/v1/namespaces/a/pods"); /* requeue of a bare pod */
+    add_req(s, "DELETE", "/api/v1/namespaces/a/pods/p"); /* a victim past eviction.pdbMaxWait */
     add_req(s, "PATCH", "/api/v1/namespaces/a/pods/p/status");
     add_req(s, "POST", "/api/v1/namespaces/a/events");
     add_req(s, "PATCH", "/apis/fairshare.dev/v1alpha1/queues/q/status");
