@@ -15,7 +15,7 @@
 
 struct pkey {
     int32_t qrank;
-    int32_t prio;
+    int64_t prio; /* priority, plus the aging boost */
     int64_t created;
     const char *uid;
     int32_t idx;
@@ -68,6 +68,22 @@ static int cmp_gkey(const void *pa, const void *pb)
     return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
+/* Largest aging boost: 2^40 - 1, far above any gap between two int32
+ * priorities, so a pod that waits long enough passes every other. */
+#define AGING_MAX_DOUBLINGS 40
+
+int64_t fair_eng_aging_boost(int64_t wait_ms, int64_t half_life_ms)
+{
+    if (half_life_ms <= 0 || wait_ms <= 0)
+        return 0;
+    int64_t k = wait_ms / half_life_ms;
+    if (k >= AGING_MAX_DOUBLINGS)
+        return ((int64_t)1 << AGING_MAX_DOUBLINGS) - 1;
+    int64_t step = (int64_t)1 << k;
+    /* Linear between doublings: 2^k - 1 + 2^k * (wait mod h) / h. */
+    return step - 1 + (int64_t)((i128)step * (wait_ms % half_life_ms) / half_life_ms);
+}
+
 int fair_eng_build_order(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
@@ -115,8 +131,11 @@ int fair_eng_build_order(struct eng *e)
         if (!(e->pflags[i] & PF_MANAGED) || p->state != FAIR_POD_PENDING ||
             !(e->pflags[i] & PF_VALID))
             continue;
-        pk[k++] =
-            (struct pkey){e->q[p->queue].rank, p->priority, p->created_ms, p->uid, (int32_t)i};
+        int64_t prio = p->priority;
+        int64_t h = s->queues[p->queue].aging_half_life_ms;
+        if (h > 0)
+            prio += fair_eng_aging_boost(s->now_ms - p->created_ms, h);
+        pk[k++] = (struct pkey){e->q[p->queue].rank, prio, p->created_ms, p->uid, (int32_t)i};
     }
     qsort(pk, n, sizeof(*pk), cmp_pkey);
     for (size_t i = 0; i < n; i++) {

@@ -253,6 +253,10 @@ int fair_eng_compute_fair_share(struct eng *e);
 
 /* admit.c: admission order, the queue heap, limits, passes 1 and 2. */
 int fair_eng_build_order(struct eng *e);
+/* Aging: the priority boost of a pod pending wait_ms in a queue with that
+ * agingHalfLife, 2^(wait/half_life) - 1, linear between doublings, at most
+ * 2^40 - 1; 0 when half_life_ms <= 0. */
+int64_t fair_eng_aging_boost(int64_t wait_ms, int64_t half_life_ms);
 struct ratio fair_eng_ratio_of(int64_t num, int64_t den);
 int fair_eng_cmp_ratio(struct ratio a, struct ratio b);
 void fair_eng_heap_down(struct eng *e, size_t i);

@@ -102,6 +102,11 @@ struct fair_queue {
     int32_t project;                /* index into snapshot.projects; -1: unknown */
     int64_t reclaim_min_runtime_ms; /* borrowed pods younger are not reclaimed */
     enum fair_reclaim_mode reclaim_up_to;
+    /* Aging (spec.agingHalfLife; 0 or less: off): a pending pod's rank in
+     * its queue rises with its wait (now - created_ms), by a priority
+     * boost of 2^(wait/aging_half_life_ms) - 1 (docs/engine.md, "Admission
+     * order"). */
+    int64_t aging_half_life_ms;
 };
 
 /* A resource other than GPU, CPU and memory: extended resources

@@ -2023,6 +2023,14 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
         else if (fair_duration_parse_ms(json_string_value(r), &q->reclaim_min_runtime_ms, &de))
             add_problem(&q->problem, "spec.reclaimMinRuntime: %s", de.msg);
     }
+    const json_t *ag = spec ? json_object_get(spec, "agingHalfLife") : NULL;
+    if (ag && !json_is_null(ag)) {
+        struct fair_error de = {0};
+        if (!json_is_string(ag))
+            add_problem(&q->problem, "spec.agingHalfLife: want a duration such as \"1h\"");
+        else if (fair_duration_parse_ms(json_string_value(ag), &q->aging_half_life_ms, &de))
+            add_problem(&q->problem, "spec.agingHalfLife: %s", de.msg);
+    }
 out:
     if (!rc && problem_lost)
         rc = FAIR_ENOMEM;

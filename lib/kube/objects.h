@@ -170,6 +170,7 @@ struct fair_kqueue {
     struct fair_kquota quota;
     char *project;
     int64_t reclaim_min_runtime_ms;
+    int64_t aging_half_life_ms; /* spec.agingHalfLife; 0: off */
     char *problem;
 };
 

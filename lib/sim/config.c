@@ -94,6 +94,7 @@ static int parse_docs(struct fair_sim_config *c, const char *name, json_t *docs,
             quota_from(&eq->q, q->meta.name, &q->quota);
             eq->project_name = q->project;
             eq->reclaim_min_runtime_ms = q->reclaim_min_runtime_ms;
+            eq->aging_half_life_ms = q->aging_half_life_ms;
             if (q->problem)
                 return fair_error_set(err, FAIR_EINVAL, "%s: Queue %s: %s", name, q->meta.name,
                                       q->problem);

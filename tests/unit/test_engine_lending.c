@@ -510,6 +510,50 @@ static void test_eviction_bound_is_strict(void **state)
     }
 }
 
+/* Aging (spec.agingHalfLife): one free GPU, two pending pods of one queue,
+ * a young one of priority hi and an old one of priority 0 that waited
+ * `wait`. The old one ranks first once its boost, 2^(wait/h) - 1 (linear
+ * between doublings, at most 2^40 - 1), reaches hi; equal ranks go to the
+ * older pod, as without aging. */
+static void test_aging_table(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t h, wait;
+        int32_t hi;
+        bool old_first;
+    } rows[] = {
+        {0, 100 * 60000, 5, false},         /* off: priority first, whatever the wait */
+        {10 * 60000, 0, 5, false},          /* no wait, no boost */
+        {10 * 60000, 20 * 60000, 5, false}, /* boost 3 < 5 */
+        {10 * 60000, 24 * 60000, 5, false}, /* 3 + 4 * 4/10 = 4 < 5 */
+        {10 * 60000, 25 * 60000, 5, true},  /* 3 + 4 * 5/10 = 5: a tie, the older first */
+        {10 * 60000, 30 * 60000, 5, true},  /* boost 7 > 5 */
+        {10 * 60000, 30 * 60000, 7, true},  /* 7 = 7: a tie, the older first */
+        {10 * 60000, 30 * 60000, 8, false}, /* 7 < 8 */
+        {1, 86400000, 2147483647, true},    /* capped at 2^40 - 1, above any int32 */
+        {-5, 100 * 60000, 1, false},        /* negative: off */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct ts *t = ts_new();
+        ts_node(t, "node-0", 1);
+        int q = ts_team(t, "q", 1 * G, 1);
+        t->queues[q].aging_half_life_ms = rows[i].h;
+        t->now = 1000 * 60000;
+        int old = ts_pod(t, q, G);
+        t->pods[old].created_ms = t->now - rows[i].wait;
+        int young = ts_pod(t, q, G);
+        t->pods[young].created_ms = t->now;
+        t->pods[young].priority = rows[i].hi;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+        int want = rows[i].old_first ? old : young;
+        if (t->res.actions[0].pod != want)
+            fail_msg("row %zu: pod %d bound, want %d", i, (int)t->res.actions[0].pod, want);
+        ts_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -523,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_victims_lose_least_work),
         cmocka_unit_test(test_evicted_too_often_stays_within_share),
         cmocka_unit_test(test_eviction_bound_is_strict),
+        cmocka_unit_test(test_aging_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

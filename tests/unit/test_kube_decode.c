@@ -809,7 +809,8 @@ static void test_queue_from_yaml(void **state)
                        "  overQuotaWeight: \"2\"\n"
                        "  overQuotaPriority: 5\n"
                        "  reclaimUpTo: Guarantee\n"
-                       "  reclaimMinRuntime: 10m\n";
+                       "  reclaimMinRuntime: 10m\n"
+                       "  agingHalfLife: 1h\n";
     json_t *docs = NULL;
     struct fair_error err = {0};
     assert_int_equal(fair_yaml_parse("q.yaml", yaml, strlen(yaml), NULL, &docs, &err), 0);
@@ -824,16 +825,19 @@ static void test_queue_from_yaml(void **state)
     assert_int_equal(q->quota.over_quota_weight, 2);
     assert_int_equal(q->quota.over_quota_priority, 5);
     assert_int_equal(q->reclaim_min_runtime_ms, 600000);
+    assert_int_equal(q->aging_half_life_ms, 3600000);
     assert_int_equal(q->quota.reclaim_up_to, FAIR_KRECLAIM_GUARANTEE);
     assert_null(q->problem);
     fair_kqueue_free(q);
 
     json_t *j = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"reclaimMinRuntime\":\"soon\","
-                     "\"reclaimUpTo\":\"Everything\"}}");
+                     "\"reclaimUpTo\":\"Everything\",\"agingHalfLife\":60}}");
     assert_int_equal(fair_kqueue_decode(j, &q, &err), 0);
     json_decref(j);
     assert_non_null(strstr(q->problem, "spec.project: missing"));
     assert_non_null(strstr(q->problem, "spec.reclaimMinRuntime"));
+    assert_non_null(strstr(q->problem, "spec.agingHalfLife: want a duration"));
+    assert_int_equal(q->aging_half_life_ms, 0);
     assert_non_null(strstr(q->problem, "spec.reclaimUpTo: want \"FairShare\" or \"Guarantee\""));
     assert_int_equal(q->quota.reclaim_up_to, FAIR_KRECLAIM_UNSET);
     assert_int_equal(q->quota.over_quota_weight, 1);

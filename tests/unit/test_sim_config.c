@@ -131,6 +131,17 @@ static void test_default_and_assign(void **state)
                     "team-a}\nspec: {project: p}\n";
     fair_sim_config_init(&c);
     assert_int_equal(fair_sim_config_parse(&c, "t.yaml", y, strlen(y), &err), 0);
+    assert_int_equal(c.queues[0].aging_half_life_ms, 0); /* off unless set */
+    assert_int_equal(fair_sim_config_assign(&c, &t, &map, &err), FAIR_EINVAL);
+    assert_null(map);
+    fair_sim_config_release(&c);
+    /* agingHalfLife reaches the engine's queue. */
+    const char *ya = "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: p}\n"
+                     "---\napiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: "
+                     "team-a}\nspec: {project: p, agingHalfLife: 30m}\n";
+    fair_sim_config_init(&c);
+    assert_int_equal(fair_sim_config_parse(&c, "t.yaml", ya, strlen(ya), &err), 0);
+    assert_int_equal(c.queues[0].aging_half_life_ms, 1800000);
     assert_int_equal(fair_sim_config_assign(&c, &t, &map, &err), FAIR_EINVAL);
     assert_string_equal(err.msg,
                         "job b1 (line 4): queue \"team-b\" is not a Queue of the projects file");
