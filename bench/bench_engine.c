@@ -5,7 +5,10 @@
  * the small cluster again with 20% of the pods carrying a required node
  * affinity, 5% a required anti-affinity on the hostname against the pods
  * of their own service (50 services), or both (each pod its own copy of
- * its terms, as the controller decodes them). */
+ * its terms, as the controller decodes them). The GPU model variant
+ * (issue 15) has 4 GPU models on the nodes, each project a guarantee of
+ * one model (half of its own) and a third of them a lending limit, and
+ * the pods that name a model spread over the 4. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +90,11 @@ static int64_t gpu_size(void)
     return 8000;
 }
 
+/* The GPU model variant: 0 (two models, no model quotas) or 4. */
+static int bench_models;
+static const char *const model_names[4] = {"A100", "H100", "L40S", "H200"};
+static struct fair_model_quota model_quotas[10];
+
 static const struct fair_toleration tol_any = {"dedicated", FAIR_TOLERATE_EXISTS, NULL, true, 0};
 static const struct fair_taint taint_dedicated = {"dedicated", "infer", FAIR_TAINT_NO_SCHEDULE};
 
@@ -160,7 +168,7 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
     for (size_t i = 0; i < nnodes; i++) {
         struct fair_node *n = &c->nodes[i];
         n->name = pool(c, "node", i);
-        n->gpu_model = i % 2 ? "H100" : "A100";
+        n->gpu_model = bench_models ? model_names[i % 4] : i % 2 ? "H100" : "A100";
         n->gpu_count = 8;
         n->allocatable.v[FAIR_RES_GPU] = 8000;
         n->allocatable.v[FAIR_RES_CPU] = 128000;
@@ -190,6 +198,19 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
             q->limit.v[r] = FAIR_UNLIMITED;
         q->over_quota_weight = 1 + p % 3;
         q->over_quota_priority = p == 9 ? 1 : 0;
+        q->models = NULL;
+        q->nmodels = 0;
+        q->lending_set = 0;
+        if (bench_models) {
+            model_quotas[p] = (struct fair_model_quota){
+                .model = model_names[p % 4], .guaranteed = q->guaranteed.v[FAIR_RES_GPU] / 2};
+            q->models = &model_quotas[p];
+            q->nmodels = 1;
+            if (p % 3 == 0) {
+                q->lending_set = 1u << FAIR_RES_GPU;
+                q->lending_limit.v[FAIR_RES_GPU] = q->guaranteed.v[FAIR_RES_GPU] / 2;
+            }
+        }
     }
     for (size_t i = 0; i < c->nq; i++) {
         struct fair_queue *qu = &c->queues[i];
@@ -223,8 +244,11 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
             p->tolerations = &tol_any;
             p->ntolerations = 1;
         }
-        if (rnd(5) == 0)
+        if (rnd(5) == 0) {
             p->gpu_model = rnd(2) ? "H100" : "A100";
+            if (bench_models)
+                p->gpu_model = model_names[(i * 7) % 4];
+        }
         /* Drawn from a hash of i, not from rng: the pods are the same with
          * and without constraints. */
         uint64_t h = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL;
@@ -353,6 +377,9 @@ int main(void)
     run("small, 20% node affinity", 1000, 10000, 10000, 9, 20, 0);
     run("small, 5% hostname anti-affinity", 1000, 10000, 10000, 9, 0, 5);
     run("small, 20% node affinity + 5% hostname anti-affinity", 1000, 10000, 10000, 9, 20, 5);
+    bench_models = 4;
+    run("small, 4 GPU models (model quotas, lending limits)", 1000, 10000, 10000, 9, 0, 0);
+    bench_models = 0;
     run("large", 5000, 75000, 75000, 5, 0, 0);
     return 0;
 }

@@ -23,7 +23,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: fairsharectl report [--from DATE] [--to DATE] [--tz ZONE]\n"
-               "         [--by team|project|queue|namespace] [--format table|csv|json]\n"
+               "         [--by team|project|queue|namespace[,model]] [--format table|csv|json]\n"
                "         [--unit hours|days] [--percent]\n"
                "         (--db FILE | --server URL)\n"
                "         [--price-per-gpu-hour X] [--price-table FILE]\n"
@@ -318,13 +318,16 @@ int fair_cmd_report(int argc, char **argv)
     if (o.tz && fair_report_tz_parse(o.tz, &zone.fixed_min, &err) && iana_zone(o.tz, &zone, &err))
         return usage_error("%s", err.msg);
     if (o.by && (by = fair_report_by_parse(o.by)) < 0)
-        return usage_error("bad --by \"%s\": use team, project, queue or namespace", o.by);
+        return usage_error("bad --by \"%s\": use team, project, queue or namespace, optionally "
+                           "followed by \",model\" (team,model)",
+                           o.by);
     if (o.format && (fmt = fair_report_format_parse(o.format)) < 0)
         return usage_error("bad --format \"%s\": use table, csv or json", o.format);
     if (o.unit && (unit = fair_report_unit_parse(o.unit)) < 0)
         return usage_error("bad --unit \"%s\": use hours or days", o.unit);
     struct fair_report_params p = {0};
-    p.by = by;
+    p.by = by & ~FAIR_REPORT_BY_MODEL;
+    p.by_model = (by & FAIR_REPORT_BY_MODEL) != 0;
     /* The period: --from defaults to yesterday; --to to the end of what
      * --from names, else midnight starting today, in the zone. */
     int64_t now = fair_now_ms(fair_clock_system()), span_end, ignored, today;

@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/duration.h"
 #include "base/log.h"
 #include "base/quantity.h"
@@ -132,6 +134,9 @@ static const struct fair_ctl_config_entry table[] = {
      "how long a refused token (401 or 403) is refused without asking again; 0: never cached"},
     {"http.authCacheSize", FAIR_CFG_INT, OFF(http_auth_cache_size), "4096", 16, 1000000,
      "decisions kept in the authorisation cache (least recently used ones go first)"},
+    {"gpuModels", FAIR_CFG_STRING, OFF(gpu_models), "", 0, 4096,
+     "GPU model aliases for quotas (gpu/<alias>) and pods (fairshare.dev/gpu-model): a mapping "
+     "alias: nvidia.com/gpu.product in the file, \"alias=product,...\" on the command line"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -423,12 +428,95 @@ int fair_ctl_config_check(const struct fair_ctl_config *cfg, struct fair_error *
     if (cfg->cycle_min_interval_ms > cfg->cycle_interval_ms)
         return fair_error_set(err, FAIR_EINVAL,
                               "key cycleMinInterval: must not be longer than cycleInterval");
+    struct fair_ctl_gpu_alias aliases[FAIR_CTL_MAX_GPU_ALIASES];
+    size_t naliases;
+    int arc = fair_ctl_parse_gpu_models(cfg->gpu_models, aliases, &naliases, err);
+    if (arc)
+        return arc;
     if (strcmp(cfg->reclaim_up_to, "FairShare") != 0 &&
         strcmp(cfg->reclaim_up_to, "Guarantee") != 0)
         return fair_error_set(err, FAIR_EINVAL,
                               "key reclaim.upTo: \"%s\" must be FairShare or Guarantee",
                               cfg->reclaim_up_to);
     return 0;
+}
+
+/* ---- issue 15: gpuModels, GPU model aliases ---- */
+
+static bool gpu_label_value(const char *s, size_t n)
+{
+    if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+int fair_ctl_parse_gpu_models(const char *text, struct fair_ctl_gpu_alias *out, size_t *n,
+                              struct fair_error *err)
+{
+    *n = 0;
+    const char *p = text ? text : "";
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t al = eq ? (size_t)(eq - p) : 0, pl = eq ? len - al - 1 : 0;
+        if (!eq || !gpu_label_value(p, al) || !gpu_label_value(eq + 1, pl))
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "key gpuModels: \"%.*s\" is not alias=product (each a label "
+                                  "value: 1 to 63 letters, digits, '-', '_' or '.')",
+                                  (int)(len > 80 ? 80 : len), p);
+        if (*n == FAIR_CTL_MAX_GPU_ALIASES)
+            return fair_error_set(err, FAIR_EINVAL, "key gpuModels: more than %d aliases",
+                                  FAIR_CTL_MAX_GPU_ALIASES);
+        struct fair_ctl_gpu_alias *a = &out[*n];
+        snprintf(a->alias, sizeof a->alias, "%.*s", (int)al, p);
+        snprintf(a->product, sizeof a->product, "%.*s", (int)pl, eq + 1);
+        for (size_t i = 0; i < *n; i++)
+            if (strcmp(out[i].alias, a->alias) == 0)
+                return fair_error_set(err, FAIR_EINVAL, "key gpuModels: alias %s given twice",
+                                      a->alias);
+        (*n)++;
+        p += len + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+const char *fair_ctl_gpu_product(const struct fair_ctl_gpu_alias *a, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(a[i].alias, name) == 0)
+            return a[i].product;
+    return name;
+}
+
+/* gpuModels as a mapping (alias: product) in the file. */
+static int load_gpu_models(struct fair_ctl_config *cfg, const struct fair_ctl_config_entry *e,
+                           json_t *val, const char *where, struct fair_error *err)
+{
+    struct fair_buf b;
+    fair_buf_init(&b, 8192);
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(val, k, v)
+    {
+        if (!json_is_string(v)) {
+            rc = fair_error_set(err, FAIR_EINVAL,
+                                "%skey gpuModels.%s: want a string (a node's "
+                                "nvidia.com/gpu.product)",
+                                where, k);
+            break;
+        }
+        if ((rc = fair_buf_appendf(&b, "%s%s=%s", b.len ? "," : "", k, json_string_value(v))))
+            break;
+    }
+    if (!rc)
+        rc = set_text(cfg, e, fair_buf_str(&b), where, err);
+    fair_buf_release(&b);
+    return rc;
 }
 
 /* Walks a mapping, checking each key against the table. prefix is the
@@ -470,6 +558,12 @@ static int load_map(struct fair_ctl_config *cfg, json_t *obj, const char *prefix
         }
         char text[64];
         const char *s = NULL;
+        if (strcmp(e->name, "gpuModels") == 0 && json_is_object(val)) {
+            int rc = load_gpu_models(cfg, e, val, where, err); /* issue 15 */
+            if (rc)
+                return rc;
+            continue;
+        }
         if (json_is_string(val)) {
             s = json_string_value(val);
         } else if (json_is_integer(val)) {

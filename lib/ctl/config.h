@@ -68,7 +68,22 @@ struct fair_ctl_config {
     int64_t http_auth_allow_ttl_ms;  /* http.authCacheTTL */
     int64_t http_auth_deny_ttl_ms;   /* http.authDenyCacheTTL */
     int64_t http_auth_cache_size;    /* http.authCacheSize */
+    char *gpu_models;                /* gpuModels: aliases "H100=NVIDIA-H100-80GB-HBM3,..." */
 };
+
+/* ---- issue 15: GPU model aliases (gpuModels) ---- */
+#define FAIR_CTL_MAX_GPU_ALIASES 32
+struct fair_ctl_gpu_alias {
+    char alias[64];   /* a label value */
+    char product[64]; /* a node's nvidia.com/gpu.product */
+};
+/* Parses gpuModels ("alias=product,alias=product"; empty: none) into out
+ * (at most FAIR_CTL_MAX_GPU_ALIASES). FAIR_EINVAL with a message naming
+ * the entry when one is malformed or an alias repeats. */
+int fair_ctl_parse_gpu_models(const char *text, struct fair_ctl_gpu_alias *out, size_t *n,
+                              struct fair_error *err);
+/* The product an alias stands for, or name itself. */
+const char *fair_ctl_gpu_product(const struct fair_ctl_gpu_alias *a, size_t n, const char *name);
 
 enum fair_ctl_config_type {
     FAIR_CFG_BOOL,

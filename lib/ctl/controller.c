@@ -133,6 +133,13 @@ enum {
 };
 
 struct fair_ctl {
+    /* issue 15: the GPU model figures of the status being written. */
+    const struct fair_model_status *status_models;
+    const char *const *status_model_names;
+    size_t status_nmodels;
+    struct fair_ctl_gpu_alias gpu_aliases[FAIR_CTL_MAX_GPU_ALIASES];
+    size_t ngpu_aliases;
+    bool gpu_aliases_parsed;
     struct event_base *base;
     const struct fair_ctl_config *cfg;
     const struct fair_clock *clock;
@@ -1477,7 +1484,10 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
                                        .spec_guaranteed = spec->guaranteed,
                                        .now_ms = wall(c),
                                        .mono_ms = mono(c),
-                                       .min_interval_ms = c->cfg->status_interval_ms};
+                                       .min_interval_ms = c->cfg->status_interval_ms,
+                                       .models = c->status_models, /* issue 15 */
+                                       .model_names = c->status_model_names,
+                                       .nmodels = c->status_nmodels};
     in.conds[FAIR_CTL_COND_READY] = (struct fair_ctl_cond){
         !invalid, invalid ? "Invalid" : "Active",
         invalid ? "the spec cannot be used; see the Invalid condition" : "scheduling"};
@@ -1529,6 +1539,12 @@ static void write_object_status(struct fair_ctl *c, const struct fair_result *re
     const struct fair_share_status *fig = NULL;
     if (ix >= 0)
         fig = project ? &res->projects[ix] : &res->queues[ix];
+    /* issue 15: the object's GPU model pools, for status.gpuModels. */
+    c->status_nmodels = ix >= 0 ? res->nmodels : 0;
+    c->status_model_names = res->models;
+    c->status_models = !c->status_nmodels ? NULL
+                       : project          ? &res->project_models[(size_t)ix * res->nmodels]
+                                          : &res->queue_models[(size_t)ix * res->nmodels];
     write_status(c, project ? "Project" : "Queue", meta->name, team, meta->generation, fig, quota,
                  invalid, po ? po->message : NULL, budget);
 }
@@ -1737,6 +1753,15 @@ static void ledger_sample(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
                                                   .pending = pend > 0 ? pend : 0,
                                                   .lent = -1};
     }
+    /* issue 15: with a lending limit somewhere, the ledger's lent is the
+     * engine's (idle lendable guarantee only, spread over what is
+     * borrowed, as the ledger would), not derived from the whole guarantee. */
+    bool limited = false;
+    for (size_t i = 0; i < s->snap.nqueues; i++)
+        limited |=
+            res->queues[i].lendable.v[FAIR_RES_GPU] < res->queues[i].guaranteed.v[FAIR_RES_GPU];
+    for (size_t i = 0; limited && i < s->snap.nqueues; i++)
+        rows[i].lent = res->queues[i].lent.v[FAIR_RES_GPU];
     if (fair_ledger_sample(c->ledger, now, rows, s->snap.nqueues, &err))
         FAIR_WARN(COMP, "msg=\"ledger sample failed\" err=\"%s\"", err.msg);
     c->last_sample_ms = now;
@@ -2035,6 +2060,16 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
     in.npodgroups = c->npg;
     for (int i = 0; i < PG_COUNT; i++)
         in.podgroups_known[i] = c->pg[i].synced;
+    /* issue 15: GPU model aliases (the config check validated them); kept
+     * in c, since the snapshot points into them until the next cycle. */
+    if (!c->gpu_aliases_parsed) {
+        struct fair_error aerr = {0};
+        if (fair_ctl_parse_gpu_models(c->cfg->gpu_models, c->gpu_aliases, &c->ngpu_aliases, &aerr))
+            c->ngpu_aliases = 0;
+        c->gpu_aliases_parsed = true;
+    }
+    in.gpu_aliases = c->gpu_aliases;
+    in.ngpu_aliases = c->ngpu_aliases;
     count_owner_width(c, n[INF_PODS]);
     int rc = fair_ctl_snapshot_build(&in, s, err);
     fair_ctl_index_release(&c->owner_width);

@@ -107,6 +107,7 @@ void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s)
     fair_free(s->queues);
     fair_free(s->pods);
     fair_free(s->strpool);
+    fair_free(s->mquotas);
     memset(s, 0, sizeof *s);
 }
 
@@ -117,6 +118,52 @@ static void quota_from(struct fair_quota *q, const char *name, const struct fair
     q->limit = k->limit;
     q->over_quota_weight = k->over_quota_weight > 0 ? k->over_quota_weight : 1;
     q->over_quota_priority = k->over_quota_priority;
+}
+
+/* ---- issue 15: per-model quotas and lending limits ---- */
+
+/* Room for every model quota of the input, before the quotas are built
+ * (so that the pointers stay valid). */
+static int models_alloc(struct fair_ctl_snapshot *out, const struct fair_ctl_snapshot_input *in)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < in->nprojects; i++)
+        n += in->projects[i]->quota.nmodels;
+    for (size_t i = 0; i < in->nqueues; i++)
+        n += in->queues[i]->quota.nmodels;
+    out->nmquotas = 0;
+    out->mquotas_cap = n;
+    if (n == 0)
+        return 0;
+    out->mquotas = fair_calloc(n, sizeof *out->mquotas);
+    return out->mquotas ? 0 : FAIR_ENOMEM;
+}
+
+/* The lending limit and model quotas of k into q; aliases become the
+ * products they stand for. */
+static void models_from(struct fair_ctl_snapshot *out, const struct fair_ctl_snapshot_input *in,
+                        struct fair_quota *q, const struct fair_kquota *k)
+{
+    q->lending_limit = k->lending_limit;
+    q->lending_set = k->lending_set;
+    q->models = NULL;
+    q->nmodels = 0;
+    if (k->nmodels == 0 || out->nmquotas + k->nmodels > out->mquotas_cap)
+        return;
+    struct fair_model_quota *m = &out->mquotas[out->nmquotas];
+    for (size_t i = 0; i < k->nmodels; i++) {
+        const struct fair_kmodel_quota *km = &k->models[i];
+        m[i] = (struct fair_model_quota){
+            .model = fair_ctl_gpu_product(in->gpu_aliases, in->ngpu_aliases, km->model),
+            .guaranteed = km->guaranteed,
+            .limit = km->limit,
+            .lending_limit = km->lending_limit,
+            .has_limit = km->has_limit,
+            .has_lending_limit = km->has_lending_limit};
+    }
+    out->nmquotas += k->nmodels;
+    q->models = m;
+    q->nmodels = k->nmodels;
 }
 
 static bool project_has_namespace(const struct fair_kproject *p, const char *ns)
@@ -560,7 +607,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     if (!out->nodes || !out->knodes || !out->projects || !out->kprojects || !out->project_index ||
         !out->project_problem || !out->queues || !out->kqueues || !out->queue_index ||
         !out->queue_problem || !out->pods || !out->kpods || !out->pod_pg || !out->pg_counts ||
-        !unknown || (rc = index_podgroups(&b)) != 0) {
+        !unknown || models_alloc(out, in) || (rc = index_podgroups(&b)) != 0) {
         rc = rc ? rc : FAIR_ENOMEM;
         rc = FAIR_ENOMEM;
         goto out;
@@ -636,6 +683,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         if (k->problem || clash)
             continue;
         quota_from(&out->projects[p_out].q, k->meta.name, &k->quota);
+        models_from(out, in, &out->projects[p_out].q, &k->quota);
         out->kprojects[p_out] = k;
         out->project_index[i] = (int32_t)p_out++;
     }
@@ -668,6 +716,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         }
         struct fair_queue *q = &out->queues[q_out];
         quota_from(&q->q, k->meta.name, &k->quota);
+        models_from(out, in, &q->q, &k->quota);
         q->project_name = k->project;
         q->project = out->project_index[kp];
         q->reclaim_min_runtime_ms = k->reclaim_min_runtime_ms;
@@ -848,7 +897,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->nnode_selector = k->nnode_selector;
         p->tolerations = k->tolerations;
         p->ntolerations = k->ntolerations;
-        p->gpu_model = k->gpu_model;
+        p->gpu_model = fair_ctl_gpu_product(in->gpu_aliases, in->ngpu_aliases, k->gpu_model);
         p->node_affinity = k->node_affinity;
         p->scalars = k->scalars;
         p->nscalars = k->nscalars;

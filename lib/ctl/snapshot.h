@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "ctl/config.h"
 #include "ctl/index.h"
 #include "engine/engine.h"
 #include "ctl/podmem.h"
@@ -131,6 +132,11 @@ struct fair_ctl_snapshot_input {
      * gang key "namespace/podgroup", gang_size its minMember; the PodGroup
      * wins over fairshare.dev/gang annotations. A pending pod whose
      * PodGroup is not found is rejected (PODGROUP_NOT_FOUND) and waits. */
+    /* issue 15: GPU model aliases of the controller config (gpuModels):
+     * a quota's gpu/<alias> and a pod's fairshare.dev/gpu-model <alias>
+     * mean the product. May be NULL. */
+    const struct fair_ctl_gpu_alias *gpu_aliases;
+    size_t ngpu_aliases;
     const struct fair_kpodgroup *const *podgroups;
     size_t npodgroups;
     bool podgroups_known[2];
@@ -196,6 +202,9 @@ struct fair_ctl_snapshot {
     struct fair_pod *pods;
     char *strpool; /* gang keys "namespace/gang" */
     size_t strpool_len, strpool_cap;
+    /* issue 15: the per-model quotas of the projects and queues. */
+    struct fair_model_quota *mquotas;
+    size_t nmquotas, mquotas_cap;
 };
 
 /* Builds *out (caller storage; zeroed first). Returns 0 or FAIR_ENOMEM /

@@ -72,6 +72,57 @@ static json_t *resources_json(const struct fair_resources *r)
     return json_pack("{s:s, s:s, s:s}", "gpu", g, "cpu", c, "memory", m);
 }
 
+/* ---- issue 15: status.gpuModels ---- */
+static json_t *models_json(const struct fair_ctl_status_input *in)
+{
+    json_t *o = json_object();
+    for (size_t m = 0; o && m < in->nmodels; m++) {
+        const struct fair_model_status *x = &in->models[m];
+        char g[40], fs[40], a[40], b[40], l[40], lb[40];
+        fair_milli_format(x->guaranteed, g, sizeof g);
+        fair_milli_format(x->fair_share, fs, sizeof fs);
+        fair_milli_format(x->allocated, a, sizeof a);
+        fair_milli_format(x->borrowed, b, sizeof b);
+        fair_milli_format(x->lent, l, sizeof l);
+        fair_milli_format(x->lendable, lb, sizeof lb);
+        json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "guaranteed", g, "fairShare", fs,
+                              "allocated", a, "borrowed", b, "lent", l, "lendable", lb);
+        if (!e || json_object_set_new(o, in->model_names[m], e)) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* The status is sent as a JSON merge patch, which keeps keys it does not
+ * name: a pool written last time and gone now is sent as null, once. */
+static int models_gone(json_t *status, const char *last_text)
+{
+    json_t *last = last_text ? json_loads(last_text, 0, NULL) : NULL;
+    json_t *old = json_object_get(json_object_get(last, "status"), "gpuModels");
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(old, k, v)
+    {
+        json_t *now = json_object_get(status, "gpuModels");
+        if (json_is_null(v) || json_object_get(now, k))
+            continue;
+        if (!now && (json_object_set_new(status, "gpuModels", json_object()) ||
+                     !(now = json_object_get(status, "gpuModels")))) {
+            rc = FAIR_ENOMEM;
+            break;
+        }
+        if (json_object_set_new(now, k, json_null())) {
+            rc = FAIR_ENOMEM;
+            break;
+        }
+    }
+    json_decref(last);
+    return rc;
+}
+
 int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ctl_status_input *in,
                            char **patch_out)
 {
@@ -94,6 +145,12 @@ int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ct
     conds = json_array();
     if (!status || !conds) {
         rc = FAIR_ENOMEM;
+        goto out;
+    }
+    if (json_object_set_new(status, "lendable", resources_json(&f->lendable)) ||
+        (in->figures && in->nmodels && json_object_set_new(status, "gpuModels", models_json(in))) ||
+        models_gone(status, e->last_text)) {
+        rc = FAIR_ENOMEM; /* issue 15 */
         goto out;
     }
     if (json_object_set_new(status, "guaranteed",

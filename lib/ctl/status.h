@@ -60,6 +60,11 @@ struct fair_ctl_status_input {
     int64_t now_ms;  /* wall clock, for lastTransitionTime */
     int64_t mono_ms; /* monotonic, for the interval */
     int64_t min_interval_ms;
+    /* issue 15: the object's figures per GPU model pool (nmodels of them,
+     * names[m] the product), written as status.gpuModels; none: left out. */
+    const struct fair_model_status *models;
+    const char *const *model_names;
+    size_t nmodels;
 };
 
 /* Computes the status. *patch_out receives a new JSON merge patch

@@ -339,6 +339,7 @@ static int bind_pod(struct eng *e, int32_t pi, int32_t rank, uint64_t mask)
     const struct fair_pod *p = &e->s->pods[pi];
     fair_place_commit_pod(&e->pl, rank, p, mask, 1);
     acct_add(e, p->queue, p, 1);
+    fair_eng_models_bind(e, pi, e->pl.nodes[rank].idx, 1);
     e->pflags[pi] |= PF_BOUND;
     e->masks[pi] = mask;
     e->res->pending_reasons[pi] = FAIR_PENDING_NONE;
@@ -394,6 +395,12 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         enum fair_pending_reason why = admit_check(e, p->queue, req, np, pass == 1);
         if (!why && capped_over(e, p, req))
             why = FAIR_PENDING_FAIR_SHARE;
+        if (!why &&
+            (e->nm || (pass == 2 && e->keeps))) { /* model pools, lending limits (models.c) */
+            int64_t mreq[FAIR_MAX_GPU_MODELS] = {0};
+            fair_eng_models_req(e, p, mreq);
+            why = fair_eng_models_check(e, p, req, mreq, pass);
+        }
         if (why) {
             *reason = (uint8_t)why;
             return 0;
@@ -412,8 +419,15 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         if (e->hold_of[pi] >= 0 &&
             fair_place_fits_node(&e->pl, e->hold_of[pi], p, &p->request, pass == 2, &mask))
             rank = e->hold_of[pi];
+        enum fair_pending_reason mwhy = FAIR_PENDING_NONE;
         if (rank < 0)
-            rank = fair_place_find(&e->pl, p, &p->request, pass == 2, &mask);
+            rank = fair_eng_models_place(e, p, pass, &mask, &mwhy);
+        if (rank < 0 && mwhy) {
+            /* No GPU model pool may take it now (models.c). */
+            if (pass == 1)
+                *reason = (uint8_t)mwhy;
+            return 0;
+        }
         if (rank < 0) {
             if (pass == 1) {
                 *reason = FAIR_PENDING_NO_NODE_FITS;
@@ -452,6 +466,12 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         }
     }
     enum fair_pending_reason why = admit_check(e, p->queue, req, np, pass == 1);
+    if (!why && (e->nm || (pass == 2 && e->keeps))) { /* model pools, lending limits (models.c) */
+        int64_t mreq[FAIR_MAX_GPU_MODELS] = {0};
+        for (size_t j = 0; j < nu; j++)
+            fair_eng_models_req(e, &s->pods[e->order[e->gmem[g->first + j]]], mreq);
+        why = fair_eng_models_check(e, p, req, mreq, pass);
+    }
     uint8_t before = *reason; /* every member's, from pass 1 */
     for (size_t j = 0; j < nu && !why; j++)
         if (capped_over(e, &s->pods[e->order[e->gmem[g->first + j]]], req))
@@ -462,7 +482,8 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             int32_t mi = e->order[e->gmem[g->first + placed]];
             const struct fair_pod *m = &s->pods[mi];
             uint64_t mask = 0;
-            int32_t rank = fair_place_find(&e->pl, m, &m->request, pass == 2, &mask);
+            enum fair_pending_reason mwhy;
+            int32_t rank = fair_eng_models_place(e, m, pass, &mask, &mwhy);
             if (rank < 0)
                 break;
             int rc = bind_pod(e, mi, rank, mask);
@@ -480,6 +501,7 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             fair_place_commit_pod(&e->pl, e->pl.rank_of[a->node], &s->pods[mi], a->gpu_devices,
                                   -1);
             acct_add(e, s->pods[mi].queue, &s->pods[mi], -1);
+            fair_eng_models_bind(e, mi, a->node, -1);
             e->pflags[mi] &= (uint8_t)~PF_BOUND;
             /* bind_pod cleared its reason: pass 2 keeps pass 1's (below). */
             e->res->pending_reasons[mi] = before;

@@ -79,6 +79,18 @@ struct acct {
     uint8_t nfail[3], fail_next[3];
     bool held;     /* a node was held for one of its pods this cycle */
     int32_t young; /* victims too young for reclaim up to a fair share */
+    /* models.c: the part of the effective guarantee that may not be lent
+     * (guaranteed - lendingLimit, at least 0), and the one that may. */
+    int64_t keep[NRES];
+    int64_t lendable[NRES];
+};
+
+/* One object's account in one GPU model pool (models.c). */
+struct macct {
+    int64_t g, lim, keep, lendable, fs, demand, alloc0, alloc;
+    /* The object (or a queue's project) has a quota for the model: its
+     * pods that name the model are held to its fair share of the pool. */
+    bool quota;
 };
 
 /* Victims as the victim search reads them, in victim order: where they
@@ -204,6 +216,17 @@ struct eng {
     size_t ngunits;
     int32_t *gumem; /* members' pod indices, unit by unit */
     int32_t *gutmp; /* scratch: one unit's members on one node */
+    /* GPU model pools (models.c; nm 0: no node has a model). */
+    size_t nm;
+    const char *mname[FAIR_MAX_GPU_MODELS]; /* sorted */
+    int8_t *nmodel;                         /* per node index: pool, -1 */
+    int8_t *pmodel;        /* per pod: pool it names (pending) or sits on (bound), -1 */
+    struct macct *qm, *pm; /* nqueues * nm, nprojects * nm */
+    int64_t mcap[FAIR_MAX_GPU_MODELS], mused[FAIR_MAX_GPU_MODELS];
+    /* Per pool: the queues' fair share above what they hold there. */
+    int64_t mowed[FAIR_MAX_GPU_MODELS];
+    bool keeps;                                     /* some object has a non-lendable guarantee */
+    bool keep_r[NRES], keep_m[FAIR_MAX_GPU_MODELS]; /* ... of resource r, of pool m */
 };
 
 struct ratio {
@@ -223,6 +246,28 @@ static inline const char *str_or(const char *s, const char *dflt)
 static inline int cmp_str(const char *a, const char *b)
 {
     return strcmp(a ? a : "", b ? b : "");
+}
+
+/* A quota's guarantee of resource r: on GPU, at least the sum of its
+ * per-model guarantees (a guarantee of H100s only is also a GPU one). */
+static inline int64_t quota_g(const struct fair_quota *q, int r)
+{
+    int64_t g = q->guaranteed.v[r];
+    if (r != FAIR_RES_GPU || !q->models)
+        return g;
+    int64_t sum = 0;
+    for (size_t i = 0; i < q->nmodels; i++)
+        if (q->models[i].guaranteed > 0 && q->models[i].guaranteed < ((int64_t)1 << 50))
+            sum += q->models[i].guaranteed;
+    return sum > g ? sum : g;
+}
+
+/* The part of effective guarantee g that may not be lent (lendingLimit). */
+static inline int64_t quota_keep(const struct fair_quota *q, int r, int64_t g)
+{
+    if (!(q->lending_set & (1u << r)) || q->lending_limit.v[r] >= g)
+        return 0;
+    return g - (q->lending_limit.v[r] > 0 ? q->lending_limit.v[r] : 0);
 }
 
 /* Loops over pods in admission or victim order read them far apart in
@@ -273,6 +318,27 @@ void fair_eng_apply_holds(struct eng *e);
  * reclaim never takes it again (reclaim.c). */
 bool fair_eng_capped(const struct eng *e, const struct fair_pod *p);
 int fair_eng_reclaim_phase(struct eng *e);
+
+/* models.c: GPU model pools and lending limits (docs/engine.md, "GPU
+ * model pools", "Lending limit"). Called after account_pods (setup:
+ * pools, accounting, keeps, and the project and queue demand raised to
+ * their keeps), after compute_fair_share (fair shares per pool), by
+ * admission (checks, placement and binds) and by figures. */
+int fair_eng_models_setup(struct eng *e);
+int fair_eng_models_fair_share(struct eng *e);
+/* Why req of pod p (or its gang, req summed, per pool in mreq) cannot be
+ * admitted to its queue on the model pools and lending limits; NONE. */
+enum fair_pending_reason fair_eng_models_check(const struct eng *e, const struct fair_pod *p,
+                                               const int64_t *req, const int64_t *mreq, int pass);
+/* Adds pod p's request to mreq (per pool) when it names a model. */
+void fair_eng_models_req(const struct eng *e, const struct fair_pod *p, int64_t *mreq);
+/* fair_place_find, keeping a GPU pod that names no model off the pools it
+ * may not use now; *why says why when no pool is allowed. */
+int32_t fair_eng_models_place(struct eng *e, const struct fair_pod *p, int pass, uint64_t *mask,
+                              enum fair_pending_reason *why);
+/* A bind (sign 1) or its undoing (-1) of pod pi on node (snapshot index). */
+void fair_eng_models_bind(struct eng *e, int32_t pi, int32_t node, int sign);
+int fair_eng_models_figures(struct eng *e);
 
 /* figures.c: per queue, project and cluster figures of the result. */
 int fair_eng_figures(struct eng *e);

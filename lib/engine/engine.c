@@ -92,6 +92,10 @@ static void eng_release(struct eng *e)
     fair_free(e->gunits);
     fair_free(e->gumem);
     fair_free(e->gutmp);
+    fair_free(e->nmodel);
+    fair_free(e->pmodel);
+    fair_free(e->qm);
+    fair_free(e->pm);
 }
 
 int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result,
@@ -161,6 +165,11 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     rc = fair_eng_compute_fair_share(&e);
     if (rc)
         goto nomem;
+    rc = fair_eng_models_setup(&e);
+    if (!rc)
+        rc = fair_eng_models_fair_share(&e);
+    if (rc)
+        goto nomem;
     rc = fair_place_init(&e.pl, snap, e.node_ok, e.masks);
     if (rc)
         goto nomem;
@@ -183,6 +192,8 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     if (rc)
         goto nomem;
     rc = fair_eng_figures(&e);
+    if (!rc)
+        rc = fair_eng_models_figures(&e);
     if (rc)
         goto nomem;
     result->mem_bytes = e.bytes;
@@ -208,5 +219,7 @@ void fair_result_release(struct fair_result *result)
     fair_free(result->hold_node);
     fair_free(result->hold_since_ms);
     fair_free(result->problems);
+    fair_free(result->queue_models);
+    fair_free(result->project_models);
     memset(result, 0, sizeof(*result));
 }

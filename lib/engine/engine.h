@@ -76,6 +76,21 @@ struct fair_node {
     size_t nscalars;
 };
 
+/* ---- GPU model pools and lending limits (issue 15, items 1-2) ------
+ * A quota may name GPU models next to the plain GPU total (`gpu/H100: 8`
+ * beside `gpu: 16`): each model is a pool of its own, made of the nodes
+ * whose gpu_model is that name, with its own guarantee, limit, lending
+ * limit and fair share (docs/engine.md, "GPU model pools"). */
+#define FAIR_MAX_GPU_MODELS 16
+struct fair_model_quota {
+    const char *model;     /* as the nodes' gpu_model spells it */
+    int64_t guaranteed;    /* milli-GPU, >= 0 */
+    int64_t limit;         /* milli-GPU; read only when has_limit */
+    int64_t lending_limit; /* milli-GPU; read only when has_lending_limit */
+    bool has_limit;
+    bool has_lending_limit;
+};
+
 /* What Projects and Queues have in common. */
 struct fair_quota {
     const char *name;
@@ -83,6 +98,14 @@ struct fair_quota {
     struct fair_resources limit;      /* FAIR_UNLIMITED where absent */
     int64_t over_quota_weight;        /* > 0; the CRD defaults it to 1 */
     int32_t over_quota_priority;      /* higher tiers get surplus first */
+    /* spec.lendingLimit: the most of the guarantee that may be lent out,
+     * per resource; read only where bit r of lending_set is set (zero
+     * means: all of the guarantee may be lent). */
+    struct fair_resources lending_limit;
+    uint8_t lending_set;
+    /* Per-model quotas (distinct models); NULL/0: none. */
+    const struct fair_model_quota *models;
+    size_t nmodels;
 };
 
 struct fair_project {
@@ -370,8 +393,23 @@ struct fair_share_status {
     struct fair_resources demand;          /* bound + pending requests */
     struct fair_resources borrowed;        /* allocated above guaranteed */
     struct fair_resources lent;            /* guaranteed idle while others borrow */
+    /* The part of guaranteed that may be lent: min(guaranteed, lending
+     * limit); lent never exceeds it. */
+    struct fair_resources lendable;
     int32_t pending_pods;
     int32_t running_pods;
+};
+
+/* Figures of one object in one GPU model pool (milli-GPU). */
+struct fair_model_status {
+    int64_t capacity; /* the pool's GPUs (the same for every object) */
+    int64_t guaranteed;
+    int64_t fair_share;
+    int64_t allocated; /* bound on the pool's nodes before the cycle */
+    int64_t demand;    /* bound there + pending pods naming the model */
+    int64_t borrowed;
+    int64_t lent;
+    int64_t lendable;
 };
 
 enum fair_problem_kind {
@@ -420,6 +458,14 @@ struct fair_result {
     /* Bytes the engine allocated for this cycle's working state (peak sum,
      * result included): the memory figure of the benchmark. */
     size_t mem_bytes;
+    /* GPU model pools of the cycle, sorted by name (strings borrowed from
+     * the snapshot), and their figures: queue_models[i * nmodels + m],
+     * project_models likewise, cluster_models[m]. */
+    const char *models[FAIR_MAX_GPU_MODELS];
+    size_t nmodels;
+    struct fair_model_status *queue_models;
+    struct fair_model_status *project_models;
+    struct fair_model_status cluster_models[FAIR_MAX_GPU_MODELS];
 };
 
 /* Runs one scheduling cycle. Returns 0, or FAIR_ENOMEM / FAIR_EINVAL (a

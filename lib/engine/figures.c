@@ -22,6 +22,7 @@ static void fill_status(struct fair_share_status *st, const struct acct *a)
         st->demand.v[r] = a->demand[r];
         int64_t b = a->alloc0[r] - a->g[r];
         st->borrowed.v[r] = b > 0 ? b : 0;
+        st->lendable.v[r] = a->lendable[r];
     }
     st->pending_pods = a->npending;
     st->running_pods = a->nrunning;
@@ -42,7 +43,9 @@ static int fill_lent(struct eng *e, struct fair_share_status *st, const struct a
     for (int r = 0; r < NRES; r++) {
         i128 borrowed = 0;
         for (size_t i = 0; i < n; i++) {
-            idle[i] = a[i].valid && a[i].g[r] > a[i].alloc0[r] ? a[i].g[r] - a[i].alloc0[r] : 0;
+            /* Only the lendable part of the guarantee is lent. */
+            int64_t held = a[i].alloc0[r] > a[i].keep[r] ? a[i].alloc0[r] : a[i].keep[r];
+            idle[i] = a[i].valid && a[i].g[r] > held ? a[i].g[r] - held : 0;
             if (a[i].valid)
                 borrowed += st[i].borrowed.v[r];
         }
@@ -94,6 +97,7 @@ int fair_eng_figures(struct eng *e)
             c->demand.v[r] = fair_sat_add(c->demand.v[r], p->demand.v[r]);
             c->borrowed.v[r] += p->borrowed.v[r];
             c->lent.v[r] += p->lent.v[r];
+            c->lendable.v[r] += p->lendable.v[r];
         }
         c->pending_pods += p->pending_pods;
         c->running_pods += p->running_pods;

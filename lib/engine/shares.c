@@ -123,7 +123,7 @@ int fair_eng_compute_fair_share(struct eng *e)
     for (int r = 0; r < NRES; r++) {
         i128 sum = 0;
         for (size_t j = 0; j < m; j++) {
-            val[j] = s->projects[ids[j]].q.guaranteed.v[r];
+            val[j] = quota_g(&s->projects[ids[j]].q, r);
             names[j] = s->projects[ids[j]].q.name;
             sum += val[j];
         }
@@ -139,14 +139,20 @@ int fair_eng_compute_fair_share(struct eng *e)
         fair_share_scale(val, names, m, cap[r], out, scratch);
         for (size_t j = 0; j < m; j++) {
             const struct fair_quota *pq = &s->projects[ids[j]].q;
-            e->p[ids[j]].g[r] = out[j];
-            ch[j] = (struct fair_share_child){pq->name,
-                                              out[j],
-                                              e->p[ids[j]].demand[r],
-                                              pq->limit.v[r],
-                                              pq->over_quota_weight,
-                                              pq->over_quota_priority,
-                                              0};
+            struct acct *pa = &e->p[ids[j]];
+            pa->g[r] = out[j];
+            /* Lending limit: the part of the guarantee that may not be
+             * lent is the project's even without demand. */
+            pa->keep[r] = quota_keep(pq, r, out[j]);
+            pa->lendable[r] = out[j] - pa->keep[r];
+            ch[j] =
+                (struct fair_share_child){pq->name,
+                                          out[j],
+                                          pa->demand[r] > pa->keep[r] ? pa->demand[r] : pa->keep[r],
+                                          pq->limit.v[r],
+                                          pq->over_quota_weight,
+                                          pq->over_quota_priority,
+                                          0};
         }
         fair_share_distribute(cap[r], ch, m, scratch);
         for (size_t j = 0; j < m; j++)
@@ -163,11 +169,11 @@ int fair_eng_compute_fair_share(struct eng *e)
         for (int r = 0; r < NRES; r++) {
             i128 sum = 0;
             for (size_t j = 0; j < m; j++) {
-                val[j] = s->queues[ids[j]].q.guaranteed.v[r];
+                val[j] = quota_g(&s->queues[ids[j]].q, r);
                 names[j] = s->queues[ids[j]].q.name;
                 sum += val[j];
             }
-            int64_t pg = s->projects[pi].q.guaranteed.v[r];
+            int64_t pg = quota_g(&s->projects[pi].q, r);
             if (sum > pg) {
                 rc = fair_eng_add_problem(
                     e, FAIR_PROBLEM_OVERCOMMITTED, FAIR_OBJ_PROJECT, (int32_t)pi,
@@ -181,10 +187,14 @@ int fair_eng_compute_fair_share(struct eng *e)
             fair_share_scale(val, names, m, e->p[pi].g[r], out, scratch);
             for (size_t j = 0; j < m; j++) {
                 const struct fair_quota *qq = &s->queues[ids[j]].q;
-                e->q[ids[j]].g[r] = out[j];
+                struct acct *qa = &e->q[ids[j]];
+                qa->g[r] = out[j];
+                qa->keep[r] = quota_keep(qq, r, out[j]);
+                qa->lendable[r] = out[j] - qa->keep[r];
                 ch[j] = (struct fair_share_child){qq->name,
                                                   out[j],
-                                                  e->q[ids[j]].demand[r],
+                                                  qa->demand[r] > qa->keep[r] ? qa->demand[r]
+                                                                              : qa->keep[r],
                                                   qq->limit.v[r],
                                                   qq->over_quota_weight,
                                                   qq->over_quota_priority,

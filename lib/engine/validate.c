@@ -73,6 +73,44 @@ static int check_quota(struct eng *e, const struct fair_quota *q, enum fair_obje
             return rc ? rc : 0;
         }
     }
+    /* Lending limits and GPU model quotas (issue 15). */
+    for (int r = 0; r < NRES; r++)
+        if ((q->lending_set & (1u << r)) &&
+            (q->lending_limit.v[r] < 0 || q->lending_limit.v[r] > MAX_QTY)) {
+            rc = fair_eng_add_problem(e, FAIR_PROBLEM_INVALID, obj, idx,
+                                      "%s \"%s\": lendingLimit %s is out of range (%lld); set it "
+                                      "to 0 or more, or leave it out",
+                                      what, name, fair_res_name((enum fair_res)r),
+                                      (long long)q->lending_limit.v[r]);
+            return rc ? rc : 0;
+        }
+    if (q->nmodels > FAIR_MAX_GPU_MODELS || (q->nmodels && !q->models)) {
+        rc = fair_eng_add_problem(e, FAIR_PROBLEM_INVALID, obj, idx,
+                                  "%s \"%s\": %zu GPU models named; at most %d", what, name,
+                                  q->nmodels, FAIR_MAX_GPU_MODELS);
+        return rc ? rc : 0;
+    }
+    for (size_t i = 0; i < q->nmodels; i++) {
+        const struct fair_model_quota *m = &q->models[i];
+        const char *bad = NULL;
+        if (!m->model || !m->model[0])
+            bad = "has no model name";
+        else if (m->guaranteed < 0 || m->guaranteed > MAX_QTY)
+            bad = "guaranteed is out of range";
+        else if (m->has_limit && (m->limit < 0 || m->limit > MAX_QTY))
+            bad = "limit is out of range";
+        else if (m->has_lending_limit && (m->lending_limit < 0 || m->lending_limit > MAX_QTY))
+            bad = "lendingLimit is out of range";
+        for (size_t j = 0; j < i && !bad; j++)
+            if (cmp_str(q->models[j].model, m->model) == 0)
+                bad = "is named twice";
+        if (bad) {
+            rc = fair_eng_add_problem(e, FAIR_PROBLEM_INVALID, obj, idx,
+                                      "%s \"%s\": GPU model \"%s\" %s", what, name,
+                                      str_or(m->model, ""), bad);
+            return rc ? rc : 0;
+        }
+    }
     if (q->over_quota_weight <= 0 || q->over_quota_weight > MAX_QTY) {
         rc = fair_eng_add_problem(e, FAIR_PROBLEM_INVALID, obj, idx,
                                   "%s \"%s\": overQuotaWeight is %lld; it must be at least 1", what,

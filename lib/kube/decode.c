@@ -3,6 +3,7 @@
  * object's `problem` so the controller can report them. */
 #include "kube/decode.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1443,6 +1444,53 @@ static enum fair_kpod_phase parse_phase(const char *s)
 }
 
 /* Fills t with strings borrowed from obj (arrays and problem allocated). */
+/* ---- issue 15: the GPU model a pod names ---- */
+
+static bool is_model_name(const char *s);
+
+/* annotation fairshare.dev/gpu-model: a product or an alias. */
+static int pod_model_annotation(const json_t *md, struct fair_kpod *p, struct fair_error *err)
+{
+    int rc = 0;
+    const json_t *ann = get_obj(md, "annotations", "metadata.annotations", &rc, err);
+    if (rc || !ann)
+        return rc;
+    const char *s;
+    if ((rc = map_get(ann, FAIR_ANN_GPU_MODEL, "annotation " FAIR_ANN_GPU_MODEL, &s, err)))
+        return rc;
+    if (!s)
+        return 0;
+    if (!is_model_name(s))
+        add_problem(&p->problem, "annotation %s: \"%.64s\" is not a GPU model name",
+                    FAIR_ANN_GPU_MODEL, s);
+    else
+        p->gpu_model = (char *)s;
+    return 0;
+}
+
+/* A required node affinity whose every term holds nvidia.com/gpu.product
+ * In [one value], the same in all terms, names that model. */
+static void pod_model_affinity(struct fair_kpod *p)
+{
+    const struct fair_node_affinity *a = p->node_affinity;
+    if (!a || !a->required || a->nterms == 0)
+        return;
+    const char *model = NULL;
+    for (size_t t = 0; t < a->nterms; t++) {
+        const char *found = NULL;
+        for (uint32_t r = 0; r < a->terms[t].nreqs; r++) {
+            const struct fair_node_req *q = &a->terms[t].reqs[r];
+            if (!q->field && q->op == FAIR_SEL_IN && q->nvalues == 1 && q->key &&
+                !strcmp(q->key, FAIR_LABEL_GPU_PRODUCT))
+                found = q->values[0];
+        }
+        if (!found || (model && strcmp(model, found)))
+            return;
+        model = found;
+    }
+    p->gpu_model = (char *)model;
+}
+
 static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *err)
 {
     int rc = 0;
@@ -1515,10 +1563,14 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
     if ((rc = map_get(sel, FAIR_LABEL_GPU_PRODUCT, "spec.nodeSelector", &s, err)))
         return rc;
     p->gpu_model = (char *)s;
+    if (!p->gpu_model && (rc = pod_model_annotation(json_object_get(obj, "metadata"), p, err)))
+        return rc;
     if ((rc = pod_tolerations(spec, p, err)))
         return rc;
     if ((rc = pod_affinity(spec, p)))
         return fair_error_set(err, rc, "spec.affinity: out of memory");
+    if (!p->gpu_model)
+        pod_model_affinity(p);
     if ((rc = pod_scalars_ports(spec, p)))
         return fair_error_set(err, rc, "spec.containers: out of memory");
     if ((rc = pod_pod_affinity(spec, p)))
@@ -1823,6 +1875,8 @@ static void decode_res_map(const json_t *spec, const char *key, struct fair_reso
     json_t *v;
     json_object_foreach((json_t *)m, k, v)
     {
+        if (!strncmp(k, "gpu/", 4))
+            continue; /* a GPU model: decode_model_quotas */
         int i;
         for (i = 0; i < FAIR_RES_COUNT; i++)
             if (!strcmp(k, fair_res_name((enum fair_res)i)) || !strcmp(k, res_keys[i]))
@@ -1847,10 +1901,111 @@ static void decode_res_map(const json_t *spec, const char *key, struct fair_reso
     }
 }
 
+/* ---- issue 15 items 1-2: gpu/<model> keys and spec.lendingLimit ---- */
+
+/* A label value: 1-63 characters [A-Za-z0-9._-], alphanumeric at both
+ * ends. */
+static bool is_model_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > FAIR_KMODEL_MAX || !isalnum((unsigned char)s[0]) ||
+        !isalnum((unsigned char)s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+/* The gpu/<model> keys of spec.<key> (which = 0 guaranteed, 1 limit, 2
+ * lendingLimit) into q->models. */
+static void decode_model_map(const json_t *spec, const char *key, int which, struct fair_kquota *q,
+                             char **problem)
+{
+    const json_t *m = json_object_get(spec, key);
+    if (!json_is_object(m))
+        return;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v)
+    {
+        if (strncmp(k, "gpu/", 4))
+            continue;
+        const char *model = k + 4;
+        if (!is_model_name(model)) {
+            add_problem(problem,
+                        "spec.%s.%s: want gpu/<model>, the model a label value (1 to 63 "
+                        "letters, digits, '-', '_' or '.')",
+                        key, k);
+            continue;
+        }
+        char what[128];
+        snprintf(what, sizeof what, "spec.%s.%s", key, k);
+        struct fair_error qe = {0};
+        int64_t x;
+        if (fair_kquantity_decode(v, true, &x, what, &qe)) {
+            add_problem(problem, "%s", qe.msg);
+            continue;
+        }
+        if (x < 0) {
+            add_problem(problem, "%s: must not be negative", what);
+            continue;
+        }
+        size_t i;
+        for (i = 0; i < q->nmodels; i++)
+            if (!strcmp(q->models[i].model, model))
+                break;
+        if (i == q->nmodels) {
+            if (q->nmodels == FAIR_KQUOTA_MAX_MODELS) {
+                add_problem(problem, "spec: more than %d GPU models named", FAIR_KQUOTA_MAX_MODELS);
+                return;
+            }
+            memset(&q->models[i], 0, sizeof q->models[i]);
+            snprintf(q->models[i].model, sizeof q->models[i].model, "%s", model);
+            q->nmodels++;
+        }
+        struct fair_kmodel_quota *mq = &q->models[i];
+        if (which == 0) {
+            mq->guaranteed = x;
+        } else if (which == 1) {
+            mq->limit = x;
+            mq->has_limit = true;
+        } else {
+            mq->lending_limit = x;
+            mq->has_lending_limit = true;
+        }
+    }
+}
+
+static void decode_model_quotas(const json_t *spec, struct fair_kquota *q, char **problem)
+{
+    q->nmodels = 0;
+    struct fair_resources ll;
+    decode_res_map(spec, "lendingLimit", &ll, -1, problem);
+    q->lending_set = 0;
+    for (int i = 0; i < FAIR_RES_COUNT; i++) {
+        q->lending_limit.v[i] = ll.v[i] < 0 ? 0 : ll.v[i];
+        if (ll.v[i] >= 0)
+            q->lending_set |= (uint8_t)(1u << i);
+    }
+    decode_model_map(spec, "guaranteed", 0, q, problem);
+    decode_model_map(spec, "limit", 1, q, problem);
+    decode_model_map(spec, "lendingLimit", 2, q, problem);
+    for (size_t i = 0; i < q->nmodels; i++) {
+        const struct fair_kmodel_quota *mq = &q->models[i];
+        if (mq->has_limit && mq->limit < mq->guaranteed)
+            add_problem(problem, "spec.limit.gpu/%s is below spec.guaranteed.gpu/%s", mq->model,
+                        mq->model);
+        if (q->limit.v[FAIR_RES_GPU] != FAIR_UNLIMITED && mq->guaranteed > q->limit.v[FAIR_RES_GPU])
+            add_problem(problem, "spec.guaranteed.gpu/%s is above spec.limit.gpu", mq->model);
+    }
+}
+
 static void decode_quota(const json_t *spec, struct fair_kquota *q, char **problem)
 {
     decode_res_map(spec, "guaranteed", &q->guaranteed, 0, problem);
     decode_res_map(spec, "limit", &q->limit, FAIR_UNLIMITED, problem);
+    decode_model_quotas(spec, q, problem); /* issue 15 */
     for (int i = 0; i < FAIR_RES_COUNT; i++)
         if (q->limit.v[i] < q->guaranteed.v[i])
             add_problem(problem, "spec.limit.%s is below spec.guaranteed.%s",
@@ -2203,6 +2358,7 @@ static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL
                                                     {FAIR_ANN_REQUEUE, NULL},
                                                     {FAIR_ANN_REQUEUE_COUNT, NULL},
                                                     {FAIR_ANN_VC_GROUP, NULL},
+                                                    {FAIR_ANN_GPU_MODEL, NULL}, /* issue 15 */
                                                     {NULL, NULL}};
 static const struct fair_jfield owner_ref[] = {
     {"uid", NULL}, {"kind", NULL}, {"name", NULL}, {"controller", NULL}, {NULL, NULL}};

@@ -30,6 +30,7 @@
 #define FAIR_LABEL_PREEMPTIBLE "fairshare.dev/preemptible"
 #define FAIR_ANN_GPU_FRACTION "fairshare.dev/gpu-fraction"
 #define FAIR_ANN_GPU_DEVICES "fairshare.dev/gpu-devices"
+#define FAIR_ANN_GPU_MODEL "fairshare.dev/gpu-model"
 #define FAIR_ANN_GANG "fairshare.dev/gang"
 #define FAIR_ANN_GANG_SIZE "fairshare.dev/gang-size"
 #define FAIR_ANN_SIM_DURATION "sim.fairshare.dev/duration-seconds"

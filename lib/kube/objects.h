@@ -56,7 +56,11 @@ struct fair_kpod {
      * (flavor VOLCANO); NULL: none. */
     char *pod_group;
     uint8_t pod_group_flavor;       /* enum fair_kpodgroup_flavor */
-    char *gpu_model;                /* nodeSelector nvidia.com/gpu.product, if any */
+    /* The GPU model the pod names, if any: nodeSelector
+     * nvidia.com/gpu.product, else a required node affinity whose every
+     * term has nvidia.com/gpu.product In [one value] (the same value), else
+     * annotation fairshare.dev/gpu-model (a product or an alias). */
+    char *gpu_model;
     int64_t sim_duration_s;         /* annotation sim.fairshare.dev/duration-seconds; 0 if none */
     int64_t checkpoint_interval_ms; /* annotation fairshare.dev/checkpoint-interval; 0 if none */
     char *owner_uid;  /* uid of metadata.ownerReferences[controller=true]; NULL if none */
@@ -146,12 +150,32 @@ enum fair_kreclaim {
     FAIR_KRECLAIM_GUARANTEE,  /* "Guarantee" */
 };
 
+/* ---- issue 15 items 1-2: GPU model quotas and lending limits ---- */
+/* One `gpu/<model>` key of spec.guaranteed, spec.limit or
+ * spec.lendingLimit: the model as written (a node's nvidia.com/gpu.product
+ * or an alias of the controller config), in milli-GPU. */
+#define FAIR_KQUOTA_MAX_MODELS 16
+#define FAIR_KMODEL_MAX 63 /* a label value */
+struct fair_kmodel_quota {
+    char model[FAIR_KMODEL_MAX + 1];
+    int64_t guaranteed; /* 0 when absent */
+    int64_t limit;
+    int64_t lending_limit;
+    bool has_limit, has_lending_limit;
+};
+
 struct fair_kquota {
     struct fair_resources guaranteed;
     struct fair_resources limit;
     int64_t over_quota_weight;   /* default 1 */
     int32_t over_quota_priority; /* default 0 */
     enum fair_kreclaim reclaim_up_to;
+    /* issue 15: spec.lendingLimit (bit r of lending_set: key r given) and
+     * the gpu/<model> keys of guaranteed, limit and lendingLimit. */
+    struct fair_resources lending_limit;
+    uint8_t lending_set;
+    struct fair_kmodel_quota models[FAIR_KQUOTA_MAX_MODELS];
+    size_t nmodels;
 };
 
 struct fair_kproject {

@@ -19,9 +19,13 @@ static const char *const by_names[] = {"team", "project", "queue", "namespace"};
 
 int fair_report_by_parse(const char *s)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(by_names[i]);
         if (s && strcmp(s, by_names[i]) == 0)
             return i;
+        if (s && strncmp(s, by_names[i], n) == 0 && strcmp(s + n, ",model") == 0)
+            return i | FAIR_REPORT_BY_MODEL;
+    }
     return -1;
 }
 
@@ -449,6 +453,14 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
     a.r->exact = 1;
     a.r->lent_known = p->by != FAIR_REPORT_BY_NAMESPACE;
     const char *col = by_names[p->by];
+    /* issue 15: by group and GPU model, the key "group<TAB>model". Lent is
+     * sampled per queue, not per model: not known then. */
+    char colm[96];
+    if (p->by_model) {
+        snprintf(colm, sizeof colm, "%s || char(9) || d.gpu_model", col);
+        col = colm;
+        a.r->lent_known = 0;
+    }
 
     int64_t hb, maxlen, pruned, spruned, maxdur;
     if ((rc = fair_ledger_meta_get(l, "heartbeat_ms", &hb, err)) ||
@@ -914,6 +926,19 @@ int fair_report_render(const struct fair_report *r, enum fair_report_format f,
     return fair_report_render_style(r, &st, out, err);
 }
 
+/* issue 15: the group and the model of a row of a by-model report (key
+ * "group<TAB>model"); model "" for the total or without by_model. */
+static const char *key_split(const struct fair_report *r, const struct fair_report_row *row,
+                             char *group, size_t n)
+{
+    const char *tab = r->params.by_model ? strchr(row->key, '\t') : NULL;
+    size_t len = tab ? (size_t)(tab - row->key) : strlen(row->key);
+    snprintf(group, n, "%.*s", (int)(len < n ? len : n - 1), row->key);
+    if (!group[0])
+        snprintf(group, n, "(none)");
+    return tab ? (tab[1] ? tab + 1 : "(none)") : "";
+}
+
 int fair_report_render_style(const struct fair_report *r, const struct fair_report_style *st,
                              struct fair_buf *out, struct fair_error *err)
 {
@@ -928,15 +953,18 @@ int fair_report_render_style(const struct fair_report *r, const struct fair_repo
                   sizeof(to));
     if (st->format == FAIR_REPORT_CSV) {
         rc = fair_buf_appendf(out,
-                              "%s,gpu_%s,in_quota_gpu_%s,borrowed_gpu_%s,"
+                              "%s%s,gpu_%s,in_quota_gpu_%s,borrowed_gpu_%s,"
                               "preempted_gpu_%s,lent_gpu_%s,avg_gpus,pods%s%s\n",
-                              by, u, u, u, u, u, st->percent ? ",share_percent" : "",
-                              prices ? ",cost" : "");
+                              by, r->params.by_model ? ",model" : "", u, u, u, u, u,
+                              st->percent ? ",share_percent" : "", prices ? ",cost" : "");
         for (size_t i = 0; i <= r->n && !rc; i++) {
             const struct fair_report_row *row = i < r->n ? &r->rows[i] : &r->total;
             if ((rc = row_cells(r, row, st, &c, err)))
                 return rc;
-            rc = csv_field(out, row->key) ||
+            char group[256];
+            const char *model = key_split(r, row, group, sizeof group);
+            rc = csv_field(out, group) ||
+                 (r->params.by_model && (fair_buf_appends(out, ",") || csv_field(out, model))) ||
                  fair_buf_appendf(out, ",%s,%s,%s,%s,%s,%s,%" PRId64 "%s%s%s%s\n", c.gh, c.iq, c.bo,
                                   c.pre, c.lent, c.avg, row->pods, st->percent ? "," : "",
                                   st->percent ? c.share : "", prices ? "," : "", c.cost);
@@ -956,7 +984,12 @@ int fair_report_render_style(const struct fair_report *r, const struct fair_repo
                 rc = fair_buf_appends(out, "],\"total\":");
             else if (i)
                 rc = fair_buf_appends(out, ",");
-            rc = rc || fair_buf_appendf(out, "{\"%s\":", by) || fair_json_str(out, row->key);
+            char group[256];
+            const char *model = key_split(r, row, group, sizeof group);
+            rc = rc || fair_buf_appendf(out, "{\"%s\":", by) || fair_json_str(out, group);
+            if (r->params.by_model)
+                rc = rc || fair_buf_appends(out, ",\"model\":") ||
+                     (model[0] ? fair_json_str(out, model) : fair_buf_appends(out, "null"));
             rc = rc ||
                  fair_buf_appendf(out,
                                   ",\"gpu_%s\":%s,\"in_quota_gpu_%s\":%s,"
@@ -973,10 +1006,19 @@ int fair_report_render_style(const struct fair_report *r, const struct fair_repo
         }
         rc = rc || fair_buf_appends(out, "}\n");
     } else {
-        size_t w = strlen(by);
-        for (size_t i = 0; i < r->n; i++)
-            if (strlen(r->rows[i].key) > w)
-                w = strlen(r->rows[i].key);
+        size_t w = strlen(by), wm = 0;
+        for (size_t i = 0; i < r->n; i++) {
+            char group[256];
+            const char *model = key_split(r, &r->rows[i], group, sizeof group);
+            if (strlen(group) > w)
+                w = strlen(group);
+            if (r->params.by_model && strlen(model) > wm)
+                wm = strlen(model);
+        }
+        if (r->params.by_model && wm < 5)
+            wm = 5;
+        if (wm > 64)
+            wm = 64;
         if (w < 5)
             w = 5;
         if (w > 64)
@@ -989,8 +1031,9 @@ int fair_report_render_style(const struct fair_report *r, const struct fair_repo
         int days = st->unit == FAIR_REPORT_DAYS;
         rc = fair_buf_appendf(out, "GPU-%s from %s to %s%s\n\n", days ? "days" : "hours", from, to,
                               r->exact ? "" : " (INEXACT: the period's edges fall in pruned data)");
-        rc = rc || fair_buf_appendf(out, "%-*s %12s %12s %12s %12s %12s %9s %7s%s%s\n", (int)w,
-                                    upper, days ? "GPU-DAYS" : "GPU-HOURS", "IN-QUOTA", "BORROWED",
+        rc = rc || fair_buf_appendf(out, "%-*s%s%-*s %12s %12s %12s %12s %12s %9s %7s%s%s\n",
+                                    (int)w, upper, wm ? " " : "", (int)wm, wm ? "MODEL" : "",
+                                    days ? "GPU-DAYS" : "GPU-HOURS", "IN-QUOTA", "BORROWED",
                                     "PREEMPTED", "LENT", "AVG-GPUS", "PODS",
                                     st->percent ? "   SHARE" : "", prices ? "         COST" : "");
         for (size_t i = 0; i <= r->n && !rc; i++) {
@@ -1000,10 +1043,13 @@ int fair_report_render_style(const struct fair_report *r, const struct fair_repo
             char share[24] = "";
             if (st->percent)
                 snprintf(share, sizeof share, " %6s%%", c.share[0] ? c.share : "-");
-            rc = fair_buf_appendf(out, "%-*.*s %12s %12s %12s %12s %12s %9s %7" PRId64 "%s%s%*s\n",
-                                  (int)w, (int)w, row->key, c.gh, c.iq, c.bo, c.pre,
-                                  r->lent_known ? c.lent : "-", c.avg, row->pods, share,
-                                  prices ? " " : "", prices ? 12 : 0, c.cost);
+            char group[256];
+            const char *model = key_split(r, row, group, sizeof group);
+            rc = fair_buf_appendf(
+                out, "%-*.*s%s%-*.*s %12s %12s %12s %12s %12s %9s %7" PRId64 "%s%s%*s\n", (int)w,
+                (int)w, group, wm ? " " : "", (int)wm, (int)wm, model, c.gh, c.iq, c.bo, c.pre,
+                r->lent_known ? c.lent : "-", c.avg, row->pods, share, prices ? " " : "",
+                prices ? 12 : 0, c.cost);
         }
     }
     if (rc)
@@ -1188,7 +1234,9 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
     if ((v = fair_query_get(&q, "tz")) && fair_report_tz_parse(v, &tz, &err))
         goto bad;
     if ((v = fair_query_get(&q, "by")) && (by = fair_report_by_parse(v)) < 0) {
-        fair_error_set(&err, FAIR_EINVAL, "bad by \"%s\": use team, project, queue or namespace",
+        fair_error_set(&err, FAIR_EINVAL,
+                       "bad by \"%s\": use team, project, queue or namespace, optionally "
+                       "followed by \",model\"",
                        v);
         goto bad;
     }
@@ -1229,7 +1277,8 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
         st.percent = strcmp(v, "true") == 0;
     }
     struct fair_report_params p = {0};
-    p.by = by;
+    p.by = by & ~FAIR_REPORT_BY_MODEL;
+    p.by_model = (by & FAIR_REPORT_BY_MODEL) != 0;
     p.tz_min = tz;
     if (!fair_query_get(&q, "from") || !fair_query_get(&q, "to")) {
         fair_error_set(&err, FAIR_EINVAL, "from and to are required (YYYY-MM-DD)");

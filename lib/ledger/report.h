@@ -30,7 +30,10 @@ enum fair_report_by {
 };
 enum fair_report_format { FAIR_REPORT_TABLE, FAIR_REPORT_CSV, FAIR_REPORT_JSON };
 
-/* "team" ... ; -1 when unknown. */
+/* "team" ... ; -1 when unknown. "team,model" (any of the four, then
+ * ",model"): the grouping with FAIR_REPORT_BY_MODEL added (issue 15: one
+ * row per group and GPU model; mask it off for the grouping). */
+#define FAIR_REPORT_BY_MODEL 0x10
 int fair_report_by_parse(const char *s);
 const char *fair_report_by_name(enum fair_report_by by);
 int fair_report_format_parse(const char *s);
@@ -83,7 +86,8 @@ struct fair_report_params {
     int64_t from_ms; /* inclusive */
     int64_t to_ms;   /* exclusive; > from_ms, at most 100 years later */
     enum fair_report_by by;
-    int tz_min; /* only for printing the period */
+    int by_model; /* issue 15: one row per group and GPU model (--by team,model) */
+    int tz_min;   /* only for printing the period */
     /* Printing: the offset of to_ms when it differs (a DST change in
      * the period), flagged by tz_to_set; else tz_min. */
     int tz_to_min;

@@ -28,6 +28,7 @@ void fair_sim_config_release(struct fair_sim_config *c)
     fair_free(c->names);
     fair_free(c->projects);
     fair_free(c->queues);
+    fair_free(c->mquotas);
     memset(c, 0, sizeof(*c));
 }
 
@@ -46,6 +47,40 @@ static void quota_from(struct fair_quota *q, const char *name, const struct fair
     q->limit = k->limit;
     q->over_quota_weight = k->over_quota_weight;
     q->over_quota_priority = k->over_quota_priority;
+}
+
+/* ---- issue 15: lending limits and per-model quotas of the file ---- */
+static void models_one(struct fair_sim_config *c, struct fair_quota *q, const struct fair_kquota *k)
+{
+    q->lending_limit = k->lending_limit;
+    q->lending_set = k->lending_set;
+    q->models = k->nmodels ? &c->mquotas[c->nmquotas] : NULL;
+    q->nmodels = k->nmodels;
+    for (size_t i = 0; i < k->nmodels; i++)
+        c->mquotas[c->nmquotas++] =
+            (struct fair_model_quota){.model = k->models[i].model,
+                                      .guaranteed = k->models[i].guaranteed,
+                                      .limit = k->models[i].limit,
+                                      .lending_limit = k->models[i].lending_limit,
+                                      .has_limit = k->models[i].has_limit,
+                                      .has_lending_limit = k->models[i].has_lending_limit};
+}
+
+static int models_link(struct fair_sim_config *c, struct fair_error *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nprojects; i++)
+        n += c->kprojects[i]->quota.nmodels;
+    for (size_t i = 0; i < c->nqueues; i++)
+        n += c->kqueues[i]->quota.nmodels;
+    c->nmquotas = 0;
+    if (n && !(c->mquotas = fair_calloc(n, sizeof(*c->mquotas))))
+        return fair_error_set(err, FAIR_ENOMEM, "projects: out of memory");
+    for (size_t i = 0; i < c->nprojects; i++)
+        models_one(c, &c->projects[i].q, &c->kprojects[i]->quota);
+    for (size_t i = 0; i < c->nqueues; i++)
+        models_one(c, &c->queues[i].q, &c->kqueues[i]->quota);
+    return 0;
 }
 
 static int parse_docs(struct fair_sim_config *c, const char *name, json_t *docs,
@@ -130,7 +165,7 @@ static int parse_docs(struct fair_sim_config *c, const char *name, json_t *docs,
                                   name, q->q.name, q->project_name ? q->project_name : "");
     }
     fair_sim_config_reclaim_default(c, FAIR_RECLAIM_FAIR_SHARE);
-    return 0;
+    return models_link(c, err);
 }
 
 void fair_sim_config_reclaim_default(struct fair_sim_config *c, enum fair_reclaim_mode mode)

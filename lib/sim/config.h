@@ -28,6 +28,10 @@ struct fair_sim_config {
     struct fair_kqueue **kqueues;
     char **names; /* names made up for the defaults */
     size_t nnames;
+    /* issue 15: the per-model quotas of the objects (lendingLimit and
+     * gpu/<model> keys of the file), behind their fair_quota.models. */
+    struct fair_model_quota *mquotas;
+    size_t nmquotas;
 };
 
 void fair_sim_config_init(struct fair_sim_config *c);

@@ -25,6 +25,8 @@ int fair_sim_enodes_init(struct fair_sim_enodes *en, const struct fair_sim_trace
         goto out;
     }
     en->nspecs = t->nspecs;
+    en->models = t->models;
+    en->nmodels = t->nmodels;
     for (size_t s = 0; s < t->nspecs; s++) {
         char key[64];
         snprintf(key, sizeof(key), FAIR_SIM_SPEC_LABEL "%zu", s);
@@ -87,6 +89,9 @@ void fair_sim_enodes_pod(const struct fair_sim_enodes *en, const struct fair_sim
     if (job->gpu_milli > 0 && job->spec >= 0 && (size_t)job->spec < en->nspecs) {
         pod->node_selector = &en->spec_labels[job->spec];
         pod->nnode_selector = 1;
+        uint64_t m = job->model_mask;
+        if (m && !(m & (m - 1)) && (size_t)__builtin_ctzll(m) < en->nmodels)
+            pod->gpu_model = en->models[__builtin_ctzll(m)]; /* one model: named */
     }
     if (job->gang && job->gang_size > 1) {
         pod->gang = job->gang;

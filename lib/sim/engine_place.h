@@ -25,6 +25,11 @@ struct fair_sim_enodes {
     struct fair_label *spec_labels; /* one per trace spec: the selector */
     char **keys;                    /* owned label keys, one per spec */
     size_t nspecs;
+    /* issue 15: the trace's model names (borrowed): a job whose spec is
+     * one model names it (fair_pod.gpu_model), as a pod with a
+     * nvidia.com/gpu.product node selector does. */
+    char *const *models;
+    size_t nmodels;
 };
 
 int fair_sim_enodes_init(struct fair_sim_enodes *en, const struct fair_sim_trace *t,

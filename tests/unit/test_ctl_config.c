@@ -181,6 +181,41 @@ static void test_bad_files(void **state)
     }
 }
 
+/* issue 15: gpuModels, as a mapping in the file or alias=product text,
+ * and the aliases it gives. */
+static void test_gpu_models(void **state)
+{
+    (void)state;
+    struct fair_ctl_config c;
+    struct fair_error err = {0};
+    assert_int_equal(fair_ctl_config_init(&c), 0);
+    assert_string_equal(c.gpu_models, "");
+    const char *t =
+        HEAD "gpuModels:\n  H100: NVIDIA-H100-80GB-HBM3\n  A100: NVIDIA-A100-SXM4-80GB\n";
+    assert_int_equal(fair_ctl_config_load_text(&c, "c", t, strlen(t), &err), 0);
+    struct fair_ctl_gpu_alias a[FAIR_CTL_MAX_GPU_ALIASES];
+    size_t n = 0;
+    assert_int_equal(fair_ctl_parse_gpu_models(c.gpu_models, a, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(fair_ctl_gpu_product(a, n, "H100"), "NVIDIA-H100-80GB-HBM3");
+    assert_string_equal(fair_ctl_gpu_product(a, n, "A100"), "NVIDIA-A100-SXM4-80GB");
+    assert_string_equal(fair_ctl_gpu_product(a, n, "L40S"), "L40S");
+    assert_null(fair_ctl_gpu_product(a, n, NULL));
+    assert_int_equal(fair_ctl_config_set(&c, "gpuModels", "h=H100", &err), 0);
+    assert_int_equal(fair_ctl_config_check(&c, &err), 0);
+    static const char *const wrong[] = {"H100", "=x", "a=", "a=b,a=c", "a b=c", "-a=b", "a=b,,"};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        assert_int_equal(fair_ctl_config_set(&c, "gpuModels", wrong[i], &err), 0);
+        if (fair_ctl_config_check(&c, &err) != FAIR_EINVAL || !strstr(err.msg, "gpuModels"))
+            fail_msg("gpuModels \"%s\" accepted", wrong[i]);
+    }
+    /* A value that is not a string in the mapping. */
+    const char *b = HEAD "gpuModels:\n  H100: [1]\n";
+    assert_int_equal(fair_ctl_config_load_text(&c, "c", b, strlen(b), &err), FAIR_EINVAL);
+    assert_non_null(strstr(err.msg, "gpuModels.H100"));
+    fair_ctl_config_release(&c);
+}
+
 static void test_set_and_null(void **state)
 {
     (void)state;
@@ -291,15 +326,11 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_full_file),
-        cmocka_unit_test(test_file_on_disk),
-        cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_set_and_null),
-        cmocka_unit_test(test_address),
-        cmocka_unit_test(test_help_lists_every_key),
-        cmocka_unit_test(test_shipped_config),
-        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_file_on_disk),   cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_set_and_null),   cmocka_unit_test(test_gpu_models),
+        cmocka_unit_test(test_address),        cmocka_unit_test(test_help_lists_every_key),
+        cmocka_unit_test(test_shipped_config), cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,6 +60,71 @@ static void test_project_status_has_team(void **state)
     fair_ctl_status_table_release(&t);
 }
 
+/* issue 15: status.lendable, status.gpuModels per pool, and a pool that
+ * is gone is sent as null once (the status is a merge patch). */
+static void test_status_gpu_models(void **state)
+{
+    (void)state;
+    struct fair_ctl_status_table t;
+    fair_ctl_status_table_init(&t);
+    struct fair_share_status fig = {0};
+    fig.guaranteed.v[FAIR_RES_GPU] = 8000;
+    fig.lendable.v[FAIR_RES_GPU] = 4000;
+    struct fair_model_status ms[2] = {{.guaranteed = 0, .allocated = 2000},
+                                      {.guaranteed = 8000, .lendable = 4000, .fair_share = 8000}};
+    const char *const names[2] = {"A100", "NVIDIA-H100-80GB-HBM3"};
+    struct fair_ctl_status_input in = input(&fig, 0);
+    in.models = ms;
+    in.model_names = names;
+    in.nmodels = 2;
+    char *patch = NULL;
+    assert_int_equal(fair_ctl_status_update(&t, &in, &patch), 0);
+    assert_non_null(patch);
+    json_t *doc = json_loads(patch, 0, NULL);
+    json_t *st = json_object_get(doc, "status");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(st, "lendable"), "gpu")),
+                        "4");
+    json_t *h = json_object_get(json_object_get(st, "gpuModels"), "NVIDIA-H100-80GB-HBM3");
+    assert_string_equal(json_string_value(json_object_get(h, "guaranteed")), "8");
+    assert_string_equal(json_string_value(json_object_get(h, "lendable")), "4");
+    assert_string_equal(json_string_value(json_object_get(h, "fairShare")), "8");
+    json_t *a = json_object_get(json_object_get(st, "gpuModels"), "A100");
+    assert_string_equal(json_string_value(json_object_get(a, "allocated")), "2");
+    json_decref(doc);
+    free(patch);
+    /* The A100 pool is gone: null once, then nothing more. */
+    in = input(&fig, 5000);
+    in.models = &ms[1];
+    in.model_names = &names[1];
+    in.nmodels = 1;
+    assert_int_equal(fair_ctl_status_update(&t, &in, &patch), 0);
+    assert_non_null(patch);
+    doc = json_loads(patch, 0, NULL);
+    json_t *gm = json_object_get(json_object_get(doc, "status"), "gpuModels");
+    assert_true(json_is_null(json_object_get(gm, "A100")));
+    assert_non_null(json_object_get(gm, "NVIDIA-H100-80GB-HBM3"));
+    json_decref(doc);
+    free(patch);
+    in = input(&fig, 10000);
+    in.models = &ms[1];
+    in.model_names = &names[1];
+    in.nmodels = 1;
+    assert_int_equal(fair_ctl_status_update(&t, &in, &patch), 0);
+    assert_non_null(patch); /* the null entry dropped from the text */
+    doc = json_loads(patch, 0, NULL);
+    gm = json_object_get(json_object_get(doc, "status"), "gpuModels");
+    assert_null(json_object_get(gm, "A100"));
+    json_decref(doc);
+    free(patch);
+    in = input(&fig, 15000);
+    in.models = &ms[1];
+    in.model_names = &names[1];
+    in.nmodels = 1;
+    assert_int_equal(fair_ctl_status_update(&t, &in, &patch), 0);
+    assert_null(patch); /* unchanged */
+    fair_ctl_status_table_release(&t);
+}
+
 static void test_status_written_on_change_only(void **state)
 {
     (void)state;
@@ -334,6 +399,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_written_on_change_only),
+        cmocka_unit_test(test_status_gpu_models),
         cmocka_unit_test(test_project_status_has_team),
         cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_podmem),

@@ -796,6 +796,151 @@ static void test_project(void **state)
     }
 }
 
+/* issue 15: gpu/<model> keys of guaranteed, limit and lendingLimit, the
+ * plain lendingLimit, and what is refused. */
+static void test_quota_models_and_lending(void **state)
+{
+    (void)state;
+    struct fair_error err = {0};
+    struct fair_kproject *p = NULL;
+    json_t *j = load("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"guaranteed\":{\"gpu\":16,"
+                     "\"gpu/H100\":8,\"gpu/NVIDIA-A100-SXM4-80GB\":\"4\"},\"limit\":{\"gpu/H100\":"
+                     "12},\"lendingLimit\":{\"gpu\":\"6\",\"gpu/H100\":2}}}");
+    assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+    json_decref(j);
+    assert_null(p->problem);
+    assert_int_equal(p->quota.guaranteed.v[FAIR_RES_GPU], 16000);
+    assert_int_equal(p->quota.nmodels, 2);
+    const struct fair_kmodel_quota *h = NULL, *a = NULL;
+    for (size_t i = 0; i < p->quota.nmodels; i++) {
+        if (!strcmp(p->quota.models[i].model, "H100"))
+            h = &p->quota.models[i];
+        if (!strcmp(p->quota.models[i].model, "NVIDIA-A100-SXM4-80GB"))
+            a = &p->quota.models[i];
+    }
+    assert_non_null(h);
+    assert_non_null(a);
+    assert_int_equal(h->guaranteed, 8000);
+    assert_true(h->has_limit);
+    assert_int_equal(h->limit, 12000);
+    assert_true(h->has_lending_limit);
+    assert_int_equal(h->lending_limit, 2000);
+    assert_int_equal(a->guaranteed, 4000);
+    assert_false(a->has_limit);
+    assert_false(a->has_lending_limit);
+    assert_int_equal(p->quota.lending_set, 1u << FAIR_RES_GPU);
+    assert_int_equal(p->quota.lending_limit.v[FAIR_RES_GPU], 6000);
+    fair_kproject_free(p);
+
+    static const struct {
+        const char *spec;
+        const char *needle;
+    } bad[] = {
+        {"{\"guaranteed\":{\"gpu/\":1}}", "spec.guaranteed.gpu/: want gpu/<model>"},
+        {"{\"guaranteed\":{\"gpu/H 100\":1}}", "want gpu/<model>"},
+        {"{\"guaranteed\":{\"gpu/-H100\":1}}", "want gpu/<model>"},
+        {"{\"guaranteed\":{\"gpu/H100\":-1}}", "must not be negative"},
+        {"{\"guaranteed\":{\"gpu/H100\":\"lots\"}}", "spec.guaranteed.gpu/H100"},
+        {"{\"guaranteed\":{\"gpu/H100\":4},\"limit\":{\"gpu/H100\":2}}",
+         "spec.limit.gpu/H100 is below"},
+        {"{\"guaranteed\":{\"gpu/H100\":4},\"limit\":{\"gpu\":2}}", "above spec.limit.gpu"},
+        {"{\"lendingLimit\":{\"tpu\":1}}", "spec.lendingLimit.tpu: unknown resource"},
+        {"{\"lendingLimit\":{\"gpu\":-2}}", "must not be negative"},
+        {"{\"lendingLimit\":4}", "spec.lendingLimit: want an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"p\"},\"spec\":%s}", bad[i].spec);
+        j = load(text);
+        assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+        json_decref(j);
+        if (!p->problem || !strstr(p->problem, bad[i].needle))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, p->problem ? p->problem : "(null)",
+                     bad[i].needle);
+        fair_kproject_free(p);
+    }
+    /* More models than fit: a problem, no crash. */
+    char big[4096] = "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"guaranteed\":{";
+    for (int i = 0; i < FAIR_KQUOTA_MAX_MODELS + 3; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%s\"gpu/M%d\":1", i ? "," : "", i);
+    snprintf(big + strlen(big), sizeof big - strlen(big), "}}}");
+    j = load(big);
+    assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+    json_decref(j);
+    assert_non_null(p->problem);
+    assert_non_null(strstr(p->problem, "GPU models"));
+    assert_int_equal(p->quota.nmodels, FAIR_KQUOTA_MAX_MODELS);
+    fair_kproject_free(p);
+}
+
+/* issue 15: how a pod names a GPU model. */
+static void test_pod_gpu_model(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *meta, *spec;
+        const char *model; /* NULL: none */
+    } cases[] = {
+        {"", "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\"}",
+         "NVIDIA-H100-80GB-HBM3"},
+        {",\"annotations\":{\"fairshare.dev/gpu-model\":\"H100\"}", "", "H100"},
+        /* The selector wins over the annotation. */
+        {",\"annotations\":{\"fairshare.dev/gpu-model\":\"H100\"}",
+         "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"A100\"}", "A100"},
+        {"",
+         "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+         "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"nvidia.com/gpu.product\","
+         "\"operator\":\"In\",\"values\":[\"H100\"]}]}]}}}",
+         "H100"},
+        /* Two models allowed: names none (the pod may use either). */
+        {"",
+         "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+         "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"nvidia.com/gpu.product\","
+         "\"operator\":\"In\",\"values\":[\"H100\",\"A100\"]}]}]}}}",
+         NULL},
+        {"",
+         "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+         "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"nvidia.com/gpu.product\","
+         "\"operator\":\"In\",\"values\":[\"H100\"]}]},{\"matchExpressions\":[{\"key\":\"zone\","
+         "\"operator\":\"Exists\"}]}]}}}",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 POD_HEAD "%s},\"spec\":{%s%s\"containers\":[{\"name\":\"c\"}]}}", cases[i].meta,
+                 cases[i].spec, cases[i].spec[0] ? "," : "");
+        for (int way = 0; way < 2; way++) {
+            /* Decoded whole, and through the informer's field filter. */
+            struct fair_kpod *p = NULL;
+            if (way == 0) {
+                p = pod_ok(text);
+            } else {
+                json_t *filtered = NULL;
+                struct fair_error err = {0};
+                assert_int_equal(fair_json_parse_filtered(text, strlen(text), fair_ktype_pod.filter,
+                                                          &filtered, &err),
+                                 0);
+                assert_int_equal(fair_kpod_decode(filtered, &p, &err), 0);
+                json_decref(filtered);
+            }
+            if (cases[i].model && (!p->gpu_model || strcmp(p->gpu_model, cases[i].model)))
+                fail_msg("case %zu (way %d): model %s, want %s", i, way,
+                         p->gpu_model ? p->gpu_model : "(none)", cases[i].model);
+            else if (!cases[i].model && p->gpu_model)
+                fail_msg("case %zu (way %d): model %s, want none", i, way, p->gpu_model);
+            fair_kpod_free(p);
+        }
+    }
+    struct fair_kpod *p =
+        pod_ok(POD_HEAD ",\"annotations\":{\"fairshare.dev/gpu-model\":\"not a model\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(p->gpu_model);
+    assert_non_null(p->problem);
+    assert_non_null(strstr(p->problem, "fairshare.dev/gpu-model"));
+    fair_kpod_free(p);
+}
+
 static void test_queue_from_yaml(void **state)
 {
     (void)state;
@@ -886,6 +1031,8 @@ int main(void)
         cmocka_unit_test(test_node),
         cmocka_unit_test(test_project),
         cmocka_unit_test(test_queue_from_yaml),
+        cmocka_unit_test(test_quota_models_and_lending),
+        cmocka_unit_test(test_pod_gpu_model),
         cmocka_unit_test(test_status_and_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

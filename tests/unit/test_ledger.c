@@ -146,6 +146,63 @@ static void november(struct fair_ledger *l)
     flush(l);
 }
 
+/* issue 15: --by team,model: one row per team and GPU model, the model in
+ * a column of its own, lent unknown (sampled per queue), and the same
+ * totals as by team. Full days come from the rollups, the edges from raw
+ * rows, both split by model. */
+static void test_report_by_team_and_model(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    november(l);
+    /* alpha also ran 1 GPU of H100 for 3 hours. */
+    open_iv(l, "u5", "ns-a", "qa", "alpha", "H100", 1000, 1000, T("2026-11-05T01:00:00Z"));
+    close_iv(l, "u5", T("2026-11-05T04:00:00Z"), FAIR_LEDGER_COMPLETED);
+    flush(l);
+    struct fair_report_params p = {.from_ms = T("2026-11-01T00:00:00Z"),
+                                   .to_ms = T("2026-12-01T00:00:00Z"),
+                                   .by = FAIR_REPORT_BY_TEAM,
+                                   .by_model = 1};
+    struct fair_report *r = NULL;
+    struct fair_error err = {0};
+    assert_int_equal(fair_report_run(l, &p, &r, &err), 0);
+    assert_int_equal(r->n, 3);
+    assert_int_equal(row(r, "alpha\tA100")->gpu_mms, 5 * H);
+    assert_int_equal(row(r, "alpha\tH100")->gpu_mms, 3 * H);
+    assert_int_equal(row(r, "beta\tH100")->gpu_mms, 4 * H);
+    assert_int_equal(row(r, "beta\tH100")->preempted_mms, 1 * H);
+    assert_int_equal(r->total.gpu_mms, 12 * H);
+    assert_int_equal(r->lent_known, 0);
+    struct fair_buf out;
+    fair_buf_init(&out, 0);
+    assert_int_equal(fair_report_render(r, FAIR_REPORT_CSV, NULL, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out),
+                        "team,model,gpu_hours,in_quota_gpu_hours,borrowed_gpu_hours,"
+                        "preempted_gpu_hours,lent_gpu_hours,avg_gpus,pods\n"
+                        "alpha,A100,5.000,3.000,2.000,0.000,,0.007,2\n"
+                        "alpha,H100,3.000,3.000,0.000,0.000,,0.004,1\n"
+                        "beta,H100,4.000,3.000,1.000,1.000,,0.006,2\n"
+                        "TOTAL,,12.000,9.000,3.000,1.000,,0.017,5\n");
+    fair_buf_reset(&out);
+    assert_int_equal(fair_report_render(r, FAIR_REPORT_JSON, NULL, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "{\"team\":\"alpha\",\"model\":\"H100\","));
+    assert_non_null(strstr(fair_buf_str(&out), "\"total\":{\"team\":\"TOTAL\",\"model\":null,"));
+    fair_buf_reset(&out);
+    assert_int_equal(fair_report_render(r, FAIR_REPORT_TABLE, NULL, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "TEAM  MODEL    GPU-HOURS"));
+    assert_non_null(strstr(fair_buf_str(&out), "\nalpha H100         3.000"));
+    fair_buf_release(&out);
+    fair_report_free(r);
+    /* The parser: ",model" after any grouping, nothing else. */
+    assert_int_equal(fair_report_by_parse("team,model"),
+                     FAIR_REPORT_BY_TEAM | FAIR_REPORT_BY_MODEL);
+    assert_int_equal(fair_report_by_parse("queue,model"),
+                     FAIR_REPORT_BY_QUEUE | FAIR_REPORT_BY_MODEL);
+    assert_int_equal(fair_report_by_parse("model"), -1);
+    assert_int_equal(fair_report_by_parse("team,models"), -1);
+    fair_ledger_free(l);
+}
+
 static void test_exact_across_boundaries(void **state)
 {
     (void)state;
@@ -1298,6 +1355,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_exact_across_boundaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_by_team_and_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dates_and_tz, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lent_derive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_lent, setup, teardown),

@@ -18,6 +18,37 @@
 #include "sim/replay.h"
 #include "sim/report.h"
 
+/* issue 15: the bundled what-if files carry their model quotas and
+ * lending limits into the engine's quotas. */
+static void test_models_and_lending(void **state)
+{
+    (void)state;
+    struct fair_sim_config c;
+    struct fair_error err = {0};
+    fair_sim_config_init(&c);
+    if (fair_sim_config_load(&c, FAIR_TEST_DATA_DIR "/sim/bursty4_models.yaml", &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.nqueues, 4);
+    assert_string_equal(c.queues[0].q.name, "day");
+    assert_int_equal(c.queues[0].q.nmodels, 1);
+    assert_string_equal(c.queues[0].q.models[0].model, "H100");
+    assert_int_equal(c.queues[0].q.models[0].guaranteed, 32000);
+    assert_int_equal(c.projects[1].q.nmodels, 1);
+    assert_string_equal(c.projects[1].q.models[0].model, "A100");
+    assert_int_equal(c.queues[2].q.nmodels, 0);
+    assert_null(c.queues[2].q.models);
+    fair_sim_config_release(&c);
+    fair_sim_config_init(&c);
+    if (fair_sim_config_load(&c, FAIR_TEST_DATA_DIR "/sim/bursty4_keep_half.yaml", &err))
+        fail_msg("%s", err.msg);
+    for (size_t i = 0; i < c.nqueues; i++) {
+        assert_int_equal(c.queues[i].q.lending_set, 1u << FAIR_RES_GPU);
+        assert_int_equal(c.queues[i].q.lending_limit.v[FAIR_RES_GPU], 16000);
+        assert_int_equal(c.projects[i].q.lending_limit.v[FAIR_RES_GPU], 16000);
+    }
+    fair_sim_config_release(&c);
+}
+
 static void test_load_file(void **state)
 {
     (void)state;
@@ -471,11 +502,9 @@ static void test_reports(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_default_and_assign),
-        cmocka_unit_test(test_reports),
-        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_load_file),     cmocka_unit_test(test_models_and_lending),
+        cmocka_unit_test(test_errors),        cmocka_unit_test(test_default_and_assign),
+        cmocka_unit_test(test_reports),       cmocka_unit_test(test_formats),
         cmocka_unit_test(test_reclaim_up_to),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,192 @@
+/* End to end on a real API server: GPU model pools and a lending limit
+ * (issue 15, items 1-2). The second node is relabelled
+ * nvidia.com/gpu.product=A100 for the scenario (and back afterwards), so
+ * the cluster has 8 H100s and 8 A100s. Project a is guaranteed 8 GPUs, all
+ * H100 (through a gpuModels alias, "hopper"), of which 4 may be lent;
+ * project b names no model. b's 16 pods get the 8 A100s and the 4
+ * lendable H100s; a's 4 pods, which name H100 with a nodeSelector as users
+ * already do, start at once on the H100 node without an eviction; the
+ * status (lendable, gpuModels) and the ledger's report by team and model
+ * say so. The CRD keeps the gpu/<model> and lendingLimit keys. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "e2e.h"
+
+static void relabel(int node, const char *model)
+{
+    char path[256], body[256];
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", e2e_node(node));
+    snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"nvidia.com/gpu.product\":\"%s\"}}}",
+             model);
+    long code = e2e_req("PATCH", path, body, NULL);
+    if (code != 200)
+        fail_msg("relabelling %s: HTTP %ld", e2e_node(node), code);
+}
+
+static int teardown(void **state)
+{
+    e2e_scenario_end();
+    relabel(1, "H100"); /* as ../shared/k8s made it */
+    (void)state;
+    return 0;
+}
+
+static const char *status_str(const char *kind, const char *name, const char *dotted)
+{
+    static char out[128];
+    char path[512];
+    snprintf(path, sizeof path, "/apis/fairshare.dev/v1alpha1/%s/%s", kind, name);
+    json_t *o = e2e_get(path);
+    const char *s = o ? e2e_str(o, dotted) : NULL;
+    snprintf(out, sizeof out, "%s", s ? s : "");
+    json_decref(o);
+    return out;
+}
+
+/* Live bound pods of ns on node i. */
+static int bound_on(const char *ns, int node)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    json_t *l = e2e_get(path);
+    int n = 0;
+    size_t k;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), k, p)
+    {
+        const char *nn = e2e_str(p, "spec.nodeName");
+        const char *phase = e2e_str(p, "status.phase");
+        if (nn && !strcmp(nn, e2e_node(node)) && !e2e_str(p, "metadata.deletionTimestamp") &&
+            (!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed"))))
+            n++;
+    }
+    json_decref(l);
+    return n;
+}
+
+static void test_model_pools_and_lending_limit(void **state)
+{
+    (void)state;
+    char pre[128], nsa[160], nsb[160], pa[160], pb[160], qa[160], qb[160];
+    e2e_scenario_begin("models", pre, sizeof pre);
+    snprintf(nsa, sizeof nsa, "%s-a", pre);
+    snprintf(nsb, sizeof nsb, "%s-b", pre);
+    snprintf(pa, sizeof pa, "%s-pa", pre);
+    snprintf(pb, sizeof pb, "%s-pb", pre);
+    snprintf(qa, sizeof qa, "%s-qa", pre);
+    snprintf(qb, sizeof qb, "%s-qb", pre);
+    relabel(1, "A100");
+    e2e_namespace(nsa);
+    e2e_namespace(nsb);
+    char path[512];
+    e2e_create("/apis/fairshare.dev/v1alpha1/projects",
+               "{\"apiVersion\":\"fairshare.dev/v1alpha1\",\"kind\":\"Project\",\"metadata\":{"
+               "\"name\":\"%s\"},\"spec\":{\"namespaces\":[\"%s\"],\"guaranteed\":{\"gpu\":8,"
+               "\"gpu/hopper\":8},\"lendingLimit\":{\"gpu\":4,\"gpu/hopper\":4}}}",
+               pa, nsa);
+    snprintf(path, sizeof path, "/apis/fairshare.dev/v1alpha1/projects/%s", pa);
+    e2e_track(path);
+    /* The API server kept the model keys and the lending limit. */
+    json_t *p = e2e_get(path);
+    assert_non_null(p);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(p, "spec"), "guaranteed"), "gpu/hopper")),
+                     8);
+    assert_non_null(json_object_get(json_object_get(p, "spec"), "lendingLimit"));
+    json_decref(p);
+    e2e_create("/apis/fairshare.dev/v1alpha1/queues",
+               "{\"apiVersion\":\"fairshare.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{"
+               "\"name\":\"%s\"},\"spec\":{\"project\":\"%s\",\"guaranteed\":{\"gpu\":8,"
+               "\"gpu/hopper\":8},\"lendingLimit\":{\"gpu\":4,\"gpu/hopper\":4}}}",
+               qa, pa);
+    snprintf(path, sizeof path, "/apis/fairshare.dev/v1alpha1/queues/%s", qa);
+    e2e_track(path);
+    e2e_project(pb, nsb, "8", NULL);
+    e2e_queue(qb, pb, "8", 0);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "models", "gpuModels:\n  hopper: H100\n");
+
+    e2e_pods(nsb, "b", 16, qb, "1", NULL);
+    if (!E2E_WAIT(e2e_count(nsb, NULL).bound == 12, E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("b: %d bound, want 12", e2e_count(nsb, NULL).bound);
+    }
+    assert_int_equal(bound_on(nsb, 1), 8); /* every A100 */
+    assert_int_equal(bound_on(nsb, 0), 4); /* the lendable H100s */
+    assert_true(
+        E2E_WAIT(!strcmp(status_str("queues", qa, "status.lendable.gpu"), "4"), E2E_WAIT_MS));
+    assert_true(E2E_WAIT(!strcmp(status_str("queues", qa, "status.lent.gpu"), "4"), E2E_WAIT_MS));
+    json_t *q = NULL;
+    snprintf(path, sizeof path, "/apis/fairshare.dev/v1alpha1/queues/%s", qa);
+    assert_true(E2E_WAIT(
+        (json_decref(q),
+         (q = e2e_get(path)) != NULL &&
+             json_object_get(json_object_get(json_object_get(q, "status"), "gpuModels"), "H100")),
+        E2E_WAIT_MS));
+    json_t *h = json_object_get(json_object_get(json_object_get(q, "status"), "gpuModels"), "H100");
+    assert_string_equal(json_string_value(json_object_get(h, "guaranteed")), "8");
+    assert_string_equal(json_string_value(json_object_get(h, "lendable")), "4");
+    json_decref(q);
+    e2e_nap(1500);
+    assert_int_equal(e2e_count(nsb, NULL).bound, 12);
+
+    /* a's pods name H100 the usual way: a nodeSelector. */
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", nsa);
+        e2e_create(path,
+                   "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a-%d\","
+                   "\"labels\":{\"app\":\"e2e\",\"fairshare.dev/queue\":\"%s\"}},\"spec\":{"
+                   "\"schedulerName\":\"%s\",\"terminationGracePeriodSeconds\":0,"
+                   "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"H100\"},\"containers\":[{"
+                   "\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{"
+                   "\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+                   i, qa, e2e_scheduler());
+    }
+    if (!E2E_WAIT(e2e_count(nsa, NULL).bound == 4, E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("a: %d bound, want 4", e2e_count(nsa, NULL).bound);
+    }
+    assert_int_equal(bound_on(nsa, 0), 4);
+    assert_int_equal(e2e_events(nsb, "Preempted"), 0);
+    assert_int_equal(e2e_count(nsb, NULL).bound, 12);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+
+    /* The ledger by team and model. */
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd,
+             "%s/fairsharectl report --db '%s' --from 2000-01-01 --to 2100-01-01 --by team,model "
+             "--format csv",
+             FAIR_BIN_DIR, ctl.ledger);
+    FILE *rp = popen(cmd, "r");
+    assert_non_null(rp);
+    char line[512], want[3][256];
+    snprintf(want[0], sizeof want[0], "%s,H100,", pa);
+    snprintf(want[1], sizeof want[1], "%s,A100,", pb);
+    snprintf(want[2], sizeof want[2], "%s,H100,", pb);
+    int seen[3] = {0};
+    while (fgets(line, sizeof line, rp))
+        for (int i = 0; i < 3; i++)
+            if (!strncmp(line, want[i], strlen(want[i])))
+                seen[i]++;
+    assert_int_equal(pclose(rp), 0);
+    for (int i = 0; i < 3; i++)
+        if (seen[i] != 1)
+            fail_msg("report: no single row %s...", want[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_model_pools_and_lending_limit, teardown),
+    };
+    return cmocka_run_group_tests(tests, e2e_setup, e2e_teardown);
+}
