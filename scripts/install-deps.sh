@@ -2,7 +2,9 @@
 # Installs the Debian packages Fairshare needs, when they are missing. Runs
 # apt-get as root, or through sudo.
 #   install-deps.sh           build and run: compiler, CMake, the libraries
-#                             (what `make build` and `make demo` need)
+#                             (what `make build` and `make demo` need), and
+#                             python3-yaml for the Helm chart's renderer
+#                             (scripts/render-chart.py, ctest chart/render)
 #   install-deps.sh browser   also Chromium, for the dashboard test
 #                             (tests/integration/test_dashboard.c; `make test`)
 #   install-deps.sh fuzz      also clang with libFuzzer (`make fuzz`)
@@ -15,7 +17,7 @@ set -eu
 
 PKGS="gcc libc6-dev make cmake pkg-config git ca-certificates openssl sqlite3 curl
 libcurl4-openssl-dev libjansson-dev libyaml-dev libsqlite3-dev libevent-dev
-libcmocka-dev libssl-dev"
+libcmocka-dev libssl-dev python3 python3-yaml"
 case "${1:-}" in
   "") ;;
   browser) PKGS="$PKGS chromium" ;;

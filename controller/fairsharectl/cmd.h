@@ -15,6 +15,7 @@ int fair_cmd_dashboard(int argc, char **argv);
 int fair_cmd_ledger(int argc, char **argv);
 int fair_cmd_queues(int argc, char **argv);
 int fair_cmd_why(int argc, char **argv);
+int fair_cmd_top(int argc, char **argv);
 int fair_cmd_completion(int argc, char **argv);
 
 /* Talking to a running controller (cmd_server.c). */

@@ -21,6 +21,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/quantity.h"
 #include "base/version.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -665,7 +666,7 @@ int fair_cmd_why(int argc, char **argv)
     struct kube kc;
     const char *pod_name = NULL;
     json_t *pod = NULL, *queue = NULL, *project = NULL, *events = NULL, *pending = NULL,
-           *projects = NULL, *doc = NULL;
+           *projects = NULL, *doc = NULL, *bound = NULL, *nspods = NULL, *victims = NULL;
     struct fair_buf path, query;
     int rc = 1;
     fair_buf_init(&path, 8192);
@@ -818,6 +819,81 @@ int fair_cmd_why(int argc, char **argv)
                 ahead++;
         }
     }
+    /* What it waits for. Reclaim in progress: the pods the controller
+     * marked for it (DisruptionTarget=True, reason PreemptionByScheduler,
+     * "... (for pod NS/NAME)"), in every namespace the user may list. */
+    bool victims_partial = false;
+    if (!node && !(victims = json_array()))
+        goto nomem;
+    if (!node) {
+        char forpod[600];
+        snprintf(forpod, sizeof forpod, "for pod %s/%s)", ns, pod_name);
+        if (kube_list(&kc, &fair_kres_pods, NULL, "fieldSelector=spec.nodeName%21%3D", &bound,
+                      &soft)) {
+            /* No right to list every namespace: the pod's own. */
+            victims_partial = true;
+            bound = NULL;
+            kube_list(&kc, &fair_kres_pods, ns, "fieldSelector=spec.nodeName%21%3D", &bound, &soft);
+        }
+        json_array_foreach(bound, i, c)
+        {
+            size_t j;
+            json_t *vc;
+            json_array_foreach(at(c, "status.conditions"), j, vc)
+            {
+                const char *t = str_at(vc, "type"), *st = str_at(vc, "status"),
+                           *re = str_at(vc, "reason"), *msg = str_at(vc, "message");
+                if (t && st && re && msg && strcmp(t, "DisruptionTarget") == 0 &&
+                    strcmp(st, "True") == 0 && strcmp(re, "PreemptionByScheduler") == 0 &&
+                    strstr(msg, forpod)) {
+                    json_array_append_new(victims,
+                                          json_pack("{s:s?, s:s?, s:s?, s:b}", "namespace",
+                                                    str_at(c, "metadata.namespace"), "name",
+                                                    str_at(c, "metadata.name"), "node",
+                                                    str_at(c, "spec.nodeName"), "terminating",
+                                                    at(c, "metadata.deletionTimestamp") != NULL));
+                    break;
+                }
+            }
+        }
+    }
+    /* Its gang (fairshare.dev/gang, the coscheduling pod-group label or
+     * Volcano's group annotation): the members present in its namespace. */
+    json_t *ann = at(pod, "metadata.annotations");
+    const char *gang_key = FAIR_ANN_GANG, *gang_where = "annotations";
+    const char *gang = json_string_value(json_object_get(ann, FAIR_ANN_GANG));
+    if (!gang && (gang = json_string_value(json_object_get(labels, FAIR_LABEL_POD_GROUP))))
+        gang_key = FAIR_LABEL_POD_GROUP, gang_where = "labels";
+    if (!gang && (gang = json_string_value(json_object_get(ann, FAIR_ANN_VC_GROUP))))
+        gang_key = FAIR_ANN_VC_GROUP;
+    const char *gang_size = json_string_value(json_object_get(ann, FAIR_ANN_GANG_SIZE));
+    long gang_present = -1, gang_bound = 0;
+    if (gang && !kube_list(&kc, &fair_kres_pods, ns, NULL, &nspods, &soft)) {
+        gang_present = 0;
+        json_array_foreach(nspods, i, c)
+        {
+            json_t *m = json_object_get(at(c, "metadata"), gang_where);
+            const char *g = json_string_value(json_object_get(m, gang_key));
+            if (!g || strcmp(g, gang) != 0 || at(c, "metadata.deletionTimestamp"))
+                continue;
+            gang_present++;
+            if (str_at(c, "spec.nodeName"))
+                gang_bound++;
+        }
+    }
+    /* The node held for it: the controller's message says "waiting for
+     * node X, held for this pod"; the nominatedNodeName field if set. */
+    char held[256] = "";
+    const char *cmsg = cond ? str_at(cond, "message") : NULL;
+    const char *h = cmsg ? strstr(cmsg, "waiting for node ") : NULL;
+    if (h) {
+        h += strlen("waiting for node ");
+        size_t len = strcspn(h, ", ");
+        snprintf(held, sizeof held, "%.*s", (int)len, h);
+    } else if (str_at(pod, "status.nominatedNodeName")) {
+        snprintf(held, sizeof held, "%s", str_at(pod, "status.nominatedNodeName"));
+    }
+
     char position[256] = "";
     if (queue)
         queue_position(queue, position, sizeof position);
@@ -854,6 +930,15 @@ int fair_cmd_why(int argc, char **argv)
                                             str_at(c, "message"), "time", event_time(c)));
         }
         json_object_set_new(doc, "events", evs);
+        if (victims)
+            json_object_set(doc, "reclaimVictims", victims);
+        if (gang)
+            json_object_set_new(doc, "gang",
+                                json_pack("{s:s, s:s?, s:I, s:I}", "name", gang, "size", gang_size,
+                                          "present", (json_int_t)gang_present, "bound",
+                                          (json_int_t)gang_bound));
+        if (held[0])
+            json_object_set_new(doc, "heldNode", json_string(held));
         rc = print_structured(doc, o);
         goto out;
     }
@@ -903,6 +988,31 @@ int fair_cmd_why(int argc, char **argv)
                    "priority, or older)\n",
                    ahead);
     }
+    if (held[0])
+        printf("Held:       node %s is held for this pod: no other pod is placed there until "
+               "it fits\n",
+               held);
+    if (gang) {
+        if (gang_present >= 0)
+            printf("Gang:       %s: %ld of %s pod(s) present in %s, %ld bound\n", gang,
+                   gang_present, gang_size ? gang_size : "?", ns, gang_bound);
+        else
+            printf("Gang:       %s (cannot list the pods of %s)\n", gang, ns);
+    }
+    if (json_array_size(victims)) {
+        printf("Reclaim:    %zu pod(s) being evicted for it:\n", json_array_size(victims));
+        json_array_foreach(victims, i, c)
+            printf("              %s/%s on %s%s\n", or_dash(str_at(c, "namespace")),
+                   or_dash(str_at(c, "name")), or_dash(str_at(c, "node")),
+                   json_is_true(json_object_get(c, "terminating")) ? " (terminating)" : "");
+    } else if (victims && cond && str_at(cond, "reason") &&
+               strcmp(str_at(cond, "reason"), "WaitingForReclaim") == 0) {
+        printf("Reclaim:    no pod is marked for eviction for it now\n");
+    }
+    if (victims && victims_partial)
+        printf("            (searched namespace %s only: you may not list pods in every "
+               "namespace)\n",
+               ns);
     if (json_array_size(events)) {
         printf("Events:\n");
         size_t n = json_array_size(events), from = n > 5 ? n - 5 : 0;
@@ -927,8 +1037,312 @@ out:
     json_decref(events);
     json_decref(pending);
     json_decref(projects);
+    json_decref(bound);
+    json_decref(nspods);
+    json_decref(victims);
     fair_buf_release(&path);
     fair_buf_release(&query);
+    kube_close(&kc);
+    return rc;
+}
+
+/* ---- fairsharectl top ---- */
+
+static void top_usage(FILE *f)
+{
+    fprintf(f, "usage: fairsharectl top [-n NAMESPACE | -A] [-o table|wide|json|yaml]\n"
+               "         [--kubeconfig FILE] [--context NAME]\n"
+               "\n"
+               "GPU use now, by node and by queue, from the bound pods that have not\n"
+               "finished (any scheduler): whole GPUs (nvidia.com/gpu limits) and fractions\n"
+               "(the fairshare.dev/gpu-fraction annotation; a fractional pod shares one\n"
+               "device). By node: the GPUs it offers (allocatable), in use, free. By\n"
+               "queue (the fairshare.dev/queue label, else the project's defaultQueue):\n"
+               "its pods' GPUs against the fair share in its status.\n"
+               "Every namespace by default (-A); -n counts only that namespace's pods.\n"
+               "-o wide adds the node's GPU model and the queue's guarantee.\n"
+               "Exit status: 0 ok, 1 error, 2 usage.\n\n");
+    fair_cmd_kube_usage(f);
+}
+
+/* The GPUs (in thousandths) that a pod holds: its containers' whole
+ * nvidia.com/gpu limits, else its fraction annotation. *frac is set when
+ * the figure is a fraction. */
+static int64_t pod_gpu_milli(json_t *pod, bool *frac)
+{
+    int64_t whole = 0, m;
+    size_t i;
+    json_t *c;
+    *frac = false;
+    json_array_foreach(at(pod, "spec.containers"), i, c)
+    {
+        json_t *lim = json_object_get(json_object_get(json_object_get(c, "resources"), "limits"),
+                                      FAIR_RES_NAME_GPU);
+        struct fair_error qe = {0};
+        if (json_is_string(lim) && !fair_quantity_parse_milli(json_string_value(lim), &m, &qe) &&
+            m > 0)
+            whole += m;
+    }
+    if (whole)
+        return whole;
+    json_t *ann = at(pod, "metadata.annotations");
+    const char *s = json_string_value(json_object_get(ann, FAIR_ANN_GPU_FRACTION));
+    struct fair_error qe = {0};
+    if (s && !fair_quantity_parse_milli(s, &m, &qe) && m > 0 && m < 1000) {
+        *frac = true;
+        return m;
+    }
+    return 0;
+}
+
+/* A label's value (borrowed) or NULL; label keys hold dots, so at() cannot. */
+static const char *label_of(json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(at(obj, "metadata.labels"), key));
+}
+
+/* "3.5" from 3500 thousandths (three decimals at most, no trailing zeros). */
+static void milli_str(int64_t m, char *out, size_t n)
+{
+    snprintf(out, n, "%lld.%03lld", (long long)(m / 1000), (long long)(m % 1000));
+    char *dot = strchr(out, '.'), *end = out + strlen(out) - 1;
+    while (end > dot && *end == '0')
+        *end-- = '\0';
+    if (end == dot)
+        *end = '\0';
+}
+
+struct top_row {
+    const char *name;
+    json_t *obj; /* the Node or the Queue (borrowed), or NULL */
+    int64_t whole, frac, cap;
+    int pods, frac_pods;
+};
+
+static struct top_row *top_row(struct top_row **rows, size_t *n, size_t *cap, const char *name)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*rows)[i].name, name) == 0)
+            return &(*rows)[i];
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        struct top_row *r = fair_realloc(*rows, nc * sizeof *r);
+        if (!r)
+            return NULL;
+        *rows = r;
+        *cap = nc;
+    }
+    struct top_row *r = &(*rows)[(*n)++];
+    memset(r, 0, sizeof *r);
+    r->name = name;
+    return r;
+}
+
+static int by_row_name(const void *a, const void *b)
+{
+    return strcmp(((const struct top_row *)a)->name, ((const struct top_row *)b)->name);
+}
+
+int fair_cmd_top(int argc, char **argv)
+{
+    struct fair_cmd_kube k = {0};
+    struct fair_error err = {0};
+    struct kube kc;
+    json_t *nodes = NULL, *pods = NULL, *queues = NULL, *projects = NULL, *doc = NULL;
+    struct top_row *nr = NULL, *qr = NULL;
+    size_t nn = 0, ncap = 0, nq = 0, qcap = 0;
+    int rc = 1;
+    memset(&kc, 0, sizeof kc);
+    fair_kconfig_init(&kc.cfg);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            top_usage(stdout);
+            rc = 0;
+            goto out;
+        }
+        int r = fair_cmd_kube_flag(&k, argc, argv, &i);
+        if (r <= 0) {
+            rc = r < 0 ? usage_error("top", top_usage, "option %s needs a value (once)", argv[i])
+                       : usage_error("top", top_usage, "unknown argument \"%s\"", argv[i]);
+            goto out;
+        }
+    }
+    if (!output_ok(k.output, true)) {
+        rc =
+            usage_error("top", top_usage, "bad -o \"%s\": use table, wide, json or yaml", k.output);
+        goto out;
+    }
+    if (k.all_namespaces && k.namespace_) {
+        rc = usage_error("top", top_usage, "give -n or -A, not both");
+        goto out;
+    }
+    fair_kconfig_release(&kc.cfg);
+    if (kube_open(&k, &kc, &err) || kube_list(&kc, &fair_kres_nodes, NULL, NULL, &nodes, &err) ||
+        kube_list(&kc, &fair_kres_pods, k.namespace_,
+                  "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2C"
+                  "status.phase%21%3DFailed",
+                  &pods, &err) ||
+        kube_list(&kc, &fair_kres_queues, NULL, NULL, &queues, &err) ||
+        kube_list(&kc, &fair_kres_projects, NULL, NULL, &projects, &err))
+        goto fail;
+    size_t i;
+    json_t *c;
+    json_array_foreach(nodes, i, c)
+    {
+        const char *name = str_at(c, "metadata.name");
+        json_t *alloc = at(c, "status.allocatable");
+        const char *g = json_string_value(json_object_get(alloc, FAIR_RES_NAME_GPU));
+        struct fair_error qe = {0};
+        int64_t m = 0;
+        if (!name || !g || fair_quantity_parse_milli(g, &m, &qe) || m <= 0)
+            continue; /* not a GPU node */
+        struct top_row *r = top_row(&nr, &nn, &ncap, name);
+        if (!r)
+            goto nomem;
+        r->obj = c;
+        r->cap = m;
+    }
+    json_array_foreach(queues, i, c)
+    {
+        const char *name = str_at(c, "metadata.name");
+        struct top_row *r = name ? top_row(&qr, &nq, &qcap, name) : NULL;
+        if (name && !r)
+            goto nomem;
+        if (r)
+            r->obj = c;
+    }
+    json_array_foreach(pods, i, c)
+    {
+        bool frac;
+        int64_t m = pod_gpu_milli(c, &frac);
+        const char *node = str_at(c, "spec.nodeName");
+        if (!m || !node || at(c, "metadata.deletionTimestamp"))
+            continue;
+        struct top_row *r = top_row(&nr, &nn, &ncap, node);
+        if (!r)
+            goto nomem;
+        /* The queue: the label, else the defaultQueue of the project
+         * listing the namespace (as the controller resolves it). */
+        json_t *labels = at(c, "metadata.labels");
+        const char *q = json_string_value(json_object_get(labels, FAIR_LABEL_QUEUE));
+        const char *ns = str_at(c, "metadata.namespace");
+        size_t j;
+        json_t *p;
+        json_array_foreach(q ? NULL : projects, j, p)
+        {
+            if (ns && has_namespace(p, ns) && str_at(p, "spec.defaultQueue")) {
+                q = str_at(p, "spec.defaultQueue");
+                break;
+            }
+        }
+        struct top_row *rq = top_row(&qr, &nq, &qcap, q ? q : "(none)");
+        if (!rq)
+            goto nomem;
+        struct top_row *both[2] = {r, rq};
+        for (int b = 0; b < 2; b++) {
+            both[b]->pods++;
+            if (frac) {
+                both[b]->frac += m;
+                both[b]->frac_pods++;
+            } else {
+                both[b]->whole += m;
+            }
+        }
+    }
+    if (nn)
+        qsort(nr, nn, sizeof *nr, by_row_name);
+    if (nq)
+        qsort(qr, nq, sizeof *qr, by_row_name);
+    const char *o = k.output ? k.output : "table";
+    bool wide = strcmp(o, "wide") == 0;
+    char a[32], b[32], f[32], u[32], fr[32];
+    if (strcmp(o, "json") == 0 || strcmp(o, "yaml") == 0) {
+        json_t *jn = json_array(), *jq = json_array();
+        doc = json_pack("{s:o, s:o}", "nodes", jn, "queues", jq);
+        if (!doc)
+            goto nomem;
+        for (size_t r = 0; r < nn; r++) {
+            milli_str(nr[r].cap, a, sizeof a);
+            milli_str(nr[r].whole + nr[r].frac, u, sizeof u);
+            milli_str(nr[r].frac, f, sizeof f);
+            milli_str(nr[r].cap > nr[r].whole + nr[r].frac ? nr[r].cap - nr[r].whole - nr[r].frac
+                                                           : 0,
+                      fr, sizeof fr);
+            json_array_append_new(jn, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:s?}", "name",
+                                                nr[r].name, "allocatable", a, "used", u,
+                                                "fractional", f, "free", fr, "pods", nr[r].pods,
+                                                "fractionalPods", nr[r].frac_pods, "gpuProduct",
+                                                label_of(nr[r].obj, FAIR_LABEL_GPU_PRODUCT)));
+        }
+        for (size_t r = 0; r < nq; r++) {
+            milli_str(qr[r].whole + qr[r].frac, u, sizeof u);
+            milli_str(qr[r].frac, f, sizeof f);
+            json_array_append_new(
+                jq, json_pack("{s:s, s:s?, s:s, s:s, s:i, s:i, s:s?, s:s?}", "name", qr[r].name,
+                              "project", str_at(qr[r].obj, "spec.project"), "used", u, "fractional",
+                              f, "pods", qr[r].pods, "fractionalPods", qr[r].frac_pods, "fairShare",
+                              str_at(qr[r].obj, "status.fairShare.gpu"), "guaranteed",
+                              str_at(qr[r].obj, "status.guaranteed.gpu")));
+        }
+        rc = print_structured(doc, o);
+        goto out;
+    }
+    printf("%-24s %6s %6s %6s %10s %6s %5s%s\n", "NODE", "GPUS", "USED", "FREE", "FRACTIONAL",
+           "PODS", "USE%", wide ? "  GPU-PRODUCT" : "");
+    for (size_t r = 0; r < nn; r++) {
+        int64_t used = nr[r].whole + nr[r].frac;
+        milli_str(nr[r].cap, a, sizeof a);
+        milli_str(used, u, sizeof u);
+        milli_str(nr[r].cap > used ? nr[r].cap - used : 0, fr, sizeof fr);
+        milli_str(nr[r].frac, f, sizeof f);
+        snprintf(b, sizeof b, "%lld%%",
+                 nr[r].cap ? (long long)((used * 100 + nr[r].cap / 2) / nr[r].cap) : 0LL);
+        char fcell[48];
+        snprintf(fcell, sizeof fcell, "%s/%d", f, nr[r].frac_pods);
+        printf("%-24s %6s %6s %6s %10s %6d %5s", nr[r].name, nr[r].cap ? a : "-", u,
+               nr[r].cap ? fr : "-", fcell, nr[r].pods, nr[r].cap ? b : "-");
+        if (wide)
+            printf("  %s", or_dash(label_of(nr[r].obj, FAIR_LABEL_GPU_PRODUCT)));
+        printf("\n");
+    }
+    printf("\n%-24s %-16s %6s %10s %6s %10s %8s%s\n", "QUEUE", "PROJECT", "USED", "FRACTIONAL",
+           "PODS", "FAIRSHARE", "OF-FAIR%", wide ? "  GUARANTEED" : "");
+    for (size_t r = 0; r < nq; r++) {
+        int64_t used = qr[r].whole + qr[r].frac, fs = 0;
+        const char *fss = str_at(qr[r].obj, "status.fairShare.gpu");
+        struct fair_error qe = {0};
+        bool have_fs = fss && !fair_quantity_parse_milli(fss, &fs, &qe);
+        milli_str(used, u, sizeof u);
+        milli_str(qr[r].frac, f, sizeof f);
+        char fcell[48];
+        snprintf(fcell, sizeof fcell, "%s/%d", f, qr[r].frac_pods);
+        if (have_fs && fs > 0)
+            snprintf(b, sizeof b, "%lld%%", (long long)((used * 100 + fs / 2) / fs));
+        else
+            snprintf(b, sizeof b, "-");
+        printf("%-24s %-16s %6s %10s %6d %10s %8s", qr[r].name,
+               or_dash(str_at(qr[r].obj, "spec.project")), u, fcell, qr[r].pods, or_dash(fss), b);
+        if (wide)
+            printf("  %s", or_dash(str_at(qr[r].obj, "status.guaranteed.gpu")));
+        printf("\n");
+    }
+    printf("(GPUs; FRACTIONAL is GPU fractions in use/the pods holding them.%s)\n",
+           k.namespace_ ? " Only this namespace's pods." : "");
+    rc = 0;
+    goto out;
+nomem:
+    fair_error_set(&err, FAIR_ENOMEM, "out of memory");
+fail:
+    fprintf(stderr, "fairsharectl top: %s\n", err.msg);
+    rc = 1;
+out:
+    fair_free(nr);
+    fair_free(qr);
+    json_decref(doc);
+    json_decref(nodes);
+    json_decref(pods);
+    json_decref(queues);
+    json_decref(projects);
     kube_close(&kc);
     return rc;
 }

@@ -23,7 +23,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: fairsharectl report [--from DATE] [--to DATE] [--tz ZONE]\n"
-               "         [--by team|project|queue|namespace[,model]] [--format table|csv|json]\n"
+               "         [--by team|project|queue|namespace[,model]|user] [-o|--format table|csv|json]\n"
                "         [--unit hours|days] [--percent]\n"
                "         (--db FILE | --server URL)\n"
                "         [--price-per-gpu-hour X] [--price-table FILE]\n"
@@ -35,6 +35,8 @@ static void usage(FILE *f)
                "--from's name does (--from last-month: the whole month; today: tomorrow),\n"
                "else at midnight starting today. ZONE: UTC (default), +HH:MM, -HH:MM or an\n"
                "IANA name such as Europe/Berlin (days of 23 or 25 hours across DST).\n"
+               "--by user groups by the pod's creator, recorded at bind time from the label\n"
+               "that the controller's ledger.creatorLabel names ((none) without it).\n"
                "--unit days shows GPU-days; --percent adds each row's share of the total\n"
                "GPU time. --price-table is a CSV of model,price lines (\"*\" for the\n"
                "default). Exit status: 0 ok, 1 error, 2 usage.\n"
@@ -119,6 +121,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"--to", offsetof(struct opts, to)},
         {"--by", offsetof(struct opts, by)},
         {"--format", offsetof(struct opts, format)},
+        /* kubectl's spelling of the same choice */
+        {"--output", offsetof(struct opts, format)},
+        {"-o", offsetof(struct opts, format)},
         {"--db", offsetof(struct opts, db)},
         {"--server", offsetof(struct opts, server)},
         {"--price-per-gpu-hour", offsetof(struct opts, price)},
@@ -318,8 +323,8 @@ int fair_cmd_report(int argc, char **argv)
     if (o.tz && fair_report_tz_parse(o.tz, &zone.fixed_min, &err) && iana_zone(o.tz, &zone, &err))
         return usage_error("%s", err.msg);
     if (o.by && (by = fair_report_by_parse(o.by)) < 0)
-        return usage_error("bad --by \"%s\": use team, project, queue or namespace, optionally "
-                           "followed by \",model\" (team,model)",
+        return usage_error("bad --by \"%s\": use team, project, queue, namespace or user, the "
+                           "first four optionally followed by \",model\" (team,model)",
                            o.by);
     if (o.format && (fmt = fair_report_format_parse(o.format)) < 0)
         return usage_error("bad --format \"%s\": use table, csv or json", o.format);

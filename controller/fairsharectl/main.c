@@ -48,6 +48,7 @@ static const struct fair_cmd commands[] = {
     {"queues", "every project and its queues: guaranteed, fair share, allocated, pending",
      fair_cmd_queues},
     {"why", "why a pod waits: its condition, its queue's figures, its place", fair_cmd_why},
+    {"top", "GPU use now by node and by queue, whole GPUs and fractions", fair_cmd_top},
     {"report", "GPU-hours per team, project, queue or namespace from the ledger", fair_cmd_report},
     {"dashboard", "serve the finance dashboard and report endpoints from a ledger file",
      fair_cmd_dashboard},

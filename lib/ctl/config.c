@@ -44,6 +44,9 @@ static const struct fair_ctl_config_entry table[] = {
      "how often per-queue samples (allocated, pending, fair share) are recorded"},
     {"ledger.retention", FAIR_CFG_DURATION, OFF(ledger_retention_ms), "400d", 3600 * 1000,
      3650 * DAY_MS, "samples older than this are deleted (intervals are kept)"},
+    {"ledger.creatorLabel", FAIR_CFG_STRING, OFF(ledger_creator_label), "", 0, 317,
+     "pod label whose value is recorded at bind time as the pod's creator (report --by user); "
+     "\"\" records none"},
     {"ledger.flushInterval", FAIR_CFG_DURATION, OFF(ledger_flush_ms), "1s", 100, 600 * 1000,
      "how often buffered ledger writes are committed"},
     {"cycleInterval", FAIR_CFG_DURATION, OFF(cycle_interval_ms), "1s", 10, 600 * 1000,

@@ -31,6 +31,7 @@ struct fair_ctl_config {
     int64_t retry_period_ms;         /* leaderElection.retryPeriod */
     char *metrics_address;           /* metricsAddress: host:port, "0" disables */
     char *ledger_path;               /* ledger.path: "" disables the ledger */
+    char *ledger_creator_label;      /* ledger.creatorLabel: "" records no creator */
     int64_t ledger_sample_ms;        /* ledger.samplePeriod */
     int64_t ledger_retention_ms;     /* ledger.retention */
     int64_t ledger_flush_ms;         /* ledger.flushInterval */

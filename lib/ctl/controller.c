@@ -97,6 +97,7 @@ struct req {
     const char *ev_type, *ev_reason; /* queued Events; static strings */
     char *lineage;                   /* evictions: whose eviction count grows */
     char *gang;                      /* binds: the pod's gang, NULL: none */
+    char *creator;                   /* binds: ledger.creatorLabel's value, NULL: none */
     int32_t gang_size;               /* binds */
     bool non_preemptible;            /* binds */
     uint64_t devmask;                /* binds: the devices given */
@@ -252,6 +253,7 @@ static void req_free(struct req *r)
     fair_free(r->message);
     fair_free(r->lineage);
     fair_free(r->gang);
+    fair_free(r->creator);
     fair_free(r->for_uid);
     fair_free(r->rq_name);
     fair_free(r->rq_body);
@@ -701,7 +703,8 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
                                                  .non_preemptible = r->non_preemptible,
                                                  .devices = r->devmask,
                                                  .gang = r->gang,
-                                                 .gang_size = r->gang_size};
+                                                 .gang_size = r->gang_size,
+                                                 .creator = r->creator};
         if (fair_ledger_interval_open(c->ledger, &info, &err))
             FAIR_WARN(COMP, "msg=\"ledger open failed\" pod=%s/%s err=\"%s\"", r->ns, r->name,
                       err.msg);
@@ -750,6 +753,21 @@ static void pump_binds(struct fair_ctl *c)
 }
 
 /* Forgets the binds not sent yet (leadership lost, shutdown). */
+/* The pod's creator for the ledger: the value of the label that
+ * ledger.creatorLabel names (borrowed), or NULL (none configured, or the
+ * pod lacks it). Read at bind time, so a later edit of the label changes
+ * nothing already charged. */
+static const char *creator_of(const struct fair_ctl *c, const struct fair_pod *p)
+{
+    const char *key = c->cfg->ledger_creator_label;
+    if (!key || !*key)
+        return NULL;
+    for (size_t i = 0; i < p->nlabels; i++)
+        if (p->labels[i].key && strcmp(p->labels[i].key, key) == 0)
+            return p->labels[i].value;
+    return NULL;
+}
+
 static void drop_bind_queue(struct fair_ctl *c)
 {
     while (c->bindq_head) {
@@ -806,8 +824,11 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
      * fixed in the charge with its size. */
     const char *gname = fair_ctl_snapshot_gang_name(s, (size_t)a->pod);
     r->gang = gname ? dup0(gname) : NULL;
+    const char *creator = creator_of(c, p);
+    r->creator = creator ? dup0(creator) : NULL;
     if (!r->uid || !r->ns || !r->name || !r->node || !r->devices || !r->queue || !r->project ||
-        !r->team || !r->cost_center || !r->gpu_model || (gname && !r->gang))
+        !r->team || !r->cost_center || !r->gpu_model || (gname && !r->gang) ||
+        (creator && !r->creator))
         goto fail;
     /* What the pod is charged as is fixed now: its labels and annotations
      * may change after the bind; this does not. */
@@ -1699,7 +1720,8 @@ static struct fair_ledger_interval_info interval_of(struct fair_ctl *c,
         .non_preemptible = !p->preemptible,
         .devices = p->gpu_devices,
         .gang = fair_ctl_snapshot_gang_name(s, i),
-        .gang_size = p->gang_size};
+        .gang_size = p->gang_size,
+        .creator = creator_of(c, p)};
 }
 
 /* Returns the ledger's result: FAIR_EBUSY (locked by another process) is

@@ -244,8 +244,16 @@ static const char schema_v3[] =
     "ALTER TABLE intervals ADD COLUMN gang TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE intervals ADD COLUMN gang_size INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 4: an interval keeps its pod's creator, fixed at bind time from
+ * the label that ledger.creatorLabel names (docs/ledger.md, "Creator");
+ * rows from before have none (''), reported as "(none)" by --by user.
+ * Reports by user read the intervals (the daily rollups are per dims
+ * row, which has no creator). */
+static const char schema_v4[] =
+    "ALTER TABLE intervals ADD COLUMN creator TEXT NOT NULL DEFAULT '';";
+
 /* Migrations: index i brings the schema from version i to i + 1. */
-static const char *const migrations[] = {schema_v1, schema_v2, schema_v3};
+static const char *const migrations[] = {schema_v1, schema_v2, schema_v3, schema_v4};
 
 static int read_version(struct fair_ledger *l, int *version, struct fair_error *err)
 {
@@ -651,7 +659,8 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
         (rc = check_name("cost_center", in->cost_center, 1, err)) ||
         (rc = check_name("node", in->node, 1, err)) ||
         (rc = check_name("gpu_model", in->gpu_model, 1, err)) ||
-        (rc = check_name("gang", in->gang, 1, err)))
+        (rc = check_name("gang", in->gang, 1, err)) ||
+        (rc = check_name("creator", in->creator, 1, err)))
         return rc;
     if (in->gang_size < 0)
         return fair_error_set(err, FAIR_EINVAL, "ledger: pod %s/%s: negative gang size",
@@ -672,11 +681,12 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
 
 static int info_copy(struct op *op, const struct fair_ledger_interval_info *in)
 {
-    const char *src[10] = {in->uid,  in->namespace_,  in->pod,  in->queue,     in->project,
-                           in->team, in->cost_center, in->node, in->gpu_model, in->gang};
-    const char *dst[10];
+    const char *src[11] = {in->uid,       in->namespace_, in->pod,         in->queue,
+                           in->project,   in->team,       in->cost_center, in->node,
+                           in->gpu_model, in->gang,       in->creator};
+    const char *dst[11];
     op->info = *in;
-    op->strs = pack_strings(src, dst, 10);
+    op->strs = pack_strings(src, dst, 11);
     if (!op->strs)
         return FAIR_ENOMEM;
     op->info.uid = dst[0];
@@ -689,6 +699,7 @@ static int info_copy(struct op *op, const struct fair_ledger_interval_info *in)
     op->info.node = dst[7];
     op->info.gpu_model = dst[8];
     op->info.gang = dst[9];
+    op->info.creator = dst[10];
     return 0;
 }
 
@@ -833,7 +844,7 @@ static const char *const stmt_sql[] = {
     "SELECT id FROM dims WHERE namespace=? AND queue=? AND project=? AND team=? AND"
     " cost_center=? AND gpu_model=?",
     "INSERT OR IGNORE INTO intervals(uid, dim_id, pod, node, gpu_milli, inquota_milli, start_ms,"
-    " preemptible, devices, gang, gang_size) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    " preemptible, devices, gang, gang_size, creator) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
     "SELECT id, dim_id, gpu_milli, inquota_milli, start_ms FROM intervals"
     " WHERE uid=? AND end_ms IS NULL",
     "UPDATE intervals SET end_ms=?, reason=? WHERE id=?",
@@ -993,6 +1004,7 @@ static int do_open(struct fair_ledger *l, struct stmts *s,
     sqlite3_bind_int64(s->open, 9, (int64_t)in->devices);
     sqlite3_bind_text(s->open, 10, nz(in->gang), -1, SQLITE_STATIC);
     sqlite3_bind_int(s->open, 11, in->gang_size);
+    sqlite3_bind_text(s->open, 12, nz(in->creator), -1, SQLITE_STATIC);
     return step_done(l, s->open, "open interval", err);
 }
 
@@ -1271,7 +1283,7 @@ int fair_ledger_open_intervals(struct fair_ledger *l,
     int rc = prepare(l,
                      "SELECT i.uid, d.namespace, i.pod, d.queue, d.project, d.team, d.cost_center,"
                      " i.node, d.gpu_model, i.gpu_milli, i.inquota_milli, i.start_ms,"
-                     " i.preemptible, i.devices, i.gang, i.gang_size"
+                     " i.preemptible, i.devices, i.gang, i.gang_size, i.creator"
                      " FROM intervals i JOIN dims d ON d.id = i.dim_id WHERE i.end_ms IS NULL",
                      &st, err);
     if (rc)
@@ -1295,6 +1307,7 @@ int fair_ledger_open_intervals(struct fair_ledger *l,
             .devices = (uint64_t)sqlite3_column_int64(st, 13),
             .gang = (const char *)sqlite3_column_text(st, 14),
             .gang_size = sqlite3_column_int(st, 15),
+            .creator = (const char *)sqlite3_column_text(st, 16),
         };
         if (!in.uid || !in.queue)
             continue;

@@ -69,7 +69,7 @@
 struct sqlite3;
 struct fair_ledger;
 
-#define FAIR_LEDGER_SCHEMA_VERSION 3
+#define FAIR_LEDGER_SCHEMA_VERSION 4
 #define FAIR_LEDGER_NAME_MAX 253 /* Kubernetes names (DNS subdomain) */
 #define FAIR_LEDGER_UID_MAX 128
 #define FAIR_LEDGER_DAY_MS 86400000LL
@@ -145,6 +145,9 @@ struct fair_ledger_interval_info {
     uint64_t devices;
     const char *gang;
     int32_t gang_size;
+    /* Who created the pod (NULL or "": unknown), for reports by user: the
+     * value of the label ledger.creatorLabel names, read at bind time. */
+    const char *creator;
 };
 
 /* Queue an open. FAIR_EINVAL on bad fields (nothing queued). */

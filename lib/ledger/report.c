@@ -15,15 +15,19 @@
 
 #define DAY FAIR_LEDGER_DAY_MS
 
-static const char *const by_names[] = {"team", "project", "queue", "namespace"};
+static const char *const by_names[] = {"team", "project", "queue", "namespace", "user"};
+/* The SQL expression of each grouping (d: dims, i: intervals). */
+static const char *const by_cols[] = {"d.team", "d.project", "d.queue", "d.namespace", "i.creator"};
+#define NBY ((int)(sizeof by_names / sizeof *by_names))
 
 int fair_report_by_parse(const char *s)
 {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NBY; i++) {
         size_t n = strlen(by_names[i]);
         if (s && strcmp(s, by_names[i]) == 0)
             return i;
-        if (s && strncmp(s, by_names[i], n) == 0 && strcmp(s + n, ",model") == 0)
+        if (s && i != FAIR_REPORT_BY_USER && strncmp(s, by_names[i], n) == 0 &&
+            strcmp(s + n, ",model") == 0)
             return i | FAIR_REPORT_BY_MODEL;
     }
     return -1;
@@ -31,7 +35,7 @@ int fair_report_by_parse(const char *s)
 
 const char *fair_report_by_name(enum fair_report_by by)
 {
-    return (unsigned)by < 4 ? by_names[by] : "?";
+    return (unsigned)by < (unsigned)NBY ? by_names[by] : "?";
 }
 
 int fair_report_format_parse(const char *s)
@@ -444,15 +448,15 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
                               "after --from)");
     if (p->to_ms - p->from_ms > FAIR_REPORT_MAX_PERIOD_MS)
         return fair_error_set(err, FAIR_ERANGE, "report: the period is longer than 100 years");
-    if ((unsigned)p->by > FAIR_REPORT_BY_NAMESPACE)
+    if ((unsigned)p->by > FAIR_REPORT_BY_USER)
         return fair_error_set(err, FAIR_EINVAL, "report: bad grouping");
     a.r = fair_calloc(1, sizeof(*a.r));
     if (!a.r)
         return fair_error_set(err, FAIR_ENOMEM, "report: out of memory");
     a.r->params = *p;
     a.r->exact = 1;
-    a.r->lent_known = p->by != FAIR_REPORT_BY_NAMESPACE;
-    const char *col = by_names[p->by];
+    a.r->lent_known = p->by != FAIR_REPORT_BY_NAMESPACE && p->by != FAIR_REPORT_BY_USER;
+    const char *col = by_cols[p->by];
     /* issue 15: by group and GPU model, the key "group<TAB>model". Lent is
      * sampled per queue, not per model: not known then. */
     char colm[96];
@@ -475,7 +479,7 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
     /* Raw ranges: the partial days at the edges, or the whole period. */
     int64_t ranges[2][2];
     int nranges = 0, mode[2];
-    if (D0 < D1) {
+    if (D0 < D1 && p->by != FAIR_REPORT_BY_USER) {
         if (P0 < D0 * DAY) {
             ranges[nranges][0] = P0, ranges[nranges][1] = D0 * DAY, mode[nranges++] = 1;
         }
@@ -485,7 +489,7 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
         /* Full days: closed intervals from the rollups. */
         snprintf(sql, sizeof(sql),
                  /* Sum per dimension id first (integer keys), then name. */
-                 "SELECT d.%s, d.gpu_model, sum(g), sum(iq), sum(pr), sum(ps), sum(pa) FROM"
+                 "SELECT %s, d.gpu_model, sum(g), sum(iq), sum(pr), sum(ps), sum(pa) FROM"
                  " (SELECT dim_id, sum(gpu_mms) g, sum(inquota_mms) iq, sum(preempted_mms) pr,"
                  " sum(pods_started) ps, sum(CASE WHEN day = ?1 THEN pods_alive ELSE 0 END) pa"
                  " FROM interval_day WHERE day >= ?1 AND day < ?2 GROUP BY dim_id) r"
@@ -497,7 +501,7 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
             goto out;
         if (a.r->lent_known) {
             snprintf(sql, sizeof(sql),
-                     "SELECT d.%s, sum(l) FROM (SELECT dim_id, sum(lent_mms) l FROM sample_day"
+                     "SELECT %s, sum(l) FROM (SELECT dim_id, sum(lent_mms) l FROM sample_day"
                      " WHERE day >= ?1 AND day < ?2 GROUP BY dim_id) r JOIN dims d"
                      " ON d.id = r.dim_id GROUP BY 1",
                      col);
@@ -517,7 +521,7 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
          * 1); in the edge after, only those that start in it (mode 2). */
         snprintf(
             sql, sizeof(sql),
-            "SELECT d.%s, d.gpu_model, sum(i.gpu_milli * " OV(
+            "SELECT %s, d.gpu_model, sum(i.gpu_milli * " OV(
                 "i.start_ms",
                 "i.end_ms") "),"
                             " sum(i.inquota_milli * " OV(
@@ -544,7 +548,7 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
         if (a.r->lent_known) {
             snprintf(
                 sql, sizeof(sql),
-                "SELECT d.%s, sum(s.lent * " OV(
+                "SELECT %s, sum(s.lent * " OV(
                     "s.t_ms - s.dur_ms",
                     "s.t_ms") ")"
                               " FROM samples s JOIN dims d ON d.id = s.dim_id"
@@ -560,7 +564,7 @@ int fair_report_run(struct fair_ledger *l, const struct fair_report_params *p,
     /* Open intervals: alive up to the heartbeat. */
     snprintf(
         sql, sizeof(sql),
-        "SELECT d.%s, d.gpu_model,"
+        "SELECT %s, d.gpu_model,"
         " sum(i.gpu_milli * max(0, " OV(
             "i.start_ms", "max(i.start_ms, ?3)") ")),"
                                                  " sum(i.inquota_milli * max(0, " OV(
@@ -1235,8 +1239,8 @@ int fair_report_http(struct fair_ledger *l, const char *query, struct fair_buf *
         goto bad;
     if ((v = fair_query_get(&q, "by")) && (by = fair_report_by_parse(v)) < 0) {
         fair_error_set(&err, FAIR_EINVAL,
-                       "bad by \"%s\": use team, project, queue or namespace, optionally "
-                       "followed by \",model\"",
+                       "bad by \"%s\": use team, project, queue, namespace or user, the first four "
+                       "optionally followed by \",model\"",
                        v);
         goto bad;
     }

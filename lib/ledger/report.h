@@ -27,6 +27,9 @@ enum fair_report_by {
     FAIR_REPORT_BY_PROJECT,
     FAIR_REPORT_BY_QUEUE,
     FAIR_REPORT_BY_NAMESPACE,
+    /* The pod's creator, as recorded at bind time (ledger.creatorLabel);
+     * read from the intervals, not the daily rollups. */
+    FAIR_REPORT_BY_USER,
 };
 enum fair_report_format { FAIR_REPORT_TABLE, FAIR_REPORT_CSV, FAIR_REPORT_JSON };
 
@@ -116,7 +119,7 @@ struct fair_report {
     size_t n;
     struct fair_report_row *rows; /* sorted by key */
     struct fair_report_row total; /* key "TOTAL" */
-    int lent_known;               /* 0 for by=namespace: samples are per queue */
+    int lent_known;               /* 0 for by=namespace and user: samples are per queue */
     int exact;                    /* 0: an edge falls in pruned raw data */
 };
 

@@ -10,6 +10,8 @@
 
 #include "test_controller_common.h"
 
+#include <sqlite3.h>
+
 /* Runs the controller with args to completion; returns its exit status and
  * its output (malloc'd) in *out. */
 static int run_ctl(const char *const *args, char **out)
@@ -153,6 +155,68 @@ static void test_endpoints(void **state)
     stop_all(&fake, &c);
 }
 
+/* ledger.creatorLabel: a pod's creator, the value of that label, is kept
+ * in the ledger at bind time (for report --by user); a pod without the
+ * label has none. */
+static void test_creator_label(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
+    assert_int_equal(tc_fake_start(&fake, &o), 0);
+    snprintf(c.config, sizeof c.config, "%s/creator.yaml", fake.dir);
+    FILE *f = fopen(c.config, "w");
+    assert_non_null(f);
+    fputs("apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
+          "ledger:\n  creatorLabel: example.com/user\n",
+          f);
+    fclose(f);
+    /* The ledger outside the fake's folder, which stop_all removes. */
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/fair-creator-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(c.ledger, sizeof c.ledger, "%s/ledger.db", dir);
+    assert_int_equal(ctl_start(&c, &fake, "creator"), 0);
+    if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("controller not ready");
+    }
+    mk_namespaces(&fake, (const char *[]){"team-a", NULL});
+    mk_project(&fake, "pa", "4", "[\"team-a\"]", "qa");
+    mk_queue(&fake, "qa", "pa", "4", 1);
+    mk_pod_full(&fake, "team-a", "by-ana", "qa", "1", NULL, ",\"example.com/user\":\"ana\"", NULL,
+                0);
+    mk_pod(&fake, "team-a", "by-nobody", "qa", "1");
+    if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 2, WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the two pods were not bound");
+    }
+    char ledger[sizeof c.ledger];
+    snprintf(ledger, sizeof ledger, "%s", c.ledger);
+    stop_all(&fake, &c); /* the last flush */
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(ledger, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(
+        sqlite3_prepare_v2(h, "SELECT pod, creator FROM intervals ORDER BY pod", -1, &st, NULL),
+        SQLITE_OK);
+    const char *want[2][2] = {{"by-ana", "ana"}, {"by-nobody", ""}};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), want[i][0]);
+        assert_string_equal((const char *)sqlite3_column_text(st, 1), want[i][1]);
+    }
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -160,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_config_and_flags),
         cmocka_unit_test_teardown(test_endpoints, tc_teardown),
+        cmocka_unit_test_teardown(test_creator_label, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

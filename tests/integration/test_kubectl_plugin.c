@@ -320,6 +320,132 @@ static void test_why(void **state)
     fair_buf_release(&err);
 }
 
+/* A pod bound to node-0000 (the fake's first node, 8 GPUs) holding gpus
+ * whole GPUs, or the fraction frac (annotation) when gpus is NULL. */
+static void bound_pod(const char *ns, const char *name, const char *queue_label, const char *gpus,
+                      const char *frac)
+{
+    char body[1024], path[256];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+             "\"labels\":{\"fairshare.dev/queue\":\"%s\"}%s%s%s},\"spec\":{\"nodeName\":"
+             "\"node-0000\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"%s%s%s}]}}",
+             name, queue_label, frac ? ",\"annotations\":{\"fairshare.dev/gpu-fraction\":\"" : "",
+             frac ? frac : "", frac ? "\"}" : "",
+             gpus ? ",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"" : "", gpus ? gpus : "",
+             gpus ? "\"}}" : "");
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    req("POST", path, body, 201);
+}
+
+static void test_top(void **state)
+{
+    (void)state;
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    bound_pod("team-b", "top-whole", "team-b-train", "2", NULL);
+    bound_pod("team-b", "top-half", "team-b-train", NULL, "0.5");
+    bound_pod("team-a", "top-quarter", "team-a-dev", NULL, "0.25");
+    /* Not counted: a finished pod, and a pod without GPUs. */
+    bound_pod("team-a", "top-done", "team-a-dev", "4", NULL);
+    req("PATCH", "/api/v1/namespaces/team-a/pods/top-done/status",
+        "{\"status\":{\"phase\":\"Succeeded\"}}", 200);
+    bound_pod("team-a", "top-cpu", "team-a-dev", NULL, NULL);
+
+    const char *a[] = {"top", NULL};
+    assert_int_equal(run(a, &out, &err), 0);
+    const char *o = fair_buf_str(&out);
+    /* GPUS USED FREE FRACTIONAL(sum/pods) PODS USE% */
+    expect_row(o, "node-0000 ", "8 2.75 5.25 0.75/2 3 34%");
+    /* USED FRACTIONAL PODS FAIRSHARE OF-FAIR% (team-b-train has no status) */
+    expect_row(o, "team-b-train ", "team-b 2.5 0.5/1 2 - -");
+    expect_row(o, "team-a-dev ", "team-a 0.25 0.25/1 1 2 13%");
+
+    /* -n: only that namespace's pods. */
+    const char *b[] = {"top", "-n", "team-a", NULL};
+    assert_int_equal(run(b, &out, &err), 0);
+    expect_row(fair_buf_str(&out), "node-0000 ", "8 0.25 7.75 0.25/1 1 3%");
+
+    const char *c[] = {"top", "-o", "json", NULL};
+    assert_int_equal(run(c, &out, &err), 0);
+    json_error_t je;
+    json_t *j = json_loads(fair_buf_str(&out), 0, &je);
+    assert_non_null(j);
+    json_t *n0 = json_array_get(json_object_get(j, "nodes"), 0);
+    assert_string_equal(fair_fake_json_str(n0, "name"), "node-0000");
+    assert_string_equal(fair_fake_json_str(n0, "used"), "2.75");
+    assert_string_equal(fair_fake_json_str(n0, "fractional"), "0.75");
+    assert_int_equal(json_integer_value(json_object_get(n0, "fractionalPods")), 2);
+    json_decref(j);
+    const char *d[] = {"top", "-n", "a", "-A", NULL};
+    assert_int_equal(run(d, &out, &err), 2);
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
+/* What a pod waits for: the node held for it, its gang's members, and the
+ * victims that reclaim is evicting for it (from their DisruptionTarget
+ * condition, in any namespace). */
+static void test_why_waits_for(void **state)
+{
+    (void)state;
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    req("POST", "/api/v1/namespaces/team-a/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"g-0\","
+        "\"labels\":{\"fairshare.dev/queue\":\"team-a-train\"},\"annotations\":{"
+        "\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"3\"}},\"spec\":{"
+        "\"schedulerName\":\"fairshare\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}",
+        201);
+    req("POST", "/api/v1/namespaces/team-a/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"g-1\","
+        "\"annotations\":{\"fairshare.dev/gang\":\"g\",\"fairshare.dev/gang-size\":\"3\"}},"
+        "\"spec\":{\"nodeName\":\"node-0000\",\"containers\":[{\"name\":\"c\",\"image\":"
+        "\"x\"}]}}",
+        201);
+    req("PATCH", "/api/v1/namespaces/team-a/pods/g-0/status",
+        "{\"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\","
+        "\"reason\":\"NodeHeld\",\"message\":\"waiting for node node-0000, held for this pod: "
+        "no node has 1 GPUs free\"}]}}",
+        200);
+    /* Two marked pods in another namespace: one for g-0, one for g-01. */
+    static const char *const marks[][2] = {{"v-for-g0", "team-a/g-0"}, {"v-other", "team-a/g-01"}};
+    for (int i = 0; i < 2; i++) {
+        char body[1024], path[256];
+        bound_pod("team-b", marks[i][0], "team-b-train", "1", NULL);
+        snprintf(body, sizeof body,
+                 "{\"status\":{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":"
+                 "\"True\",\"reason\":\"PreemptionByScheduler\",\"message\":\"Fairshare "
+                 "reclaim: queue team-a-train needs these GPUs (for pod %s)\"}]}}",
+                 marks[i][1]);
+        snprintf(path, sizeof path, "/api/v1/namespaces/team-b/pods/%s/status", marks[i][0]);
+        req("PATCH", path, body, 200);
+    }
+    const char *a[] = {"why", "g-0", "-n", "team-a", NULL};
+    assert_int_equal(run(a, &out, &err), 0);
+    const char *o = fair_buf_str(&out);
+    if (!strstr(o, "Held:       node node-0000 is held for this pod") ||
+        !strstr(o, "Gang:       g: 2 of 3 pod(s) present in team-a, 1 bound\n") ||
+        !strstr(o, "Reclaim:    1 pod(s) being evicted for it:\n") ||
+        !strstr(o, "team-b/v-for-g0 on node-0000\n") || strstr(o, "v-other"))
+        fail_msg("why g-0:\n%s", o);
+    const char *b[] = {"why", "g-0", "-n", "team-a", "-o", "json", NULL};
+    assert_int_equal(run(b, &out, &err), 0);
+    json_error_t je;
+    json_t *j = json_loads(fair_buf_str(&out), 0, &je);
+    assert_non_null(j);
+    assert_string_equal(fair_fake_json_str(j, "heldNode"), "node-0000");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "gang"), "present")), 2);
+    json_t *v = json_object_get(j, "reclaimVictims");
+    assert_int_equal(json_array_size(v), 1);
+    assert_string_equal(fair_fake_json_str(json_array_get(v, 0), "name"), "v-for-g0");
+    json_decref(j);
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -381,6 +507,11 @@ static void test_completion(void **state)
         {"fairsharectl report --per", "--percent"},
         {"fairsharectl ledger ", "backup check prune"},
         {"fairsharectl completion ", "bash zsh"},
+        {"fairsharectl to", "top"},
+        {"fairsharectl report -o ", "table csv json"},
+        {"fairsharectl report --by u", "user"},
+        {"fairsharectl top -o ", "table wide json yaml"},
+        {"fairsharectl top --all", "--all-namespaces"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char cmd[1024];
@@ -412,9 +543,10 @@ static void test_completion(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_queues_tree), cmocka_unit_test(test_queues_json_yaml),
-        cmocka_unit_test(test_why),         cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_completion),
+        cmocka_unit_test(test_queues_tree),   cmocka_unit_test(test_queues_json_yaml),
+        cmocka_unit_test(test_why),           cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_completion),    cmocka_unit_test(test_top),
+        cmocka_unit_test(test_why_waits_for),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -186,6 +186,20 @@ static void test_csv_table_json(void **state)
     assert_non_null(
         strstr(fair_buf_str(&out), "\nTOTAL,77.500,65.500,12.000,12.000,144.000,0.108,4,247.75\n"));
 
+    /* kubectl's -o is --format; --by user groups by the creator recorded
+     * at bind (none in this fixture: one "(none)" row with every hour). */
+    const char *a6[] = {"report", "--from", "2026-11-01", "--to", "2026-12-01", "--by",
+                        "team",   "-o",     "csv",        "--db", db,           NULL};
+    assert_int_equal(run(ctl(), a6, &out, &err), 0);
+    assert_string_equal(fair_buf_str(&out), expected_csv);
+    const char *a7[] = {"report", "--from", "2026-11-01",   "--to", "2026-12-01",
+                        "--by",   "user",   "--output=csv", "--db", db,
+                        NULL};
+    assert_int_equal(run(ctl(), a7, &out, &err), 0);
+    assert_non_null(strstr(fair_buf_str(&out), "user,gpu_hours,"));
+    assert_non_null(strstr(fair_buf_str(&out), "\n(none),77.500,65.500,12.000,12.000,,"));
+    assert_non_null(strstr(fair_buf_str(&out), "\nTOTAL,77.500,"));
+
     /* Time zone -01:00: November 2 01:00Z .. is local Nov 2 00:00. */
     const char *a5[] = {"report",    "--from", "2026-11-02", "--to", "2026-11-03",
                         "--tz",      "-01:00", "--format",   "csv",  "--by",

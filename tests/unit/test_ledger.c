@@ -996,8 +996,9 @@ static int64_t scalar(sqlite3 *h, const char *sql)
 /* Schema 1 -> 2: sample_day gains fair_share_mms and sampled_ms, filled in
  * from the raw samples exactly as the writer fills them, except for days
  * whose raw samples were pruned (left at 0, out of the charts). */
-/* What version 3 added, dropped to go back to an older version. */
+/* What versions 3 and 4 added, dropped to go back to an older version. */
 #define DROP_V3                                                                                    \
+    "ALTER TABLE intervals DROP COLUMN creator;"                                                   \
     "ALTER TABLE intervals DROP COLUMN preemptible;"                                               \
     "ALTER TABLE intervals DROP COLUMN devices;"                                                   \
     "ALTER TABLE intervals DROP COLUMN gang;"                                                      \
@@ -1057,7 +1058,7 @@ static void test_migration_v2(void **state)
     assert_int_equal(scalar(h, "SELECT sum(fair_share_mms * (day + 7)) FROM sample_day"), fs);
     assert_int_equal(scalar(h, "SELECT sum(sampled_ms * (day + 3)) FROM sample_day"), ms);
     /* Days before the samples' prune cut stay at 0. */
-    char sql[400];
+    char sql[600];
     snprintf(sql, sizeof(sql),
              "ALTER TABLE sample_day DROP COLUMN fair_share_mms;"
              "ALTER TABLE sample_day DROP COLUMN sampled_ms;" DROP_V3
@@ -1267,6 +1268,84 @@ static void test_optional_fields(void **state)
     fair_ledger_free(l);
 }
 
+/* Reports by user: the creator recorded at open, read from the intervals
+ * (also across full days, which other groupings take from the rollups);
+ * a file of version 3 gains the column, its rows with no creator. */
+static void iv_by(struct fair_ledger *l, const char *uid, const char *creator, int64_t milli,
+                  int64_t start)
+{
+    struct fair_ledger_interval_info in = {.uid = uid,
+                                           .namespace_ = "ns",
+                                           .pod = uid,
+                                           .queue = "q",
+                                           .project = "p",
+                                           .team = "t",
+                                           .gpu_milli = milli,
+                                           .inquota_milli = 0,
+                                           .start_ms = start,
+                                           .creator = creator};
+    struct fair_error err = {0};
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+}
+
+static void test_by_user(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    iv_by(l, "u1", "ana", 1000, T("2026-11-01T00:00:00Z"));
+    close_iv(l, "u1", T("2026-11-01T02:00:00Z"), FAIR_LEDGER_COMPLETED);
+    iv_by(l, "u2", "bob", 500, T("2026-11-01T22:00:00Z")); /* across midnight */
+    close_iv(l, "u2", T("2026-11-02T02:00:00Z"), FAIR_LEDGER_COMPLETED);
+    iv_by(l, "u3", NULL, 1000, T("2026-11-02T05:00:00Z"));
+    close_iv(l, "u3", T("2026-11-02T06:00:00Z"), FAIR_LEDGER_PREEMPTED);
+    iv_by(l, "u4", "ana", 1000, T("2026-11-03T00:00:00Z")); /* open */
+    heartbeat(l, T("2026-11-03T03:00:00Z"));
+    flush(l);
+    /* Whole days: the other groupings would read the rollups. */
+    struct fair_report *r =
+        report(l, T("2026-11-01T00:00:00Z"), T("2026-11-04T00:00:00Z"), FAIR_REPORT_BY_USER);
+    assert_int_equal(r->n, 3);
+    assert_int_equal(row(r, "ana")->gpu_mms, 5 * H);
+    assert_int_equal(row(r, "ana")->pods, 2);
+    assert_int_equal(row(r, "bob")->gpu_mms, 2 * H);
+    assert_int_equal(row(r, "(none)")->gpu_mms, 1 * H);
+    assert_int_equal(row(r, "(none)")->preempted_mms, 1 * H);
+    assert_false(r->lent_known);
+    fair_report_free(r);
+    /* A partial day: only bob's part after midnight. */
+    r = report(l, T("2026-11-02T00:00:00Z"), T("2026-11-02T04:00:00Z"), FAIR_REPORT_BY_USER);
+    assert_int_equal(r->n, 1);
+    assert_int_equal(row(r, "bob")->gpu_mms, H);
+    fair_report_free(r);
+    /* The same total as by team. */
+    r = report(l, T("2026-11-01T00:00:00Z"), T("2026-11-04T00:00:00Z"), FAIR_REPORT_BY_TEAM);
+    assert_int_equal(row(r, "t")->gpu_mms, 8 * H);
+    fair_report_free(r);
+    assert_int_equal(fair_report_by_parse("user"), FAIR_REPORT_BY_USER);
+    assert_string_equal(fair_report_by_name(FAIR_REPORT_BY_USER), "user");
+    fair_ledger_free(l);
+
+    /* Back to version 3 (no creator column), then open: migrated. */
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h,
+                                  "ALTER TABLE intervals DROP COLUMN creator;"
+                                  "PRAGMA user_version=3",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    l = open_ledger();
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(scalar(h, "PRAGMA user_version"), FAIR_LEDGER_SCHEMA_VERSION);
+    assert_int_equal(scalar(h, "SELECT count(*) FROM intervals WHERE creator = ''"), 4);
+    sqlite3_close(h);
+    r = report(l, T("2026-11-01T00:00:00Z"), T("2026-11-04T00:00:00Z"), FAIR_REPORT_BY_USER);
+    assert_int_equal(r->n, 1);
+    assert_int_equal(row(r, "(none)")->gpu_mms, 8 * H);
+    fair_report_free(r);
+    fair_ledger_free(l);
+}
+
 struct charges_seen {
     int n;
     struct {
@@ -1374,6 +1453,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_by_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_open, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
