@@ -39,7 +39,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libcurl4 libjansson4 libyaml-0-2 libsqlite3-0 \
       libevent-2.1-7 libevent-openssl-2.1-7 libevent-pthreads-2.1-7 \
-      ca-certificates \
+      libssl3 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /var/lib/fairshare /etc/fairshare \
  && chown 65532:65532 /var/lib/fairshare

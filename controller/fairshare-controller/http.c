@@ -18,11 +18,13 @@
 #include "base/log.h"
 #include "ctl/config.h"
 #include "ctl/controller.h"
+#include "ctl/webhookcert.h"
 #include "httpd/auth.h"
 #include "httpd/cert.h"
 #include "httpd/dashboard.h"
 #include "httpd/httpd.h"
 #include "httpd/querypool.h"
+#include "httpd/webhook.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "ledger/ledger.h"
@@ -40,6 +42,10 @@ struct fair_ctl_http {
     const struct fair_ctl_config *cfg;
     struct event *cert_timer; /* re-reads http.tls.certFile/keyFile when they change */
     struct stat cert_st, key_st;
+    struct fair_httpd *webhook_srv;            /* webhook.address; NULL when off */
+    struct fair_webhook *webhook;              /* its route */
+    struct fair_kclient *webhook_kc;           /* the certificate manager's client */
+    struct fair_ctl_webhookcert *webhook_cert; /* the Secret and the caBundle */
 };
 
 /* What each route needs (docs/operations.md, "Who may read what"). */
@@ -105,6 +111,10 @@ static int metrics(void *ctx, const char *query, struct fair_buf *body, const ch
         rc = fair_querypool_metrics(h->pool, body);
     if (!rc && fair_ctl_ledger(h->ctl))
         rc = fair_ledger_metrics(fair_ctl_ledger(h->ctl), body);
+    if (!rc && h->webhook)
+        rc = fair_webhook_metrics(h->webhook, body);
+    if (!rc && h->webhook_cert)
+        rc = fair_ctl_webhookcert_metrics(h->webhook_cert, body);
     return rc;
 }
 
@@ -237,6 +247,108 @@ static int setup_tls(struct fair_ctl_http *h, SSL_CTX **out, struct fair_error *
     return 0;
 }
 
+static int new_server(struct event_base *base, const struct fair_ctl_config *cfg, const char *addr,
+                      SSL_CTX *tls, struct fair_httpd **out, struct fair_error *err);
+
+/* ---- the admission webhook (webhook.address) ---- */
+
+static void on_webhook_cert(void *ctx, SSL_CTX *tls)
+{
+    struct fair_ctl_http *h = ctx;
+    fair_httpd_set_tls(h->webhook_srv, tls);
+}
+
+/* The serving certificate's names: the Service's DNS names, then
+ * webhook.extraNames. */
+static int webhook_names(const struct fair_ctl_config *cfg, char (*buf)[320], const char **names,
+                         size_t *n, struct fair_error *err)
+{
+    const char *svc = cfg->webhook_service, *ns = cfg->webhook_namespace;
+    *n = 0;
+    snprintf(buf[0], sizeof buf[0], "%s.%s.svc", svc, ns);
+    snprintf(buf[1], sizeof buf[1], "%s.%s.svc.cluster.local", svc, ns);
+    snprintf(buf[2], sizeof buf[2], "%s.%s", svc, ns);
+    snprintf(buf[3], sizeof buf[3], "%s", svc);
+    for (; *n < 4; (*n)++)
+        names[*n] = buf[*n];
+    const char *p = cfg->webhook_extra_names;
+    while (*p) {
+        p += strspn(p, " ,");
+        size_t len = strcspn(p, ",");
+        size_t t = len;
+        while (t > 0 && p[t - 1] == ' ')
+            t--;
+        if (t == 0) {
+            p += len;
+            continue;
+        }
+        if (*n >= FAIR_WEBHOOKCERT_MAX_NAMES || t >= sizeof buf[0])
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "key webhook.extraNames: at most %d names of at most 253 "
+                                  "characters",
+                                  FAIR_WEBHOOKCERT_MAX_NAMES - 4);
+        memcpy(buf[*n], p, t);
+        buf[*n][t] = '\0';
+        names[*n] = buf[*n];
+        (*n)++;
+        p += len;
+    }
+    return 0;
+}
+
+static int setup_webhook(struct fair_ctl_http *h, struct event_base *base, struct fair_error *err)
+{
+    const struct fair_ctl_config *cfg = h->cfg;
+    char buf[FAIR_WEBHOOKCERT_MAX_NAMES][320];
+    const char *names[FAIR_WEBHOOKCERT_MAX_NAMES];
+    size_t n = 0;
+    SSL_CTX *tls = NULL;
+    int rc = webhook_names(cfg, buf, names, &n, err);
+    if (rc)
+        return rc;
+    /* Until the Secret is read: a throwaway certificate that no API server
+     * trusts (calls fail, and failurePolicy Ignore admits the pods). */
+    if ((rc = fair_cert_self_signed(names, n, &tls, NULL, err)))
+        return rc;
+    rc = new_server(base, cfg, cfg->webhook_address, tls, &h->webhook_srv, err);
+    SSL_CTX_free(tls);
+    if (rc) {
+        fair_error_prefix(err, "webhook.address %s: ", cfg->webhook_address);
+        return rc;
+    }
+    struct fair_webhook_options wo = {.scheduler_name = cfg->scheduler_name,
+                                      .cuda_visible_devices = cfg->webhook_cuda};
+    if ((rc = fair_webhook_register(h->webhook_srv, FAIR_CTL_WEBHOOK_PATH, &wo, &h->webhook)))
+        return fair_error_set(err, rc, "cannot register the webhook route");
+    struct fair_kclient_options ko = {0};
+    fair_kclient_options_default(&ko);
+    ko.qps = -1; /* a few requests a minute */
+    ko.max_host_connections = 2;
+    ko.max_body = 4u << 20;
+    if ((rc = fair_kclient_new(base, fair_ctl_kconfig(h->ctl), &ko, &h->webhook_kc, err)))
+        return rc;
+    struct fair_ctl_webhookcert_options co = {.kc = h->webhook_kc,
+                                              .namespace_ = cfg->webhook_namespace,
+                                              .secret_name = cfg->webhook_secret,
+                                              .config_name = cfg->webhook_config,
+                                              .names = names,
+                                              .n_names = n,
+                                              .validity_ms = cfg->webhook_validity_ms,
+                                              .check_interval_ms = cfg->webhook_check_ms,
+                                              .on_cert = on_webhook_cert,
+                                              .ctx = h};
+    if ((rc = fair_ctl_webhookcert_new(base, &co, &h->webhook_cert, err))) {
+        fair_error_prefix(err, "webhook certificate: ");
+        return rc;
+    }
+    FAIR_INFO(COMP,
+              "msg=\"serving the GPU env admission webhook (HTTPS)\" addr=%s path=%s "
+              "secret=%s/%s mutatingwebhookconfiguration=%s",
+              cfg->webhook_address, FAIR_CTL_WEBHOOK_PATH, cfg->webhook_namespace,
+              cfg->webhook_secret, *cfg->webhook_config ? cfg->webhook_config : "(none)");
+    return 0;
+}
+
 /* ---- lifecycle ---- */
 
 static int new_server(struct event_base *base, const struct fair_ctl_config *cfg, const char *addr,
@@ -303,6 +415,8 @@ int fair_ctl_http_new(struct event_base *base, const struct fair_ctl_config *cfg
             goto fail;
         }
     }
+    if (strcmp(cfg->webhook_address, "0") != 0 && (rc = setup_webhook(h, base, err)))
+        goto fail;
     if (strcmp(cfg->metrics_address, "0") == 0) {
         *out = h;
         return 0;
@@ -375,6 +489,10 @@ void fair_ctl_http_free(struct fair_ctl_http *h)
         return;
     if (h->cert_timer)
         event_free(h->cert_timer);
+    fair_ctl_webhookcert_free(h->webhook_cert);
+    fair_httpd_free(h->webhook_srv);
+    fair_webhook_free(h->webhook);
+    fair_kclient_free(h->webhook_kc);
     fair_auth_free(h->auth);      /* waiting requests get 503 */
     fair_querypool_free(h->pool); /* stops its threads; pending replies go out */
     fair_httpd_free(h->srv);

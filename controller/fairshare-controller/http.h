@@ -8,6 +8,10 @@
  *    is on, the dashboard (/) and the GPU-hour report
  *    (/api/v1/reports/gpu-hours) of lib/httpd/dashboard.h, whose queries
  *    run on a query pool (lib/httpd/querypool.h), never on the loop.
+ *  - webhook.address (HTTPS, no authentication: the API server calls it
+ *    with no token; it only answers AdmissionReviews, lib/httpd/webhook.h):
+ *    the GPU env admission webhook, its certificate managed in a Secret
+ *    (lib/ctl/webhookcert.h).
  * With http.secureServing false, metricsAddress serves the same routes in
  * plain HTTP without authentication, on a loopback address only.
  * Create it after fair_ctl_start(), which opens (and migrates) the ledger
@@ -21,6 +25,9 @@ struct event_base;
 struct fair_ctl;
 struct fair_ctl_config;
 struct fair_ctl_http;
+
+/* The admission webhook's path on webhook.address (config/webhook.yaml). */
+#define FAIR_CTL_WEBHOOK_PATH "/mutate-v1-pod"
 
 /* The permissions of the authorised routes (docs/operations.md, "Who may
  * read what"): get reports.fairshare.dev for the GPU-hour report, get

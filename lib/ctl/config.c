@@ -140,6 +140,30 @@ static const struct fair_ctl_config_entry table[] = {
     {"gpuModels", FAIR_CFG_STRING, OFF(gpu_models), "", 0, 4096,
      "GPU model aliases for quotas (gpu/<alias>) and pods (fairshare.dev/gpu-model): a mapping "
      "alias: nvidia.com/gpu.product in the file, \"alias=product,...\" on the command line"},
+    {"webhook.address", FAIR_CFG_ADDRESS, OFF(webhook_address), "0", 0, 0,
+     "host:port of the mutating admission webhook that adds the GPU env to fractional pods "
+     "(HTTPS, certificate managed in webhook.secretName); \"0\" turns it off"},
+    {"webhook.namespace", FAIR_CFG_NAME, OFF(webhook_namespace), "fairshare-system", 1, 63,
+     "namespace of the webhook's Service and certificate Secret"},
+    {"webhook.serviceName", FAIR_CFG_NAME, OFF(webhook_service), "fairshare-webhook", 1, 63,
+     "the Service the API server calls: its DNS names go into the serving certificate"},
+    {"webhook.secretName", FAIR_CFG_NAME, OFF(webhook_secret), "fairshare-webhook-cert", 1, 253,
+     "Secret holding the webhook's CA and serving certificate (made when missing, shared by "
+     "the replicas)"},
+    {"webhook.configurationName", FAIR_CFG_STRING, OFF(webhook_config), "fairshare", 0, 253,
+     "MutatingWebhookConfiguration whose caBundle the controller keeps up to date; \"\": none"},
+    {"webhook.extraNames", FAIR_CFG_STRING, OFF(webhook_extra_names), "", 0, 4096,
+     "more names for the serving certificate, comma-separated (IP literals become IP names), "
+     "e.g. \"127.0.0.1\" for a webhook called by URL"},
+    {"webhook.certValidity", FAIR_CFG_DURATION, OFF(webhook_validity_ms), "365d", 60 * 1000,
+     3650 * DAY_MS,
+     "validity of the webhook's CA and serving certificate; both are renewed at two thirds of it"},
+    {"webhook.certCheckInterval", FAIR_CFG_DURATION, OFF(webhook_check_ms), "1m", 100, DAY_MS,
+     "how often the Secret and the caBundle are read again (a renewal by another replica, a "
+     "caBundle reset by kubectl apply)"},
+    {"webhook.cudaVisibleDevices", FAIR_CFG_BOOL, OFF(webhook_cuda), "false", 0, 1,
+     "the webhook also sets CUDA_VISIBLE_DEVICES from fairshare.dev/gpu-devices (only right "
+     "where that annotation holds GPU UUIDs)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 

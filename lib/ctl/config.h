@@ -70,6 +70,15 @@ struct fair_ctl_config {
     int64_t http_auth_deny_ttl_ms;   /* http.authDenyCacheTTL */
     int64_t http_auth_cache_size;    /* http.authCacheSize */
     char *gpu_models;                /* gpuModels: aliases "H100=NVIDIA-H100-80GB-HBM3,..." */
+    char *webhook_address;           /* webhook.address: host:port, "0" off */
+    char *webhook_namespace;         /* webhook.namespace: the Secret's and Service's */
+    char *webhook_service;           /* webhook.serviceName */
+    char *webhook_secret;            /* webhook.secretName */
+    char *webhook_config;            /* webhook.configurationName: "" none */
+    char *webhook_extra_names;       /* webhook.extraNames: comma-separated hosts and IPs */
+    int64_t webhook_validity_ms;     /* webhook.certValidity */
+    int64_t webhook_check_ms;        /* webhook.certCheckInterval */
+    bool webhook_cuda;               /* webhook.cudaVisibleDevices */
 };
 
 /* ---- issue 15: GPU model aliases (gpuModels) ---- */

@@ -100,6 +100,7 @@ struct req {
     char *creator;                   /* binds: ledger.creatorLabel's value, NULL: none */
     int32_t gang_size;               /* binds */
     bool non_preemptible;            /* binds */
+    bool gpu_env_missing;            /* binds: a fraction the webhook did not see */
     uint64_t devmask;                /* binds: the devices given */
     int64_t gpu_milli, inquota_milli;
     int evict_reason;
@@ -686,6 +687,16 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
         snprintf(msg, sizeof msg, "Bound %s/%s to node %s (queue %s)", r->ns, r->name, r->node,
                  r->queue);
     queue_event(c, r->ns, r->name, r->uid, "Normal", "Scheduled", msg);
+    if (r->gpu_env_missing) {
+        snprintf(msg, sizeof msg,
+                 "the fairshare admission webhook did not see this pod (it was down or "
+                 "unreachable, and its failurePolicy Ignore let the pod in): its containers get "
+                 "NVIDIA_VISIBLE_DEVICES (GPU %s) only if they set it themselves from the "
+                 "annotation " FAIR_ANN_GPU_DEVICES " (docs/fractions.md, \"The webhook\")",
+                 r->devices);
+        queue_event(c, r->ns, r->name, r->uid, "Warning", "GPUEnvNotInjected", msg);
+        c->metrics.gpu_env_missing++;
+    }
     if (c->ledger && r->gpu_milli > 0 && c->leader_now) {
         struct fair_error err = {0};
         struct fair_ledger_interval_info info = {.uid = r->uid,
@@ -819,6 +830,10 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     r->inquota_milli = inq;
     r->non_preemptible = !p->preemptible;
     r->devmask = a->gpu_devices;
+    /* A fraction (part of a GPU) that reached us without the webhook's
+     * mark, while the webhook is deployed: told once, with the bind. */
+    r->gpu_env_missing = strcmp(c->cfg->webhook_address, "0") != 0 && gpu % 1000 != 0 &&
+                         !s->kpods[a->pod]->gpu_env_webhook;
     r->gang_size = p->gang_size;
     /* The gang as the snapshot resolved it (a PodGroup, or the annotation),
      * fixed in the charge with its size. */

@@ -193,6 +193,11 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
       "the cache was behind).\n"
       "# TYPE fairshare_bind_conflicts_total counter\nfairshare_bind_conflicts_total %llu\n",
       (unsigned long long)m->bind_conflicts);
+    P("# HELP fairshare_gpu_env_not_injected_total Fractional pods bound that the GPU env "
+      "webhook had not mutated (each told with a GPUEnvNotInjected Event).\n"
+      "# TYPE fairshare_gpu_env_not_injected_total counter\nfairshare_gpu_env_not_injected_total "
+      "%llu\n",
+      (unsigned long long)m->gpu_env_missing);
     P("# HELP fairshare_events_total Events written.\n"
       "# TYPE fairshare_events_total counter\nfairshare_events_total %llu\n",
       (unsigned long long)m->events_sent);

@@ -30,7 +30,8 @@ struct fair_ctl_metrics {
     uint64_t cycles;
     uint64_t binds;
     uint64_t bind_errors;
-    uint64_t bind_conflicts; /* 409: already bound; not retried until seen */
+    uint64_t bind_conflicts;  /* 409: already bound; not retried until seen */
+    uint64_t gpu_env_missing; /* fractions bound without the webhook's mark */
     uint64_t preemptions_reclaim;
     uint64_t preemptions_preempt;
     uint64_t preemptions_fair_share; /* reclaim beyond a guarantee, up to a fair share */

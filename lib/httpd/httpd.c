@@ -133,6 +133,10 @@ static const char *reason_of(int status)
         return "Not Found";
     case 405:
         return "Method Not Allowed";
+    case 413:
+        return "Payload Too Large";
+    case 415:
+        return "Unsupported Media Type";
     case 429:
         return "Too Many Requests";
     case 500:
@@ -501,6 +505,29 @@ bool fair_httpd_req_cancelled(const struct fair_httpd_req *req)
 const char *fair_httpd_req_path(const struct fair_httpd_req *req)
 {
     return req->path;
+}
+
+const char *fair_httpd_req_body(struct fair_httpd_req *req, size_t *len)
+{
+    *len = 0;
+    if (!req->evreq)
+        return NULL;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req->evreq);
+    size_t n = in ? evbuffer_get_length(in) : 0;
+    if (!n)
+        return "";
+    const char *p = (const char *)evbuffer_pullup(in, -1);
+    if (!p)
+        return NULL;
+    *len = n;
+    return p;
+}
+
+const char *fair_httpd_req_header(struct fair_httpd_req *req, const char *name)
+{
+    if (!req->evreq)
+        return NULL;
+    return evhttp_find_header(evhttp_request_get_input_headers(req->evreq), name);
 }
 
 /* Sends the answer when the client is still there, then frees req. */

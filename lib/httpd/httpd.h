@@ -138,6 +138,13 @@ int fair_httpd_route_guard(struct fair_httpd *srv, const char *method, const cha
 void fair_httpd_guard_done(struct fair_httpd_req *req, int status, const char *msg);
 /* The route path of req ("/metrics"), borrowed, for messages. */
 const char *fair_httpd_req_path(const struct fair_httpd_req *req);
+/* The request's body (at most 1 MiB, the server's cap), made contiguous;
+ * NULL with *len 0 when the client has gone. Borrowed until req is
+ * answered. Not NUL-terminated. */
+const char *fair_httpd_req_body(struct fair_httpd_req *req, size_t *len);
+/* A request header (name case-insensitive), borrowed until req is
+ * answered; NULL when absent or the client has gone. */
+const char *fair_httpd_req_header(struct fair_httpd_req *req, const char *name);
 
 /* Answers a deferred request and frees req (req is taken over). body is
  * borrowed and copied; content_type is borrowed. If the client has gone

@@ -1261,6 +1261,9 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
     if ((rc = map_get(ann, FAIR_ANN_GPU_DEVICES, "annotation " FAIR_ANN_GPU_DEVICES, &s, err)))
         return rc;
     p->gpu_devices = (char *)s;
+    if ((rc = map_get(ann, FAIR_ANN_GPU_ENV, "annotation " FAIR_ANN_GPU_ENV, &s, err)))
+        return rc;
+    p->gpu_env_webhook = s && *s;
     if ((rc = map_get(ann, FAIR_ANN_GANG, "annotation " FAIR_ANN_GANG, &s, err)))
         return rc;
     if (s && s[0])
@@ -2350,6 +2353,7 @@ static void free_queue(void *o)
 
 static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL},
                                                     {FAIR_ANN_GPU_DEVICES, NULL},
+                                                    {FAIR_ANN_GPU_ENV, NULL},
                                                     {FAIR_ANN_GANG, NULL},
                                                     {FAIR_ANN_GANG_SIZE, NULL},
                                                     {FAIR_ANN_SIM_DURATION, NULL},

@@ -31,6 +31,8 @@
 #define FAIR_ANN_GPU_FRACTION "fairshare.dev/gpu-fraction"
 #define FAIR_ANN_GPU_DEVICES "fairshare.dev/gpu-devices"
 #define FAIR_ANN_GPU_MODEL "fairshare.dev/gpu-model"
+/* Set to "webhook" by the GPU env admission webhook (lib/httpd/webhook.h). */
+#define FAIR_ANN_GPU_ENV "fairshare.dev/gpu-env"
 #define FAIR_ANN_GANG "fairshare.dev/gang"
 #define FAIR_ANN_GANG_SIZE "fairshare.dev/gang-size"
 #define FAIR_ANN_SIM_DURATION "sim.fairshare.dev/duration-seconds"

@@ -49,6 +49,7 @@ struct fair_kpod {
     bool preemptible;           /* label fairshare.dev/preemptible != "false" */
     int64_t gpu_fraction_milli; /* annotation fairshare.dev/gpu-fraction; 0 if none */
     char *gpu_devices;          /* annotation fairshare.dev/gpu-devices ("0,3"); NULL if none */
+    bool gpu_env_webhook;       /* annotation fairshare.dev/gpu-env set: the webhook saw it */
     char *gang;                 /* annotation fairshare.dev/gang */
     int32_t gang_size;          /* annotation fairshare.dev/gang-size; 0 if none */
     /* The PodGroup it belongs to: label scheduling.x-k8s.io/pod-group

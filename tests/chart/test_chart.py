@@ -62,7 +62,9 @@ def test_defaults():
             ("RoleBinding", "fairshare-leader-election"), ("ClusterRole", "fairshare-finance"),
             ("ClusterRole", "fairshare-viewer"), ("ConfigMap", "fairshare-config"),
             ("PersistentVolumeClaim", "fairshare-ledger"), ("Deployment", "fairshare-controller"),
-            ("Service", "fairshare-controller"), ("NetworkPolicy", "fairshare-controller")]
+            ("Service", "fairshare-controller"), ("NetworkPolicy", "fairshare-controller"),
+            ("Service", "fairshare-webhook"), ("MutatingWebhookConfiguration", "fairshare"),
+            ("Role", "fairshare-webhook-cert"), ("RoleBinding", "fairshare-webhook-cert")]
     for kind, name in want:
         check(find(docs, kind, name) is not None, "defaults: no %s %s" % (kind, name))
     kinds = [d["kind"] for d in docs]
@@ -76,7 +78,8 @@ def test_defaults():
         check(find(docs, "CustomResourceDefinition", crd["metadata"]["name"]) == crd,
               "the chart's CRD %s differs from crds/%s" % (crd["metadata"]["name"], f))
     for d in docs:
-        if d["kind"] not in ("CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"):
+        if d["kind"] not in ("CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+                             "MutatingWebhookConfiguration"):
             check(d["metadata"].get("namespace") == "fairshare-system",
                   "%s %s is not in the release namespace" % (d["kind"], d["metadata"]["name"]))
     # The ConfigMap holds the config value, and the Deployment its hash.
@@ -91,6 +94,12 @@ def test_defaults():
           "priorityClassName" not in pod, "defaults: empty scheduling values were rendered")
     check(re.fullmatch(r"[0-9a-f]{64}", dep["spec"]["template"]["metadata"]["annotations"]
                        ["fairshare.dev/config-sha256"]) is not None, "no config hash")
+    # The webhook calls the Service of the release namespace, and spares it.
+    wh = find(docs, "MutatingWebhookConfiguration", "fairshare")["webhooks"][0]
+    check(wh["clientConfig"]["service"]["namespace"] == "fairshare-system",
+          "the webhook calls a Service outside the release namespace")
+    check("fairshare-system" in wh["namespaceSelector"]["matchExpressions"][0]["values"],
+          "the webhook is called for the controller's own namespace")
     return docs
 
 

@@ -138,7 +138,10 @@ static void test_config_server_dry_run(void **state)
         "deployment.apps/fairshare-controller",
         "clusterrole.rbac.authorization.k8s.io/fairshare-finance",
         "clusterrole.rbac.authorization.k8s.io/fairshare-viewer",
-        "networkpolicy.networking.k8s.io/fairshare-controller"};
+        "networkpolicy.networking.k8s.io/fairshare-controller",
+        "service/fairshare-webhook",
+        "role.rbac.authorization.k8s.io/fairshare-webhook-cert",
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/fairshare"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(o, want[i]))
             fail_msg("kubectl apply -k config/ did not accept %s:\n%s", want[i], o);

@@ -41,6 +41,9 @@ enum fk_type_id {
     FK_QUEUES,
     FK_SP_PODGROUPS, /* scheduling.x-k8s.io PodGroups, once their CRD exists */
     FK_VC_PODGROUPS, /* scheduling.volcano.sh PodGroups, once their CRD exists */
+    FK_SECRETS,
+    FK_MUTATING_WEBHOOKS, /* admissionregistration.k8s.io/v1 MutatingWebhookConfigurations
+                             (stored only: nothing calls them) */
     FK_NTYPES
 };
 

@@ -39,6 +39,10 @@ static const struct fk_type type_table[FK_NTYPES] = {
     [FK_VC_PODGROUPS] = {"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup",
                          "scheduling.volcano.sh/v1beta1", 1, 1, 1, 0, NULL, NULL, 0, 0,
                          "podgroups.scheduling.volcano.sh"},
+    [FK_SECRETS] = {"", "v1", "secrets", "Secret", "v1", 1, 0, 0, 1, NULL, NULL, 0, 0},
+    [FK_MUTATING_WEBHOOKS] = {"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                              "MutatingWebhookConfiguration", "admissionregistration.k8s.io/v1", 0,
+                              0, 1, 1, NULL, NULL, 0, 0},
 };
 
 int fk_type_served(const struct fk_server *s, int type)

@@ -217,11 +217,13 @@ static bool same_req(const struct fair_reqinfo *a, const struct fair_reqinfo *b)
 
 static void req_add(struct req_set *s, const struct fair_reqinfo *q, const char *where)
 {
-    /* Only names matter to RBAC (resourceNames), and only the lease's is
-     * named in a rule: the names of pods, queues and projects would make
-     * every pod a distinct request. */
+    /* Only names matter to RBAC (resourceNames), and only the lease's, the
+     * webhook Secret's and the MutatingWebhookConfiguration's are named in
+     * a rule: the names of pods, queues and projects would make every pod
+     * a distinct request. */
     struct fair_reqinfo k = *q;
-    if (strcmp(k.res, "leases") != 0)
+    if (strcmp(k.res, "leases") != 0 && strcmp(k.res, "secrets") != 0 &&
+        strcmp(k.res, "mutatingwebhookconfigurations") != 0)
         k.name[0] = '\0';
     for (size_t i = 0; i < s->n; i++)
         if (same_req(&s->q[i], &k)) {
@@ -409,6 +411,14 @@ static void synthetic_requests(struct req_set *s)
             "/apis/coordination.k8s.io/v1/namespaces/fairshare-system/leases/fairshare-controller");
     add_req(s, "POST", "/apis/authentication.k8s.io/v1/tokenreviews");
     add_req(s, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+    /* The webhook's certificate (lib/ctl/webhookcert.c). */
+    add_req(s, "GET", "/api/v1/namespaces/fairshare-system/secrets/fairshare-webhook-cert");
+    add_req(s, "POST", "/api/v1/namespaces/fairshare-system/secrets");
+    add_req(s, "PUT", "/api/v1/namespaces/fairshare-system/secrets/fairshare-webhook-cert");
+    add_req(s, "GET",
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/fairshare");
+    add_req(s, "PUT",
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/fairshare");
 }
 
 static void test_comparison_reports_missing_and_extra(void **state)

@@ -2206,9 +2206,9 @@ static void test_every_yaml_loads(void **state)
     (void)state;
     int files = 0;
     json_t *all = load_all(&files);
-    /* crds: 2 CRDs + Kustomization; config: 9 files; config/admission: 1
+    /* crds: 2 CRDs + Kustomization; config: 10 files; config/admission: 1
      * (the optional ValidatingAdmissionPolicy); examples: 6 files. */
-    assert_int_equal(files, 3 + 9 + 1 + 6);
+    assert_int_equal(files, 3 + 10 + 1 + 6);
     size_t i;
     json_t *d;
     json_array_foreach(all, i, d)
@@ -2232,7 +2232,9 @@ static bool is_wild(json_t *arr)
 }
 
 /* Rights the controller must never hold: a scheduler writes bindings,
- * evictions, conditions and Events, never pod specs, nodes or secrets. It
+ * evictions, conditions and Events, never pod specs, nodes or secrets
+ * (apart from its webhook's one Secret, in a Role of its own namespace,
+ * checked on its own in test_rbac_least_privilege). It
  * creates pods (the requeue of an evicted bare pod, a copy of what its
  * owner submitted) but never changes one. It deletes a pod only as a
  * victim whose evictions a PodDisruptionBudget kept refusing past
@@ -2324,7 +2326,7 @@ static void test_rbac_least_privilege(void **state)
 {
     (void)state;
     json_t *docs = load("config/rbac.yaml");
-    assert_int_equal(json_array_size(docs), 5);
+    assert_int_equal(json_array_size(docs), 7);
     json_t *sa = find_doc(docs, "ServiceAccount", "fairshare-controller");
     assert_non_null(sa);
     assert_string_equal(str_at(sa, "metadata.namespace"), "fairshare-system");
@@ -2365,6 +2367,40 @@ static void test_rbac_least_privilege(void **state)
     json_t *rb = find_doc(docs, "RoleBinding", "fairshare-leader-election");
     check_binding(rb, "Role", "fairshare-leader-election");
     assert_string_equal(str_at(rb, "metadata.namespace"), "fairshare-system");
+    /* The webhook's certificate: secrets only, in the namespace the config
+     * names; create (no name can limit it), and get and update of the one
+     * Secret the config names. */
+    cfgdocs = load("config/controller-config.yaml");
+    cfg = json_array_get(cfgdocs, 0);
+    const char *secret = str_at(cfg, "webhook.secretName");
+    const char *secret_ns = str_at(cfg, "webhook.namespace");
+    assert_non_null(secret);
+    assert_non_null(secret_ns);
+    json_t *wrole = find_doc(docs, "Role", "fairshare-webhook-cert");
+    assert_non_null(wrole);
+    assert_string_equal(str_at(wrole, "metadata.namespace"), secret_ns);
+    json_array_foreach(json_object_get(wrole, "rules"), i, rule)
+    {
+        assert_string_equal(str_at(rule, "apiGroups.0"), "");
+        assert_int_equal(json_array_size(json_object_get(rule, "apiGroups")), 1);
+        assert_string_equal(str_at(rule, "resources.0"), "secrets");
+        assert_int_equal(json_array_size(json_object_get(rule, "resources")), 1);
+        json_t *names = json_object_get(rule, "resourceNames");
+        json_t *verbs = json_object_get(rule, "verbs");
+        assert_false(str_in_array(verbs, "list") || str_in_array(verbs, "watch") ||
+                     str_in_array(verbs, "*"));
+        if (!names) {
+            assert_int_equal(json_array_size(verbs), 1);
+            assert_string_equal(json_string_value(json_array_get(verbs, 0)), "create");
+        } else {
+            assert_int_equal(json_array_size(names), 1);
+            assert_string_equal(json_string_value(json_array_get(names, 0)), secret);
+            assert_false(str_in_array(verbs, "create"));
+        }
+    }
+    json_decref(cfgdocs);
+    json_t *wrb = find_doc(docs, "RoleBinding", "fairshare-webhook-cert");
+    check_binding(wrb, "Role", "fairshare-webhook-cert");
     json_decref(docs);
 }
 
@@ -2564,9 +2600,9 @@ static void test_kustomizations(void **state)
         if (!file_exists(rel) && !find_kustomization(rel, kz, sizeof kz))
             fail_msg("config/kustomization.yaml names %s, which does not exist", rel);
     }
-    static const char *const want[] = {"../crds",           "namespace.yaml",    "rbac.yaml",
-                                       "rbac-reports.yaml", "pvc.yaml",          "deployment.yaml",
-                                       "service.yaml",      "networkpolicy.yaml"};
+    static const char *const want[] = {"../crds",           "namespace.yaml",     "rbac.yaml",
+                                       "rbac-reports.yaml", "pvc.yaml",           "deployment.yaml",
+                                       "service.yaml",      "networkpolicy.yaml", "webhook.yaml"};
     assert_int_equal(json_array_size(res), sizeof want / sizeof *want);
     for (i = 0; i < sizeof want / sizeof *want; i++)
         assert_true(listed(res, want[i]));
@@ -2905,6 +2941,7 @@ static void test_dockerfile(void **state)
                                           "libevent-2.1-7",
                                           "libevent-openssl-2.1-7",
                                           "libevent-pthreads-2.1-7",
+                                          "libssl3", /* the webhook's CA (lib/httpd/ca.c) */
                                           "ca-certificates"};
     size_t words = 0;
     for (const char *p = pkgs[1]; *p; p += strcspn(p, " "), p += strspn(p, " "))
@@ -3054,7 +3091,7 @@ static void test_docs_cover_every_field(void **state)
             keys++;
         }
     }
-    assert_int_equal(keys, 24);
+    assert_int_equal(keys, 31); /* 24 + the 7 webhook keys */
     json_decref(docs);
     fair_free(ops);
 }
