@@ -59,6 +59,10 @@ static void usage(FILE *f)
             "                        3 (0: no bound)\n"
             "  --node-hold-timeout S how long a node is held for a pod owed GPUs; 600\n"
             "                        (0: no holds)\n"
+            "  --usage-half-life-hours H  weight projects' shares of idle GPUs by their\n"
+            "                        usage decayed with this half-life (fairShare.\n"
+            "                        usageHalfLife; a Project's spec.usageHalfLife wins);\n"
+            "                        0 (default): off\n"
             "  --out DIR             write timeseries.csv, queues.csv, summary.csv,\n"
             "                        jobs.csv, report.html (the fragmentation mode: frag.csv)\n"
             "  --seed N              random seed (random fit, sampling); default 1\n"
@@ -133,7 +137,7 @@ struct opts {
     const char *nodes, *pods, *projects, *compare, *out, *label, *arrivals;
     const char *placement;
     uint64_t seed, cycle_s, repeats, stop, speedup, horizon_h, checkpoint_min;
-    uint64_t oq_threshold, oq_min_runtime_s, max_evictions, hold_s;
+    uint64_t oq_threshold, oq_min_runtime_s, max_evictions, hold_s, half_life_h;
     enum fair_reclaim_mode reclaim;
     int frag, quiet, paper, repeats_set, seed_set;
 };
@@ -572,13 +576,15 @@ static void print_run(const struct fair_sim_labeled *l, double secs)
     const struct fair_sim_qstats *tot = &run->qstats[run->nqueues];
     char a[32], b[32], c[32], d[32], e[32];
     printf("config=%s projects=%s placement=%s checkpoint=%s reclaim_threshold=%d%% "
-           "reclaim_min_runtime=%s max_evictions=%d node_hold=%s window_h=%.2f simulated_h=%.2f "
-           "wall_s=%.2f cycles=%zu evictions=%zu peak_alloc=%.1f%%",
+           "reclaim_min_runtime=%s max_evictions=%d node_hold=%s",
            l->label, l->source, l->policy,
            run->opts.checkpoint_ms > 0 ? dur(a, sizeof(a), run->opts.checkpoint_ms) : "none",
            run->opts.over_quota_threshold_pct,
            dur(b, sizeof(b), run->opts.over_quota_min_runtime_ms), run->opts.max_evictions,
-           run->opts.hold_timeout_ms > 0 ? dur(c, sizeof(c), run->opts.hold_timeout_ms) : "none",
+           run->opts.hold_timeout_ms > 0 ? dur(c, sizeof(c), run->opts.hold_timeout_ms) : "none");
+    if (run->opts.usage_half_life_ms > 0)
+        printf(" usage_half_life=%s", dur(d, sizeof(d), run->opts.usage_half_life_ms));
+    printf(" window_h=%.2f simulated_h=%.2f wall_s=%.2f cycles=%zu evictions=%zu peak_alloc=%.1f%%",
            (double)(run->window_end_ms - run->window_start_ms) / 3.6e6,
            (double)(run->end_ms - run->start_ms) / 3.6e6, secs, run->cycles, run->evictions,
            100 * run->peak_alloc_ratio);
@@ -709,6 +715,7 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
         so.over_quota_min_runtime_ms = (int64_t)o->oq_min_runtime_s * 1000;
         so.max_evictions = (int32_t)o->max_evictions;
         so.hold_timeout_ms = (int64_t)o->hold_s * 1000;
+        so.usage_half_life_ms = (int64_t)o->half_life_h * 3600000;
         fair_sim_config_reclaim_default(&cfg[i], o->reclaim);
         double t0 = now_s();
         if (fair_sim_replay(t, &cfg[i], queue_of[i], &so, &runs[i], &err)) {
@@ -790,6 +797,7 @@ int fair_cmd_simulate(int argc, char **argv)
         O_OQ_RUNTIME,
         O_MAX_EVICTIONS,
         O_HOLD,
+        O_HALF_LIFE,
         O_PROTOCOL,
         O_ARRIVALS
     };
@@ -811,6 +819,7 @@ int fair_cmd_simulate(int argc, char **argv)
         {"over-quota-min-runtime", required_argument, NULL, O_OQ_RUNTIME},
         {"max-evictions", required_argument, NULL, O_MAX_EVICTIONS},
         {"node-hold-timeout", required_argument, NULL, O_HOLD},
+        {"usage-half-life-hours", required_argument, NULL, O_HALF_LIFE},
         {"fragmentation", no_argument, NULL, O_FRAG},
         {"repeats", required_argument, NULL, O_REPEATS},
         {"stop-percent", required_argument, NULL, O_STOP},
@@ -923,6 +932,10 @@ int fair_cmd_simulate(int argc, char **argv)
         case O_HOLD:
             if (parse_u64(optarg, 86400, &o.hold_s))
                 bad = "--node-hold-timeout wants a number of seconds in 0..86400";
+            break;
+        case O_HALF_LIFE:
+            if (parse_u64(optarg, 87840, &o.half_life_h))
+                bad = "--usage-half-life-hours wants a number of hours in 0..87840";
             break;
         case O_REPEATS:
             if (parse_u64(optarg, 1000, &o.repeats) || o.repeats == 0)

@@ -15,6 +15,7 @@
 #include "base/buf.h"
 #include "base/duration.h"
 #include "base/log.h"
+#include "base/tz.h"
 #include "base/quantity.h"
 #include "base/yaml.h"
 
@@ -102,6 +103,14 @@ static const struct fair_ctl_config_entry table[] = {
      "GPU pods of other schedulers in a Project's namespaces are charged to the Project's "
      "defaultQueue (not preemptible, recorded in the ledger); false: they use capacity that is "
      "charged to no one"},
+    {"timeZone", FAIR_CFG_STRING, OFF(time_zone), "UTC", 1, 64,
+     "IANA time zone (Europe/Berlin) of Project budget periods (day, week from Monday, "
+     "calendar month) and of spec.schedule windows that name none"},
+    {"fairShare.usageHalfLife", FAIR_CFG_DURATION, OFF(usage_half_life_ms), "0", 0, 3660 * DAY_MS,
+     "over-quota shares are weighted by GPU usage decayed with this half-life (read from the "
+     "ledger), for Projects without spec.usageHalfLife; 0: off"},
+    {"fairShare.usageRefresh", FAIR_CFG_DURATION, OFF(usage_refresh_ms), "60s", 1000, 3600 * 1000,
+     "how often decayed usage and budget use are read again from the ledger"},
     {"inFlightTimeout", FAIR_CFG_DURATION, OFF(op_timeout_ms), "30s", 1000, 3600 * 1000,
      "a bind or eviction not yet seen in the informer is forgotten after this long"},
     {"http.maxConnections", FAIR_CFG_INT, OFF(http_max_conns), "256", 4, 65536,
@@ -455,6 +464,15 @@ int fair_ctl_config_check(const struct fair_ctl_config *cfg, struct fair_error *
     if (cfg->cycle_min_interval_ms > cfg->cycle_interval_ms)
         return fair_error_set(err, FAIR_EINVAL,
                               "key cycleMinInterval: must not be longer than cycleInterval");
+    {
+        struct fair_tz *z = NULL;
+        struct fair_error te = {0};
+        int trc = fair_tz_load(cfg->time_zone, &z, &te);
+        if (trc)
+            return fair_error_set(err, trc == FAIR_ENOMEM ? FAIR_ENOMEM : FAIR_EINVAL,
+                                  "key timeZone: %s", te.msg);
+        fair_tz_free(z);
+    }
     struct fair_ctl_gpu_alias aliases[FAIR_CTL_MAX_GPU_ALIASES];
     size_t naliases;
     int arc = fair_ctl_parse_gpu_models(cfg->gpu_models, aliases, &naliases, err);

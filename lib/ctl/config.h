@@ -56,6 +56,9 @@ struct fair_ctl_config {
     bool requeue_bare_pods;          /* reclaim.requeueBarePods */
     int64_t min_fraction_milli;      /* fractions.minimum (milli-GPU) */
     bool charge_other_schedulers;    /* quota.chargeOtherSchedulers */
+    char *time_zone;                 /* timeZone: budget periods, schedule windows */
+    int64_t usage_half_life_ms;      /* fairShare.usageHalfLife; 0: off */
+    int64_t usage_refresh_ms;        /* fairShare.usageRefresh */
     int64_t http_max_conns;          /* http.maxConnections */
     int64_t http_header_timeout_ms;  /* http.headerTimeout */
     int64_t ledger_query_timeout_ms; /* ledger.queryTimeout */

@@ -26,6 +26,7 @@
 #include "ctl/reasons.h"
 #include "ctl/snapshot.h"
 #include "ctl/status.h"
+#include "ctl/tqstate.h"
 #include "engine/engine.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -143,6 +144,7 @@ struct fair_ctl {
     size_t ngpu_aliases;
     bool gpu_aliases_parsed;
     struct event_base *base;
+    struct fair_ctl_tq *tq; /* time-based quota (ctl/tqstate.h) */
     const struct fair_ctl_config *cfg;
     const struct fair_clock *clock;
     char *kubeconfig;
@@ -1510,9 +1512,10 @@ static const struct fair_problem *find_problem(const struct fair_result *res,
 static void write_status(struct fair_ctl *c, const char *kind, const char *name, const char *team,
                          int64_t gen, const struct fair_share_status *fig,
                          const struct fair_kquota *spec, const char *invalid,
-                         const char *overcommit, int *budget)
+                         const char *overcommit, const struct fair_ctl_status_time *tm, int *budget)
 {
-    struct fair_ctl_status_input in = {.kind = kind,
+    struct fair_ctl_status_input in = {.time = tm,
+                                       .kind = kind,
                                        .name = name,
                                        .team = team,
                                        .generation = gen,
@@ -1562,7 +1565,8 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
 static void write_object_status(struct fair_ctl *c, const struct fair_result *res,
                                 enum fair_object_kind obj, int32_t ix, const char *dropped,
                                 const struct fair_kmeta *meta, const char *team,
-                                const struct fair_kquota *quota, int *budget)
+                                const struct fair_kquota *quota,
+                                const struct fair_ctl_status_time *tm, int *budget)
 {
     bool project = obj == FAIR_OBJ_PROJECT;
     const char *invalid = ix < 0 ? dropped : NULL;
@@ -1582,7 +1586,7 @@ static void write_object_status(struct fair_ctl *c, const struct fair_result *re
                        : project          ? &res->project_models[(size_t)ix * res->nmodels]
                                           : &res->queue_models[(size_t)ix * res->nmodels];
     write_status(c, project ? "Project" : "Queue", meta->name, team, meta->generation, fig, quota,
-                 invalid, po ? po->message : NULL, budget);
+                 invalid, po ? po->message : NULL, tm, budget);
 }
 
 static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
@@ -1593,12 +1597,40 @@ static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s
         (const struct fair_kproject *const *)c->arr[INF_PROJECTS];
     const struct fair_kqueue *const *kq = (const struct fair_kqueue *const *)c->arr[INF_QUEUES];
     for (size_t i = 0; i < s->ninput_projects; i++)
-        write_object_status(
-            c, res, FAIR_OBJ_PROJECT, s->project_index[i], s->project_problem[i], &kp[i]->meta,
-            kp[i]->team && *kp[i]->team ? kp[i]->team : kp[i]->meta.name, &kp[i]->quota, &budget);
+        write_object_status(c, res, FAIR_OBJ_PROJECT, s->project_index[i], s->project_problem[i],
+                            &kp[i]->meta,
+                            kp[i]->team && *kp[i]->team ? kp[i]->team : kp[i]->meta.name,
+                            &kp[i]->quota, fair_ctl_tq_project_status(c->tq, i), &budget);
     for (size_t i = 0; i < s->ninput_queues; i++)
         write_object_status(c, res, FAIR_OBJ_QUEUE, s->queue_index[i], s->queue_problem[i],
-                            &kq[i]->meta, NULL, &kq[i]->quota, &budget);
+                            &kq[i]->meta, NULL, &kq[i]->quota, fair_ctl_tq_queue_status(c->tq, i),
+                            &budget);
+}
+
+/* A budget alert (ctl/tqstate.h): an Event on the Project, which is
+ * cluster-scoped, so the Event lives in "default". */
+static void budget_alert(void *ctx, size_t project, int level, const char *message)
+{
+    struct fair_ctl *c = ctx;
+    if (!c->leader_now)
+        return;
+    const struct fair_kproject *p =
+        ((const struct fair_kproject *const *)c->arr[INF_PROJECTS])[project];
+    FAIR_INFO(COMP, "msg=\"budget alert\" project=%s level=%d", p->meta.name, level);
+    struct fair_error err = {0};
+    struct req *r = req_new(c, REQ_EVENT);
+    if (!r)
+        return;
+    struct fair_kevent_ref ref = {.api_version = "fairshare.dev/v1alpha1",
+                                  .kind = "Project",
+                                  .name = p->meta.name,
+                                  .uid = p->meta.uid};
+    if (fair_kclient_event(c->kc, &ref, level >= 100 ? "Warning" : "Normal",
+                           level >= 100 ? "BudgetExhausted" : "BudgetWarning", message,
+                           c->cfg->scheduler_name, on_simple_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"event not sent\" project=%s err=\"%s\"", p->meta.name, err.msg);
+        req_free(r);
+    }
 }
 
 /* ---- PodGroup status ---- */
@@ -2108,7 +2140,9 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
     in.gpu_aliases = c->gpu_aliases;
     in.ngpu_aliases = c->ngpu_aliases;
     count_owner_width(c, n[INF_PODS]);
-    int rc = fair_ctl_snapshot_build(&in, s, err);
+    int rc = fair_ctl_tq_prepare(c->tq, c->ledger, in.now_ms, mono(c), &in)
+                 ? fair_error_set(err, FAIR_ENOMEM, "out of memory (time-based quota)")
+                 : fair_ctl_snapshot_build(&in, s, err);
     fair_ctl_index_release(&c->owner_width);
     return rc;
 }
@@ -2259,6 +2293,7 @@ static void run_cycle(struct fair_ctl *c)
 
     write_statuses(c, &s, &res);
     write_podgroup_statuses(c, &s, &res);
+    fair_ctl_tq_alerts(c->tq, budget_alert, c); /* sent by the leader only */
     if (c->ledger)
         ledger_sample(c, &s, &res);
 
@@ -2414,6 +2449,13 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
     fair_ctl_podmem_init(&c->pods);
     fair_ctl_status_table_init(&c->status);
     fair_ctl_metrics_init(&c->metrics);
+    {
+        struct fair_ctl_tq_options tqo = {.time_zone = c->cfg->time_zone,
+                                          .default_half_life_ms = c->cfg->usage_half_life_ms,
+                                          .refresh_ms = c->cfg->usage_refresh_ms};
+        if ((rc = fair_ctl_tq_new(&tqo, &c->tq, err)))
+            goto out;
+    }
     if ((o->kubeconfig && !(c->kubeconfig = fair_strdup(o->kubeconfig))) ||
         (o->identity && !(c->identity = fair_strdup(o->identity)))) {
         rc = fair_error_set(err, FAIR_ENOMEM, "out of memory");
@@ -2634,6 +2676,7 @@ void fair_ctl_free(struct fair_ctl *c)
         fair_free(c->arr[i]);
     fair_ctl_podmem_release(&c->pods);
     fair_ctl_status_table_release(&c->status);
+    fair_ctl_tq_free(c->tq);
     fair_ctl_metrics_release(&c->metrics);
     fair_kconfig_release(&c->kcfg);
     fair_free(c->kubeconfig);
@@ -2669,7 +2712,8 @@ int fair_ctl_metrics_text(struct fair_ctl *c, struct fair_buf *out)
         c->metrics.inf_page_shrinks[i] = st.page_shrinks;
         c->metrics.inf_watch_stalls[i] = st.stalls;
     }
-    return fair_ctl_metrics_render(&c->metrics, out);
+    int rc = fair_ctl_metrics_render(&c->metrics, out);
+    return rc ? rc : fair_ctl_tq_metrics(c->tq, out);
 }
 
 struct fair_ledger *fair_ctl_ledger(struct fair_ctl *c)

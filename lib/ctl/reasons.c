@@ -23,6 +23,8 @@ const char *fair_ctl_why_reason(int why)
             return "InvalidPod";
         case FAIR_CTL_REASON_PODGROUP_NOT_FOUND:
             return "PodGroupNotFound";
+        case FAIR_CTL_REASON_BUDGET_EXHAUSTED:
+            return "BudgetExhausted";
         case FAIR_CTL_REASON_NONE:
             break;
         }
@@ -191,6 +193,16 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
                          "scheduleTimeoutSeconds (%lld s); ",
                          g->meta.namespace_ ? g->meta.namespace_ : "", g->meta.name,
                          (long long)g->schedule_timeout_s);
+        if (w >= 0 && (size_t)w < n)
+            pending_message(s, r, pod, out + w, n - (size_t)w);
+        return;
+    }
+    /* A spent budget (action overQuotaOnly) is said first: it is why the
+     * project may not borrow. */
+    int32_t pq = p->queue >= 0 ? s->snap.queues[p->queue].project : -1;
+    const char *note = pq >= 0 && s->project_note ? s->project_note[pq] : NULL;
+    if (note && (why == FAIR_PENDING_OVER_LIMIT || why == FAIR_PENDING_FAIR_SHARE)) {
+        int w = snprintf(out, n, "%s; ", note);
         if (w >= 0 && (size_t)w < n)
             pending_message(s, r, pod, out + w, n - (size_t)w);
         return;
@@ -440,6 +452,9 @@ void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, si
         break;
     case FAIR_CTL_REASON_PODGROUP_NOT_FOUND:
         head = "PodGroup not found";
+        break;
+    case FAIR_CTL_REASON_BUDGET_EXHAUSTED:
+        head = "budget exhausted";
         break;
     case FAIR_CTL_REASON_NONE:
         break;

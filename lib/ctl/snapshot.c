@@ -30,6 +30,8 @@ const char *fair_ctl_reason_str(enum fair_ctl_reason r)
         return "InvalidPod";
     case FAIR_CTL_REASON_PODGROUP_NOT_FOUND:
         return "PodGroupNotFound";
+    case FAIR_CTL_REASON_BUDGET_EXHAUSTED:
+        return "BudgetExhausted";
     }
     return "?";
 }
@@ -98,6 +100,7 @@ void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s)
     fair_free(s->project_problem);
     fair_free(s->queue_index);
     fair_free(s->queue_problem);
+    fair_free(s->project_note);
     fair_free(s->rejected);
     fair_free(s->devices_ignored);
     fair_ctl_index_release(&s->node_by_name);
@@ -593,6 +596,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->kprojects = fair_calloc(np ? np : 1, sizeof *out->kprojects);
     out->project_index = fair_calloc(np ? np : 1, sizeof *out->project_index);
     out->project_problem = fair_calloc(np ? np : 1, sizeof *out->project_problem);
+    out->project_note = fair_calloc(np + 1, sizeof *out->project_note); /* + the phantom */
     out->queues = fair_calloc(nq ? nq : 1, sizeof *out->queues);
     out->kqueues = fair_calloc(nq ? nq : 1, sizeof *out->kqueues);
     out->queue_index = fair_calloc(nq ? nq : 1, sizeof *out->queue_index);
@@ -605,9 +609,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->npodgroups = in->npodgroups;
     unknown = fair_calloc(npod ? npod : 1, sizeof *unknown);
     if (!out->nodes || !out->knodes || !out->projects || !out->kprojects || !out->project_index ||
-        !out->project_problem || !out->queues || !out->kqueues || !out->queue_index ||
-        !out->queue_problem || !out->pods || !out->kpods || !out->pod_pg || !out->pg_counts ||
-        !unknown || models_alloc(out, in) || (rc = index_podgroups(&b)) != 0) {
+        !out->project_problem || !out->project_note || !out->queues || !out->kqueues ||
+        !out->queue_index || !out->queue_problem || !out->pods || !out->kpods || !out->pod_pg ||
+        !out->pg_counts || !unknown || models_alloc(out, in) || (rc = index_podgroups(&b)) != 0) {
         rc = rc ? rc : FAIR_ENOMEM;
         rc = FAIR_ENOMEM;
         goto out;
@@ -680,10 +684,16 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         }
         if (k->problem)
             snprintf(out->project_problem[i], sizeof out->project_problem[i], "%s", k->problem);
-        if (k->problem || clash)
+        const char *tq_bad = in->project_invalid ? in->project_invalid[i] : NULL;
+        if (tq_bad && !k->problem)
+            snprintf(out->project_problem[i], sizeof out->project_problem[i], "%s", tq_bad);
+        if (k->problem || clash || tq_bad)
             continue;
-        quota_from(&out->projects[p_out].q, k->meta.name, &k->quota);
-        models_from(out, in, &out->projects[p_out].q, &k->quota);
+        const struct fair_kquota *pq_eff = in->project_quota ? &in->project_quota[i] : &k->quota;
+        quota_from(&out->projects[p_out].q, k->meta.name, pq_eff);
+        models_from(out, in, &out->projects[p_out].q, pq_eff);
+        out->projects[p_out].usage = in->project_usage ? in->project_usage[i] : 0;
+        out->project_note[p_out] = in->project_note ? in->project_note[i] : NULL;
         out->kprojects[p_out] = k;
         out->project_index[i] = (int32_t)p_out++;
     }
@@ -703,6 +713,11 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             snprintf(out->queue_problem[i], sizeof out->queue_problem[i], "%s", k->problem);
             continue;
         }
+        if (in->queue_invalid && in->queue_invalid[i]) {
+            snprintf(out->queue_problem[i], sizeof out->queue_problem[i], "%s",
+                     in->queue_invalid[i]);
+            continue;
+        }
         int32_t kp = k->project ? fair_ctl_index_get(&b.project_by_name, k->project) : -1;
         if (kp < 0) {
             snprintf(out->queue_problem[i], sizeof out->queue_problem[i],
@@ -715,8 +730,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             continue;
         }
         struct fair_queue *q = &out->queues[q_out];
-        quota_from(&q->q, k->meta.name, &k->quota);
-        models_from(out, in, &q->q, &k->quota);
+        const struct fair_kquota *qq_eff = in->queue_quota ? &in->queue_quota[i] : &k->quota;
+        quota_from(&q->q, k->meta.name, qq_eff);
+        models_from(out, in, &q->q, qq_eff);
         q->project_name = k->project;
         q->project = out->project_index[kp];
         q->reclaim_min_runtime_ms = k->reclaim_min_runtime_ms;
@@ -831,6 +847,15 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             }
             if (reason == FAIR_CTL_REASON_NONE && k->pod_group)
                 pod_group_check(&b, k, &reason, msg, sizeof msg);
+            if (reason == FAIR_CTL_REASON_NONE && in->project_hold) {
+                /* A spent budget with action block: no new pods. */
+                int32_t kp_i =
+                    fair_ctl_index_get(&b.project_by_name, out->snap.queues[queue].project_name);
+                if (kp_i >= 0 && in->project_hold[kp_i]) {
+                    reason = FAIR_CTL_REASON_BUDGET_EXHAUSTED;
+                    snprintf(msg, sizeof msg, "%s", in->project_hold[kp_i]);
+                }
+            }
             if (reason != FAIR_CTL_REASON_NONE) {
                 if ((rc = add_rejected(out, &rejected_cap, k, reason, msg)))
                     goto out;

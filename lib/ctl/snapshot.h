@@ -63,6 +63,7 @@ enum fair_ctl_reason {
     FAIR_CTL_REASON_INVALID_QUEUE,         /* the queue or its project is invalid */
     FAIR_CTL_REASON_BAD_POD,               /* bad annotation or request */
     FAIR_CTL_REASON_PODGROUP_NOT_FOUND,    /* its PodGroup does not exist (yet) */
+    FAIR_CTL_REASON_BUDGET_EXHAUSTED,      /* its project's budget is spent, action block */
 };
 
 /* Overlay of one pod, found by UID through the lookup callback. */
@@ -140,6 +141,22 @@ struct fair_ctl_snapshot_input {
     const struct fair_kpodgroup *const *podgroups;
     size_t npodgroups;
     bool podgroups_known[2];
+    /* Time-based quota (ctl/tqstate.h), per input project or queue, in
+     * input order; each array may be NULL (none):
+     *  - *_quota: the spec in force now (schedule window, spent budget),
+     *    used instead of the object's own quota;
+     *  - *_invalid: non-NULL makes the object invalid with that message;
+     *  - project_usage: decayed GPU usage (fair_project.usage);
+     *  - project_hold: non-NULL rejects the project's pending pods
+     *    (BUDGET_EXHAUSTED) with that message;
+     *  - project_note: non-NULL is said first in its pending pods' messages. */
+    const struct fair_kquota *project_quota;
+    const struct fair_kquota *queue_quota;
+    const char *const *project_invalid;
+    const char *const *queue_invalid;
+    const int64_t *project_usage;
+    const char *const *project_hold;
+    const char *const *project_note;
 };
 
 /* The pods of one PodGroup, by state. */
@@ -192,6 +209,8 @@ struct fair_ctl_snapshot {
      * nqueues_real..snap.nqueues-1, under project index phantom_project. */
     size_t nqueues_real;
     int32_t phantom_project;
+    /* Per snapshot project: the input's project_note (borrowed; NULL). */
+    const char **project_note;
     /* Name -> snapshot index, for the caller's convenience. */
     struct fair_ctl_index node_by_name;
     struct fair_ctl_index queue_by_name;

@@ -10,8 +10,10 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/duration.h"
 #include "base/error.h"
 #include "base/quantity.h"
+#include "ledger/report.h"
 
 static const char *cond_names[FAIR_CTL_COND_COUNT] = {"Ready", "Invalid", "Overcommitted"};
 
@@ -123,6 +125,54 @@ static int models_gone(json_t *status, const char *last_text)
     return rc;
 }
 
+static int time_json(json_t *status, const struct fair_ctl_status_time *t)
+{
+    char a[40], b[40], h[40];
+    int an = (int)sizeof a, bn = (int)sizeof b;
+    if (t->has_schedule) {
+        a[0] = 0;
+        if (t->next_switch_ms)
+            fair_time_format_rfc3339(t->next_switch_ms, a, an);
+        json_t *o = json_pack("{s:s}", "activeWindow", t->window ? t->window : "");
+        if (!o || (t->next_switch_ms && json_object_set_new(o, "nextSwitch", json_string(a))) ||
+            json_object_set_new(status, "schedule", o))
+            return FAIR_ENOMEM;
+    }
+    if (t->has_budget) {
+        fair_time_format_rfc3339(t->period_start_ms, a, an);
+        fair_time_format_rfc3339(t->period_end_ms, b, bn);
+        fair_gpu_hours_format(t->budget_mms, h, sizeof h);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "period", t->period ? t->period : "",
+                              "periodStart", a, "periodEnd", b, "gpuHours", h);
+        if (!o)
+            return FAIR_ENOMEM;
+        if (t->budget_known) {
+            char u[40], r[40];
+            int64_t rem = t->budget_mms - t->used_mms;
+            fair_gpu_hours_format(t->used_mms, u, sizeof u);
+            fair_gpu_hours_format(rem > 0 ? rem : 0, r, sizeof r);
+            if (json_object_set_new(o, "usedGpuHours", json_string(u)) ||
+                json_object_set_new(o, "remainingGpuHours", json_string(r))) {
+                json_decref(o);
+                return FAIR_ENOMEM;
+            }
+        }
+        if (json_object_set_new(o, "state",
+                                json_string(t->budget_known ? t->budget_state : "Unknown")) ||
+            json_object_set_new(status, "budget", o))
+            return FAIR_ENOMEM;
+    }
+    if (t->has_usage) {
+        char hl[40];
+        fair_gpu_hours_format(t->usage_mms, h, sizeof h);
+        fair_duration_format_ms(t->half_life_ms, hl, sizeof hl);
+        if (json_object_set_new(status, "usage",
+                                json_pack("{s:s, s:s}", "decayedGpuHours", h, "halfLife", hl)))
+            return FAIR_ENOMEM;
+    }
+    return 0;
+}
+
 int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ctl_status_input *in,
                            char **patch_out)
 {
@@ -167,6 +217,8 @@ int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ct
         rc = FAIR_ENOMEM;
         goto out;
     }
+    if (in->time && (rc = time_json(status, in->time)))
+        goto out;
     for (int c = 0; c < FAIR_CTL_COND_COUNT; c++) {
         const struct fair_ctl_cond *cd = &in->conds[c];
         bool st = cd->status;

@@ -49,7 +49,26 @@ struct fair_ctl_status_table {
 void fair_ctl_status_table_init(struct fair_ctl_status_table *t);
 void fair_ctl_status_table_release(struct fair_ctl_status_table *t);
 
+/* Time-based quota in status (ctl/tqstate.h): status.schedule,
+ * status.budget and status.usage. */
+struct fair_ctl_status_time {
+    bool has_schedule;
+    const char *window;     /* the active window's name; NULL: none (the spec) */
+    int64_t next_switch_ms; /* wall clock; 0: none within 8 days */
+    bool has_budget;
+    const char *period; /* "day", "week", "month" */
+    bool budget_known;  /* false: no ledger to measure it */
+    int64_t budget_mms; /* milli-GPU x ms */
+    int64_t used_mms;
+    int64_t period_start_ms, period_end_ms;
+    const char *budget_state; /* "Ok", "Warning" (80%), "Exhausted" */
+    bool has_usage;
+    int64_t usage_mms; /* decayed */
+    int64_t half_life_ms;
+};
+
 struct fair_ctl_status_input {
+    const struct fair_ctl_status_time *time; /* NULL: none */
     const char *kind; /* "Queue" or "Project" */
     const char *name;
     const char *team; /* Projects: the team reports group by (spec.team or the name); NULL: none */

@@ -110,6 +110,10 @@ struct fair_quota {
 
 struct fair_project {
     struct fair_quota q;
+    /* Decayed GPU usage (milli-GPU x ms, usageHalfLife; docs/engine.md,
+     * "Decayed usage"); >= 0. 0 for every project: the over-quota weights
+     * are used as they are. */
+    int64_t usage;
 };
 
 /* How far a queue's pending pods may take room back from queues that

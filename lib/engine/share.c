@@ -3,6 +3,7 @@
  * products go through 128-bit integers, so no quantity can overflow. */
 #include "engine/share.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -185,4 +186,39 @@ void fair_share_distribute(int64_t capacity, struct fair_share_child *c, size_t 
             left = 0;
         }
     }
+}
+
+/* Slurm's classic factor: a child that used its share of the total
+ * (U == S) gets half its weight, one that used nothing all of it, one
+ * that used twice its share a quarter. Floating point only here, on
+ * values that the controller rounds to integers; exp2 is exact enough,
+ * and the result is rounded to an integer weight so that the
+ * water-filling stays exact. */
+int fair_share_usage_weights(const int64_t *weight, const int64_t *usage, size_t n, int64_t *out)
+{
+    double su = 0, sw = 0;
+    for (size_t i = 0; i < n; i++) {
+        su += usage[i] > 0 ? (double)usage[i] : 0;
+        sw += weight[i] > 0 ? (double)weight[i] : 0;
+    }
+    if (su <= 0 || sw <= 0) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = weight[i];
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double w = weight[i] > 0 ? (double)weight[i] : 1;
+        double u = usage[i] > 0 ? (double)usage[i] : 0;
+        double x = (u / su) / (w / sw); /* U / S */
+        if (x > 60)
+            x = 60;
+        /* Weights are at most 10^6 (the CRD's bound), 2^20 units each:
+         * at most 2^40, so sums and products stay inside 128 bits. */
+        if (w > 1e6)
+            w = 1e6;
+        double f = w * exp2(-x) * (double)FAIR_USAGE_WEIGHT_ONE;
+        int64_t v = (int64_t)llround(f);
+        out[i] = v < 1 ? 1 : v;
+    }
+    return 1;
 }

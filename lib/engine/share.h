@@ -34,6 +34,15 @@ void fair_share_scale(const int64_t *val, const char *const *names, size_t n, in
  * the last round handed out as in fair_share_scale. */
 void fair_share_distribute(int64_t capacity, struct fair_share_child *c, size_t n, void *scratch);
 
+/* Decayed usage (docs/engine.md, "Decayed usage"): the over-quota weight
+ * of each of n siblings times Slurm's classic fair-share factor
+ * F = 2^(-U/S), U = usage[i] / sum(usage), S = weight[i] / sum(weight),
+ * in units of FAIR_USAGE_WEIGHT_ONE (out[i] >= 1). With no usage at all
+ * (every usage[i] <= 0) out[i] = weight[i] unchanged and 0 is returned;
+ * otherwise 1. */
+#define FAIR_USAGE_WEIGHT_ONE (1LL << 20)
+int fair_share_usage_weights(const int64_t *weight, const int64_t *usage, size_t n, int64_t *out);
+
 /* Saturating helpers for sums of quantities. */
 static inline int64_t fair_sat_add(int64_t a, int64_t b)
 {

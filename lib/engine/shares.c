@@ -90,6 +90,7 @@ int fair_eng_compute_fair_share(struct eng *e)
     int64_t *out = fair_calloc(n ? n : 1, sizeof(int64_t));
     const char **names = fair_calloc(n ? n : 1, sizeof(char *));
     size_t *ids = fair_calloc(n ? n : 1, sizeof(size_t));
+    int64_t *uw = NULL;
     if (!ch || !scratch || !val || !out || !names || !ids)
         goto out;
     e->bytes += n * (sizeof(*ch) + 3 * sizeof(int64_t) + sizeof(size_t)) + FAIR_SHARE_SCRATCH(n);
@@ -120,6 +121,17 @@ int fair_eng_compute_fair_share(struct eng *e)
     for (size_t i = 0; i < s->nprojects; i++)
         if (e->p[i].valid)
             ids[m++] = i;
+    /* Decayed usage scales the projects' over-quota weights (val and out
+     * are free until the resource loop). */
+    uw = fair_calloc(m ? m : 1, sizeof(int64_t));
+    if (!uw)
+        goto out;
+    e->bytes += m * sizeof(int64_t);
+    for (size_t j = 0; j < m; j++) {
+        val[j] = s->projects[ids[j]].q.over_quota_weight;
+        out[j] = s->projects[ids[j]].usage;
+    }
+    fair_share_usage_weights(val, out, m, uw);
     for (int r = 0; r < NRES; r++) {
         i128 sum = 0;
         for (size_t j = 0; j < m; j++) {
@@ -150,7 +162,7 @@ int fair_eng_compute_fair_share(struct eng *e)
                                           out[j],
                                           pa->demand[r] > pa->keep[r] ? pa->demand[r] : pa->keep[r],
                                           pq->limit.v[r],
-                                          pq->over_quota_weight,
+                                          uw[j],
                                           pq->over_quota_priority,
                                           0};
         }
@@ -213,5 +225,6 @@ out:
     fair_free(out);
     fair_free(names);
     fair_free(ids);
+    fair_free(uw);
     return rc;
 }

@@ -2,6 +2,7 @@
  * decode.h). Structural errors fail the decode; invalid values go to the
  * object's `problem` so the controller can report them. */
 #include "kube/decode.h"
+#include "kube/timequota.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -2103,6 +2104,13 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
         goto out;
     if (!p->team && (rc = dup_str(p->meta.name, &p->team)))
         goto out;
+    { /* usageHalfLife, budget, schedule (kube/timequota.c) */
+        char tmsg[512] = "";
+        if ((rc = fair_ktime_decode(spec, true, &p->time, tmsg, sizeof tmsg)))
+            goto out;
+        if (tmsg[0])
+            add_problem(&p->problem, "%s", tmsg);
+    }
     /* The CRD schema enforces these too; a client that skips validation
      * still gets a clear Invalid condition. */
     if (!p->team[0] || strlen(p->team) > 63)
@@ -2173,6 +2181,13 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
         goto out;
     if (!q->project || !q->project[0])
         add_problem(&q->problem, "spec.project: missing (every queue belongs to a project)");
+    { /* schedule (kube/timequota.c) */
+        char tmsg[512] = "";
+        if ((rc = fair_ktime_decode(spec, false, &q->time, tmsg, sizeof tmsg)))
+            goto out;
+        if (tmsg[0])
+            add_problem(&q->problem, "%s", tmsg);
+    }
     const json_t *r = spec ? json_object_get(spec, "reclaimMinRuntime") : NULL;
     if (r && !json_is_null(r)) {
         struct fair_error de = {0};

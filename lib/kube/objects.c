@@ -78,6 +78,7 @@ void fair_kproject_free(struct fair_kproject *p)
     if (!p)
         return;
     fair_kmeta_release(&p->meta);
+    fair_ktime_free(p->time);
     fair_free(p->team);
     fair_free(p->cost_center);
     for (size_t i = 0; i < p->nnamespaces; i++)
@@ -104,6 +105,7 @@ void fair_kqueue_free(struct fair_kqueue *q)
     if (!q)
         return;
     fair_kmeta_release(&q->meta);
+    fair_ktime_free(q->time);
     fair_free(q->project);
     fair_free(q->problem);
     fair_free(q);

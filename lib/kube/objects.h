@@ -179,8 +179,40 @@ struct fair_kquota {
     size_t nmodels;
 };
 
+/* ---- Time-based quota (issue 15 items 3-5; kube/timequota.c) ----
+ * spec.usageHalfLife and spec.budget (Projects), spec.schedule (Projects
+ * and Queues). */
+#define FAIR_KWINDOW_MAX 32
+struct fair_kwindow {
+    char name[64];        /* spec.schedule[i].name, else "window-<i>" */
+    uint8_t days;         /* bit d: weekday d (0 = Sunday) */
+    int16_t start_min;    /* minutes after local midnight, 0..1439 */
+    int16_t end_min;      /* 1..1440; below start_min: ends the next day */
+    char time_zone[65];   /* IANA name; "": the controller's timeZone */
+    uint8_t g_set, l_set; /* bit r: guaranteed / limit of resource r given */
+    struct fair_resources guaranteed, limit;
+    int64_t weight; /* overQuotaWeight; 0: the spec's */
+};
+enum fair_kbudget_period {
+    FAIR_KBUDGET_NONE = 0,
+    FAIR_KBUDGET_DAY,
+    FAIR_KBUDGET_WEEK,
+    FAIR_KBUDGET_MONTH
+};
+enum fair_kbudget_action { FAIR_KBUDGET_OVER_QUOTA_ONLY = 0, FAIR_KBUDGET_BLOCK };
+struct fair_ktime {
+    int64_t usage_half_life_ms; /* -1: unset (the controller's default); 0: off */
+    int64_t budget_milli_hours; /* GPU-hours x 1000; period NONE: no budget */
+    enum fair_kbudget_period budget_period;
+    enum fair_kbudget_action budget_action;
+    struct fair_kwindow *windows;
+    size_t nwindows;
+};
+void fair_ktime_free(struct fair_ktime *t);
+
 struct fair_kproject {
     struct fair_kmeta meta;
+    struct fair_ktime *time; /* NULL: none of the fields above */
     struct fair_kquota quota;
     char *team; /* defaults to the name */
     char *cost_center;
@@ -192,6 +224,7 @@ struct fair_kproject {
 
 struct fair_kqueue {
     struct fair_kmeta meta;
+    struct fair_ktime *time; /* spec.schedule only; NULL: none */
     struct fair_kquota quota;
     char *project;
     int64_t reclaim_min_runtime_ms;

@@ -3,6 +3,8 @@
  * and time series on the way. */
 #include "sim/replay.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +90,13 @@ struct replay {
     int64_t last_start;     /* the latest start of a pod */
     int64_t max_runtime_ms; /* the longest minimum runtime of any rule */
     struct fair_sim_spans idle_all_spans, idle_adm_spans;
+    /* Decayed usage per project (opts.usage_half_life_ms or the spec's):
+     * the projects handed to the engine, with .usage set. */
+    struct fair_project *proj;
+    double *usage;
+    int64_t *half_life;
+    int64_t usage_t;
+    bool any_usage;
 };
 
 void fair_sim_opts_default(struct fair_sim_opts *o)
@@ -503,6 +512,37 @@ static void plan_wake(struct replay *r)
     r->wake = wake;
 }
 
+/* Decayed usage up to r->now: U <- U 2^(-dt/H) + g H/ln2 (1 - 2^(-dt/H)),
+ * exact for g, the project's running GPUs, held constant over dt (the
+ * pods running now; those that ended since the last cycle are missed). */
+static void decay_usage(struct replay *r)
+{
+    int64_t dt = r->now - r->usage_t;
+    if (dt <= 0)
+        return;
+    size_t np = r->cfg->nprojects;
+    for (size_t p = 0; p < np; p++)
+        r->proj[p].usage = 0; /* scratch: running GPUs */
+    for (size_t i = 0; i < r->nrunning; i++) {
+        int32_t j = r->running[i];
+        int32_t q = r->js[j].queue;
+        int32_t p = q >= 0 ? r->cfg->queues[q].project : -1;
+        if (p >= 0 && (size_t)p < np)
+            r->proj[p].usage += r->t->jobs[j].gpu_milli;
+    }
+    for (size_t p = 0; p < np; p++) {
+        double g = (double)r->proj[p].usage;
+        int64_t h = r->half_life[p];
+        if (h > 0) {
+            double f = exp2(-(double)dt / (double)h);
+            r->usage[p] = r->usage[p] * f + g * (double)h / M_LN2 * (1 - f);
+        }
+        double u = r->usage[p];
+        r->proj[p].usage = u > 0 ? (u < 9e18 ? (int64_t)llround(u) : INT64_MAX) : 0;
+    }
+    r->usage_t = r->now;
+}
+
 /* One engine cycle at r->now. *changed: whether anything was applied. */
 static int cycle(struct replay *r, bool *changed, struct fair_error *err)
 {
@@ -546,11 +586,13 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         p->hold_since_ms = r->js[j].hold_since;
         r->pod_job[k] = j;
     }
+    if (r->any_usage)
+        decay_usage(r);
     struct fair_snapshot snap = {
         .now_ms = r->now,
         .nodes = r->en.nodes,
         .nnodes = r->en.nnodes,
-        .projects = r->cfg->projects,
+        .projects = r->any_usage ? r->proj : r->cfg->projects,
         .nprojects = r->cfg->nprojects,
         .queues = r->cfg->queues,
         .nqueues = r->cfg->nqueues,
@@ -861,6 +903,9 @@ static void teardown(struct replay *r)
         fair_sim_spans_release(&r->q[q].ttg);
     }
     fair_free(r->q);
+    fair_free(r->proj);
+    fair_free(r->usage);
+    fair_free(r->half_life);
     fair_sim_spans_release(&r->idle_all_spans);
     fair_sim_spans_release(&r->idle_adm_spans);
     fair_sim_fit_scratch_release(&r->fit);
@@ -921,6 +966,23 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
     }
     if ((rc = setup(&r, err)))
         goto out;
+    { /* decayed usage: per project, the spec's half-life or the option's */
+        size_t np = cfg->nprojects;
+        r.proj = fair_calloc(np ? np : 1, sizeof(*r.proj));
+        r.usage = fair_calloc(np ? np : 1, sizeof(*r.usage));
+        r.half_life = fair_calloc(np ? np : 1, sizeof(*r.half_life));
+        if (!r.proj || !r.usage || !r.half_life)
+            goto nomem;
+        for (size_t p = 0; p < np; p++) {
+            r.proj[p] = cfg->projects[p];
+            const struct fair_kproject *kp = cfg->kprojects ? cfg->kprojects[p] : NULL;
+            int64_t h = kp && kp->time && kp->time->usage_half_life_ms >= 0
+                            ? kp->time->usage_half_life_ms
+                            : r.opts.usage_half_life_ms;
+            r.half_life[p] = h > 0 ? h : 0;
+            r.any_usage = r.any_usage || h > 0;
+        }
+    }
     if ((rc = check_runnable(&r)))
         goto nomem;
     int64_t start = t->jobs[0].submit_ms, est_end = start;
@@ -940,6 +1002,7 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
         r.sample_every = r.opts.cycle_ms;
     r.next_sample = start;
     r.now = r.last_t = start;
+    r.usage_t = start;
     r.wake = INF;
     run->start_ms = start;
 

@@ -82,6 +82,12 @@ struct fair_sim_opts {
     int64_t over_quota_min_runtime_ms;
     int32_t max_evictions;
     int64_t hold_timeout_ms;
+    /* Decayed usage (docs/engine.md): projects' over-quota weights follow
+     * their GPU usage decayed with this half-life, as the controller's
+     * fairShare.usageHalfLife; a Project's spec.usageHalfLife wins. The
+     * usage starts at 0 with the trace and is updated each engine cycle
+     * from the pods running then. 0: off. */
+    int64_t usage_half_life_ms;
 };
 
 /* Everything zero (or the built-in default) but the engine's reclaim

@@ -1519,10 +1519,10 @@ static void test_quantity_fields_share_one_pattern(void **state)
                                             "gpu.pattern");
     json_t *p = load_crd("crds/fairshare.dev_projects.yaml");
     /* spec: guaranteed, limit, lendingLimit; status: guaranteed, fairShare,
-     * allocated, borrowed, lent, lendable, pending.resources; 3 resources
-     * each. */
-    assert_int_equal(count_quantities(crd_schema(q), "", pat), 10 * 3);
-    assert_int_equal(count_quantities(crd_schema(p), "", pat), 10 * 3);
+     * allocated, borrowed, lent, lendable, pending.resources;
+     * spec.schedule[].guaranteed and limit; 3 resources each. */
+    assert_int_equal(count_quantities(crd_schema(q), "", pat), 12 * 3);
+    assert_int_equal(count_quantities(crd_schema(p), "", pat), 12 * 3);
     json_decref(q);
     json_decref(p);
 }
@@ -3058,8 +3058,9 @@ static void test_docs_cover_every_field(void **state)
                 fields++;
             }
         }
-        assert_int_equal(fields, i == 0 ? 10 + 11
-                                        : 9 + 10); /* spec + status fields (a Project's has team) */
+        /* spec + status fields (a Project's has team); with usageHalfLife,
+         * budget, schedule and their status (Projects), schedule (Queues). */
+        assert_int_equal(fields, i == 0 ? 13 + 14 : 10 + 11);
         json_decref(crd);
     }
     fair_free(api);
