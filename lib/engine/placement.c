@@ -369,6 +369,172 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
     return pl->strand ? 0 : FAIR_ENOMEM;
 }
 
+/* ---- Model contention (PACK) ---------------------------------------------
+ * Pods restricted to some nodes (a GPU model, a node selector) can only use
+ * those; pods without restriction can use any. When unrestricted pods take
+ * the GPUs of a model that restricted pods ask for more than their share of,
+ * the restricted pods fail later while other models still have room (the
+ * gpuspec traces of the FGD paper: T4 is 13.5% of the GPUs, and pods that
+ * ask for T4 alone are up to 17% of the demand). The pressure of a node is
+ * the sum, over the groups of restricted pods (bound and pending, by equal
+ * restriction) that may use it, of the group's share of all GPU requests
+ * over its nodes' share of all GPUs; nodes are put in tiers by pressure,
+ * and a pod takes a node of the lowest tier where it fits. */
+
+#define CONT_GROUPS 64 /* restriction groups counted; the rest count as free */
+#define CONT_SLOTS 128 /* hash slots for them (more than CONT_GROUPS: probes end) */
+
+static bool restricted(const struct fair_pod *p)
+{
+    return p->request.v[FAIR_RES_GPU] > 0 &&
+           ((p->gpu_model && p->gpu_model[0]) || p->nnode_selector > 0);
+}
+
+static bool same_restriction(const struct fair_pod *a, const struct fair_pod *b)
+{
+    if (a->gpu_model == b->gpu_model && a->node_selector == b->node_selector &&
+        a->nnode_selector == b->nnode_selector)
+        return true; /* the same strings (the simulator's pods share them) */
+    if (cmp_str(a->gpu_model, b->gpu_model) != 0 || a->nnode_selector != b->nnode_selector)
+        return false;
+    for (size_t i = 0; i < a->nnode_selector; i++)
+        if (cmp_str(a->node_selector[i].key, b->node_selector[i].key) != 0 ||
+            cmp_str(a->node_selector[i].value, b->node_selector[i].value) != 0)
+            return false;
+    return true;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+    for (const char *c = s ? s : ""; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return (h ^ 0xff) * 1099511628211ULL; /* a separator after each string */
+}
+
+/* FNV-1a of the restriction's strings (NULL hashes as ""), for the group
+ * table. */
+static uint64_t restriction_hash(const struct fair_pod *p)
+{
+    uint64_t h = fnv_str(1469598103934665603ULL, p->gpu_model);
+    for (size_t i = 0; i < p->nnode_selector; i++)
+        h = fnv_str(fnv_str(h, p->node_selector[i].key), p->node_selector[i].value);
+    return h;
+}
+
+static bool label_has(const struct fair_node *n, const struct fair_label *want);
+
+static bool restriction_ok(const struct fair_node *sn, const struct fair_pod *p)
+{
+    if (p->gpu_model && p->gpu_model[0] && cmp_str(p->gpu_model, sn->gpu_model) != 0)
+        return false;
+    for (size_t i = 0; i < p->nnode_selector; i++)
+        if (!label_has(sn, &p->node_selector[i]))
+            return false;
+    return true;
+}
+
+/* Tier of a pressure in thousandths: a node whose restricted pods are
+ * expected to want under a tenth of its GPUs is free for anyone. */
+static int pressure_tier(int64_t p)
+{
+    static const int64_t bound[] = {100, 300, 600, 1000};
+    int t = 0;
+    while (t < 4 && p >= bound[t])
+        t++;
+    return t;
+}
+
+static int contention_init(struct fair_place *pl, const struct fair_snapshot *snap)
+{
+    struct {
+        const struct fair_pod *rep;
+        __int128 demand; /* sums of up to 2^50 per pod (validate.c) */
+    } g[CONT_GROUPS];
+    int slot[CONT_SLOTS];
+    for (size_t i = 0; i < CONT_SLOTS; i++)
+        slot[i] = -1;
+    size_t ng = 0;
+    __int128 dtotal = 0;
+    int64_t ctotal = 0;
+    for (size_t i = 0; i < snap->npods; i++) {
+        const struct fair_pod *p = &snap->pods[i];
+        int64_t gpu = p->request.v[FAIR_RES_GPU];
+        if (gpu <= 0)
+            continue;
+        dtotal += gpu;
+        if (!restricted(p))
+            continue;
+        /* Open addressing on the hash: a pod costs one hash and, as a
+         * rule, one comparison, however many groups there are. */
+        size_t h = (size_t)(restriction_hash(p) % CONT_SLOTS);
+        while (slot[h] >= 0 && !same_restriction(g[slot[h]].rep, p))
+            h = (h + 1) % CONT_SLOTS;
+        if (slot[h] < 0) {
+            if (ng == CONT_GROUPS)
+                continue;
+            slot[h] = (int)ng;
+            g[ng].rep = p;
+            g[ng++].demand = 0;
+        }
+        g[slot[h]].demand += gpu;
+    }
+    for (size_t r = 0; r < pl->nnodes; r++)
+        if (pl->nodes[r].ok)
+            ctotal += (int64_t)pl->nodes[r].ngpu * DEV_MILLI;
+    if (ng == 0 || dtotal <= 0 || ctotal <= 0)
+        return 0;
+    int64_t *press = fair_calloc(pl->nnodes, sizeof(*press));
+    uint64_t *elig = fair_calloc(pl->words, sizeof(*elig));
+    if (!press || !elig) {
+        fair_free(press);
+        fair_free(elig);
+        return FAIR_ENOMEM;
+    }
+    /* freed below, part of the peak */
+    pl->bytes += pl->nnodes * sizeof(*press) + pl->words * sizeof(*elig);
+    for (size_t k = 0; k < ng; k++) {
+        int64_t cap = 0;
+        memset(elig, 0, pl->words * sizeof(*elig));
+        for (size_t r = 0; r < pl->nnodes; r++) {
+            const struct fair_pnode *n = &pl->nodes[r];
+            if (n->ok && n->ngpu > 0 && restriction_ok(&snap->nodes[n->idx], g[k].rep)) {
+                cap += (int64_t)n->ngpu * DEV_MILLI;
+                bit_set(elig, (int32_t)r);
+            }
+        }
+        if (cap <= 0)
+            continue;
+        __int128 pk = g[k].demand * ctotal * 1000 / (dtotal * cap);
+        int64_t pg = pk > 1000000 ? 1000000 : (int64_t)pk;
+        for (size_t w = 0; w < pl->words; w++)
+            for (uint64_t x = elig[w]; x; x &= x - 1)
+                press[w * 64 + (size_t)__builtin_ctzll(x)] += pg;
+    }
+    fair_free(elig);
+    /* Tiers in use, renumbered from 0; one tier in use: nothing to do. */
+    int used[5] = {0}, idx[5], nt = 0;
+    for (size_t r = 0; r < pl->nnodes; r++)
+        if (pl->nodes[r].ok)
+            used[pressure_tier(press[r])] = 1;
+    for (int t = 0; t < 5; t++)
+        idx[t] = used[t] ? nt++ : -1;
+    int rc = 0;
+    if (nt > 1) {
+        pl->tiers = place_alloc(pl, (size_t)nt * pl->words, sizeof(uint64_t));
+        if (!pl->tiers) {
+            rc = FAIR_ENOMEM;
+        } else {
+            pl->ntiers = nt;
+            for (size_t r = 0; r < pl->nnodes; r++)
+                if (pl->nodes[r].ok)
+                    bit_set(pl->tiers + (size_t)idx[pressure_tier(press[r])] * pl->words,
+                            (int32_t)r);
+        }
+    }
+    fair_free(press);
+    return rc;
+}
+
 int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, const bool *node_ok,
                     uint64_t *masks)
 {
@@ -473,6 +639,8 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
     }
     for (size_t r = 0; r < snap->nnodes; r++)
         bucket_in(pl, (int32_t)r);
+    if (pl->policy == FAIR_PLACE_PACK && contention_init(pl, snap))
+        goto out;
     /* Constraints (constraints.c): nothing allocated when no pod has any. */
     if (fair_cons_new(&pl->cons, snap, pl->rank_of, &pl->bytes))
         goto out;
@@ -494,6 +662,7 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->whole);
     fair_free(pl->part);
     fair_free(pl->strand);
+    fair_free(pl->tiers);
     fair_cons_free(pl->cons);
     memset(pl, 0, sizeof(*pl));
 }
@@ -670,12 +839,12 @@ static bool bal_try(const struct fair_place *pl, int32_t r, const struct fair_po
 
 /* First node in bitset bits (rank order) that fits, or -1. With balance
  * (fb set), the first that also strands no more GPU. */
-static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits,
+static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits, const uint64_t *within,
                           const struct fair_pod *pod, const struct fair_resources *req,
                           bool use_fut, uint64_t *mask, struct bal_cand *fb)
 {
     for (size_t w = 0; w < pl->words; w++) {
-        uint64_t x = bits[w];
+        uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0);
         while (x) {
             int b = __builtin_ctzll(x);
             x &= x - 1;
@@ -691,13 +860,14 @@ static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits,
 /* Fullest fitting node in bitset bits: least free GPU milli, then rank;
  * with balance, among those that strand no more GPU. */
 static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
-                            const struct fair_pod *pod, const struct fair_resources *req,
-                            bool use_fut, uint64_t *mask, struct bal_cand *fb)
+                            const uint64_t *within, const struct fair_pod *pod,
+                            const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                            struct bal_cand *fb)
 {
     int32_t best = -1;
     uint64_t m = 0;
     for (size_t w = 0; w < pl->words; w++) {
-        uint64_t x = bits[w];
+        uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0);
         while (x) {
             int b = __builtin_ctzll(x);
             x &= x - 1;
@@ -717,12 +887,13 @@ static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
 /* Balance, first step: the stranding node where the pod frees the most
  * stranded GPU (most negative delta), ties in pack order; -1 if none. */
 static int32_t find_unstrand(const struct fair_place *pl, const struct fair_pod *pod,
-                             const struct fair_resources *req, bool use_fut, uint64_t *mask)
+                             const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                             const uint64_t *within)
 {
     struct bal_cand best = {.rank = -1, .delta = 0};
     uint64_t m = 0;
     for (size_t w = 0; w < pl->words; w++) {
-        uint64_t x = pl->strand[w];
+        uint64_t x = pl->strand[w] & (within ? within[w] : ~(uint64_t)0);
         while (x) {
             int b = __builtin_ctzll(x);
             x &= x - 1;
@@ -743,21 +914,23 @@ static int32_t find_unstrand(const struct fair_place *pl, const struct fair_pod 
     return best.rank;
 }
 
+/* Packing among the nodes in within (NULL: all). */
 static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
-                         const struct fair_resources *req, bool use_fut, uint64_t *mask)
+                         const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                         const uint64_t *within, struct bal_cand *fb_keep)
 {
     int64_t gpu = req->v[FAIR_RES_GPU];
     int32_t r;
     struct bal_cand fbs = {.rank = -1, .delta = INT64_MAX};
     struct bal_cand *fb = pl->bal ? &fbs : NULL;
     if (fb && pl->strand_cnt > 0) {
-        r = find_unstrand(pl, pod, req, use_fut, mask);
+        r = find_unstrand(pl, pod, req, use_fut, mask, within);
         if (r >= 0)
             return r;
     }
     if (gpu > 0 && gpu < DEV_MILLI) {
         for (int f = part_next(pl, (int)gpu); f < DEV_MILLI; f = part_next(pl, f + 1)) {
-            r = scan_fullest(pl, part_bits(pl, f), pod, req, use_fut, mask, fb);
+            r = scan_fullest(pl, part_bits(pl, f), within, pod, req, use_fut, mask, fb);
             if (r >= 0)
                 return r;
         }
@@ -766,15 +939,50 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
     for (int b = from; b <= FAIR_MAX_GPUS_PER_NODE; b++) {
         if (pl->whole_cnt[b] == 0)
             continue;
-        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask, fb);
+        r = scan_first(pl, whole_bits(pl, b), within, pod, req, use_fut, mask, fb);
         if (r >= 0)
             return r;
+    }
+    if (fb && fb->rank >= 0 && fb_keep) {
+        if (fb->delta < fb_keep->delta)
+            *fb_keep = *fb;
+        return -1;
     }
     if (fb && fb->rank >= 0) {
         *mask = fb->mask;
         return fb->rank;
     }
     return -1;
+}
+
+/* Whether a node of tier passes pod's static filters. */
+static bool tier_admits(const struct fair_place *pl, const uint64_t *tier,
+                        const struct fair_pod *pod)
+{
+    for (size_t w = 0; w < pl->words; w++)
+        for (uint64_t x = tier[w]; x; x &= x - 1)
+            if (fair_place_static_ok(pl, (int32_t)(w * 64 + (size_t)__builtin_ctzll(x)), pod))
+                return true;
+    return false;
+}
+
+/* Packing by contention tier: the lowest tier with a node where the pod
+ * strands no more GPU; else the node that strands the least, any tier. */
+static int32_t find_tiered(struct fair_place *pl, const struct fair_pod *pod,
+                           const struct fair_resources *req, bool use_fut, uint64_t *mask)
+{
+    struct bal_cand fb = {.rank = -1, .delta = INT64_MAX};
+    for (int t = 0; t < pl->ntiers; t++) {
+        const uint64_t *tier = pl->tiers + (size_t)t * pl->words;
+        if (!tier_admits(pl, tier, pod))
+            continue; /* cheaper than a search that finds nothing */
+        int32_t r = find_pack(pl, pod, req, use_fut, mask, tier, &fb);
+        if (r >= 0)
+            return r;
+    }
+    if (fb.rank >= 0)
+        *mask = fb.mask;
+    return fb.rank;
 }
 
 static int32_t find_spread(struct fair_place *pl, const struct fair_pod *pod,
@@ -786,13 +994,13 @@ static int32_t find_spread(struct fair_place *pl, const struct fair_pod *pod,
     for (int b = FAIR_MAX_GPUS_PER_NODE; b >= to; b--) {
         if (pl->whole_cnt[b] == 0)
             continue;
-        r = scan_first(pl, whole_bits(pl, b), pod, req, use_fut, mask, NULL);
+        r = scan_first(pl, whole_bits(pl, b), NULL, pod, req, use_fut, mask, NULL);
         if (r >= 0)
             return r;
     }
     if (gpu > 0 && gpu < DEV_MILLI) {
         for (int f = part_prev(pl, DEV_MILLI - 1); f >= gpu; f = part_prev(pl, f - 1)) {
-            r = scan_first(pl, part_bits(pl, f), pod, req, use_fut, mask, NULL);
+            r = scan_first(pl, part_bits(pl, f), NULL, pod, req, use_fut, mask, NULL);
             if (r >= 0)
                 return r;
         }
@@ -814,8 +1022,10 @@ int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
                 r = (int32_t)i;
     } else if (pl->policy == FAIR_PLACE_SPREAD) {
         r = find_spread(pl, pod, req, use_fut, mask);
+    } else if (pl->ntiers > 0) {
+        r = find_tiered(pl, pod, req, use_fut, mask);
     } else {
-        r = find_pack(pl, pod, req, use_fut, mask);
+        r = find_pack(pl, pod, req, use_fut, mask, NULL, NULL);
     }
     if (r < 0 && cacheable)
         remember_no_fit(pl, req, use_fut);

@@ -75,6 +75,15 @@ struct fair_place {
     int64_t bal_cpu, bal_mem; /* per GPU (1000 milli) */
     uint64_t *strand;
     int32_t strand_cnt;
+    /* Model contention (PACK only; see contention_init in placement.c):
+     * when pods restricted to some GPU models or node labels ask for a
+     * larger share of the GPUs than those nodes hold, the nodes are put
+     * in a higher tier, and a pod takes a node of the lowest tier where it
+     * fits, so that pods that could go anywhere leave the scarce nodes to
+     * those that cannot. tiers: ntiers bitsets of words each; ntiers 0:
+     * every node is in one tier (no restricted pods, or none scarce). */
+    uint64_t *tiers;
+    int ntiers;
     /* Requests known not to fit on any node (state only fills up between
      * resets), for pods without node constraints. */
     struct fair_place_fail fail[FAIR_PLACE_FAIL_CACHE];

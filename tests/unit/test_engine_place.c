@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "base/alloc.h"
 #include "engine/placement.h"
 #include "test_engine_fixture.h"
 
@@ -278,6 +279,59 @@ static const struct fair_toleration tol_eq = {"gpu", FAIR_TOLERATE_EQUAL, "big",
                                               FAIR_TAINT_NO_SCHEDULE};
 static const struct fair_toleration tol_all = {NULL, FAIR_TOLERATE_EXISTS, NULL, true, 0};
 
+/* Model contention: a GPU pod that may run anywhere leaves the GPUs of a
+ * model that restricted pods ask for more than their share of (here T4:
+ * 20% of the GPUs, half of the requests) and takes another model, even
+ * though packing alone would take the T4 node's last free GPU. When only
+ * the T4 node has room, it still goes there. */
+static void test_contention_scarce_model(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    int t4 = ts_node(t, "a-t4", 2);
+    int g2 = ts_node(t, "b-g2", 8);
+    t->nodes[t4].gpu_model = "T4";
+    t->nodes[g2].gpu_model = "G2";
+    int a = ts_team(t, "a", 0, 1);
+    int b = ts_bound(t, a, G, t4, 0x1, 0);
+    t->pods[b].gpu_model = ts_str(t, "T4"); /* equal strings, not the same */
+    int p = ts_pod(t, a, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), g2);
+
+    /* A pod that asks for T4 gets it. */
+    t->pods[p].gpu_model = "T4";
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), t4);
+
+    /* The other model full: the free pod takes the T4 GPU after all. */
+    t->pods[p].gpu_model = NULL;
+    int full = ts_bound(t, a, 8 * G, g2, 0xff, 0);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), t4);
+
+    /* Every allocation failing in turn, with the tiers in use: FAIR_ENOMEM
+     * and no leak (the sanitizer build checks), then the same choice. */
+    t->pods[full].request.v[FAIR_RES_GPU] = 4 * G; /* G2 half free again */
+    t->pods[full].gpu_devices = 0xf;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), g2);
+    long failures = 0;
+    for (long k = 0; k < 10000; k++) {
+        fair_alloc_fail_after(k);
+        int rc = ts_run(t);
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            assert_int_equal(only_bind_node(t, p), g2);
+            break;
+        }
+        assert_int_equal(rc, FAIR_ENOMEM);
+        failures++;
+    }
+    assert_true(failures > 3);
+    ts_free(t);
+}
+
 static void test_node_filters(void **state)
 {
     (void)state;
@@ -458,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_balance_uses_stranded_gpus),
         cmocka_unit_test(test_balance_cpu_only_pod),
         cmocka_unit_test(test_balance_light_ratio),
+        cmocka_unit_test(test_contention_scarce_model),
         cmocka_unit_test(test_node_filters),
         cmocka_unit_test(test_gangs),
     };
