@@ -63,6 +63,15 @@ static void usage(FILE *f)
             "                        usage decayed with this half-life (fairShare.\n"
             "                        usageHalfLife; a Project's spec.usageHalfLife wins);\n"
             "                        0 (default): off\n"
+            "  --lend-max-runtime S  a GPU pod may borrow beyond its queue's guarantee\n"
+            "                        only when it declares a run time of at most S\n"
+            "                        seconds, or checkpoints; 0 (default): any pod\n"
+            "  --declared-runtime F  jobs declare a maximum run time (the pods'\n"
+            "                        activeDeadlineSeconds) of their duration times F\n"
+            "                        (1 to 100), rounded up to a minute; default: none\n"
+            "  --declared-runtime-buckets  round declared run times up to 15m, 30m, 1h,\n"
+            "                        2h, 4h, 8h, 12h, 24h, 72h or whole days\n"
+            "  --declared-none PCT   PCT%% of the jobs declare no run time; default 0\n"
             "  --out DIR             write timeseries.csv, queues.csv, summary.csv,\n"
             "                        jobs.csv, report.html (the fragmentation mode: frag.csv)\n"
             "  --seed N              random seed (random fit, sampling); default 1\n"
@@ -138,6 +147,9 @@ struct opts {
     const char *placement;
     uint64_t seed, cycle_s, repeats, stop, speedup, horizon_h, checkpoint_min;
     uint64_t oq_threshold, oq_min_runtime_s, max_evictions, hold_s, half_life_h;
+    uint64_t lend_max_s, declared_none;
+    int32_t declared_pct;
+    int declared_buckets;
     enum fair_reclaim_mode reclaim;
     int frag, quiet, paper, repeats_set, seed_set;
 };
@@ -588,6 +600,11 @@ static void print_run(const struct fair_sim_labeled *l, double secs)
            (double)(run->window_end_ms - run->window_start_ms) / 3.6e6,
            (double)(run->end_ms - run->start_ms) / 3.6e6, secs, run->cycles, run->evictions,
            100 * run->peak_alloc_ratio);
+    if (run->opts.lend_max_runtime_ms > 0)
+        printf(" lend_max_runtime=%s", dur(d, sizeof(d), run->opts.lend_max_runtime_ms));
+    if (run->opts.declared_pct > 0)
+        printf(" declared_runtime=%.2fx%s declared_none=%d%%", run->opts.declared_pct / 100.0,
+               run->opts.declared_buckets ? ",buckets" : "", run->opts.declared_none_pct);
     if (run->first_fail_ms >= 0)
         printf(" first_fail_h=%.2f unallocated_gpu_at_first_fail=%.1f\n",
                (double)(run->first_fail_ms - run->start_ms) / 3.6e6,
@@ -716,6 +733,10 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
         so.max_evictions = (int32_t)o->max_evictions;
         so.hold_timeout_ms = (int64_t)o->hold_s * 1000;
         so.usage_half_life_ms = (int64_t)o->half_life_h * 3600000;
+        so.lend_max_runtime_ms = (int64_t)o->lend_max_s * 1000;
+        so.declared_pct = o->declared_pct;
+        so.declared_buckets = o->declared_buckets != 0;
+        so.declared_none_pct = (int32_t)o->declared_none;
         fair_sim_config_reclaim_default(&cfg[i], o->reclaim);
         double t0 = now_s();
         if (fair_sim_replay(t, &cfg[i], queue_of[i], &so, &runs[i], &err)) {
@@ -799,7 +820,11 @@ int fair_cmd_simulate(int argc, char **argv)
         O_HOLD,
         O_HALF_LIFE,
         O_PROTOCOL,
-        O_ARRIVALS
+        O_ARRIVALS,
+        O_LEND_MAX,
+        O_DECLARED,
+        O_DECLARED_BUCKETS,
+        O_DECLARED_NONE
     };
     static const struct option longopts[] = {
         {"nodes", required_argument, NULL, O_NODES},
@@ -820,6 +845,10 @@ int fair_cmd_simulate(int argc, char **argv)
         {"max-evictions", required_argument, NULL, O_MAX_EVICTIONS},
         {"node-hold-timeout", required_argument, NULL, O_HOLD},
         {"usage-half-life-hours", required_argument, NULL, O_HALF_LIFE},
+        {"lend-max-runtime", required_argument, NULL, O_LEND_MAX},
+        {"declared-runtime", required_argument, NULL, O_DECLARED},
+        {"declared-runtime-buckets", no_argument, NULL, O_DECLARED_BUCKETS},
+        {"declared-none", required_argument, NULL, O_DECLARED_NONE},
         {"fragmentation", no_argument, NULL, O_FRAG},
         {"repeats", required_argument, NULL, O_REPEATS},
         {"stop-percent", required_argument, NULL, O_STOP},
@@ -936,6 +965,26 @@ int fair_cmd_simulate(int argc, char **argv)
         case O_HALF_LIFE:
             if (parse_u64(optarg, 87840, &o.half_life_h))
                 bad = "--usage-half-life-hours wants a number of hours in 0..87840";
+            break;
+        case O_LEND_MAX:
+            if (parse_u64(optarg, 30 * 86400, &o.lend_max_s))
+                bad = "--lend-max-runtime wants a number of seconds in 0..2592000";
+            break;
+        case O_DECLARED: {
+            char *end = NULL;
+            double f = strtod(optarg, &end);
+            if (!end || end == optarg || *end || !(f >= 1.0 && f <= 100.0))
+                bad = "--declared-runtime wants a factor in 1..100 (such as 1.5)";
+            else
+                o.declared_pct = (int32_t)(f * 100 + 0.5);
+            break;
+        }
+        case O_DECLARED_BUCKETS:
+            o.declared_buckets = 1;
+            break;
+        case O_DECLARED_NONE:
+            if (parse_u64(optarg, 100, &o.declared_none))
+                bad = "--declared-none wants a percentage in 0..100";
             break;
         case O_REPEATS:
             if (parse_u64(optarg, 1000, &o.repeats) || o.repeats == 0)

@@ -90,6 +90,11 @@ static const struct fair_ctl_config_entry table[] = {
      "reclaimed again (within its fair share when the queue guarantees no GPUs); 0: no bound"},
     {"reclaim.nodeHoldTimeout", FAIR_CFG_DURATION, OFF(hold_timeout_ms), "10m", 0, DAY_MS,
      "how long a node is held for a pod owed GPUs that only an emptied node can take; 0: never"},
+    {"reclaim.lendMaxRuntime", FAIR_CFG_DURATION, OFF(lend_max_runtime_ms), "0", 0, 30 * DAY_MS,
+     "when set, a GPU pod may run above its queue's GPU guarantee only if its "
+     "spec.activeDeadlineSeconds is at most this, or it sets fairshare.dev/checkpoint-interval "
+     "(borrowed GPUs go to work that reclaim loses little of), and such pods are not reclaimed "
+     "while they stay within the guarantee; 0: any pod may borrow"},
     {"reclaim.maxPreemptionNotice", FAIR_CFG_DURATION, OFF(max_notice_ms), "10m", 0, DAY_MS,
      "the longest fairshare.dev/preemption-notice honoured (a longer one is cut to it); the "
      "notice counts as part of the victim's grace period; 0: no notices"},

@@ -52,6 +52,7 @@ struct fair_ctl_config {
     int64_t oq_min_runtime_ms;       /* reclaim.overQuotaMinRuntime */
     int64_t max_evictions;           /* reclaim.maxEvictions; 0: no bound */
     int64_t hold_timeout_ms;         /* reclaim.nodeHoldTimeout; 0: no holds */
+    int64_t lend_max_runtime_ms;     /* reclaim.lendMaxRuntime; 0: any pod borrows */
     int64_t max_notice_ms;           /* reclaim.maxPreemptionNotice; 0: no notices */
     bool requeue_bare_pods;          /* reclaim.requeueBarePods */
     int64_t min_fraction_milli;      /* fractions.minimum (milli-GPU) */

@@ -415,6 +415,23 @@ static void pending_message(const struct fair_ctl_snapshot *s, const struct fair
                      p->evictions, s->snap.max_evictions, qname, a, b);
             return;
         }
+        if (s->snap.lend_max_runtime_ms > 0 && p->request.v[FAIR_RES_GPU] > 0 && qs &&
+            qs->allocated_after.v[FAIR_RES_GPU] + p->request.v[FAIR_RES_GPU] >
+                qs->guaranteed.v[FAIR_RES_GPU] &&
+            p->checkpoint_interval_ms <= 0 &&
+            (p->max_runtime_ms <= 0 || p->max_runtime_ms > s->snap.lend_max_runtime_ms)) {
+            /* Not declared short enough to borrow (docs/engine.md). */
+            gpus(qs ? qs->guaranteed.v[FAIR_RES_GPU] : 0, a, sizeof a);
+            gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, b, sizeof b);
+            snprintf(out, n,
+                     "not lent GPUs: reclaim.lendMaxRuntime is %" PRId64
+                     "s and this pod declares %s spec.activeDeadlineSeconds and no "
+                     "fairshare.dev/checkpoint-interval; it runs only within queue %s's "
+                     "guarantee (%s GPUs, %s in use)",
+                     s->snap.lend_max_runtime_ms / 1000, p->max_runtime_ms > 0 ? "a longer" : "no",
+                     qname, a, b);
+            return;
+        }
         gpus(qs ? qs->fair_share.v[FAIR_RES_GPU] : 0, a, sizeof a);
         gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, b, sizeof b);
         snprintf(out, n,

@@ -934,6 +934,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->spread = k->spread;
         p->nspread = k->nspread;
         p->checkpoint_interval_ms = k->checkpoint_interval_ms;
+        p->max_runtime_ms = k->active_deadline_ms;
         p->evictions = ov.evictions;
         p->hold_node = -1;
         if (!node && ov.hold_node && ov.hold_since_ms > 0) {
@@ -1004,6 +1005,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->snap.over_quota_min_runtime_ms = in->over_quota_min_runtime_ms;
     out->snap.max_evictions = in->max_evictions;
     out->snap.hold_timeout_ms = in->hold_timeout_ms;
+    out->snap.lend_max_runtime_ms = in->lend_max_runtime_ms;
     if (any_unknown && (rc = assign_devices(out, unknown)))
         goto out;
 

@@ -104,6 +104,7 @@ struct fair_ctl_snapshot_input {
     int64_t over_quota_min_runtime_ms;
     int32_t max_evictions;
     int64_t hold_timeout_ms;
+    int64_t lend_max_runtime_ms; /* reclaim.lendMaxRuntime; 0: off */
     /* The smallest fairshare.dev/gpu-fraction accepted, milli-GPU
      * (fractions.minimum); 0: any fraction above 0. */
     int64_t min_fraction_milli;

@@ -364,11 +364,24 @@ static bool elastic_extra(const struct eng *e, int32_t gi, int32_t pi)
 /* Whether a pod evicted max_evictions times (in a queue with a GPU
  * guarantee) would take its queue above that guarantee with req: it runs
  * only within the guarantee, where reclaim never takes it again
- * (reclaim.c, capped), so the bound on evictions holds. */
+ * (reclaim.c, capped), so the bound on evictions holds. The same for a pod
+ * that may not borrow (fair_eng_lendable). */
 static bool capped_over(const struct eng *e, const struct fair_pod *p, const int64_t *req)
 {
     const struct acct *q = &e->q[p->queue];
-    return fair_eng_capped(e, p) && q->alloc[GPU] + q->resv[GPU] + req[GPU] > q->g[GPU];
+    bool held = fair_eng_capped(e, p) ||
+                (e->s->lend_max_runtime_ms > 0 && !fair_eng_lendable(e->s, p));
+    return held && q->alloc[GPU] + q->resv[GPU] + req[GPU] > q->g[GPU];
+}
+
+/* Whether GPU pod p may borrow (run above its queue's GPU guarantee) under
+ * snapshot.lend_max_runtime_ms: it declares a maximum run time of at most
+ * that, or it checkpoints, so reclaim loses little of its work. */
+bool fair_eng_lendable(const struct fair_snapshot *s, const struct fair_pod *p)
+{
+    if (s->lend_max_runtime_ms <= 0 || p->request.v[GPU] <= 0 || p->checkpoint_interval_ms > 0)
+        return true;
+    return p->max_runtime_ms > 0 && p->max_runtime_ms <= s->lend_max_runtime_ms;
 }
 
 /* Admits one pod, or a whole gang when pi leads one. pass 1 keeps within

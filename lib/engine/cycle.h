@@ -313,10 +313,14 @@ int fair_eng_run_pass(struct eng *e, int pass);
  * from earlier cycles, reclaim and preemption. */
 void fair_eng_compute_damp(struct eng *e);
 void fair_eng_apply_holds(struct eng *e);
-/* Whether pod p was evicted snapshot.max_evictions times and is a GPU pod
- * of a queue with a GPU guarantee: it runs only within that guarantee and
- * reclaim never takes it again (reclaim.c). */
+/* Whether pod p was evicted snapshot.max_evictions times, or may not
+ * borrow under snapshot.lend_max_runtime_ms, and is a GPU pod of a queue
+ * with a GPU guarantee: it runs only within that guarantee and reclaim
+ * never takes it again (reclaim.c). */
 bool fair_eng_capped(const struct eng *e, const struct fair_pod *p);
+/* Whether GPU pod p may run above its queue's GPU guarantee under
+ * snapshot.lend_max_runtime_ms (admit.c). */
+bool fair_eng_lendable(const struct fair_snapshot *s, const struct fair_pod *p);
 int fair_eng_reclaim_phase(struct eng *e);
 
 /* models.c: GPU model pools and lending limits (docs/engine.md, "GPU

@@ -306,6 +306,10 @@ struct fair_pod {
     /* Work lost to an eviction: the pod checkpoints every this many ms
      * from its start (0: never, all work since started_ms is lost). */
     int64_t checkpoint_interval_ms;
+    /* Declared maximum run time (spec.activeDeadlineSeconds: the kubelet
+     * kills the pod that long after its start), ms; 0: none declared.
+     * Read by snapshot.lend_max_runtime_ms. */
+    int64_t max_runtime_ms;
     /* How many times this pod (or, for a requeued pod or a workload's
      * replacement, its lineage) was evicted before. */
     int32_t evictions;
@@ -343,6 +347,11 @@ struct fair_snapshot {
     /* A pod evicted this many times (fair_pod.evictions) runs only within
      * its queue's fair share: pass 2 skips it. 0: no bound. */
     int32_t max_evictions;
+    /* Lending only to pods that end or checkpoint soon: a GPU pod may take
+     * its queue above its GPU guarantee only when it declares a maximum
+     * run time (max_runtime_ms) of at most this, or checkpoints; 0: any
+     * pod may borrow. */
+    int64_t lend_max_runtime_ms;
     /* A pod owed room that only an emptied node could hold keeps that node
      * for at most this long (then as long again without one); 0: never. */
     int64_t hold_timeout_ms;

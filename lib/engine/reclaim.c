@@ -72,16 +72,22 @@ static int64_t lost_work(const struct fair_snapshot *s, const struct fair_pod *p
     return (int64_t)((i128)run * g > INT64_MAX / 2 ? INT64_MAX / 2 : (i128)run * g);
 }
 
-/* Whether pod p has been evicted the snapshot's max_evictions times (a GPU
- * pod of a queue with a GPU guarantee): then admission runs it only within
- * its queue's guarantee (admit.c), and reclaim does not take it again while
- * its queue stays within that guarantee (capped_may_go; only a
+/* Whether pod p has been evicted the snapshot's max_evictions times, or
+ * may not borrow under lend_max_runtime_ms (fair_eng_lendable) (a GPU pod
+ * of a queue with a GPU guarantee): then admission runs it only within its
+ * queue's guarantee (admit.c), and reclaim does not take it while its
+ * queue's such pods stay within that guarantee (capped_may_go; only a
  * higher-priority pod of its own queue may preempt it). */
 bool fair_eng_capped(const struct eng *e, const struct fair_pod *p)
 {
     const struct fair_snapshot *s = e->s;
-    return s->max_evictions > 0 && p->evictions >= s->max_evictions && p->request.v[GPU] > 0 &&
-           e->q[p->queue].g[GPU] > 0;
+    /* Under lendMaxRuntime, a pod that may not borrow is held the same way:
+     * it starts only within its queue's guarantee, and reclaim does not
+     * take it while such pods hold no more than the guarantee. */
+    if (!(s->max_evictions > 0 && p->evictions >= s->max_evictions) &&
+        (s->lend_max_runtime_ms <= 0 || fair_eng_lendable(s, p)))
+        return false;
+    return p->request.v[GPU] > 0 && e->q[p->queue].g[GPU] > 0;
 }
 
 struct search;
@@ -974,6 +980,9 @@ static bool entitled_fair_share(const struct eng *e, int32_t qi, const struct fa
     const struct acct *q = &e->q[qi];
     *held = false;
     if (s->queues[qi].reclaim_up_to != FAIR_RECLAIM_FAIR_SHARE)
+        return false;
+    /* Beyond the guarantee, only pods that may borrow (lendMaxRuntime). */
+    if (!fair_eng_lendable(s, p) && q->live[GPU] + q->resv[GPU] + p->request.v[GPU] > q->g[GPU])
         return false;
     bool any = false;
     for (int r = 0; r < NRES; r++) {

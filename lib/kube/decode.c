@@ -1542,6 +1542,16 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
             return rc;
         p->grace_s = g < 0 ? 0 : g;
     }
+    /* The declared maximum run time: the kubelet stops the pod this long
+     * after its start, and an update may only lower it. */
+    const json_t *ads = json_object_get(spec, "activeDeadlineSeconds");
+    if (ads && !json_is_null(ads)) {
+        json_int_t v = json_is_integer(ads) ? json_integer_value(ads) : 0;
+        if (v < 1)
+            add_problem(&p->problem, "spec.activeDeadlineSeconds: want a positive integer");
+        else
+            p->active_deadline_ms = (v > FAIR_MAX_DEADLINE_S ? FAIR_MAX_DEADLINE_S : v) * 1000;
+    }
     int64_t prio = 0;
     if ((rc = get_int(spec, "priority", "spec.priority", &prio, err)))
         return rc;

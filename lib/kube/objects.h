@@ -64,6 +64,9 @@ struct fair_kpod {
     char *gpu_model;
     int64_t sim_duration_s;         /* annotation sim.fairshare.dev/duration-seconds; 0 if none */
     int64_t checkpoint_interval_ms; /* annotation fairshare.dev/checkpoint-interval; 0 if none */
+    /* spec.activeDeadlineSeconds in ms (capped at FAIR_MAX_DEADLINE_S);
+     * 0 if none */
+    int64_t active_deadline_ms;
     char *owner_uid;  /* uid of metadata.ownerReferences[controller=true]; NULL if none */
     char *owner_kind; /* ...its kind ("Job") and name; NULL if none */
     char *owner_name;
@@ -138,6 +141,9 @@ struct fair_knode {
 
 /* Most distinct other resources kept per pod and per node, and host ports
  * per pod: a pod over them is rejected with a message. */
+/* The longest spec.activeDeadlineSeconds kept (10 years; longer counts
+ * as this). */
+#define FAIR_MAX_DEADLINE_S ((int64_t)315360000)
 #define FAIR_POD_MAX_SCALARS 16
 #define FAIR_POD_MAX_HOST_PORTS 64
 #define FAIR_NODE_MAX_SCALARS 64

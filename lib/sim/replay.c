@@ -108,6 +108,34 @@ void fair_sim_opts_default(struct fair_sim_opts *o)
     o->hold_timeout_ms = 600000;
 }
 
+int64_t fair_sim_declared_ms(const struct fair_sim_trace *t, size_t j,
+                             const struct fair_sim_opts *o)
+{
+    static const int64_t M = 60000;
+    static const int64_t bucket[] = {15 * M,  30 * M,  60 * M,   120 * M, 240 * M,
+                                     480 * M, 720 * M, 1440 * M, 4320 * M};
+    if (o->declared_pct <= 0 || j >= t->njobs)
+        return 0;
+    const struct fair_sim_job *jb = &t->jobs[j];
+    if (jb->duration_ms <= 0 || jb->duration_ms == FAIR_SIM_FOREVER)
+        return 0;
+    /* The pods of a multi-pod job declare alike: hash its first member. */
+    uint64_t h = ((uint64_t)(j - (size_t)jb->member) + 1) * 0x9E3779B97F4A7C15ull;
+    if (o->declared_none_pct > 0 && (int32_t)((h >> 32) % 100) < o->declared_none_pct)
+        return 0;
+    int64_t pct = o->declared_pct < 100 ? 100 : o->declared_pct;
+    if (jb->duration_ms > INT64_MAX / 1000)
+        return 0;
+    int64_t d = (jb->duration_ms * pct + 99) / 100;
+    d = (d + M - 1) / M * M;
+    if (!o->declared_buckets)
+        return d;
+    for (size_t i = 0; i < sizeof(bucket) / sizeof(bucket[0]); i++)
+        if (d <= bucket[i])
+            return bucket[i];
+    return (d + 1440 * M - 1) / (1440 * M) * (1440 * M);
+}
+
 static const char *const status_names[FAIR_SIM_JOB_STATUS_COUNT] = {
     "pending", "running", "completed", "no-node", "over-limit", "over-guarantee",
 };
@@ -463,6 +491,14 @@ static int measure_idle(struct replay *r)
          * queue's guarantee (the bound on evictions), a limit too. */
         bool bound = r->opts.max_evictions > 0 && s->evictions >= r->opts.max_evictions &&
                      why == FAIR_PENDING_FAIR_SHARE;
+        /* Not declared short enough to borrow (lendMaxRuntime): a policy
+         * choice, like a limit. */
+        if (r->opts.lend_max_runtime_ms > 0 && r->opts.checkpoint_ms <= 0 &&
+            why == FAIR_PENDING_FAIR_SHARE) {
+            int64_t decl = fair_sim_declared_ms(r->t, (size_t)r->fitlist[i], &r->opts);
+            if (decl <= 0 || decl > r->opts.lend_max_runtime_ms)
+                bound = true;
+        }
         if (why != FAIR_PENDING_OVER_LIMIT && why != FAIR_PENDING_OVER_GUARANTEE && !bound)
             r->fitlist[na++] = r->fitlist[i];
     }
@@ -569,6 +605,7 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         p->gpu_devices = r->js[j].dev;
         p->started_ms = r->js[j].started;
         p->checkpoint_interval_ms = r->opts.checkpoint_ms;
+        p->max_runtime_ms = fair_sim_declared_ms(r->t, (size_t)j, &r->opts);
         p->evictions = r->js[j].evictions;
         p->hold_node = -1;
         r->pod_job[k] = j;
@@ -581,6 +618,7 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         p->created_ms = submit_at(r, j);
         p->state = FAIR_POD_PENDING;
         p->checkpoint_interval_ms = r->opts.checkpoint_ms;
+        p->max_runtime_ms = fair_sim_declared_ms(r->t, (size_t)j, &r->opts);
         p->evictions = r->js[j].evictions;
         p->hold_node = r->js[j].hold_node;
         p->hold_since_ms = r->js[j].hold_since;
@@ -602,6 +640,7 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         .over_quota_min_runtime_ms = r->opts.over_quota_min_runtime_ms,
         .max_evictions = r->opts.max_evictions,
         .hold_timeout_ms = r->opts.hold_timeout_ms,
+        .lend_max_runtime_ms = r->opts.lend_max_runtime_ms,
     };
     struct fair_result res;
     memset(&res, 0, sizeof(res));

@@ -88,7 +88,24 @@ struct fair_sim_opts {
      * usage starts at 0 with the trace and is updated each engine cycle
      * from the pods running then. 0: off. */
     int64_t usage_half_life_ms;
+    /* Lending only to pods declared short (reclaim.lendMaxRuntime): a GPU
+     * pod may borrow only when its declared run time is at most this, or
+     * it checkpoints; 0: off. */
+    int64_t lend_max_runtime_ms;
+    /* Declared run times (the pods' spec.activeDeadlineSeconds): a job
+     * declares its trace duration times declared_pct / 100 (>= 100, so no
+     * job outlives its deadline), rounded up to a minute, or with
+     * declared_buckets up to 15m, 30m, 1h, 2h, 4h, 8h, 12h, 24h, 72h, then
+     * whole days; declared_none_pct percent of the jobs (a fixed hash of
+     * the job's index) declare none. declared_pct 0: no job declares. */
+    int32_t declared_pct;
+    bool declared_buckets;
+    int32_t declared_none_pct;
 };
+
+/* The run time job j of t declares under opts (ms; 0: none). */
+int64_t fair_sim_declared_ms(const struct fair_sim_trace *t, size_t j,
+                             const struct fair_sim_opts *o);
 
 /* Everything zero (or the built-in default) but the engine's reclaim
  * settings, which get the controller's defaults: 10%, 60 s, 3, 10 min. */

@@ -38,6 +38,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.oq_min_runtime_ms, 60000);
     assert_int_equal(c.max_evictions, 3);
     assert_int_equal(c.hold_timeout_ms, 600000);
+    assert_int_equal(c.lend_max_runtime_ms, 0);
     assert_int_equal(c.min_fraction_milli, 50);
     assert_false(c.charge_other_schedulers);
     assert_int_equal(c.log_level, FAIR_LOG_INFO);
@@ -66,6 +67,8 @@ static const char full[] = HEAD "schedulerName: gpu-fair\n"
                                 "logLevel: debug\n"
                                 "fractions:\n"
                                 "  minimum: 100m\n"
+                                "reclaim:\n"
+                                "  lendMaxRuntime: 2h\n"
                                 "quota:\n"
                                 "  chargeOtherSchedulers: true\n";
 
@@ -92,6 +95,7 @@ static void test_full_file(void **state)
     assert_int_equal(c.log_level, FAIR_LOG_DEBUG);
     assert_int_equal(c.min_fraction_milli, 100);
     assert_true(c.charge_other_schedulers);
+    assert_int_equal(c.lend_max_runtime_ms, 2 * 3600 * 1000);
     /* untouched keys keep their defaults */
     assert_int_equal(c.lease_duration_ms, 15000);
     fair_ctl_config_release(&c);
@@ -139,6 +143,7 @@ static const struct bad_case bad[] = {
     {HEAD "reclaim:\n  overQuotaThreshold: 150\n",
      {"key reclaim.overQuotaThreshold", "out of range"}},
     {HEAD "reclaim:\n  nodeHoldTimeout: soon\n", {"key reclaim.nodeHoldTimeout"}},
+    {HEAD "reclaim:\n  lendMaxRuntime: 31d\n", {"key reclaim.lendMaxRuntime", "out of range"}},
     {HEAD "fractions:\n  minimum: 0\n", {"key fractions.minimum", "out of range"}},
     {HEAD "fractions:\n  minimum: 1\n", {"key fractions.minimum", "out of range"}},
     {HEAD "fractions:\n  minimum: some\n", {"key fractions.minimum", "not a quantity"}},

@@ -166,6 +166,7 @@ static void build(struct fair_ctl_snapshot *s)
         .reclaim_up_to = FAIR_RECLAIM_FAIR_SHARE,
         .over_quota_threshold_pct = 10,
         .hold_timeout_ms = 600000,
+        .lend_max_runtime_ms = 7200000,
     };
     in.podgroups = opt_pgs;
     in.npodgroups = opt_npgs;
@@ -218,7 +219,8 @@ static void test_reclaim_policy_and_holds(void **state)
     add_queue("defaulted", "q", 0, 1);
     add_pod("holder", "team", "fairshare", "inherits", 1000, NULL);
     add_pod("cooling", "team", "fairshare", "inherits", 1000, NULL);
-    add_pod("plain", "team", "fairshare", "own", 1000, NULL);
+    struct fair_kpod *plain = add_pod("plain", "team", "fairshare", "own", 1000, NULL);
+    plain->active_deadline_ms = 3600000;
     struct fair_ctl_snapshot s;
     build(&s);
     int32_t qi = fair_ctl_index_get(&s.queue_by_name, "inherits");
@@ -237,6 +239,10 @@ static void test_reclaim_policy_and_holds(void **state)
     const struct fair_pod *pl = &s.snap.pods[pod_index(&s, "plain")];
     assert_int_equal(pl->hold_node, -1);
     assert_int_equal(pl->hold_since_ms, 0);
+    /* spec.activeDeadlineSeconds is the declared run time; none: 0. */
+    assert_int_equal(pl->max_runtime_ms, 3600000);
+    assert_int_equal(h->max_runtime_ms, 0);
+    assert_int_equal(s.snap.lend_max_runtime_ms, 7200000);
     assert_int_equal(s.snap.hold_timeout_ms, 600000);
     assert_int_equal(s.snap.over_quota_threshold_pct, 10);
     fair_ctl_snapshot_release(&s);

@@ -393,6 +393,21 @@ static void test_reasons(void **state)
     fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
     assert_non_null(strstr(msg, "evicted 3 times (reclaim.maxEvictions is 3)"));
     assert_non_null(strstr(msg, "within queue qa's guarantee (8 GPUs, 4 in use)"));
+    /* Held back by reclaim.lendMaxRuntime: 4 + 2 GPUs would borrow. */
+    pod.evictions = 0;
+    qs.guaranteed.v[FAIR_RES_GPU] = 4000;
+    s.snap.lend_max_runtime_ms = 3600000;
+    pod.max_runtime_ms = 7200000;
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "not lent GPUs: reclaim.lendMaxRuntime is 3600s and this pod "
+                                "declares a longer spec.activeDeadlineSeconds"));
+    pod.max_runtime_ms = 0;
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "declares no spec.activeDeadlineSeconds"));
+    /* Declared short enough: the fair share held it back. */
+    pod.max_runtime_ms = 1800000;
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "at fair share: queue qa"));
 }
 
 int main(void)

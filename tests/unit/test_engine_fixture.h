@@ -38,6 +38,7 @@ struct ts {
     int64_t oq_min_runtime;
     int32_t max_evictions;
     int64_t hold_timeout;
+    int64_t lend_max_runtime;
     struct fair_result res;
     struct fair_error err;
 };
@@ -170,6 +171,7 @@ __attribute__((unused)) static void ts_snapshot(struct ts *t, struct fair_snapsh
     s->over_quota_min_runtime_ms = t->oq_min_runtime;
     s->max_evictions = t->max_evictions;
     s->hold_timeout_ms = t->hold_timeout;
+    s->lend_max_runtime_ms = t->lend_max_runtime;
 }
 
 __attribute__((unused)) static int ts_run(struct ts *t)

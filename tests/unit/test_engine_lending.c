@@ -554,6 +554,117 @@ static void test_aging_table(void **state)
     }
 }
 
+/* lendMaxRuntime: a GPU pod takes its queue above its GPU guarantee only
+ * when it declares a run time (spec.activeDeadlineSeconds) of at most
+ * lend_max_runtime, or checkpoints; within the guarantee, and with the
+ * rule off, nothing changes. One 8-GPU node; queue x guarantees 4 GPUs and
+ * runs nothing, queue c guarantees 2 and already runs `running` GPUs. */
+static void test_lend_max_runtime_table(void **state)
+{
+    (void)state;
+    static const int64_t H = 3600000;
+    static const struct {
+        int64_t lend, deadline, checkpoint, running, gpu;
+        bool binds;
+    } rows[] = {
+        {0, 0, 0, 2, 1, true},         /* 0 off: any pod borrows */
+        {0, 100 * H, 0, 2, 1, true},   /* 1 off: a long one too */
+        {H, H / 2, 0, 2, 1, true},     /* 2 declared shorter */
+        {H, H, 0, 2, 1, true},         /* 3 declared exactly the limit */
+        {H, H + 1000, 0, 2, 1, false}, /* 4 a second longer */
+        {H, 0, 0, 2, 1, false},        /* 5 declares nothing */
+        {H, 0, H / 2, 2, 1, true},     /* 6 checkpoints */
+        {H, 0, 0, 0, 2, true},         /* 7 within the guarantee */
+        {H, 0, 0, 1, 2, false},        /* 8 crossing the guarantee */
+        {H, 0, 0, 2, 0, true},         /* 9 no GPU: not GPU lending */
+        {2 * H, 2 * H, 0, 2, 1, true}, /* 10 a longer limit */
+    };
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        struct ts *t = ts_new();
+        t->lend_max_runtime = rows[r].lend;
+        ts_node(t, "node-0", 8);
+        ts_team(t, "qx", 4 * G, 1);
+        int c = ts_team(t, "qc", 2 * G, 1);
+        for (int64_t i = 0; i < rows[r].running; i++)
+            ts_bound(t, c, G, 0, 1ull << i, t->now - 1000);
+        int p = ts_pod(t, c, rows[r].gpu * G);
+        t->pods[p].max_runtime_ms = rows[r].deadline;
+        t->pods[p].checkpoint_interval_ms = rows[r].checkpoint;
+        assert_int_equal(ts_run(t), 0);
+        if (rows[r].binds != (t->res.pending_reasons[p] == FAIR_PENDING_NONE))
+            fail_msg("row %zu: reason %s", r, fair_pending_reason_str(t->res.pending_reasons[p]));
+        assert_int_equal(ts_count_q(t, FAIR_ACTION_BIND, c), rows[r].binds ? 1 : 0);
+        if (!rows[r].binds)
+            assert_int_equal(t->res.pending_reasons[p], FAIR_PENDING_FAIR_SHARE);
+        ts_free(t);
+    }
+}
+
+/* Reclaim up to the fair share does not take a queue above its guarantee
+ * for a pod that may not borrow: queue a (no guarantee) runs 8 short pods
+ * on the only node; queue b (no guarantee, same weight) asks for GPUs with
+ * pods that declare nothing. Without the rule b takes 4 back; with it,
+ * nothing is evicted. A declared-short pod of b still reclaims. */
+static void test_lend_max_runtime_fair_share_reclaim(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 3; mode++) {
+        struct ts *t = ts_new();
+        t->lend_max_runtime = mode == 0 ? 0 : 3600000;
+        ts_node(t, "node-0", 8);
+        int a = ts_team(t, "qa", 0, 1);
+        int b = ts_team(t, "qb", 0, 1);
+        for (int i = 0; i < 8; i++) {
+            int p = ts_bound(t, a, G, 0, 1ull << i, t->now - 3600000);
+            t->pods[p].max_runtime_ms = 1800000;
+        }
+        for (int i = 0; i < 4; i++) {
+            int p = ts_pod(t, b, G);
+            t->pods[p].max_runtime_ms = mode == 2 ? 1800000 : 0;
+        }
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), mode == 1 ? 0 : 4);
+        ts_free(t);
+    }
+}
+
+/* Under lendMaxRuntime the pods that may not borrow are not reclaimed
+ * while they hold no more than their queue's guarantee: queue c (4 GPUs
+ * guaranteed) runs 4 long pods (no deadline) started 10 minutes ago on
+ * node-0 and 4 short borrowers (1 h deadline) started 50 minutes ago on
+ * node-1; queue x (4 guaranteed) wants 4 GPUs back. Without the rule the
+ * victims are the pods that lose least, the long ones; with it, the short
+ * borrowers go. */
+static void test_lend_max_runtime_protects_long_pods(void **state)
+{
+    (void)state;
+    for (int on = 0; on < 2; on++) {
+        struct ts *t = ts_new();
+        t->lend_max_runtime = on ? 3600000 : 0;
+        ts_node(t, "node-0", 4);
+        ts_node(t, "node-1", 4);
+        int x = ts_team(t, "qx", 4 * G, 1);
+        int c = ts_team(t, "qc", 4 * G, 1);
+        int first_long = (int)t->npods;
+        for (int i = 0; i < 4; i++)
+            ts_bound(t, c, G, 0, 1ull << i, t->now - 600000);
+        int first_short = (int)t->npods;
+        for (int i = 0; i < 4; i++) {
+            int p = ts_bound(t, c, G, 1, 1ull << i, t->now - 3000000);
+            t->pods[p].max_runtime_ms = 3600000;
+        }
+        ts_pod(t, x, 4 * G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 4);
+        int first = on ? first_short : first_long;
+        for (size_t i = 0; i < t->res.nactions; i++)
+            if (t->res.actions[i].kind == FAIR_ACTION_EVICT &&
+                (t->res.actions[i].pod < first || t->res.actions[i].pod >= first + 4))
+                fail_msg("on=%d: evicted pod %d", on, (int)t->res.actions[i].pod);
+        ts_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -568,6 +679,9 @@ int main(void)
         cmocka_unit_test(test_evicted_too_often_stays_within_share),
         cmocka_unit_test(test_eviction_bound_is_strict),
         cmocka_unit_test(test_aging_table),
+        cmocka_unit_test(test_lend_max_runtime_table),
+        cmocka_unit_test(test_lend_max_runtime_fair_share_reclaim),
+        cmocka_unit_test(test_lend_max_runtime_protects_long_pods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -361,6 +361,42 @@ static void test_pod_problems(void **state)
     }
 }
 
+/* spec.activeDeadlineSeconds: the declared maximum run time, in ms; a
+ * longer one than FAIR_MAX_DEADLINE_S counts as that; not a positive
+ * integer: a problem (the API server rejects such pods anyway). */
+static void test_pod_active_deadline(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *field;
+        int64_t ms;
+        const char *problem;
+    } rows[] = {
+        {"", 0, NULL},
+        {"\"activeDeadlineSeconds\":null,", 0, NULL},
+        {"\"activeDeadlineSeconds\":3600,", 3600000, NULL},
+        {"\"activeDeadlineSeconds\":1,", 1000, NULL},
+        {"\"activeDeadlineSeconds\":9223372036854775807,", FAIR_MAX_DEADLINE_S * 1000, NULL},
+        {"\"activeDeadlineSeconds\":0,", 0, "spec.activeDeadlineSeconds: want a positive integer"},
+        {"\"activeDeadlineSeconds\":-60,", 0, "spec.activeDeadlineSeconds"},
+        {"\"activeDeadlineSeconds\":\"3600\",", 0, "spec.activeDeadlineSeconds"},
+        {"\"activeDeadlineSeconds\":1.5,", 0, "spec.activeDeadlineSeconds"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 POD_HEAD "},\"spec\":{%s\"containers\":[{\"name\":\"c\"}]}}", rows[i].field);
+        struct fair_kpod *p = pod_ok(text);
+        if (p->active_deadline_ms != rows[i].ms)
+            fail_msg("row %zu: %lld ms", i, (long long)p->active_deadline_ms);
+        if (!rows[i].problem)
+            assert_null(p->problem);
+        else if (!p->problem || !strstr(p->problem, rows[i].problem))
+            fail_msg("row %zu: problem \"%s\"", i, p->problem ? p->problem : "(null)");
+        fair_kpod_free(p);
+    }
+}
+
 static void test_pod_structural_errors(void **state)
 {
     (void)state;
@@ -1023,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_pod_requeue_fields),
         cmocka_unit_test(test_pod_finished),
         cmocka_unit_test(test_pod_problems),
+        cmocka_unit_test(test_pod_active_deadline),
         cmocka_unit_test(test_pod_structural_errors),
         cmocka_unit_test(test_pod_alloc_failures),
         cmocka_unit_test(test_pod_node_affinity),

@@ -424,6 +424,47 @@ static void test_lost_work_and_checkpoints(void **state)
     world_free(&w);
 }
 
+/* Declared run times (--declared-runtime) and lending only to pods
+ * declared short (--lend-max-runtime), on test_reclaim_exact's trace:
+ * team-a's a1 and a2 (8 GPUs, 100 s each) start at 0 s on 16 GPUs, one of
+ * them borrowing team-b's 8, and b1/b2 take those back at 20 s. */
+static void test_declared_runtime_lending(void **state)
+{
+    (void)state;
+    struct world w;
+    world_load(&w, nodes_2x8, jobs_2x8, read_fixture("projects.yaml"));
+    /* 100 s: to a minute, 120 s; x1.5 = 150 s: 180 s; bucketed: 15 min;
+     * everyone "declares none" at 100%; the default declares nothing. */
+    struct fair_sim_opts d = {.declared_pct = 100};
+    assert_int_equal(fair_sim_declared_ms(&w.t, 0, &d), 120000);
+    d.declared_pct = 150;
+    assert_int_equal(fair_sim_declared_ms(&w.t, 0, &d), 180000);
+    d.declared_buckets = true;
+    assert_int_equal(fair_sim_declared_ms(&w.t, 0, &d), 15 * 60000);
+    d.declared_none_pct = 100;
+    assert_int_equal(fair_sim_declared_ms(&w.t, 0, &d), 0);
+    struct fair_sim_opts none = {0};
+    assert_int_equal(fair_sim_declared_ms(&w.t, 0, &none), 0);
+    /* Lending up to 60 s: a 120 s job may not borrow; the second 8-GPU
+     * job waits for the first, nothing is evicted, nothing lost. */
+    struct fair_sim_opts o = {.declared_pct = 100, .lend_max_runtime_ms = 60000};
+    world_run(&w, &o);
+    assert_int_equal(w.run.evictions, 0);
+    assert_int_equal(w.run.qstats[2].lost_gpu_ms, 0);
+    fair_sim_run_release(&w.run);
+    /* Up to 120 s: it borrows and is evicted as without the rule. */
+    o.lend_max_runtime_ms = 120000;
+    world_run(&w, &o);
+    assert_int_equal(w.run.evictions, 1);
+    assert_int_equal(w.run.qstats[2].lost_gpu_ms, 8000LL * 20000);
+    fair_sim_run_release(&w.run);
+    /* Without declared run times no job may borrow under the rule. */
+    o.declared_pct = 0;
+    world_run(&w, &o);
+    assert_int_equal(w.run.evictions, 0);
+    world_free(&w);
+}
+
 static void test_guarantee_figures(void **state)
 {
     (void)state;
@@ -720,6 +761,7 @@ int main(void)
         cmocka_unit_test(test_engine_as_placement),
         cmocka_unit_test(test_model_sets_become_selectors),
         cmocka_unit_test(test_lost_work_and_checkpoints),
+        cmocka_unit_test(test_declared_runtime_lending),
         cmocka_unit_test(test_guarantee_figures),
         cmocka_unit_test(test_idle_while_fits),
         cmocka_unit_test(test_gang_jobs),
