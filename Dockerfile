@@ -1,5 +1,6 @@
-# Fairshare's container image: fairshare-controller and fairsharectl (also
-# installed as the kubectl plugin kubectl-fairshare). Multi-stage: the build
+# Fairshare's container image: fairshare-controller, fairsharectl (also
+# installed as the kubectl plugin kubectl-fairshare) and fairshare-reserve
+# (the command of the reservation pods of fractional GPUs). Multi-stage: the build
 # stage has the compiler and the -dev packages; the runtime stage has only
 # the shared libraries the binaries load. Checked by tests/unit/
 # test_manifests.c (test_dockerfile); see docs/operations.md, "Image".
@@ -31,8 +32,8 @@ COPY . .
 ARG FAIR_GIT_COMMIT=""
 ARG SOURCE_DATE_EPOCH
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DFAIR_GIT_COMMIT="$FAIR_GIT_COMMIT" \
- && cmake --build /build -j "$(nproc)" --target fairshare-controller fairsharectl \
- && strip /build/fairshare-controller /build/fairsharectl
+ && cmake --build /build -j "$(nproc)" --target fairshare-controller fairsharectl fairshare-reserve \
+ && strip /build/fairshare-controller /build/fairsharectl /build/fairshare-reserve
 
 FROM debian:bookworm-20260918-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251 AS runtime
 RUN apt-get update \
@@ -43,7 +44,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /var/lib/fairshare /etc/fairshare \
  && chown 65532:65532 /var/lib/fairshare
-COPY --from=build /build/fairshare-controller /build/fairsharectl /usr/local/bin/
+COPY --from=build /build/fairshare-controller /build/fairsharectl /build/fairshare-reserve /usr/local/bin/
 RUN ln -s fairsharectl /usr/local/bin/kubectl-fairshare
 # No shell: nothing in the image needs one (exec-form ENTRYPOINT; `kubectl
 # exec` runs fairsharectl directly). Removed last, as RUN itself needs it.

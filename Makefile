@@ -57,7 +57,7 @@ e2e: build
 	@sh tests/e2e/run.sh $(BUILD)
 
 # The demo builds only its programs (not the tests) and runs them.
-DEMO_PROGRAMS = fakekube fairshare-controller fairsharectl fairshare-demo
+DEMO_PROGRAMS = fakekube fairshare-controller fairsharectl fairshare-demo fairshare-reserve
 build-demo: deps
 	@echo "== building the demo's programs ($(BUILD)/)"
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(QUIET) >/dev/null

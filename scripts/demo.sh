@@ -5,9 +5,12 @@
 # HTTPS, creates two teams' Projects and Queues (examples/demo/), and shows:
 # team B borrowing team A's idle GPUs, team A taking them back (evictions;
 # team B's evicted pods are requeued, pending),
-# why a pod waits, the final allocation, and a GPU-hours report that finance
+# why a pod waits, the final allocation, a GPU-hours report that finance
 # reads from the controller over HTTPS with its own token (the fake API
-# server reviews the tokens, as a real one would). Everything runs under a
+# server reviews the tokens, as a real one would), and four 0.25-GPU pods
+# sharing the device of one reservation pod while a whole-GPU pod gets
+# another (docs/fractions.md; the script plays the container runtime and
+# runs fairshare-reserve). Everything runs under a
 # temporary folder, removed on exit; the run's ledger is kept as
 # BUILD/demo-ledger.db for the "next steps" printed at the end. Colours
 # only on a terminal (and not with NO_COLOR set): piped or logged, the
@@ -17,7 +20,7 @@ set -eu
 build="${1:-build}"
 here=$(cd "$(dirname "$0")/.." && pwd)
 case "$build" in /*) ;; *) build="$here/$build" ;; esac
-for prog in fakekube fairshare-controller fairsharectl; do
+for prog in fakekube fairshare-controller fairsharectl fairshare-reserve; do
   if [ ! -x "$build/$prog" ]; then
     echo "demo: $build/$prog is missing; run 'make build' first" >&2
     exit 1
@@ -27,7 +30,9 @@ done
 work=$(mktemp -d /tmp/fairshare-demo.XXXXXX)
 fake_pid=""
 ctl_pid=""
+reserve_pid=""
 cleanup() {
+  [ -n "$reserve_pid" ] && kill "$reserve_pid" 2>/dev/null && wait "$reserve_pid" 2>/dev/null
   [ -n "$ctl_pid" ] && kill "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
   [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
   rm -rf "$work"
@@ -244,6 +249,67 @@ say "  no token -> $(code "https://127.0.0.1:$mport/api/v1/reports/gpu-hours?fro
 # controller writes).
 "$build/fairsharectl" ledger backup --db "$work/ledger.db" --out "$build/demo-ledger.db.tmp" \
   >/dev/null && mv "$build/demo-ledger.db.tmp" "$build/demo-ledger.db"
+
+# ---- fractional GPUs ---------------------------------------------------------
+bold "Fractional GPUs: four pods of 0.25 GPU share one real device"
+# A third node of 2 GPUs (tainted, so that only this part's pods go there)
+# and a team with 2 GPUs guaranteed.
+kube POST /api/v1/nodes '{"apiVersion":"v1","kind":"Node","metadata":{"name":"gpu-share-1",
+  "labels":{"kubernetes.io/hostname":"gpu-share-1","nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3"}},
+  "spec":{"taints":[{"key":"fairshare.dev/demo","value":"shared","effect":"NoSchedule"}]},
+  "status":{"capacity":{"cpu":"64","memory":"512Gi","pods":"110","nvidia.com/gpu":"2"},
+    "allocatable":{"cpu":"64","memory":"512Gi","pods":"110","nvidia.com/gpu":"2"},
+    "conditions":[{"type":"Ready","status":"True"}]}}' >/dev/null
+kube POST /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-c"}}' >/dev/null
+kube POST /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fairshare-system"}}' >/dev/null
+kube POST /apis/fairshare.dev/v1alpha1/projects '{"apiVersion":"fairshare.dev/v1alpha1","kind":"Project",
+  "metadata":{"name":"team-c"},"spec":{"namespaces":["team-c"],"defaultQueue":"team-c-dev",
+  "guaranteed":{"gpu":2}}}' >/dev/null
+kube POST /apis/fairshare.dev/v1alpha1/queues '{"apiVersion":"fairshare.dev/v1alpha1","kind":"Queue",
+  "metadata":{"name":"team-c-dev"},"spec":{"project":"team-c","guaranteed":{"gpu":2}}}' >/dev/null
+# share NAME FRACTION|"" GPUS: a pod of team C on the shared node.
+share() {
+  if [ -n "$2" ]; then ann="\"fairshare.dev/gpu-fraction\":\"$2\""; res='{"requests":{"cpu":"100m"}}'
+  else ann='"demo":"whole"'; res="{\"limits\":{\"nvidia.com/gpu\":\"$3\"}}"; fi
+  kube POST /api/v1/namespaces/team-c/pods "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",
+    \"metadata\":{\"name\":\"$1\",\"annotations\":{$ann}},
+    \"spec\":{\"schedulerName\":\"fairshare\",\"terminationGracePeriodSeconds\":1,
+      \"nodeSelector\":{\"kubernetes.io/hostname\":\"gpu-share-1\"},
+      \"tolerations\":[{\"key\":\"fairshare.dev/demo\",\"operator\":\"Exists\"}],
+      \"containers\":[{\"name\":\"embed\",\"image\":\"pytorch/pytorch\",\"resources\":$res}]}}" >/dev/null
+}
+# ann_of NS NAME KEY: one annotation of a pod.
+ann_of() {
+  kube GET "/api/v1/namespaces/$1/pods/$2" | grep -o "\"$3\":\"[^\"]*\"" | head -n 1 | \
+    sed 's/^"[^"]*":"//; s/"$//'
+}
+for n in 0 1 2 3; do share "embed-$n" 0.25; done
+say "team C submits 4 pods with fairshare.dev/gpu-fraction: \"0.25\""
+resv_running() {
+  resv=$(kube GET /api/v1/namespaces/fairshare-system/pods | grep -o '"name":"fairshare-gpu-[^"]*"' | \
+    head -n 1 | sed 's/"name":"//; s/"$//')
+  [ -n "$resv" ] && [ -n "$(ann_of fairshare-system "$resv" sim.fairshare.dev/nvidia-visible-devices)" ]
+}
+wait_for "the reservation pod to start" resv_running
+dev=$(ann_of fairshare-system "$resv" sim.fairshare.dev/nvidia-visible-devices)
+say "the controller created the reservation pod fairshare-system/$resv (nvidia.com/gpu: 1);"
+say "the (simulated) device plugin gave it $dev"
+# Play the container runtime: fairshare-reserve with the env it would set.
+NVIDIA_VISIBLE_DEVICES="$dev" POD_NAME="$resv" POD_NAMESPACE=fairshare-system \
+  "$build/fairshare-reserve" --kubeconfig "$work/cluster/kubeconfig" >"$work/reserve.log" 2>&1 &
+reserve_pid=$!
+c4() { [ "$(bound team-c)" -eq 4 ]; }
+wait_for "the 4 fractions to be bound" c4
+say "fairshare-reserve reported it; the 4 fractions are bound with that device:"
+for n in 0 1 2 3; do
+  say "  team-c/embed-$n  fairshare.dev/gpu-devices=$(ann_of team-c "embed-$n" fairshare.dev/gpu-devices)"
+done
+share whole-0 "" 1
+whole_running() { [ -n "$(ann_of team-c whole-0 sim.fairshare.dev/nvidia-visible-devices)" ]; }
+wait_for "the whole-GPU pod to start" whole_running
+say "a whole-GPU pod on the same node gets another device from the device plugin:"
+say "  team-c/whole-0  NVIDIA_VISIBLE_DEVICES=$(ann_of team-c whole-0 sim.fairshare.dev/nvidia-visible-devices)"
+say "(docs/fractions.md: how it works, what is isolated, MIG, time-slicing and HAMi compared)"
 
 bold "Done"
 say "the controller's metrics: fairshare_preemptions_total=$(metrics | awk '/^fairshare_preemptions_total\{reason="reclaim"\}/ {print $2}'), binds=$(metrics | awk '/^fairshare_binds_total/ {print $2}')"

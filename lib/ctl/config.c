@@ -104,6 +104,20 @@ static const struct fair_ctl_config_entry table[] = {
     {"fractions.minimum", FAIR_CFG_MILLI, OFF(min_fraction_milli), "0.05", 1, 999,
      "the smallest fairshare.dev/gpu-fraction accepted (GPUs); a pod asking less stays pending "
      "with reason InvalidPod"},
+    {"fractions.reservations", FAIR_CFG_BOOL, OFF(reservations), "false", 0, 1,
+     "a GPU that holds fractions is held by a reservation pod asking nvidia.com/gpu: 1 on its "
+     "node, so that the device plugin never gives it to a whole-GPU pod; fractions are bound "
+     "once the reservation reports its device, which they get in fairshare.dev/gpu-devices "
+     "(docs/fractions.md)"},
+    {"fractions.reservationNamespace", FAIR_CFG_NAME, OFF(reservation_namespace),
+     "fairshare-system", 1, 63, "namespace of the reservation pods"},
+    {"fractions.reservationImage", FAIR_CFG_STRING, OFF(reservation_image),
+     "ghcr.io/fairshare-dev/fairshare:0.1.0", 1, 512,
+     "image of the reservation pods (it runs fairshare-reserve)"},
+    {"fractions.reservationServiceAccount", FAIR_CFG_STRING, OFF(reservation_sa),
+     "fairshare-reserve", 0, 253,
+     "service account of the reservation pods (it may get and patch pods in their namespace); "
+     "empty: the namespace's default"},
     {"quota.chargeOtherSchedulers", FAIR_CFG_BOOL, OFF(charge_other_schedulers), "false", 0, 1,
      "GPU pods of other schedulers in a Project's namespaces are charged to the Project's "
      "defaultQueue (not preemptible, recorded in the ledger); false: they use capacity that is "

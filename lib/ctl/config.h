@@ -56,6 +56,10 @@ struct fair_ctl_config {
     int64_t max_notice_ms;           /* reclaim.maxPreemptionNotice; 0: no notices */
     bool requeue_bare_pods;          /* reclaim.requeueBarePods */
     int64_t min_fraction_milli;      /* fractions.minimum (milli-GPU) */
+    bool reservations;               /* fractions.reservations */
+    char *reservation_namespace;     /* fractions.reservationNamespace */
+    char *reservation_image;         /* fractions.reservationImage */
+    char *reservation_sa;            /* fractions.reservationServiceAccount */
     bool charge_other_schedulers;    /* quota.chargeOtherSchedulers */
     char *time_zone;                 /* timeZone: budget periods, schedule windows */
     int64_t usage_half_life_ms;      /* fairShare.usageHalfLife; 0: off */

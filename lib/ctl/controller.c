@@ -119,6 +119,18 @@ struct req {
     struct req *qnext; /* binds waiting for a slot; queued Events; notices */
     bool bind_slot;    /* holds one of the MAX_BINDS_IN_FLIGHT slots */
     bool event_slot;   /* holds one of the MAX_EVENTS_IN_FLIGHT slots */
+    /* Binds of fractions with reservations on: the device slot (plus one;
+     * 0: none) and its text for the gpu-slot annotation; while waiting
+     * for the reservation (REQ_RESV_WAIT), since when and when it was
+     * last asked to be created (monotonic). */
+    int slot1;
+    char slot_s[12];
+    int64_t wait_since_ms, resv_asked_ms;
+    /* Binds of fractions on nodes labelled fairshare.dev/gpu-isolation:
+     * hami-core: the annotations for HAMi-core's CUDA_DEVICE_MEMORY_LIMIT
+     * and CUDA_DEVICE_SM_LIMIT ("" when not written). */
+    char mem_limit_s[24];
+    char sm_limit_s[24];
 };
 
 enum {
@@ -133,7 +145,15 @@ enum {
     REQ_UNMARK,
     REQ_NOTICE,  /* an eviction waiting for its preemption notice to pass */
     REQ_REQUEUE, /* the pod created again after its eviction */
+    /* Reservation pods (docs/fractions.md): a fraction's bind waiting for
+     * its reservation pod's device; creating one; deleting one. */
+    REQ_RESV_WAIT,
+    REQ_RESV_CREATE,
+    REQ_RESV_DELETE,
 };
+
+/* How often a waiting bind asks again for its reservation pod. */
+#define RESV_RECREATE_MS 5000
 
 struct fair_ctl {
     /* issue 15: the GPU model figures of the status being written. */
@@ -182,6 +202,10 @@ struct fair_ctl {
     struct req *evq_head, *evq_tail; /* Events waiting to be sent */
     size_t nevq;
     struct req *notices; /* evictions under notice (REQ_NOTICE, by qnext) */
+    /* Binds waiting for a reservation pod's device (REQ_RESV_WAIT, by
+     * qnext), and how many. */
+    struct req *resv_wait;
+    size_t nresv_wait;
     /* Nodes holding a pod the pods informer cannot read (borrowed names). */
     const char *full_nodes[FAIR_INFORMER_MAX_UNREADABLE];
     /* Scratch arrays for the snapshot input, reused between cycles. */
@@ -261,6 +285,15 @@ static void req_free(struct req *r)
     fair_free(r->rq_name);
     fair_free(r->rq_body);
     fair_free(r->rq_note);
+    if (r->kind == REQ_RESV_WAIT) {
+        struct req **pp = &c->resv_wait;
+        while (*pp && *pp != r)
+            pp = &(*pp)->qnext;
+        if (*pp) {
+            *pp = r->qnext;
+            c->nresv_wait--;
+        }
+    }
     if (r->kind == REQ_NOTICE) {
         struct req **pp = &c->notices;
         while (*pp && *pp != r)
@@ -738,10 +771,27 @@ static void start_bind(struct fair_ctl *c, struct req *r)
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
     if (e)
         e->op_start_ms = mono(c); /* in flight from now on */
-    const char *ann[2] = {FAIR_ANN_GPU_DEVICES, r->devices};
+    const char *ann[8];
+    size_t nann = 0;
+    if (*r->devices) {
+        ann[2 * nann] = FAIR_ANN_GPU_DEVICES;
+        ann[2 * nann++ + 1] = r->devices;
+    }
+    if (*r->devices && r->slot1 > 0) {
+        ann[2 * nann] = FAIR_ANN_GPU_SLOT;
+        ann[2 * nann++ + 1] = r->slot_s;
+    }
+    if (r->mem_limit_s[0]) {
+        ann[2 * nann] = FAIR_ANN_GPU_MEMORY_LIMIT;
+        ann[2 * nann++ + 1] = r->mem_limit_s;
+    }
+    if (r->sm_limit_s[0]) {
+        ann[2 * nann] = FAIR_ANN_GPU_SM_LIMIT;
+        ann[2 * nann++ + 1] = r->sm_limit_s;
+    }
     r->kind = REQ_BIND;
-    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, ann, *r->devices ? 1 : 0,
-                          on_bind_done, r, &err)) {
+    if (fair_kclient_bind(c->kc, r->ns, r->name, r->uid, r->node, ann, nann, on_bind_done, r,
+                          &err)) {
         FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
         fair_ctl_podmem_end(&c->pods, r->uid);
         req_free(r);
@@ -783,6 +833,11 @@ static const char *creator_of(const struct fair_ctl *c, const struct fair_pod *p
 
 static void drop_bind_queue(struct fair_ctl *c)
 {
+    while (c->resv_wait) {
+        struct req *r = c->resv_wait;
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        req_free(r); /* unlinks it */
+    }
     while (c->bindq_head) {
         struct req *r = c->bindq_head;
         c->bindq_head = r->qnext;
@@ -791,6 +846,199 @@ static void drop_bind_queue(struct fair_ctl *c)
     }
     c->bindq_tail = NULL;
     c->nbindq = 0;
+}
+
+/* ---- reservation pods (docs/fractions.md) ---- */
+
+static void bindq_push(struct fair_ctl *c, struct req *r);
+
+/* The reservation pod's name for slot of node: "fairshare-gpu-<slot>-<node>"
+ * (cut to the 253 characters of a name). */
+static void resv_name(const char *node, int slot, char *out, size_t n)
+{
+    snprintf(out, n, "fairshare-gpu-%d-%.200s", slot & 63, node);
+    size_t len = strlen(out);
+    while (len > 0 && (out[len - 1] == '-' || out[len - 1] == '.'))
+        out[--len] = '\0';
+}
+
+static void on_resv_done(const struct fair_kresponse *resp, void *ctx)
+{
+    struct req *r = ctx;
+    struct fair_ctl *c = r->c;
+    if (resp->rc && resp->rc != FAIR_ENOTFOUND && resp->status != 409) {
+        note_api_error(c, resp);
+        FAIR_WARN(COMP, "msg=\"reservation pod %s failed\" pod=%s/%s status=%ld err=\"%s\"",
+                  r->kind == REQ_RESV_CREATE ? "create" : "delete", r->ns, r->name, resp->status,
+                  resp->err.msg);
+    } else if (!resp->rc) {
+        FAIR_INFO(COMP, "msg=\"reservation pod %s\" pod=%s/%s node=%s",
+                  r->kind == REQ_RESV_CREATE ? "created" : "deleted", r->ns, r->name,
+                  r->node ? r->node : "");
+    }
+    req_free(r);
+}
+
+/* Creates the reservation pod of slot on node: it asks the device plugin
+ * for one GPU (nvidia.com/gpu: 1, so no whole-GPU pod can get it) and runs
+ * fairshare-reserve, which writes the device it got into its annotation
+ * fairshare.dev/reserved-device. An existing one answers 409: fine. Its
+ * security context passes the "restricted" Pod Security Standard (non-root,
+ * no privilege escalation, no capabilities, RuntimeDefault seccomp). */
+static void resv_create(struct fair_ctl *c, const char *node, int slot)
+{
+    char name[254], slot_s[12];
+    resv_name(node, slot, name, sizeof name);
+    snprintf(slot_s, sizeof slot_s, "%d", slot);
+    json_t *res =
+        json_pack("{s:s, s:s, s:s}", "nvidia.com/gpu", "1", "cpu", "10m", "memory", "32Mi");
+    json_t *body = json_pack(
+        "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}, s:{s:s}}, s:{s:s, s:s, s:i, s:b, s:[{s:s}], "
+        "s:[{s:s, s:s, s:[s], s:[{s:s, s:{s:{s:s}}}, {s:s, s:{s:{s:s}}}], s:{s:O, s:O}, "
+        "s:{s:b, s:b, s:b, s:{s:[s]}, s:{s:s}}}]}}",
+        "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "namespace",
+        c->cfg->reservation_namespace, "labels", FAIR_LABEL_RESERVATION, "true",
+        "app.kubernetes.io/managed-by", "fairshare", "annotations", FAIR_ANN_GPU_SLOT, slot_s,
+        "spec", "nodeName", node, "restartPolicy", "Always", "terminationGracePeriodSeconds", 5,
+        "automountServiceAccountToken", 1, "tolerations", "operator", "Exists", "containers",
+        "name", "reserve", "image", c->cfg->reservation_image, "command",
+        "/usr/local/bin/fairshare-reserve", "env", "name", "POD_NAME", "valueFrom", "fieldRef",
+        "fieldPath", "metadata.name", "name", "POD_NAMESPACE", "valueFrom", "fieldRef", "fieldPath",
+        "metadata.namespace", "resources", "requests", res, "limits", res, "securityContext",
+        "runAsNonRoot", 1, "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
+        "capabilities", "drop", "ALL", "seccompProfile", "type", "RuntimeDefault");
+    json_decref(res);
+    if (body && c->cfg->reservation_sa && *c->cfg->reservation_sa)
+        json_object_set_new(json_object_get(body, "spec"), "serviceAccountName",
+                            json_string(c->cfg->reservation_sa));
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    struct req *r = text ? req_new(c, REQ_RESV_CREATE) : NULL;
+    struct fair_error err = {0};
+    if (r && (!(r->ns = dup0(c->cfg->reservation_namespace)) || !(r->name = dup0(name)) ||
+              !(r->node = dup0(node)) ||
+              fair_kclient_create(c->kc, &fair_kres_pods, r->ns, text, on_resv_done, r, &err))) {
+        FAIR_WARN(COMP, "msg=\"reservation pod not created\" node=%s slot=%d err=\"%s\"", node,
+                  slot, err.msg);
+        req_free(r);
+    }
+    free(text);
+}
+
+static void resv_delete(struct fair_ctl *c, const struct fair_kpod *k)
+{
+    struct fair_error err = {0};
+    struct req *r = req_new(c, REQ_RESV_DELETE);
+    if (r && (!(r->ns = dup0(k->meta.namespace_)) || !(r->name = dup0(k->meta.name)) ||
+              !(r->node = dup0(k->node_name)) ||
+              fair_kclient_delete(c->kc, &fair_kres_pods, r->ns, r->name, on_resv_done, r, &err))) {
+        FAIR_WARN(COMP, "msg=\"reservation pod not deleted\" pod=%s/%s err=\"%s\"",
+                  k->meta.namespace_, k->meta.name, err.msg);
+        req_free(r);
+    }
+}
+
+/* The live reservation of slot on the node named node, or NULL. */
+static const struct fair_ctl_reservation *resv_find(const struct fair_ctl_snapshot *s,
+                                                    const char *node, int slot)
+{
+    for (size_t i = 0; i < s->nreservations; i++) {
+        const struct fair_ctl_reservation *rv = &s->reservations[i];
+        if (rv->slot == slot && rv->node >= 0 && !rv->finished && !rv->pod->meta.deletion_ms &&
+            !strcmp(s->snap.nodes[rv->node].name, node))
+            return rv;
+    }
+    return NULL;
+}
+
+/* One waiting bind: sent once its reservation reports a device; the
+ * reservation is asked for while there is none; given up (the pod is
+ * planned again) after inFlightTimeout. */
+static void resv_wait_step(struct fair_ctl *c, const struct fair_ctl_snapshot *s, struct req *r)
+{
+    int64_t now = mono(c);
+    const struct fair_ctl_reservation *rv = resv_find(s, r->node, r->slot1 - 1);
+    if (rv && rv->pod->reserved_device) {
+        char *dev = fair_strdup(rv->pod->reserved_device);
+        if (!dev)
+            return;
+        fair_free(r->devices);
+        r->devices = dev;
+        /* Out of the wait list, into the bind queue. */
+        struct req **pp = &c->resv_wait;
+        while (*pp && *pp != r)
+            pp = &(*pp)->qnext;
+        if (*pp) {
+            *pp = r->qnext;
+            c->nresv_wait--;
+        }
+        r->qnext = NULL;
+        r->kind = REQ_QUEUED_BIND;
+        bindq_push(c, r);
+        return;
+    }
+    if (now - r->wait_since_ms > c->cfg->op_timeout_ms) {
+        FAIR_WARN(COMP,
+                  "msg=\"no device from the reservation pod in time; the fraction is planned "
+                  "again\" pod=%s/%s node=%s slot=%d",
+                  r->ns, r->name, r->node, r->slot1 - 1);
+        fair_ctl_podmem_end(&c->pods, r->uid);
+        req_free(r);
+        mark_dirty(c);
+        return;
+    }
+    if (!rv && (r->resv_asked_ms == 0 || now - r->resv_asked_ms >= RESV_RECREATE_MS)) {
+        r->resv_asked_ms = now;
+        resv_create(c, r->node, r->slot1 - 1);
+    }
+}
+
+/* Each cycle: waiting binds move on; reservations no fraction holds (the
+ * last one ended), finished ones and ones without a valid slot are
+ * deleted, unless a waiting bind wants them. */
+static void resv_cycle(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
+{
+    struct req *next;
+    for (struct req *r = c->resv_wait; r; r = next) {
+        next = r->qnext;
+        resv_wait_step(c, s, r);
+    }
+    for (size_t i = 0; i < s->nreservations; i++) {
+        const struct fair_ctl_reservation *rv = &s->reservations[i];
+        if (rv->pod->meta.deletion_ms || !(rv->idle || rv->finished || rv->slot < 0))
+            continue;
+        bool wanted = false;
+        for (struct req *r = c->resv_wait; r && !wanted && rv->node >= 0 && !rv->finished;
+             r = r->qnext)
+            wanted = r->slot1 - 1 == rv->slot && !strcmp(r->node, s->snap.nodes[rv->node].name);
+        if (!wanted)
+            resv_delete(c, rv->pod);
+    }
+}
+
+/* On a node labelled fairshare.dev/gpu-isolation: hami-core, a fraction's
+ * limits as HAMi-core reads them: CUDA_DEVICE_MEMORY_LIMIT in MiB with the
+ * unit "m" (the pod's fairshare.dev/gpu-memory, else its fraction of the
+ * node's nvidia.com/gpu.memory; not written when the node has no such
+ * label), and CUDA_DEVICE_SM_LIMIT as a percentage, rounded up. */
+static void hami_limits(const struct fair_knode *kn, const struct fair_kpod *kp, int64_t gpu,
+                        struct req *r)
+{
+    bool hami = false;
+    for (size_t i = 0; kn && i < kn->nlabels; i++)
+        if (kn->labels[i].key && !strcmp(kn->labels[i].key, FAIR_LABEL_GPU_ISOLATION) &&
+            kn->labels[i].value && !strcmp(kn->labels[i].value, "hami-core"))
+            hami = true;
+    if (!hami)
+        return;
+    int64_t node_mib = fair_ctl_node_gpu_mib(kn->labels, kn->nlabels);
+    int64_t mib = kp && kp->gpu_memory_bytes > 0 ? (kp->gpu_memory_bytes + (1LL << 20) - 1) >> 20
+                                                 : node_mib * gpu / FAIR_GPU_DEVICE_MILLI;
+    if (node_mib > 0 && mib > 0)
+        snprintf(r->mem_limit_s, sizeof r->mem_limit_s, "%lldm", (long long)mib);
+    int64_t pct = (gpu * 100 + FAIR_GPU_DEVICE_MILLI - 1) / FAIR_GPU_DEVICE_MILLI;
+    pct = pct < 1 ? 1 : pct > 100 ? 100 : pct;
+    snprintf(r->sm_limit_s, sizeof r->sm_limit_s, "%lld", (long long)pct);
 }
 
 /* Commits one BIND of the plan: the pod counts as bound on its node from
@@ -857,16 +1105,35 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
     if (e)
         e->op_start_ms = INT64_MAX / 2;
+    if (gpu > 0 && gpu < FAIR_GPU_DEVICE_MILLI)
+        hami_limits(s->knodes[a->node], s->kpods[a->pod], gpu, r);
+    if (c->cfg->reservations && gpu > 0 && gpu < FAIR_GPU_DEVICE_MILLI && a->gpu_devices) {
+        /* A fraction: bound once its GPU's reservation pod tells its device. */
+        r->slot1 = __builtin_ctzll(a->gpu_devices) + 1;
+        snprintf(r->slot_s, sizeof r->slot_s, "%d", r->slot1 - 1);
+        r->kind = REQ_RESV_WAIT;
+        r->wait_since_ms = mono(c);
+        r->qnext = c->resv_wait;
+        c->resv_wait = r;
+        c->nresv_wait++;
+        resv_wait_step(c, s, r);
+        return;
+    }
+    bindq_push(c, r);
+    return;
+fail:
+    req_free(r);
+    fair_ctl_podmem_end(&c->pods, p->uid);
+}
+
+static void bindq_push(struct fair_ctl *c, struct req *r)
+{
     if (c->bindq_tail)
         c->bindq_tail->qnext = r;
     else
         c->bindq_head = r;
     c->bindq_tail = r;
     c->nbindq++;
-    return;
-fail:
-    req_free(r);
-    fair_ctl_podmem_end(&c->pods, p->uid);
 }
 
 /* ---- evictions ---- */
@@ -962,7 +1229,8 @@ static void send_unmark(struct fair_ctl *c, const char *uid, const char *ns, con
 static bool controller_annotation(const char *key)
 {
     return !strcmp(key, FAIR_ANN_GPU_DEVICES) || !strcmp(key, FAIR_ANN_REQUEUE_COUNT) ||
-           !strcmp(key, FAIR_ANN_REQUEUED_FROM);
+           !strcmp(key, FAIR_ANN_REQUEUED_FROM) || !strcmp(key, FAIR_ANN_GPU_SLOT) ||
+           !strcmp(key, FAIR_ANN_GPU_MEMORY_LIMIT) || !strcmp(key, FAIR_ANN_GPU_SM_LIMIT);
 }
 
 /* The name of the requeued pod: the first pod's name (the old name less a
@@ -2112,6 +2380,7 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
         .lend_max_runtime_ms = c->cfg->lend_max_runtime_ms,
         .min_fraction_milli = c->cfg->min_fraction_milli,
         .charge_other_schedulers = c->cfg->charge_other_schedulers,
+        .reservation_namespace = c->cfg->reservations ? c->cfg->reservation_namespace : NULL,
         .nodes = (const struct fair_knode *const *)c->arr[INF_NODES],
         .nnodes = n[INF_NODES],
         .projects = (const struct fair_kproject *const *)c->arr[INF_PROJECTS],
@@ -2253,6 +2522,8 @@ static void run_cycle(struct fair_ctl *c)
     for (size_t i = 0; i < s.snap.nqueues; i++)
         queue_alloc[i] = res.queues[i].allocated.v[FAIR_RES_GPU];
     size_t binds = 0, evicts = 0;
+    if (c->cfg->reservations)
+        resv_cycle(c, &s);
     for (size_t i = 0; i < res.nactions; i++) {
         const struct fair_action *a = &res.actions[i];
         if (a->pod < 0 || (size_t)a->pod >= s.snap.npods)

@@ -5,6 +5,7 @@
 #include "ctl/snapshot.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -14,6 +15,11 @@
  * snapshot stays clear of the decoder). */
 #define FAIR_KPG_LABEL_NAME "scheduling.x-k8s.io/pod-group"
 #define FAIR_KPG_ANN_NAME "scheduling.k8s.io/group-name"
+/* Nodes where HAMi-core enforces fractions' limits (docs/fractions.md). */
+#define SNAP_LABEL_ISOLATION "fairshare.dev/gpu-isolation"
+#define SNAP_ISOLATION_HAMI "hami-core"
+/* GPU feature discovery's node label: the GPU memory in MiB. */
+#define SNAP_LABEL_GPU_MEMORY "nvidia.com/gpu.memory"
 
 const char *fair_ctl_reason_str(enum fair_ctl_reason r)
 {
@@ -103,6 +109,10 @@ void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s)
     fair_free(s->project_note);
     fair_free(s->rejected);
     fair_free(s->devices_ignored);
+    fair_free(s->reservations);
+    for (size_t i = 0; i < s->nown_sel; i++)
+        fair_free(s->own_sel[i]);
+    fair_free(s->own_sel);
     fair_ctl_index_release(&s->node_by_name);
     fair_ctl_index_release(&s->queue_by_name);
     fair_free(s->nodes);
@@ -285,8 +295,48 @@ static int32_t resolve_queue_slow(struct build *b, const struct fair_kpod *p,
 }
 
 /* The GPU request of one of our pods, or a problem. */
-static int pod_gpu(const struct fair_kpod *p, int64_t min_fraction, int64_t *gpu, char *msg,
-                   size_t msglen)
+/* The GPU memory (MiB) of a node: its label nvidia.com/gpu.memory, as GPU
+ * feature discovery writes it; 0 when absent or not a number. */
+int64_t fair_ctl_node_gpu_mib(const struct fair_label *labels, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!labels[i].key || strcmp(labels[i].key, SNAP_LABEL_GPU_MEMORY) || !labels[i].value)
+            continue;
+        const char *v = labels[i].value;
+        size_t len = strlen(v);
+        if (len == 0 || len > 9 || strspn(v, "0123456789") != len)
+            return 0;
+        return strtoll(v, NULL, 10);
+    }
+    return 0;
+}
+
+/* A fairshare.dev/gpu-memory request as a fraction of the smallest GPU
+ * (gpu_mib) any node reports; -1 with msg set when it cannot be. */
+static int memory_fraction(const struct fair_kpod *p, int64_t gpu_mib, int64_t *gpu, char *msg,
+                           size_t msglen)
+{
+    int64_t mib = (p->gpu_memory_bytes + (1LL << 20) - 1) >> 20;
+    if (gpu_mib <= 0) {
+        snprintf(msg, msglen,
+                 "fairshare.dev/gpu-memory needs nodes labelled nvidia.com/gpu.memory (GPU "
+                 "feature discovery); none is");
+        return -1;
+    }
+    if (mib >= gpu_mib) {
+        snprintf(msg, msglen,
+                 "fairshare.dev/gpu-memory asks for %lld MiB, not less than the %lld MiB of the "
+                 "smallest GPU; ask for whole GPUs with nvidia.com/gpu",
+                 (long long)mib, (long long)gpu_mib);
+        return -1;
+    }
+    int64_t milli = (mib * FAIR_GPU_DEVICE_MILLI + gpu_mib - 1) / gpu_mib;
+    *gpu = milli < 1 ? 1 : milli;
+    return 0;
+}
+
+static int pod_gpu(const struct fair_kpod *p, int64_t min_fraction, int64_t gpu_mib, int64_t *gpu,
+                   char *msg, size_t msglen)
 {
     if (p->problem) {
         snprintf(msg, msglen, "%s", p->problem);
@@ -318,6 +368,19 @@ static int pod_gpu(const struct fair_kpod *p, int64_t min_fraction, int64_t *gpu
             return -1;
         }
         *gpu = p->gpu_fraction_milli;
+        return 0;
+    }
+    if (p->gpu_memory_bytes > 0) {
+        if (whole > 0) {
+            snprintf(msg, msglen,
+                     "pod asks for nvidia.com/gpu and fairshare.dev/gpu-memory at once; use one "
+                     "of them");
+            return -1;
+        }
+        if (memory_fraction(p, gpu_mib, gpu, msg, msglen))
+            return -1;
+        if (*gpu < min_fraction)
+            *gpu = min_fraction; /* charged at least the minimum */
         return 0;
     }
     if (whole < 0 || whole % FAIR_GPU_DEVICE_MILLI) {
@@ -410,6 +473,66 @@ static const char *pool_add_gang(struct fair_ctl_snapshot *s, const char *ns, co
     snprintf(dst, need, "%s/%s", ns, gang);
     s->strpool_len += need;
     return dst;
+}
+
+/* The node selector of a fraction that must go to a HAMi-core node: its
+ * own plus fairshare.dev/gpu-isolation: hami-core. */
+static int isolate(struct fair_ctl_snapshot *s, size_t *cap, struct fair_pod *p,
+                   const struct fair_kpod *k)
+{
+    if (fair_grow((void **)&s->own_sel, cap, s->nown_sel + 1, sizeof *s->own_sel))
+        return FAIR_ENOMEM;
+    struct fair_label *sel = fair_malloc((k->nnode_selector + 1) * sizeof *sel);
+    if (!sel)
+        return FAIR_ENOMEM;
+    if (k->nnode_selector)
+        memcpy(sel, k->node_selector, k->nnode_selector * sizeof *sel);
+    sel[k->nnode_selector] = (struct fair_label){SNAP_LABEL_ISOLATION, SNAP_ISOLATION_HAMI};
+    s->own_sel[s->nown_sel++] = sel;
+    p->node_selector = sel;
+    p->nnode_selector = k->nnode_selector + 1;
+    return 0;
+}
+
+static bool is_reservation(const struct fair_ctl_snapshot_input *in, const struct fair_kpod *k)
+{
+    return in->reservation_namespace && k->reservation && k->meta.namespace_ &&
+           !strcmp(k->meta.namespace_, in->reservation_namespace) &&
+           !(k->scheduler_name && in->scheduler_name &&
+             !strcmp(k->scheduler_name, in->scheduler_name));
+}
+
+/* A reservation whose slot a fraction holds (bound or being bound) is
+ * idle no longer and counts for nothing: the fractions hold the device.
+ * resv_pod[r]: the snapshot pod of reservation r, -1: none. One pass over
+ * the pods (the slots fractions hold, per node), one over the
+ * reservations. */
+static int mark_reservations(struct fair_ctl_snapshot *s, const int32_t *resv_pod)
+{
+    if (s->nreservations == 0)
+        return 0;
+    uint64_t *held = fair_calloc(s->snap.nnodes ? s->snap.nnodes : 1, sizeof *held);
+    if (!held)
+        return FAIR_ENOMEM;
+    for (size_t i = 0; i < s->snap.npods; i++) {
+        const struct fair_pod *p = &s->pods[i];
+        int64_t g = p->request.v[FAIR_RES_GPU];
+        if (p->state == FAIR_POD_BOUND && p->node >= 0 && g > 0 && g < FAIR_GPU_DEVICE_MILLI)
+            held[p->node] |= p->gpu_devices;
+    }
+    for (size_t r = 0; r < s->nreservations; r++) {
+        struct fair_ctl_reservation *rv = &s->reservations[r];
+        if (rv->node < 0 || rv->slot < 0 || !(held[rv->node] & ((uint64_t)1 << rv->slot)))
+            continue;
+        rv->idle = false;
+        if (resv_pod[r] >= 0) {
+            struct fair_pod *p = &s->pods[resv_pod[r]];
+            p->request.v[FAIR_RES_GPU] = 0;
+            p->gpu_devices = 0;
+        }
+    }
+    fair_free(held);
+    return 0;
 }
 
 /* Gives devices to bound pods without a known device set: whole-GPU pods
@@ -579,6 +702,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
 {
     struct build b = {.in = in, .out = out};
     bool *unknown = NULL;
+    int32_t *resv_pod = NULL;
+    size_t own_sel_cap = 0;
     size_t rejected_cap = 0, ignored_cap = 0;
     int rc = 0;
     memset(out, 0, sizeof *out);
@@ -608,6 +733,17 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->podgroups = in->podgroups;
     out->npodgroups = in->npodgroups;
     unknown = fair_calloc(npod ? npod : 1, sizeof *unknown);
+    size_t nresv = 0;
+    for (size_t i = 0; in->reservation_namespace && i < npod; i++)
+        nresv += is_reservation(in, in->pods[i]);
+    out->reservations = fair_calloc(nresv ? nresv : 1, sizeof *out->reservations);
+    resv_pod = fair_malloc((nresv ? nresv : 1) * sizeof *resv_pod);
+    for (size_t i = 0; resv_pod && i < nresv; i++)
+        resv_pod[i] = -1;
+    if (!out->reservations || !resv_pod) {
+        rc = FAIR_ENOMEM;
+        goto out;
+    }
     if (!out->nodes || !out->knodes || !out->projects || !out->kprojects || !out->project_index ||
         !out->project_problem || !out->project_note || !out->queues || !out->kqueues ||
         !out->queue_index || !out->queue_problem || !out->pods || !out->kpods || !out->pod_pg ||
@@ -815,6 +951,14 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         out->snap.queues = out->queues;
     }
 
+    /* The smallest GPU memory any node reports, for fairshare.dev/gpu-memory. */
+    int64_t gpu_mib = 0;
+    for (size_t i = 0; i < nn; i++) {
+        int64_t m = fair_ctl_node_gpu_mib(in->nodes[i]->labels, in->nodes[i]->nlabels);
+        if (m > 0 && (gpu_mib == 0 || m < gpu_mib))
+            gpu_mib = m;
+    }
+
     /* Pods. */
     size_t pod_out = 0;
     bool any_unknown = false;
@@ -822,6 +966,19 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         const struct fair_kpod *k = in->pods[i];
         if (k->pod_group)
             pg_count_pod(&b, k);
+        bool resv = is_reservation(in, k);
+        int32_t resv_i = -1;
+        if (resv && k->meta.uid) {
+            struct fair_ctl_reservation *rv = &out->reservations[out->nreservations];
+            resv_i = (int32_t)out->nreservations++;
+            rv->pod = k;
+            rv->node = k->node_name ? fair_ctl_index_get(&out->node_by_name, k->node_name) : -1;
+            rv->slot = k->gpu_slot1 > 0 ? k->gpu_slot1 - 1 : -1;
+            if (rv->node >= 0 && rv->slot >= out->nodes[rv->node].gpu_count)
+                rv->slot = -1;
+            rv->idle = true;
+            rv->finished = k->phase == FAIR_KPOD_SUCCEEDED || k->phase == FAIR_KPOD_FAILED;
+        }
         if (!k->meta.uid || k->phase == FAIR_KPOD_SUCCEEDED || k->phase == FAIR_KPOD_FAILED)
             continue;
         struct fair_ctl_overlay ov = {0};
@@ -840,7 +997,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         if (!node) {
             if (!ours || k->meta.deletion_ms)
                 continue;
-            if (pod_gpu(k, in->min_fraction_milli, &gpu, msg, sizeof msg)) {
+            if (pod_gpu(k, in->min_fraction_milli, gpu_mib, &gpu, msg, sizeof msg)) {
                 reason = FAIR_CTL_REASON_BAD_POD;
             } else {
                 queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
@@ -874,7 +1031,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             /* Bound before it was charged (before this process, or a bind
              * this process did not make): charged as it asks now, at least
              * the minimum fraction. */
-            if (pod_gpu(k, in->min_fraction_milli, &gpu, msg, sizeof msg)) {
+            if (pod_gpu(k, in->min_fraction_milli, gpu_mib, &gpu, msg, sizeof msg)) {
                 gpu = k->request.v[FAIR_RES_GPU] > 0 ? k->request.v[FAIR_RES_GPU]
                                                      : k->gpu_fraction_milli;
                 if (gpu > 0 && gpu < in->min_fraction_milli)
@@ -920,6 +1077,10 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->noticed = p->terminating && !k->meta.deletion_ms && ov.noticed;
         p->node_selector = k->node_selector;
         p->nnode_selector = k->nnode_selector;
+        if (!node && queue >= 0 && (size_t)queue < out->nqueues_real && gpu > 0 &&
+            gpu < FAIR_GPU_DEVICE_MILLI && out->kqueues[queue] &&
+            out->kqueues[queue]->fractions_isolated && (rc = isolate(out, &own_sel_cap, p, k)))
+            goto out;
         p->tolerations = k->tolerations;
         p->ntolerations = k->ntolerations;
         p->gpu_model = fair_ctl_gpu_product(in->gpu_aliases, in->ngpu_aliases, k->gpu_model);
@@ -969,6 +1130,13 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
                 mask = ov.gpu_devices;
             } else if (charged && gpu > 0 && ov.charge->devices) {
                 mask = ov.charge->devices;
+            } else if (resv_i >= 0 && out->reservations[resv_i].slot >= 0) {
+                mask = (uint64_t)1 << out->reservations[resv_i].slot;
+                resv_pod[resv_i] = (int32_t)pod_out;
+            } else if (ours && !charged && gpu > 0 && gpu < FAIR_GPU_DEVICE_MILLI &&
+                       in->reservation_namespace && k->gpu_slot1 > 0 &&
+                       k->gpu_slot1 - 1 < sn->gpu_count) {
+                mask = (uint64_t)1 << (k->gpu_slot1 - 1);
             } else if (ours && !charged && gpu > 0 && k->gpu_devices) {
                 int want = gpu < FAIR_GPU_DEVICE_MILLI ? 1 : (int)(gpu / FAIR_GPU_DEVICE_MILLI);
                 uint64_t m = 0;
@@ -1006,12 +1174,15 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->snap.max_evictions = in->max_evictions;
     out->snap.hold_timeout_ms = in->hold_timeout_ms;
     out->snap.lend_max_runtime_ms = in->lend_max_runtime_ms;
+    if ((rc = mark_reservations(out, resv_pod)))
+        goto out;
     if (any_unknown && (rc = assign_devices(out, unknown)))
         goto out;
 
 out:
     fair_free(b.memo);
     fair_free(unknown);
+    fair_free(resv_pod);
     fair_ctl_index_release(&b.project_by_name);
     fair_ctl_index_release(&b.kqueue_by_name);
     fair_ctl_index_release(&b.project_by_ns);

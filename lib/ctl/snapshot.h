@@ -12,7 +12,14 @@
  *    namespace; the pod may use the queue only if its namespace is in the
  *    queue's project's namespaces (isolation);
  *  - the GPU request: whole GPUs from nvidia.com/gpu, or the fraction of
- *    annotation fairshare.dev/gpu-fraction;
+ *    annotation fairshare.dev/gpu-fraction, or the memory of annotation
+ *    fairshare.dev/gpu-memory as a fraction of the smallest GPU any node
+ *    reports (label nvidia.com/gpu.memory, MiB), rounded up;
+ *  - reservation pods (see struct fair_ctl_reservation), and fractions'
+ *    device from annotation fairshare.dev/gpu-slot when reservations are on;
+ *  - a pending fraction of a queue with spec.fractions.isolation: required
+ *    may go only to nodes labelled fairshare.dev/gpu-isolation: hami-core
+ *    (added to its node selector);
  *  - the devices of bound pods: annotation fairshare.dev/gpu-devices, else
  *    the lowest devices no other pod holds (pods placed by another
  *    scheduler carry no annotation);
@@ -108,6 +115,9 @@ struct fair_ctl_snapshot_input {
     /* The smallest fairshare.dev/gpu-fraction accepted, milli-GPU
      * (fractions.minimum); 0: any fraction above 0. */
     int64_t min_fraction_milli;
+    /* Namespace of the reservation pods (fractions.reservations); NULL:
+     * reservations are off, and no pod is read as one. */
+    const char *reservation_namespace;
     /* Bound GPU pods of other schedulers in a Project's namespaces are
      * charged to its defaultQueue, not preemptible
      * (quota.chargeOtherSchedulers). */
@@ -169,6 +179,21 @@ struct fair_ctl_pg_count {
     int32_t failed;    /* phase Failed */
 };
 
+/* A reservation pod (label fairshare.dev/reservation: "true" in the
+ * reservation namespace, not ours): it holds one device of its node for
+ * the fractions of slot (annotation fairshare.dev/gpu-slot). Charged to no
+ * one: while a fraction (bound, or being bound) holds its slot, it counts
+ * for nothing in the snapshot, as the fractions hold the device; while
+ * none does (idle), it holds the whole device, as the device plugin still
+ * gives it to the reservation until it is gone. */
+struct fair_ctl_reservation {
+    const struct fair_kpod *pod;
+    int32_t node;  /* snapshot node index; -1: not bound or unknown node */
+    int32_t slot;  /* 0..63; -1: no valid fairshare.dev/gpu-slot */
+    bool idle;     /* no fraction holds its slot */
+    bool finished; /* phase Succeeded or Failed (e.g. the kubelet refused it) */
+};
+
 struct fair_ctl_rejected {
     const struct fair_kpod *pod;
     enum fair_ctl_reason reason;
@@ -206,6 +231,9 @@ struct fair_ctl_snapshot {
      * honoured (message says why); they were given devices by request. */
     struct fair_ctl_rejected *devices_ignored;
     size_t ndevices_ignored;
+    /* Reservation pods (input order), when reservation_namespace is set. */
+    struct fair_ctl_reservation *reservations;
+    size_t nreservations;
     /* Queues the snapshot made for charges whose queue is gone: indices
      * nqueues_real..snap.nqueues-1, under project index phantom_project. */
     size_t nqueues_real;
@@ -221,6 +249,11 @@ struct fair_ctl_snapshot {
     struct fair_queue *queues;
     struct fair_pod *pods;
     char *strpool; /* gang keys "namespace/gang" */
+    /* Node selectors the snapshot made (a pending fraction of a queue with
+     * spec.fractions.isolation: required gets its own selector plus
+     * fairshare.dev/gpu-isolation: hami-core); each owned. */
+    struct fair_label **own_sel;
+    size_t nown_sel;
     size_t strpool_len, strpool_cap;
     /* issue 15: the per-model quotas of the projects and queues. */
     struct fair_model_quota *mquotas;
@@ -241,6 +274,10 @@ int fair_ctl_parse_devices(const char *s, uint64_t *mask);
 void fair_ctl_format_devices(uint64_t mask, char *out, size_t n);
 
 const char *fair_ctl_reason_str(enum fair_ctl_reason r);
+
+/* A node's GPU memory in MiB from its label nvidia.com/gpu.memory (GPU
+ * feature discovery's unit); 0 when absent or not a number. */
+int64_t fair_ctl_node_gpu_mib(const struct fair_label *labels, size_t n);
 
 /* The gang name of snapshot pod i (its key without "namespace/"), as a
  * charge keeps it; NULL when the pod is in no gang. Borrowed. */

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -1259,12 +1260,43 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
         else
             p->gpu_fraction_milli = m;
     }
+    if ((rc = map_get(ann, FAIR_ANN_GPU_MEMORY, "annotation " FAIR_ANN_GPU_MEMORY, &s, err)))
+        return rc;
+    if (s) {
+        struct fair_error qe = {0};
+        int64_t b = 0;
+        if (fair_quantity_parse(s, &b, &qe))
+            add_problem(&p->problem, "annotation %s: %s", FAIR_ANN_GPU_MEMORY, qe.msg);
+        else if (b <= 0)
+            add_problem(&p->problem, "annotation %s: \"%s\" must be above 0", FAIR_ANN_GPU_MEMORY,
+                        s);
+        else if (p->gpu_fraction_milli > 0)
+            add_problem(&p->problem, "annotations %s and %s are both set; use one of them",
+                        FAIR_ANN_GPU_FRACTION, FAIR_ANN_GPU_MEMORY);
+        else
+            p->gpu_memory_bytes = b;
+    }
     if ((rc = map_get(ann, FAIR_ANN_GPU_DEVICES, "annotation " FAIR_ANN_GPU_DEVICES, &s, err)))
         return rc;
     p->gpu_devices = (char *)s;
     if ((rc = map_get(ann, FAIR_ANN_GPU_ENV, "annotation " FAIR_ANN_GPU_ENV, &s, err)))
         return rc;
     p->gpu_env_webhook = s && *s;
+    if ((rc = map_get(ann, FAIR_ANN_GPU_SLOT, "annotation " FAIR_ANN_GPU_SLOT, &s, err)))
+        return rc;
+    if (s && strlen(s) >= 1 && strlen(s) <= 2 && strspn(s, "0123456789") == strlen(s) &&
+        !(s[0] == '0' && s[1])) {
+        int v = atoi(s);
+        if (v < FAIR_MAX_GPUS_PER_NODE)
+            p->gpu_slot1 = (int8_t)(v + 1);
+    }
+    if ((rc = map_get(ann, FAIR_ANN_RESERVED_DEVICE, "annotation " FAIR_ANN_RESERVED_DEVICE, &s,
+                      err)))
+        return rc;
+    if (s && *s && strlen(s) <= FAIR_RESERVED_DEVICE_MAX &&
+        strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") ==
+            strlen(s))
+        p->reserved_device = (char *)s;
     if ((rc = map_get(ann, FAIR_ANN_GANG, "annotation " FAIR_ANN_GANG, &s, err)))
         return rc;
     if (s && s[0])
@@ -1510,6 +1542,9 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
         return rc;
     if (s && s[0])
         p->queue = (char *)s;
+    if ((rc = map_get(labels, FAIR_LABEL_RESERVATION, "label " FAIR_LABEL_RESERVATION, &s, err)))
+        return rc;
+    p->reservation = s && !strcmp(s, "true");
     if ((rc = map_get(labels, FAIR_LABEL_PREEMPTIBLE, "label " FAIR_LABEL_PREEMPTIBLE, &s, err)))
         return rc;
     if (s) {
@@ -1637,8 +1672,8 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     size_t str_off = size;
     size += slen(t->meta.uid) + slen(t->meta.namespace_) + slen(t->meta.name) +
             slen(t->meta.resource_version) + slen(t->scheduler_name) + slen(t->node_name) +
-            slen(t->queue) + slen(t->gpu_devices) + slen(t->gang) + slen(t->gpu_model) +
-            slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid) +
+            slen(t->queue) + slen(t->gpu_devices) + slen(t->reserved_device) + slen(t->gang) +
+            slen(t->gpu_model) + slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid) +
             slen(t->owner_kind) + slen(t->owner_name) + slen(t->pod_group);
     for (size_t i = 0; i < t->nnode_selector; i++)
         size += slen(t->node_selector[i].key) + slen(t->node_selector[i].value);
@@ -1670,6 +1705,7 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     pack_str(&p->node_name, &c);
     pack_str(&p->queue, &c);
     pack_str(&p->gpu_devices, &c);
+    pack_str(&p->reserved_device, &c);
     pack_str(&p->gang, &c);
     pack_str(&p->gpu_model, &c);
     pack_str(&p->scheduled_reason, &c);
@@ -2214,6 +2250,17 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
         else if (fair_duration_parse_ms(json_string_value(ag), &q->aging_half_life_ms, &de))
             add_problem(&q->problem, "spec.agingHalfLife: %s", de.msg);
     }
+    const json_t *fr = spec ? json_object_get(spec, "fractions") : NULL;
+    const json_t *iso = json_is_object(fr) ? json_object_get(fr, "isolation") : NULL;
+    if (fr && !json_is_null(fr) && !json_is_object(fr))
+        add_problem(&q->problem, "spec.fractions: want an object");
+    if (iso && !json_is_null(iso)) {
+        const char *v = json_string_value(iso);
+        if (v && !strcmp(v, "required"))
+            q->fractions_isolated = true;
+        else if (!v || strcmp(v, "none"))
+            add_problem(&q->problem, "spec.fractions.isolation: want \"none\" or \"required\"");
+    }
 out:
     if (!rc && problem_lost)
         rc = FAIR_ENOMEM;
@@ -2379,6 +2426,9 @@ static void free_queue(void *o)
 static const struct fair_jfield pod_ann_filter[] = {{FAIR_ANN_GPU_FRACTION, NULL},
                                                     {FAIR_ANN_GPU_DEVICES, NULL},
                                                     {FAIR_ANN_GPU_ENV, NULL},
+                                                    {FAIR_ANN_GPU_SLOT, NULL},
+                                                    {FAIR_ANN_GPU_MEMORY, NULL},
+                                                    {FAIR_ANN_RESERVED_DEVICE, NULL},
                                                     {FAIR_ANN_GANG, NULL},
                                                     {FAIR_ANN_GANG_SIZE, NULL},
                                                     {FAIR_ANN_SIM_DURATION, NULL},

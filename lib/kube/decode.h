@@ -33,6 +33,26 @@
 #define FAIR_ANN_GPU_MODEL "fairshare.dev/gpu-model"
 /* Set to "webhook" by the GPU env admission webhook (lib/httpd/webhook.h). */
 #define FAIR_ANN_GPU_ENV "fairshare.dev/gpu-env"
+/* Fairshare's own index of the GPU on its node that a fraction (or a
+ * reservation pod) holds; written by the controller. */
+#define FAIR_ANN_GPU_SLOT "fairshare.dev/gpu-slot"
+/* The device a reservation pod was given ("GPU-<uuid>" or an index), as
+ * fairshare-reserve read it from NVIDIA_VISIBLE_DEVICES. */
+#define FAIR_ANN_RESERVED_DEVICE "fairshare.dev/reserved-device"
+/* GPU memory instead of a fraction ("10Gi"), converted through the node
+ * label nvidia.com/gpu.memory (MiB, as GPU feature discovery sets it). */
+#define FAIR_ANN_GPU_MEMORY "fairshare.dev/gpu-memory"
+#define FAIR_LABEL_GPU_MEMORY "nvidia.com/gpu.memory"
+/* Nodes that enforce fractions' limits in the container: value "hami-core". */
+#define FAIR_LABEL_GPU_ISOLATION "fairshare.dev/gpu-isolation"
+/* Written at bind on such nodes, as HAMi-core reads its env
+ * CUDA_DEVICE_MEMORY_LIMIT ("10240m") and CUDA_DEVICE_SM_LIMIT ("25"). */
+#define FAIR_ANN_GPU_MEMORY_LIMIT "fairshare.dev/gpu-memory-limit"
+#define FAIR_ANN_GPU_SM_LIMIT "fairshare.dev/gpu-sm-limit"
+/* Label of reservation pods (value "true"). */
+#define FAIR_LABEL_RESERVATION "fairshare.dev/reservation"
+/* Longest reserved-device value kept. */
+#define FAIR_RESERVED_DEVICE_MAX 128
 #define FAIR_ANN_GANG "fairshare.dev/gang"
 #define FAIR_ANN_GANG_SIZE "fairshare.dev/gang-size"
 #define FAIR_ANN_SIM_DURATION "sim.fairshare.dev/duration-seconds"

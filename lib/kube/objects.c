@@ -40,6 +40,7 @@ void fair_kpod_free(struct fair_kpod *p)
     fair_free(p->node_name);
     fair_free(p->queue);
     fair_free(p->gpu_devices);
+    fair_free(p->reserved_device);
     fair_free(p->gang);
     fair_free(p->gpu_model);
     fair_free(p->scheduled_reason);

@@ -116,6 +116,18 @@ struct fair_kpod {
     /* Any decode problem that should be told to the user (bad annotation
      * value, ...); NULL when the pod is fine. */
     char *problem;
+    /* annotation fairshare.dev/gpu-slot: 0..63 plus one; 0 when absent or
+     * not such a number. */
+    int8_t gpu_slot1;
+    /* annotation fairshare.dev/reserved-device (reservation pods): a
+     * device name of [A-Za-z0-9_.:-], at most FAIR_RESERVED_DEVICE_MAX
+     * characters; NULL when absent or not such a name. */
+    char *reserved_device;
+    /* label fairshare.dev/reservation: "true" */
+    bool reservation;
+    /* annotation fairshare.dev/gpu-memory in bytes (> 0); 0 if none. The
+     * snapshot turns it into a fraction (docs/fractions.md). */
+    int64_t gpu_memory_bytes;
     /* Set by fair_kpod_decode(): the struct, its arrays and its strings
      * are one allocation (fair_kpod_free() frees just that). A pod built
      * by hand leaves it false and owns each string and array. */
@@ -235,6 +247,9 @@ struct fair_kqueue {
     char *project;
     int64_t reclaim_min_runtime_ms;
     int64_t aging_half_life_ms; /* spec.agingHalfLife; 0: off */
+    /* spec.fractions.isolation: required: its fractions go only to nodes
+     * labelled fairshare.dev/gpu-isolation: hami-core. */
+    bool fractions_isolated;
     char *problem;
 };
 

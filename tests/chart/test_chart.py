@@ -64,7 +64,9 @@ def test_defaults():
             ("PersistentVolumeClaim", "fairshare-ledger"), ("Deployment", "fairshare-controller"),
             ("Service", "fairshare-controller"), ("NetworkPolicy", "fairshare-controller"),
             ("Service", "fairshare-webhook"), ("MutatingWebhookConfiguration", "fairshare"),
-            ("Role", "fairshare-webhook-cert"), ("RoleBinding", "fairshare-webhook-cert")]
+            ("Role", "fairshare-webhook-cert"), ("RoleBinding", "fairshare-webhook-cert"),
+            ("ServiceAccount", "fairshare-reserve"), ("Role", "fairshare-reserve"),
+            ("RoleBinding", "fairshare-reserve")]
     for kind, name in want:
         check(find(docs, kind, name) is not None, "defaults: no %s %s" % (kind, name))
     kinds = [d["kind"] for d in docs]

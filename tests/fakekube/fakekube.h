@@ -146,6 +146,9 @@ struct fk_server {
     int grace_seconds;
     int kubelet;
     int kubelet_delay_ms;
+    /* The simulated device plugin: node name -> {"<device index>":
+     * "<pod key> <pod uid>"}, rebuilt from the pods when absent (sim.c). */
+    json_t *gpu_devs;
 
     int pdb_dirty; /* a pod or PDB changed since the last fk_pdb_sync */
     struct event *pdb_ev;

@@ -19,6 +19,10 @@
 
 #define DURATION_ANNOTATION "sim.fairshare.dev/duration-seconds"
 #define EXIT_CODE_ANNOTATION "sim.fairshare.dev/exit-code"
+/* What the container runtime would put in the containers' env
+ * NVIDIA_VISIBLE_DEVICES: the devices the (simulated) device plugin gave a
+ * pod that asks for nvidia.com/gpu, as a comma-separated list of UUIDs. */
+#define VISIBLE_ANNOTATION "sim.fairshare.dev/nvidia-visible-devices"
 
 struct fk_timer {
     struct fk_timer *next, *prev;
@@ -112,6 +116,182 @@ static void container_statuses(json_t *status, const json_t *pod, int running, i
     json_object_set_new(status, "containerStatuses", arr);
 }
 
+/* ---- the simulated device plugin ---- */
+
+/* nvidia.com/gpu the pod asks for: the sum over containers of the limit
+ * (the API server makes request == limit), else the request. */
+static long pod_gpus(const json_t *pod)
+{
+    long total = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
+    {
+        const json_t *res = json_object_get(c, "resources");
+        const json_t *v = json_object_get(json_object_get(res, "limits"), "nvidia.com/gpu");
+        if (!v)
+            v = json_object_get(json_object_get(res, "requests"), "nvidia.com/gpu");
+        long n = json_is_integer(v)  ? (long)json_integer_value(v)
+                 : json_is_string(v) ? strtol(json_string_value(v), NULL, 10)
+                                     : 0;
+        if (n > 0 && n < 1024)
+            total += n;
+    }
+    return total;
+}
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* The UUID of device i of node: distinct per node and per device. */
+static void device_uuid(const char *node, long i, char *out, size_t n)
+{
+    snprintf(out, n, "GPU-%08x-0000-4000-8000-%012ld", name_hash(node), i);
+}
+
+static long device_index(const char *uuid)
+{
+    const char *dash = strrchr(uuid, '-');
+    return dash ? strtol(dash + 1, NULL, 10) : -1;
+}
+
+/* Whether owner ("key uid") still holds its devices: the pod exists with
+ * that uid and has not finished. */
+static int owner_live(struct fk_server *s, const char *owner)
+{
+    char key[600];
+    const char *sp = strchr(owner, ' ');
+    if (!sp || (size_t)(sp - owner) >= sizeof key)
+        return 0;
+    memcpy(key, owner, (size_t)(sp - owner));
+    key[sp - owner] = '\0';
+    json_t *pod = fk_get(s, FK_PODS, key);
+    if (!pod || strcmp(fk_meta_str(pod, "uid"), sp + 1))
+        return 0;
+    const char *phase = fk_path_str(pod, "status.phase");
+    return strcmp(phase, "Succeeded") && strcmp(phase, "Failed");
+}
+
+/* The device map of node. The maps of all nodes are built once, in one
+ * pass over the pods' annotations (at the first allocation after a
+ * start or restart); a node seen later starts empty. Dead owners are
+ * dropped here. */
+static json_t *node_devices(struct fk_server *s, const char *node)
+{
+    if (!s->gpu_devs) {
+        if (!(s->gpu_devs = json_object()))
+            return NULL;
+        size_t n;
+        char **keys = fk_sorted_keys(s, FK_PODS, &n);
+        for (size_t i = 0; keys && i < n; i++) {
+            json_t *pod = fk_get(s, FK_PODS, keys[i]);
+            const char *vis = json_string_value(
+                json_object_get(json_object_get(json_object_get(pod, "metadata"), "annotations"),
+                                VISIBLE_ANNOTATION));
+            const char *pnode = fk_path_str(pod, "spec.nodeName");
+            if (!vis || !*pnode)
+                continue;
+            json_t *pm = json_object_get(s->gpu_devs, pnode);
+            if (!pm) {
+                pm = json_object();
+                if (!pm || json_object_set_new(s->gpu_devs, pnode, pm))
+                    return NULL;
+            }
+            char owner[700], idx[24];
+            snprintf(owner, sizeof owner, "%s %s", keys[i], fk_meta_str(pod, "uid"));
+            for (const char *p = vis; *p;) {
+                const char *end = strchr(p, ',');
+                size_t len = end ? (size_t)(end - p) : strlen(p);
+                char one[128];
+                snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1),
+                         p);
+                snprintf(idx, sizeof idx, "%ld", device_index(one));
+                json_object_set_new(pm, idx, json_string(owner));
+                p += len + (end ? 1 : 0);
+            }
+        }
+    }
+    json_t *m = json_object_get(s->gpu_devs, node);
+    if (!m) {
+        m = json_object();
+        if (!m || json_object_set_new(s->gpu_devs, node, m))
+            return NULL;
+    }
+    const char *k;
+    json_t *v, *tmp;
+    json_object_foreach_safe(m, tmp, k, v)
+    {
+        if (!owner_live(s, json_string_value(v)))
+            json_object_del(m, k);
+    }
+    return m;
+}
+
+/* As the device plugin's Allocate at the kubelet's admission: the pod gets
+ * the lowest free devices of its node, named in VISIBLE_ANNOTATION; with
+ * too few free, the kubelet refuses it (phase Failed, reason
+ * UnexpectedAdmissionError, as a real kubelet does). Returns 0, or -1 when
+ * refused (status set). */
+static int allocate_devices(struct fk_server *s, const char *key, json_t *nw, json_t *status)
+{
+    long want = pod_gpus(nw);
+    if (want <= 0)
+        return 0;
+    const char *node = fk_path_str(nw, "spec.nodeName");
+    json_t *nobj = fk_get(s, FK_NODES, node);
+    long ngpu = 0;
+    json_t *alloc = json_object_get(json_object_get(nobj, "status"), "allocatable");
+    const json_t *g = json_object_get(alloc, "nvidia.com/gpu");
+    if (json_is_string(g))
+        ngpu = strtol(json_string_value(g), NULL, 10);
+    json_t *m = node_devices(s, node);
+    char list[2048] = "", idx[24], uuid[64], owner[700];
+    long got = 0;
+    snprintf(owner, sizeof owner, "%s %s", key, fk_meta_str(nw, "uid"));
+    for (long i = 0; m && i < ngpu && got < want && i < 64; i++) {
+        snprintf(idx, sizeof idx, "%ld", i);
+        if (json_object_get(m, idx))
+            continue;
+        device_uuid(node, i, uuid, sizeof uuid);
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%s", got ? "," : "", uuid);
+        got++;
+    }
+    if (!m || got < want) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "Allocate failed due to requested number of devices unavailable for "
+                 "nvidia.com/gpu. Requested: %ld, Available: %ld, which is unexpected",
+                 want, got);
+        json_object_set_new(status, "phase", json_string("Failed"));
+        json_object_set_new(status, "reason", json_string("UnexpectedAdmissionError"));
+        json_object_set_new(status, "message", json_string(msg));
+        return -1;
+    }
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char one[64];
+        snprintf(one, sizeof one, "%.*s", (int)len, p);
+        snprintf(idx, sizeof idx, "%ld", device_index(one));
+        json_object_set_new(m, idx, json_string(owner));
+        p += len + (end ? 1 : 0);
+    }
+    json_t *meta = json_object_get(nw, "metadata");
+    json_t *ann = json_object_get(meta, "annotations");
+    if (!json_is_object(ann)) {
+        ann = json_object();
+        json_object_set_new(meta, "annotations", ann);
+    }
+    json_object_set_new(ann, VISIBLE_ANNOTATION, json_string(list));
+    return 0;
+}
+
 static void kubelet_run(struct fk_server *s, const char *key, json_t *pod)
 {
     json_t *nw = json_deep_copy(pod);
@@ -123,6 +303,10 @@ static void kubelet_run(struct fk_server *s, const char *key, json_t *pod)
     if (!json_is_object(status)) {
         status = json_object();
         json_object_set_new(nw, "status", status);
+    }
+    if (allocate_devices(s, key, nw, status)) {
+        fk_put(s, FK_PODS, key, nw, FK_MODIFIED);
+        return;
     }
     json_object_set_new(status, "phase", json_string("Running"));
     json_object_set_new(status, "startTime", json_string(ts));
@@ -229,6 +413,8 @@ int fk_timer_add(struct fk_server *s, int kind, int type, const char *key, const
 
 void fk_timers_release(struct fk_server *s)
 {
+    json_decref(s->gpu_devs);
+    s->gpu_devs = NULL;
     while (s->timers)
         timer_unlink_free(s, s->timers);
 }

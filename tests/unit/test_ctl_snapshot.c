@@ -147,6 +147,8 @@ static const struct fair_kpodgroup *const *opt_pgs;
 static size_t opt_npgs;
 static bool opt_pg_known[2];
 
+static const char *opt_resv_ns; /* fractions.reservations: on when set */
+
 static void build(struct fair_ctl_snapshot *s)
 {
     struct fair_ctl_snapshot_input in = {
@@ -167,6 +169,7 @@ static void build(struct fair_ctl_snapshot *s)
         .over_quota_threshold_pct = 10,
         .hold_timeout_ms = 600000,
         .lend_max_runtime_ms = 7200000,
+        .reservation_namespace = opt_resv_ns,
     };
     in.podgroups = opt_pgs;
     in.npodgroups = opt_npgs;
@@ -398,6 +401,142 @@ static void test_invalid_objects(void **state)
     assert_int_equal(s.snap.pods[i].queue, -1);
     assert_int_equal(s.snap.pods[i].state, FAIR_POD_BOUND);
     assert_int_equal(s.snap.pods[i].gpu_devices, 0x1);
+    fair_ctl_snapshot_release(&s);
+}
+
+/* Reservation pods (fractions.reservations): one whose slot holds a
+ * fraction counts for nothing (the fraction holds the device); an idle
+ * one holds its whole device; a fraction bound before this process is
+ * placed on its fairshare.dev/gpu-slot, whatever device name its
+ * gpu-devices holds; a pod with the label outside the reservation
+ * namespace, or one of ours, is no reservation; failed ones are listed
+ * as finished. Without reservation_namespace, none is read. */
+static void test_reservations(void **state)
+{
+    (void)state;
+    standard_cluster();
+    opt_resv_ns = "fairshare-system";
+    struct fair_kpod *busy = add_pod("resv-busy", "fairshare-system", NULL, NULL, 1000, "n1");
+    busy->reservation = true;
+    busy->gpu_slot1 = 3 + 1;
+    busy->reserved_device = "GPU-1111";
+    struct fair_kpod *idle = add_pod("resv-idle", "fairshare-system", NULL, NULL, 1000, "n1");
+    idle->reservation = true;
+    idle->gpu_slot1 = 5 + 1;
+    struct fair_kpod *dead = add_pod("resv-failed", "fairshare-system", NULL, NULL, 1000, "n2");
+    dead->reservation = true;
+    dead->gpu_slot1 = 1;
+    dead->phase = FAIR_KPOD_FAILED;
+    struct fair_kpod *fake = add_pod("fake-resv", "team-a", NULL, NULL, 1000, "n2");
+    fake->reservation = true;
+    fake->gpu_slot1 = 1;
+    struct fair_kpod *frac = add_pod("frac", "team-a", "fairshare", "a-train", 0, "n1");
+    frac->gpu_fraction_milli = 250;
+    frac->gpu_devices = "GPU-1111";
+    frac->gpu_slot1 = 3 + 1;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.nreservations, 3);
+    assert_string_equal(s.reservations[0].pod->meta.name, "resv-busy");
+    assert_int_equal(s.reservations[0].slot, 3);
+    assert_false(s.reservations[0].idle);
+    assert_false(s.reservations[0].finished);
+    assert_true(s.reservations[1].idle);
+    assert_int_equal(s.reservations[1].slot, 5);
+    assert_true(s.reservations[2].finished);
+    int32_t i = pod_index(&s, "resv-busy");
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 0);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0);
+    assert_int_equal(s.snap.pods[i].queue, -1);
+    i = pod_index(&s, "resv-idle");
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 1000);
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0x20);
+    i = pod_index(&s, "frac");
+    assert_int_equal(s.snap.pods[i].gpu_devices, 0x8);
+    assert_int_equal(s.ndevices_ignored, 0);
+    /* Not a reservation: another namespace; counted as any other pod. */
+    i = pod_index(&s, "fake-resv");
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 1000);
+    fair_ctl_snapshot_release(&s);
+
+    opt_resv_ns = NULL;
+    build(&s);
+    assert_int_equal(s.nreservations, 0);
+    i = pod_index(&s, "resv-busy");
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 1000);
+    /* The fraction's device name is no index: ignored, placed by request. */
+    assert_int_equal(s.ndevices_ignored, 1);
+    fair_ctl_snapshot_release(&s);
+}
+
+/* fairshare.dev/gpu-memory: a fraction of the smallest GPU any node
+ * reports (label nvidia.com/gpu.memory, MiB), rounded up, at least
+ * fractions.minimum; refused (InvalidPod) when no node reports its memory
+ * or when it is not less than that GPU. */
+static void test_gpu_memory(void **state)
+{
+    (void)state;
+    standard_cluster();
+    static struct fair_label big[] = {{"nvidia.com/gpu.memory", "81920"}};
+    static struct fair_label small[] = {{"nvidia.com/gpu.memory", "40960"}};
+    knodes[0].labels = big;
+    knodes[0].nlabels = 1;
+    knodes[1].labels = small;
+    knodes[1].nlabels = 1;
+    add_pod("mem-10g", "team-a", "fairshare", "a-train", 0, NULL)->gpu_memory_bytes = 10LL << 30;
+    add_pod("mem-1m", "team-a", "fairshare", "a-train", 0, NULL)->gpu_memory_bytes = 1LL << 20;
+    add_pod("mem-40g", "team-a", "fairshare", "a-train", 0, NULL)->gpu_memory_bytes = 40LL << 30;
+    struct fair_kpod *both = add_pod("mem-and-gpu", "team-a", "fairshare", "a-train", 1000, NULL);
+    both->gpu_memory_bytes = 1LL << 30;
+    struct fair_ctl_snapshot s;
+    opt_min_fraction = 50;
+    build(&s);
+    int32_t i = pod_index(&s, "mem-10g");
+    assert_true(i >= 0);
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 250); /* 10240 / 40960 */
+    i = pod_index(&s, "mem-1m");
+    assert_int_equal(s.snap.pods[i].request.v[FAIR_RES_GPU], 50); /* the minimum */
+    assert_int_equal(pod_index(&s, "mem-40g"), -1);
+    assert_int_equal(pod_index(&s, "mem-and-gpu"), -1);
+    assert_int_equal(s.nrejected, 2);
+    for (size_t r = 0; r < s.nrejected; r++) {
+        assert_int_equal(s.rejected[r].reason, FAIR_CTL_REASON_BAD_POD);
+        if (!strcmp(s.rejected[r].pod->meta.name, "mem-40g"))
+            assert_non_null(strstr(s.rejected[r].message, "40960 MiB"));
+    }
+    fair_ctl_snapshot_release(&s);
+    knodes[0].nlabels = knodes[1].nlabels = 0;
+    build(&s);
+    assert_int_equal(pod_index(&s, "mem-10g"), -1);
+    assert_non_null(strstr(s.rejected[0].message, "nvidia.com/gpu.memory"));
+    fair_ctl_snapshot_release(&s);
+}
+
+/* A queue with spec.fractions.isolation: required: its pending fractions
+ * (and memory requests) get fairshare.dev/gpu-isolation: hami-core added
+ * to their node selector; its whole-GPU pods and other queues' fractions
+ * do not. */
+static void test_isolation_required(void **state)
+{
+    (void)state;
+    standard_cluster();
+    kqueues[1].fractions_isolated = true; /* a-train */
+    static struct fair_label own[] = {{"zone", "z1"}};
+    struct fair_kpod *f = add_pod("frac", "team-a", "fairshare", "a-train", 0, NULL);
+    f->gpu_fraction_milli = 500;
+    f->node_selector = own;
+    f->nnode_selector = 1;
+    add_pod("whole", "team-a", "fairshare", "a-train", 1000, NULL);
+    add_pod("other", "team-a", "fairshare", "a-default", 0, NULL)->gpu_fraction_milli = 500;
+    struct fair_ctl_snapshot s;
+    build(&s);
+    const struct fair_pod *p = &s.snap.pods[pod_index(&s, "frac")];
+    assert_int_equal(p->nnode_selector, 2);
+    assert_string_equal(p->node_selector[0].key, "zone");
+    assert_string_equal(p->node_selector[1].key, "fairshare.dev/gpu-isolation");
+    assert_string_equal(p->node_selector[1].value, "hami-core");
+    assert_int_equal(s.snap.pods[pod_index(&s, "whole")].nnode_selector, 0);
+    assert_int_equal(s.snap.pods[pod_index(&s, "other")].nnode_selector, 0);
     fair_ctl_snapshot_release(&s);
 }
 
@@ -960,6 +1099,9 @@ int main(void)
         cmocka_unit_test(test_unreadable_pod_blocks_its_node),
         cmocka_unit_test(test_many_pods_memo),
         cmocka_unit_test(test_devices_text),
+        cmocka_unit_test(test_reservations),
+        cmocka_unit_test(test_gpu_memory),
+        cmocka_unit_test(test_isolation_required),
         cmocka_unit_test(test_empty_and_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

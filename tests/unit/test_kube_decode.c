@@ -133,6 +133,75 @@ static void test_pod_fraction_gang(void **state)
     fair_kpod_free(p);
 }
 
+/* Reservation pods and fractions' slots (docs/fractions.md): the label,
+ * the slot (0..63 without leading zeros; anything else reads as none) and
+ * the reported device (a name of [A-Za-z0-9_.:-], else none). */
+static void test_pod_reservation(void **state)
+{
+    (void)state;
+    struct fair_kpod *p = pod_ok(
+        POD_HEAD ",\"labels\":{\"fairshare.dev/reservation\":\"true\"},\"annotations\":{"
+                 "\"fairshare.dev/gpu-slot\":\"63\","
+                 "\"fairshare.dev/reserved-device\":\"GPU-8f6c2a1e-0000-4000-8000-000000000001\"}},"
+                 "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+    assert_true(p->reservation);
+    assert_int_equal(p->gpu_slot1, 64);
+    assert_string_equal(p->reserved_device, "GPU-8f6c2a1e-0000-4000-8000-000000000001");
+    fair_kpod_free(p);
+    static const char *const bad_slots[] = {"64", "07", "-1", "", "a", "1x", "100"};
+    for (size_t i = 0; i < sizeof bad_slots / sizeof *bad_slots; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 POD_HEAD ",\"labels\":{\"fairshare.dev/reservation\":\"yes\"},"
+                          "\"annotations\":{\"fairshare.dev/gpu-slot\":\"%s\","
+                          "\"fairshare.dev/reserved-device\":\"GPU 1; rm\"}},"
+                          "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}",
+                 bad_slots[i]);
+        p = pod_ok(text);
+        assert_false(p->reservation);
+        assert_int_equal(p->gpu_slot1, 0);
+        assert_null(p->reserved_device);
+        fair_kpod_free(p);
+    }
+    p = pod_ok(POD_HEAD ",\"annotations\":{\"fairshare.dev/gpu-slot\":\"0\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+    assert_int_equal(p->gpu_slot1, 1);
+    assert_false(p->reservation);
+    fair_kpod_free(p);
+}
+
+/* fairshare.dev/gpu-memory: bytes; not with a fraction; not 0. */
+static void test_pod_gpu_memory(void **state)
+{
+    (void)state;
+    struct fair_kpod *p =
+        pod_ok(POD_HEAD ",\"annotations\":{\"fairshare.dev/gpu-memory\":\"10Gi\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+    assert_int_equal(p->gpu_memory_bytes, 10LL << 30);
+    assert_int_equal(p->request.v[FAIR_RES_GPU], 0);
+    assert_null(p->problem);
+    fair_kpod_free(p);
+    static const char *const bad[] = {"\"0\"", "\"lots\"", "\"-1Gi\""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 POD_HEAD ",\"annotations\":{\"fairshare.dev/gpu-memory\":%s}},"
+                          "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}",
+                 bad[i]);
+        p = pod_ok(text);
+        assert_int_equal(p->gpu_memory_bytes, 0);
+        assert_non_null(p->problem);
+        assert_non_null(strstr(p->problem, "fairshare.dev/gpu-memory"));
+        fair_kpod_free(p);
+    }
+    p = pod_ok(POD_HEAD ",\"annotations\":{\"fairshare.dev/gpu-memory\":\"1Gi\","
+                        "\"fairshare.dev/gpu-fraction\":\"0.5\"}},"
+                        "\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+    assert_int_equal(p->gpu_memory_bytes, 0);
+    assert_non_null(p->problem);
+    fair_kpod_free(p);
+}
+
 /* The requeue opt-out, as a label or an annotation; a requeue count that
  * is not the controller's number counts as none; no grace period given. */
 static void test_pod_requeue_fields(void **state)
@@ -991,7 +1060,8 @@ static void test_queue_from_yaml(void **state)
                        "  overQuotaPriority: 5\n"
                        "  reclaimUpTo: Guarantee\n"
                        "  reclaimMinRuntime: 10m\n"
-                       "  agingHalfLife: 1h\n";
+                       "  agingHalfLife: 1h\n"
+                       "  fractions: {isolation: required}\n";
     json_t *docs = NULL;
     struct fair_error err = {0};
     assert_int_equal(fair_yaml_parse("q.yaml", yaml, strlen(yaml), NULL, &docs, &err), 0);
@@ -1008,8 +1078,27 @@ static void test_queue_from_yaml(void **state)
     assert_int_equal(q->reclaim_min_runtime_ms, 600000);
     assert_int_equal(q->aging_half_life_ms, 3600000);
     assert_int_equal(q->quota.reclaim_up_to, FAIR_KRECLAIM_GUARANTEE);
+    assert_true(q->fractions_isolated);
     assert_null(q->problem);
     fair_kqueue_free(q);
+    /* spec.fractions.isolation: none, absent, or a bad value. */
+    static const char *const fr[] = {"{isolation: none}", "{}", "{isolation: strict}", "isolated"};
+    for (size_t i = 0; i < 4; i++) {
+        char y[512];
+        snprintf(y, sizeof y,
+                 "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: r}\n"
+                 "spec:\n  project: vision\n  fractions: %s\n",
+                 fr[i]);
+        assert_int_equal(fair_yaml_parse("q.yaml", y, strlen(y), NULL, &docs, &err), 0);
+        assert_int_equal(fair_kqueue_decode(json_array_get(docs, 0), &q, &err), 0);
+        json_decref(docs);
+        assert_false(q->fractions_isolated);
+        if (i < 2)
+            assert_null(q->problem);
+        else
+            assert_non_null(strstr(q->problem, "spec.fractions"));
+        fair_kqueue_free(q);
+    }
 
     json_t *j = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"reclaimMinRuntime\":\"soon\","
                      "\"reclaimUpTo\":\"Everything\",\"agingHalfLife\":60}}");
@@ -1056,6 +1145,8 @@ int main(void)
         cmocka_unit_test(test_pod_group),
         cmocka_unit_test(test_podgroup),
         cmocka_unit_test(test_pod_fraction_gang),
+        cmocka_unit_test(test_pod_reservation),
+        cmocka_unit_test(test_pod_gpu_memory),
         cmocka_unit_test(test_pod_requeue_fields),
         cmocka_unit_test(test_pod_finished),
         cmocka_unit_test(test_pod_problems),

@@ -2206,9 +2206,9 @@ static void test_every_yaml_loads(void **state)
     (void)state;
     int files = 0;
     json_t *all = load_all(&files);
-    /* crds: 2 CRDs + Kustomization; config: 10 files; config/admission: 1
+    /* crds: 2 CRDs + Kustomization; config: 11 files; config/admission: 1
      * (the optional ValidatingAdmissionPolicy); examples: 6 files. */
-    assert_int_equal(files, 3 + 10 + 1 + 6);
+    assert_int_equal(files, 3 + 11 + 1 + 6);
     size_t i;
     json_t *d;
     json_array_foreach(all, i, d)
@@ -2600,9 +2600,9 @@ static void test_kustomizations(void **state)
         if (!file_exists(rel) && !find_kustomization(rel, kz, sizeof kz))
             fail_msg("config/kustomization.yaml names %s, which does not exist", rel);
     }
-    static const char *const want[] = {"../crds",           "namespace.yaml",     "rbac.yaml",
-                                       "rbac-reports.yaml", "pvc.yaml",           "deployment.yaml",
-                                       "service.yaml",      "networkpolicy.yaml", "webhook.yaml"};
+    static const char *const want[] = {
+        "../crds",         "namespace.yaml", "rbac.yaml",          "rbac-reports.yaml", "pvc.yaml",
+        "deployment.yaml", "service.yaml",   "networkpolicy.yaml", "webhook.yaml",      "rbac-reserve.yaml"};
     assert_int_equal(json_array_size(res), sizeof want / sizeof *want);
     for (i = 0; i < sizeof want / sizeof *want; i++)
         assert_true(listed(res, want[i]));
@@ -3059,8 +3059,8 @@ static void test_docs_cover_every_field(void **state)
             }
         }
         /* spec + status fields (a Project's has team); with usageHalfLife,
-         * budget, schedule and their status (Projects), schedule (Queues). */
-        assert_int_equal(fields, i == 0 ? 13 + 14 : 10 + 11);
+         * budget, schedule and their status (Projects), schedule and fractions (Queues). */
+        assert_int_equal(fields, i == 0 ? 13 + 14 : 11 + 11);
         json_decref(crd);
     }
     fair_free(api);
@@ -3092,7 +3092,7 @@ static void test_docs_cover_every_field(void **state)
             keys++;
         }
     }
-    assert_int_equal(keys, 31); /* 24 + the 7 webhook keys */
+    assert_int_equal(keys, 35); /* 24 + the 7 webhook keys + 4 fractions.reservation* keys */
     json_decref(docs);
     fair_free(ops);
 }
