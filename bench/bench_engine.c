@@ -43,6 +43,10 @@ struct bench_aff {
 
 static char svc_names[50][8];
 
+/* The node affinity drawn is preferred (weight 10), not required: the
+ * cost of scoring (docs/engine.md, "Preferred terms"). */
+static bool preferred_mode;
+
 static const char *const pool_names[10] = {"pool-0", "pool-1", "pool-2", "pool-3", "pool-4",
                                            "pool-5", "pool-6", "pool-7", "pool-8", "pool-9"};
 
@@ -258,8 +262,11 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
             b->values[0] = pool_names[k];
             b->values[1] = pool_names[(k + 1) % 10];
             b->req = (struct fair_node_req){"pool", b->values, 2, FAIR_SEL_IN, false};
-            b->term = (struct fair_node_term){&b->req, 1, 0, false};
-            b->a = (struct fair_node_affinity){.required = true, .terms = &b->term, .nterms = 1};
+            b->term = (struct fair_node_term){&b->req, 1, preferred_mode ? 10 : 0, false};
+            b->a =
+                preferred_mode
+                    ? (struct fair_node_affinity){.preferred = &b->term, .npreferred = 1}
+                    : (struct fair_node_affinity){.required = true, .terms = &b->term, .nterms = 1};
             p->node_affinity = &b->a;
         }
         if (anti_pct && (int)((h >> 8) % 100) < anti_pct) {
@@ -271,8 +278,8 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
             b->svc[0] = svc;
             b->preq = (struct fair_node_req){"app", b->svc, 1, FAIR_SEL_IN, false};
             b->pterm = (struct fair_pod_term){
-                "kubernetes.io/hostname", {NULL, 0, &b->preq, 1, false, false}, NULL, 0, false};
-            b->pa = (struct fair_pod_affinity){NULL, 0, &b->pterm, 1};
+                "kubernetes.io/hostname", {NULL, 0, &b->preq, 1, false, false}, NULL, 0, false, 0};
+            b->pa = (struct fair_pod_affinity){NULL, 0, &b->pterm, 1, NULL, 0, NULL, 0};
             p->pod_affinity = &b->pa;
         }
         if (i < nrunning && place_running(c, p, cpu_free)) {
@@ -380,6 +387,9 @@ int main(void)
     bench_models = 4;
     run("small, 4 GPU models (model quotas, lending limits)", 1000, 10000, 10000, 9, 0, 0);
     bench_models = 0;
+    preferred_mode = true;
+    run("small, 20% preferred node affinity", 1000, 10000, 10000, 9, 20, 0);
+    preferred_mode = false;
     run("large", 5000, 75000, 75000, 5, 0, 0);
     return 0;
 }

@@ -11,6 +11,8 @@
 
 const char *fair_ctl_why_reason(int why)
 {
+    if (why == FAIR_CTL_WHY_UNSCHEDULABLE)
+        return "Unschedulable";
     if (why >= FAIR_CTL_WHY_CTL) {
         switch ((enum fair_ctl_reason)(why - FAIR_CTL_WHY_CTL)) {
         case FAIR_CTL_REASON_UNKNOWN_QUEUE:
@@ -111,9 +113,18 @@ int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_
         return why;
     const struct fair_share_status *qs = &r->queues[p->queue];
     int64_t g = p->request.v[FAIR_RES_GPU];
-    if (g <= 0 || qs->allocated_after.v[FAIR_RES_GPU] + g > qs->guaranteed.v[FAIR_RES_GPU])
+    int64_t after = qs->allocated_after.v[FAIR_RES_GPU] + (g > 0 ? g : 0);
+    if (g > 0 && after <= qs->guaranteed.v[FAIR_RES_GPU] && s->nterminating > 0)
+        return FAIR_PENDING_WAITING_RECLAIM;
+    /* Quota holds it back (above both its guarantee and its fair share),
+     * or a queue above its fair share holds the room (reclaim's job, as
+     * the message says): no new node is asked for. */
+    int64_t fs = qs->fair_share.v[FAIR_RES_GPU], over = 0;
+    if (after > qs->guaranteed.v[FAIR_RES_GPU] && after > fs)
         return why;
-    return s->nterminating > 0 ? FAIR_PENDING_WAITING_RECLAIM : why;
+    if (g > 0 && after <= fs && most_over(r, p->queue, &over) >= 0)
+        return why;
+    return FAIR_CTL_WHY_UNSCHEDULABLE;
 }
 
 /* A gang that can never start as it is: all its pods (gang_size of them,
@@ -176,6 +187,8 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
 {
     const struct fair_pod *p = &s->snap.pods[pod];
     int why = fair_ctl_effective_why(s, r, pod);
+    if (why == FAIR_CTL_WHY_UNSCHEDULABLE)
+        why = FAIR_PENDING_NO_NODE_FITS; /* the same message */
     if (n == 0)
         return;
     if (p->gang && why != FAIR_PENDING_NONE && why != FAIR_PENDING_WAITING_RECLAIM &&
@@ -215,6 +228,8 @@ static void pending_message(const struct fair_ctl_snapshot *s, const struct fair
 {
     const struct fair_pod *p = &s->snap.pods[pod];
     int why = fair_ctl_effective_why(s, r, pod);
+    if (why == FAIR_CTL_WHY_UNSCHEDULABLE)
+        why = FAIR_PENDING_NO_NODE_FITS; /* the same message */
     int32_t qi = p->queue;
     const struct fair_queue *q = qi >= 0 ? &s->snap.queues[qi] : NULL;
     const struct fair_share_status *qs = qi >= 0 && (size_t)qi < r->nqueues ? &r->queues[qi] : NULL;

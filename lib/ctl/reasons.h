@@ -14,6 +14,13 @@
 #include "engine/engine.h"
 
 #define FAIR_CTL_WHY_CTL 16
+/* No node fits a pod that is within its queue's guarantee or fair share
+ * and whose room no queue above its own fair share holds: a node that
+ * does not exist yet would let it run. Its condition reason is
+ * kube-scheduler's "Unschedulable", the one cluster-autoscaler and
+ * Karpenter act on; the message is NoNodeFits' (docs/operations.md,
+ * "Cluster autoscalers"). */
+#define FAIR_CTL_WHY_UNSCHEDULABLE 64
 
 /* CamelCase reason for the condition ("OverLimit", "WaitingForReclaim",
  * "NoNodeFits", "NamespaceNotAllowed", ...). Static. */
@@ -28,7 +35,9 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
 /* The reason to show for pending pod `pod`: the engine's, except that a
  * pod whose queue is still owed guaranteed GPUs while victims terminate is
  * "waiting for reclaim" rather than "no node fits" (the engine holds back
- * new victims until the room of terminating ones is free). */
+ * new victims until the room of terminating ones is free), and that "no
+ * node fits" within the guarantee or fair share, when no queue above its
+ * fair share holds the room, is FAIR_CTL_WHY_UNSCHEDULABLE. */
 int fair_ctl_effective_why(const struct fair_ctl_snapshot *s, const struct fair_result *r,
                            size_t pod);
 

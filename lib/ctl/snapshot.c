@@ -1094,6 +1094,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->pod_affinity = k->pod_affinity;
         p->spread = k->spread;
         p->nspread = k->nspread;
+        p->nspread_soft = k->nspread_soft;
         p->checkpoint_interval_ms = k->checkpoint_interval_ms;
         p->max_runtime_ms = k->active_deadline_ms;
         p->evictions = ov.evictions;

@@ -470,14 +470,22 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
     for (size_t j = 0; j < nu && pass == 2 && s->max_evictions > 0; j++)
         if (s->pods[e->order[e->gmem[g->first + j]]].evictions >= s->max_evictions)
             return 0;
+    bool shielded = false;
     for (size_t j = 0; j < nu; j++) {
         const struct fair_pod *m = &s->pods[e->order[e->gmem[g->first + j]]];
+        shielded |= !m->preemptible;
         for (int r = 0; r < NRES; r++) {
             req[r] += m->request.v[r];
             if (!m->preemptible)
                 np[r] += m->request.v[r];
         }
     }
+    /* A non-preemptible member shields its whole unit from reclaim
+     * (reclaim.c, unit_may_go): the unit is then non-preemptible as a
+     * whole and starts only within the guarantee, so it never borrows
+     * what could not be taken back. */
+    if (shielded)
+        memcpy(np, req, sizeof(np));
     enum fair_pending_reason why = admit_check(e, p->queue, req, np, pass == 1);
     if (!why && (e->nm || (pass == 2 && e->keeps))) { /* model pools, lending limits (models.c) */
         int64_t mreq[FAIR_MAX_GPU_MODELS] = {0};

@@ -258,6 +258,9 @@ struct fair_cons {
     int32_t *pod_cls; /* per snapshot pod: class, -1 */
     struct cls *cls;
     size_t ncls;
+    int32_t *cand; /* fair_cons_candidates */
+    int64_t *sc;   /* 3 * nnodes: the three scores of the candidates */
+    bool *ign;     /* nnodes */
     size_t *bytes;
 };
 
@@ -417,7 +420,7 @@ int fair_cons_new(struct fair_cons **out, const struct fair_snapshot *snap, cons
 {
     int rc = FAIR_ENOMEM;
     size_t n = 0, nscal = 0;
-    bool ports = false;
+    bool ports = false, scored = false;
     struct fair_cons *c = NULL;
     size_t cap = 0;
     uint64_t *keys = NULL;
@@ -430,11 +433,13 @@ int fair_cons_new(struct fair_cons **out, const struct fair_snapshot *snap, cons
         n += aff_required(p);
         nscal += p->nscalars;
         ports |= p->nhost_ports > 0;
+        scored |= (p->node_affinity && p->node_affinity->npreferred) || p->nspread_soft;
     }
     bool pods = false;
     for (size_t i = 0; i < snap->npods && !pods; i++)
-        pods = snap->pods[i].pod_affinity != NULL || snap->pods[i].nspread > 0;
-    if (n == 0 && nscal == 0 && !ports && !pods)
+        pods = snap->pods[i].pod_affinity != NULL || snap->pods[i].nspread > 0 ||
+               snap->pods[i].nspread_soft > 0;
+    if (n == 0 && nscal == 0 && !ports && !pods && !scored)
         return 0;
     c = cons_calloc(bytes, 1, sizeof(*c));
     if (!c)
@@ -455,6 +460,11 @@ int fair_cons_new(struct fair_cons **out, const struct fair_snapshot *snap, cons
         goto out;
     c->pod_cls = cons_calloc(bytes, snap->npods, sizeof(*c->pod_cls));
     c->cls = cons_calloc(bytes, n, sizeof(*c->cls));
+    c->cand = cons_calloc(bytes, snap->nnodes, sizeof(*c->cand));
+    c->sc = cons_calloc(bytes, 3 * snap->nnodes, sizeof(*c->sc));
+    c->ign = cons_calloc(bytes, snap->nnodes, sizeof(*c->ign));
+    if (!c->cand || !c->sc || !c->ign)
+        goto out;
     for (cap = 16; cap < 2 * n; cap *= 2)
         ;
     keys = fair_calloc(cap, sizeof(*keys));
@@ -505,6 +515,9 @@ void fair_cons_free(struct fair_cons *c)
     fair_free(c->sfree);
     fair_free(c->port_head);
     fair_free(c->ports);
+    fair_free(c->cand);
+    fair_free(c->sc);
+    fair_free(c->ign);
     fair_interpod_free(c->ip);
     fair_free(c);
 }
@@ -618,4 +631,96 @@ void fair_cons_commit(struct fair_cons *c, int32_t rank, const struct fair_pod *
     for (int32_t e = c->port_head[rank]; e >= 0; e = c->ports[e].next)
         if (c->ports[e].pod == pod)
             c->ports[e].dead = true;
+}
+
+/* ---- scores ---------------------------------------------------------------- */
+
+void fair_score_normalize_max(int64_t *s, size_t n)
+{
+    int64_t max = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] > max)
+            max = s[i];
+    for (size_t i = 0; i < n; i++)
+        s[i] = max > 0 ? FAIR_MAX_NODE_SCORE * s[i] / max : 0;
+}
+
+void fair_score_normalize_minmax(int64_t *s, size_t n)
+{
+    int64_t min = INT64_MAX, max = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] > max)
+            max = s[i];
+        if (s[i] < min)
+            min = s[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        s[i] = max > min ? (int64_t)((double)FAIR_MAX_NODE_SCORE * (double)(s[i] - min) /
+                                     (double)(max - min))
+                         : 0;
+}
+
+void fair_score_normalize_spread(int64_t *s, const bool *ignored, size_t n)
+{
+    int64_t min = INT64_MAX, max = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ignored[i])
+            continue;
+        if (s[i] < min)
+            min = s[i];
+        if (s[i] > max)
+            max = s[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ignored[i])
+            s[i] = 0;
+        else if (max == 0)
+            s[i] = FAIR_MAX_NODE_SCORE;
+        else
+            s[i] = FAIR_MAX_NODE_SCORE * (max + min - s[i]) / max;
+    }
+}
+
+bool fair_cons_scored(struct fair_cons *c, const struct fair_pod *pod)
+{
+    if (!c)
+        return false;
+    if (pod->node_affinity && pod->node_affinity->npreferred)
+        return true;
+    return fair_interpod_scored(c->ip, pod);
+}
+
+int32_t *fair_cons_candidates(struct fair_cons *c)
+{
+    return c->cand;
+}
+
+size_t fair_cons_best(struct fair_cons *c, const struct fair_pod *pod, const int32_t *ranks,
+                      size_t n)
+{
+    if (n <= 1 || n > c->nnodes)
+        return 0;
+    int64_t *na = c->sc, *ipa = c->sc + n, *pts = c->sc + 2 * n;
+    for (size_t i = 0; i < n; i++)
+        na[i] =
+            fair_node_affinity_score(pod->node_affinity, &c->snap->nodes[c->rank_idx[ranks[i]]]);
+    fair_score_normalize_max(na, n);
+    if (fair_interpod_affinity_score(c->ip, pod, ranks, n, ipa))
+        return 0;
+    fair_score_normalize_minmax(ipa, n);
+    if (fair_interpod_spread_score(c->ip, pod, ranks, n, pts, c->ign))
+        return 0;
+    bool soft = pod->nspread_soft > 0;
+    if (soft)
+        fair_score_normalize_spread(pts, c->ign, n);
+    size_t best = 0;
+    int64_t top = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t = FAIR_SCORE_WEIGHT * (na[i] + ipa[i] + (soft ? pts[i] : 0));
+        if (t > top) {
+            top = t;
+            best = i;
+        }
+    }
+    return best;
 }

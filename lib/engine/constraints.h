@@ -104,11 +104,46 @@ bool fair_host_port_conflict(const struct fair_host_port *a, const struct fair_h
 static inline bool fair_cons_constrained(const struct fair_pod *pod)
 {
     return (pod->node_affinity && pod->node_affinity->required) || pod->nscalars > 0 ||
-           pod->nhost_ports > 0 || pod->pod_affinity || pod->nspread > 0;
+           pod->nhost_ports > 0 ||
+           (pod->pod_affinity && (pod->pod_affinity->naffinity || pod->pod_affinity->nanti)) ||
+           pod->nspread > 0;
 }
 
 /* The same in this cycle: any pod may be constrained by the anti-affinity
  * of pods already placed (c may be NULL). */
 bool fair_cons_pod_constrained(const struct fair_cons *c, const struct fair_pod *pod);
+
+/* ---- scores --------------------------------------------------------------
+ * Preferred terms rank the nodes that GPU packing leaves equal (the nodes
+ * of one packing bucket that fit: placement.c): kube-scheduler's Score and
+ * NormalizeScore of NodeAffinity, InterPodAffinity and PodTopologySpread
+ * (ScheduleAnyway), each normalised to 0..100 over those candidates and
+ * weighted 2 as in the default profile. */
+
+#define FAIR_MAX_NODE_SCORE 100
+#define FAIR_SCORE_WEIGHT 2 /* each of the three plugins' default weight */
+
+/* NodeAffinity's NormalizeScore (DefaultNormalizeScore, not reversed):
+ * s[i] * 100 / max(s), all 0 when max is 0. */
+void fair_score_normalize_max(int64_t *s, size_t n);
+/* InterPodAffinity's: (s[i] - min) * 100 / (max - min), 0 when equal. */
+void fair_score_normalize_minmax(int64_t *s, size_t n);
+/* PodTopologySpread's: ignored candidates 0; otherwise 100 when the
+ * highest score is 0, else 100 * (max + min - s[i]) / max (fewer
+ * matching pods, higher score). */
+void fair_score_normalize_spread(int64_t *s, const bool *ignored, size_t n);
+
+/* Whether the preferred terms score pod's nodes: its own preferred node
+ * or pod affinity or ScheduleAnyway spreads, or the terms of placed pods
+ * that match it. c may be NULL (then false). */
+bool fair_cons_scored(struct fair_cons *c, const struct fair_pod *pod);
+
+/* A buffer of the snapshot's node count, for the candidates' ranks. */
+int32_t *fair_cons_candidates(struct fair_cons *c);
+
+/* The index in ranks[0..n) of the candidate with the highest weighted
+ * sum of normalised scores; ties, and out of memory: the first. */
+size_t fair_cons_best(struct fair_cons *c, const struct fair_pod *pod, const int32_t *ranks,
+                      size_t n);
 
 #endif

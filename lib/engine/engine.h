@@ -212,7 +212,7 @@ struct fair_label_selector {
     bool invalid; /* does not parse: matches nothing */
 };
 
-/* A required pod (anti-)affinity term (InterPodAffinity): the pods that
+/* A pod (anti-)affinity term (InterPodAffinity): the pods that
  * selector matches, in namespaces (none listed: the pod's own) or in every
  * namespace (all_namespaces: namespaceSelector {}; a namespaceSelector with
  * labels is read as all namespaces too, and the controller does not
@@ -223,6 +223,7 @@ struct fair_pod_term {
     const char *const *namespaces;
     size_t nnamespaces;
     bool all_namespaces;
+    int32_t weight; /* preferred terms only: 1..100 */
 };
 
 struct fair_pod_affinity {
@@ -230,18 +231,28 @@ struct fair_pod_affinity {
     size_t naffinity;
     const struct fair_pod_term *anti; /* required anti-affinity */
     size_t nanti;
+    /* preferredDuringSchedulingIgnoredDuringExecution (weighted): they
+     * only score nodes, after GPU packing (constraints.h). */
+    const struct fair_pod_term *pref_affinity;
+    size_t npref_affinity;
+    const struct fair_pod_term *pref_anti;
+    size_t npref_anti;
 };
 
 /* A topologySpreadConstraint with whenUnsatisfiable: DoNotSchedule
- * (PodTopologySpread, Kubernetes 1.24: minDomains, nodeAffinityPolicy and
- * nodeTaintsPolicy do not exist or are off there; nodes are counted when
+ * (PodTopologySpread, Kubernetes 1.24: nodeAffinityPolicy and
+ * nodeTaintsPolicy do not exist there, minDomains is off but honoured when
+ * a newer API server keeps it; nodes are counted when
  * they match the pod's node selector and required node affinity, whatever
- * their taints). The pod's own namespace; ScheduleAnyway ones are not
- * kept. */
+ * their taints). The pod's own namespace. ScheduleAnyway ones are kept
+ * after them (fair_pod.nspread_soft) and only score nodes. */
 struct fair_spread {
     const char *topology_key;
     int32_t max_skew; /* >= 1 */
     struct fair_label_selector selector;
+    /* DoNotSchedule: with fewer eligible domains than this, the fewest
+     * matching pods of any domain counts as 0 (minDomains; 0 or 1: off). */
+    int32_t min_domains;
 };
 
 enum fair_pod_state {
@@ -299,6 +310,9 @@ struct fair_pod {
     const struct fair_pod_affinity *pod_affinity;
     const struct fair_spread *spread; /* DoNotSchedule constraints */
     size_t nspread;
+    /* ScheduleAnyway constraints follow them: spread[nspread ..
+     * nspread + nspread_soft). They only score nodes. */
+    size_t nspread_soft;
     /* Gangs: pods sharing gang (within a queue) are placed all together or
      * not at all; gang_size is how many pods the gang needs. */
     const char *gang;

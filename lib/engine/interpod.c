@@ -3,6 +3,7 @@
  * topology domain. */
 #include "engine/interpod.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,7 +72,10 @@ struct tclass {
  * selector and node affinity (one workload's): per constraint the
  * matching pods per domain of its key, over the eligible nodes. */
 struct sclass {
-    const struct fair_pod *first; /* stands for them all */
+    const struct fair_pod *first;   /* stands for them all */
+    const struct fair_spread *cons; /* first's DoNotSchedule or ScheduleAnyway ones */
+    size_t ncons;
+    bool soft;
     uint64_t hash;
     bool ready;       /* counted */
     bool min_ok;      /* minv up to date */
@@ -130,7 +134,13 @@ struct fair_interpod {
     /* Topology spread: classes, and per pod its class (-1). */
     struct sclass *sc;
     size_t nsc, sc_cap;
-    int32_t *pod_sc;
+    int32_t *pod_sc, *pod_ssc; /* DoNotSchedule, ScheduleAnyway */
+    /* Placed pods whose own terms score incoming pods (required or
+     * preferred affinity, preferred anti-affinity): indices into placed. */
+    int32_t *wlist;
+    size_t nw, w_cap;
+    int8_t *pod_wm;  /* per pod: some such term matches it (1), none so far (0) */
+    int32_t *pod_wn; /* per pod: the wlist entries already looked at */
     struct placed *placed;
     size_t nplaced, placed_cap;
     struct kidx *kidx; /* label indexes of the placed pods, by key */
@@ -370,6 +380,10 @@ void fair_interpod_free(struct fair_interpod *ip)
     }
     fair_free(ip->sc);
     fair_free(ip->pod_sc);
+    fair_free(ip->pod_ssc);
+    fair_free(ip->wlist);
+    fair_free(ip->pod_wm);
+    fair_free(ip->pod_wn);
     for (size_t i = 0; i < ip->nkidx; i++)
         fair_free(ip->kidx[i].v);
     fair_free(ip->kidx);
@@ -403,10 +417,23 @@ static const struct fair_pod_affinity *aff_of(const struct fair_pod *p)
     return p->pod_affinity;
 }
 
+/* Whether p's own terms score other pods (kube-scheduler's
+ * InterPodAffinity, existing pods' side). */
+static bool scores_others(const struct fair_pod *p)
+{
+    const struct fair_pod_affinity *a = p->pod_affinity;
+    return a && (a->naffinity || a->npref_affinity || a->npref_anti);
+}
+
 static int add_placed(struct fair_interpod *ip, const struct fair_pod *p, int32_t rank)
 {
     if (grow(ip, (void **)&ip->placed, &ip->placed_cap, ip->nplaced + 1, sizeof(*ip->placed)))
         return FAIR_ENOMEM;
+    if (scores_others(p)) {
+        if (grow(ip, (void **)&ip->wlist, &ip->w_cap, ip->nw + 1, sizeof(*ip->wlist)))
+            return FAIR_ENOMEM;
+        ip->wlist[ip->nw++] = (int32_t)ip->nplaced;
+    }
     ip->placed[ip->nplaced++] = (struct placed){p, rank, false};
     return 0;
 }
@@ -422,29 +449,40 @@ static bool same_labels(const struct fair_label *a, size_t na, const struct fair
     return true;
 }
 
-/* Whether pods a and b spread the same way over the same nodes. */
-static bool same_spread(const struct fair_pod *a, const struct fair_pod *b)
+/* The DoNotSchedule (soft: ScheduleAnyway) constraints of p. */
+static const struct fair_spread *spread_list(const struct fair_pod *p, bool soft, size_t *n)
 {
-    if (a->nspread != b->nspread || str_cmp(a->namespace_, b->namespace_) ||
+    *n = soft ? p->nspread_soft : p->nspread;
+    return soft ? p->spread + p->nspread : p->spread;
+}
+
+/* Whether pods a and b spread the same way over the same nodes. */
+static bool same_spread(const struct fair_pod *a, const struct fair_pod *b, bool soft)
+{
+    size_t na, nb;
+    const struct fair_spread *sa = spread_list(a, soft, &na), *sb = spread_list(b, soft, &nb);
+    if (na != nb || str_cmp(a->namespace_, b->namespace_) ||
         !same_labels(a->node_selector, a->nnode_selector, b->node_selector, b->nnode_selector) ||
         !fair_node_affinity_same(a->node_affinity, b->node_affinity))
         return false;
-    for (size_t i = 0; i < a->nspread; i++)
-        if (a->spread[i].max_skew != b->spread[i].max_skew ||
-            str_cmp(a->spread[i].topology_key, b->spread[i].topology_key) ||
-            !same_selector(&a->spread[i].selector, &b->spread[i].selector))
+    for (size_t i = 0; i < na; i++)
+        if (sa[i].max_skew != sb[i].max_skew || sa[i].min_domains != sb[i].min_domains ||
+            str_cmp(sa[i].topology_key, sb[i].topology_key) ||
+            !same_selector(&sa[i].selector, &sb[i].selector))
             return false;
     return true;
 }
 
-static uint64_t hash_spread(const struct fair_pod *p)
+static uint64_t hash_spread(const struct fair_pod *p, bool soft)
 {
-    uint64_t h = hstr(14695981039346656037ULL, p->namespace_);
-    for (size_t i = 0; i < p->nspread; i++) {
-        h = hstr(h, p->spread[i].topology_key);
-        h = (h ^ (uint64_t)p->spread[i].max_skew) * 1099511628211ULL;
-        for (size_t k = 0; k < p->spread[i].selector.nmatch_labels; k++)
-            h = hstr(h, p->spread[i].selector.match_labels[k].value);
+    size_t n;
+    const struct fair_spread *sp = spread_list(p, soft, &n);
+    uint64_t h = hstr(14695981039346656037ULL ^ (uint64_t)soft, p->namespace_);
+    for (size_t i = 0; i < n; i++) {
+        h = hstr(h, sp[i].topology_key);
+        h = (h ^ (uint64_t)sp[i].max_skew) * 1099511628211ULL;
+        for (size_t k = 0; k < sp[i].selector.nmatch_labels; k++)
+            h = hstr(h, sp[i].selector.match_labels[k].value);
     }
     for (size_t k = 0; k < p->nnode_selector; k++)
         h = hstr(h, p->node_selector[k].value);
@@ -465,11 +503,11 @@ static bool node_eligible(const struct fair_node *n, const struct fair_pod *p)
 
 /* The spread class of pending pod p (added if new); -1 out of memory.
  * Pods with constraints are few: a linear search on the hash. */
-static int32_t spread_class_of(struct fair_interpod *ip, const struct fair_pod *p)
+static int32_t spread_class_of(struct fair_interpod *ip, const struct fair_pod *p, bool soft)
 {
-    uint64_t h = hash_spread(p);
+    uint64_t h = hash_spread(p, soft);
     for (size_t i = 0; i < ip->nsc; i++)
-        if (ip->sc[i].hash == h && same_spread(ip->sc[i].first, p))
+        if (ip->sc[i].hash == h && ip->sc[i].soft == soft && same_spread(ip->sc[i].first, p, soft))
             return (int32_t)i;
     if (grow(ip, (void **)&ip->sc, &ip->sc_cap, ip->nsc + 1, sizeof(*ip->sc)))
         return -1;
@@ -477,28 +515,30 @@ static int32_t spread_class_of(struct fair_interpod *ip, const struct fair_pod *
     memset(c, 0, sizeof(*c));
     c->first = p;
     c->hash = h;
-    c->topo = ip_calloc(ip, p->nspread, sizeof(*c->topo));
-    c->off = ip_calloc(ip, p->nspread + 1, sizeof(*c->off));
-    c->minv = ip_calloc(ip, p->nspread, sizeof(*c->minv));
+    c->soft = soft;
+    c->cons = spread_list(p, soft, &c->ncons);
+    c->topo = ip_calloc(ip, c->ncons, sizeof(*c->topo));
+    c->off = ip_calloc(ip, c->ncons + 1, sizeof(*c->off));
+    c->minv = ip_calloc(ip, c->ncons, sizeof(*c->minv));
     c->node_ok = ip_calloc(ip, ip->nnodes, sizeof(*c->node_ok));
     if (!c->topo || !c->off || !c->minv || !c->node_ok)
         goto fail;
-    for (size_t i = 0; i < p->nspread; i++) {
-        c->topo[i] = topo_of(ip, p->spread[i].topology_key);
+    for (size_t i = 0; i < c->ncons; i++) {
+        c->topo[i] = topo_of(ip, c->cons[i].topology_key);
         if (c->topo[i] < 0)
             goto fail;
         c->off[i + 1] = c->off[i] + (size_t)ip->topos[c->topo[i]].ndom;
     }
-    c->cnt = ip_calloc(ip, c->off[p->nspread], sizeof(*c->cnt));
-    c->elig = ip_calloc(ip, c->off[p->nspread], sizeof(*c->elig));
+    c->cnt = ip_calloc(ip, c->off[c->ncons], sizeof(*c->cnt));
+    c->elig = ip_calloc(ip, c->off[c->ncons], sizeof(*c->elig));
     if (!c->cnt || !c->elig)
         goto fail;
     for (size_t r = 0; r < ip->nnodes; r++) {
         bool ok = node_eligible(&ip->snap->nodes[ip->rank_idx[r]], p);
-        for (size_t i = 0; ok && i < p->nspread; i++)
+        for (size_t i = 0; ok && i < c->ncons; i++)
             ok = ip->topos[c->topo[i]].dom[r] >= 0;
         c->node_ok[r] = ok;
-        for (size_t i = 0; ok && i < p->nspread; i++)
+        for (size_t i = 0; ok && i < c->ncons; i++)
             c->elig[c->off[i] + (size_t)ip->topos[c->topo[i]].dom[r]] = 1;
     }
     return (int32_t)ip->nsc++;
@@ -520,8 +560,8 @@ static void spread_add(struct fair_interpod *ip, struct sclass *c, const struct 
     const struct fair_pod *p = c->first;
     if (!c->node_ok[rank] || q->terminating || str_cmp(q->namespace_, p->namespace_))
         return;
-    for (size_t i = 0; i < p->nspread; i++)
-        if (fair_label_selector_match(&p->spread[i].selector, q->labels, q->nlabels)) {
+    for (size_t i = 0; i < c->ncons; i++)
+        if (fair_label_selector_match(&c->cons[i].selector, q->labels, q->nlabels)) {
             c->cnt[c->off[i] + (size_t)ip->topos[c->topo[i]].dom[rank]] += sign;
             c->min_ok = false;
         }
@@ -534,7 +574,8 @@ int fair_interpod_new(struct fair_interpod **out, const struct fair_snapshot *sn
     *out = NULL;
     for (size_t i = 0; i < snap->npods; i++) {
         any |= snap->pods[i].pod_affinity != NULL ||
-               (snap->pods[i].nspread && snap->pods[i].state == FAIR_POD_PENDING);
+               ((snap->pods[i].nspread || snap->pods[i].nspread_soft) &&
+                snap->pods[i].state == FAIR_POD_PENDING);
         pending |= snap->pods[i].state == FAIR_POD_PENDING;
     }
     if (!any || !pending)
@@ -555,7 +596,11 @@ int fair_interpod_new(struct fair_interpod **out, const struct fair_snapshot *sn
     ip->pod_ec_off = ip_calloc(ip, np + 1, sizeof(*ip->pod_ec_off));
     ip->pod_ecm = ip_calloc(ip, np, sizeof(*ip->pod_ecm));
     ip->pod_sc = ip_calloc(ip, np, sizeof(*ip->pod_sc));
-    if (!ip->pod_aff || !ip->pod_anti_off || !ip->pod_ec_off || !ip->pod_ecm || !ip->pod_sc)
+    ip->pod_ssc = ip_calloc(ip, np, sizeof(*ip->pod_ssc));
+    ip->pod_wm = ip_calloc(ip, np, sizeof(*ip->pod_wm));
+    ip->pod_wn = ip_calloc(ip, np, sizeof(*ip->pod_wn));
+    if (!ip->pod_aff || !ip->pod_anti_off || !ip->pod_ec_off || !ip->pod_ecm || !ip->pod_sc ||
+        !ip->pod_ssc || !ip->pod_wm || !ip->pod_wn)
         goto fail;
     /* Offsets first, then the classes of each pod's terms. */
     size_t nanti = 0, nec = 0;
@@ -581,8 +626,12 @@ int fair_interpod_new(struct fair_interpod **out, const struct fair_snapshot *sn
         const struct fair_pod_affinity *a = aff_of(p);
         ip->pod_aff[i] = -1;
         ip->pod_sc[i] = -1;
+        ip->pod_ssc[i] = -1;
         if (p->nspread && p->state == FAIR_POD_PENDING &&
-            (ip->pod_sc[i] = spread_class_of(ip, p)) < 0)
+            (ip->pod_sc[i] = spread_class_of(ip, p, false)) < 0)
+            goto fail;
+        if (p->nspread_soft && p->state == FAIR_POD_PENDING &&
+            (ip->pod_ssc[i] = spread_class_of(ip, p, true)) < 0)
             goto fail;
         if (!a)
             continue;
@@ -749,23 +798,34 @@ static int32_t pod_index(const struct fair_interpod *ip, const struct fair_pod *
     return -1;
 }
 
+/* Counts the placed pods of spread class c on its first use. */
+static void spread_ready(struct fair_interpod *ip, struct sclass *c)
+{
+    if (c->ready)
+        return;
+    for (size_t i = 0; i < ip->nplaced; i++)
+        if (!ip->placed[i].dead)
+            spread_add(ip, c, ip->placed[i].pod, ip->placed[i].rank, 1);
+    c->ready = true;
+}
+
 static bool spread_ok(struct fair_interpod *ip, struct sclass *c, int32_t rank,
                       const struct fair_pod *pod)
 {
     const struct fair_pod *p = c->first;
-    if (!c->ready) {
-        for (size_t i = 0; i < ip->nplaced; i++)
-            if (!ip->placed[i].dead)
-                spread_add(ip, c, ip->placed[i].pod, ip->placed[i].rank, 1);
-        c->ready = true;
-    }
+    spread_ready(ip, c);
     if (!c->min_ok) {
-        for (size_t i = 0; i < p->nspread; i++) {
-            int32_t m = INT32_MAX;
+        for (size_t i = 0; i < c->ncons; i++) {
+            int32_t m = INT32_MAX, ndom = 0;
             for (size_t d = c->off[i]; d < c->off[i + 1]; d++)
-                if (c->elig[d] && c->cnt[d] < m)
-                    m = c->cnt[d];
-            c->minv[i] = m;
+                if (c->elig[d]) {
+                    ndom++;
+                    if (c->cnt[d] < m)
+                        m = c->cnt[d];
+                }
+            /* minDomains: fewer eligible domains than asked for, and the
+             * global minimum is 0 (the missing domains hold none). */
+            c->minv[i] = ndom < c->cons[i].min_domains ? 0 : m;
         }
         c->min_ok = true;
     }
@@ -858,4 +918,184 @@ void fair_interpod_commit(struct fair_interpod *ip, int32_t rank, const struct f
             ip->placed[i].dead = true;
             break;
         }
+}
+
+/* ---- scores (preferred terms) -------------------------------------------- */
+
+/* kube-scheduler's default weight of an existing pod's required affinity
+ * term that matches the incoming pod (hardPodAffinityWeight). */
+#define HARD_POD_AFFINITY_WEIGHT 1
+
+static bool has_pref(const struct fair_pod *p)
+{
+    const struct fair_pod_affinity *a = p->pod_affinity;
+    return a && (a->npref_affinity || a->npref_anti);
+}
+
+/* Whether a term of a placed pod that scores others matches pod. Cached
+ * per pod: a match stays one (a rolled-back bind only makes the scoring
+ * find nothing), and the entries placed since the last look are the only
+ * ones looked at. */
+static bool w_matches(struct fair_interpod *ip, const struct fair_pod *pod)
+{
+    int32_t pi = pod_index(ip, pod);
+    if (pi >= 0 && ip->pod_wm[pi])
+        return true;
+    bool any = false;
+    size_t from = pi >= 0 ? (size_t)ip->pod_wn[pi] : 0;
+    for (size_t w = from; w < ip->nw && !any; w++) {
+        const struct placed *pl = &ip->placed[ip->wlist[w]];
+        const struct fair_pod_affinity *a = pl->pod->pod_affinity;
+        if (pl->dead)
+            continue;
+        for (size_t k = 0; k < a->naffinity && !any; k++)
+            any = fair_pod_term_match(&a->affinity[k], pl->pod->namespace_, pod);
+        for (size_t k = 0; k < a->npref_affinity && !any; k++)
+            any = fair_pod_term_match(&a->pref_affinity[k], pl->pod->namespace_, pod);
+        for (size_t k = 0; k < a->npref_anti && !any; k++)
+            any = fair_pod_term_match(&a->pref_anti[k], pl->pod->namespace_, pod);
+    }
+    if (pi >= 0) {
+        ip->pod_wm[pi] = any;
+        ip->pod_wn[pi] = (int32_t)ip->nw;
+    }
+    return any;
+}
+
+bool fair_interpod_scored(struct fair_interpod *ip, const struct fair_pod *pod)
+{
+    if (!ip)
+        return false;
+    int32_t pi = pod_index(ip, pod);
+    if (pi >= 0 && ip->pod_ssc[pi] >= 0)
+        return true;
+    return has_pref(pod) || (ip->nw > 0 && w_matches(ip, pod));
+}
+
+/* Adds weight to the candidates in the domain of key that holds rank
+ * (none when that node lacks the key). */
+static void add_domain(struct fair_interpod *ip, int32_t topo, int32_t rank, int64_t weight,
+                       const int32_t *ranks, size_t n, int64_t *out)
+{
+    const int32_t *dom = ip->topos[topo].dom;
+    int32_t d = dom[rank];
+    if (d < 0 || weight == 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (dom[ranks[i]] == d)
+            out[i] += weight;
+}
+
+int fair_interpod_affinity_score(struct fair_interpod *ip, const struct fair_pod *pod,
+                                 const int32_t *ranks, size_t n, int64_t *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = 0;
+    if (!ip || ip->oom)
+        return 0;
+    const struct fair_pod_affinity *a = pod->pod_affinity;
+    /* The incoming pod's preferred terms: weight per matching placed pod
+     * in the candidate's domain (anti-affinity: minus). */
+    for (int anti = 0; a && anti < 2; anti++) {
+        const struct fair_pod_term *t = anti ? a->pref_anti : a->pref_affinity;
+        size_t nt = anti ? a->npref_anti : a->npref_affinity;
+        for (size_t k = 0; k < nt; k++) {
+            int32_t ci = class_of(ip, &ip->tc, &t[k], 1, pod->namespace_, false);
+            if (ci < 0)
+                return FAIR_ENOMEM;
+            struct tclass *c = &ip->tc.v[ci];
+            class_ready(ip, c);
+            const int32_t *dom = ip->topos[c->topo[0]].dom;
+            int64_t w = anti ? -(int64_t)t[k].weight : (int64_t)t[k].weight;
+            for (size_t i = 0; i < n; i++) {
+                int32_t d = dom[ranks[i]];
+                if (d >= 0)
+                    out[i] += w * c->cnt[c->off[0] + (size_t)d];
+            }
+        }
+    }
+    /* The placed pods' terms that match the incoming pod. */
+    for (size_t w = 0; w < ip->nw; w++) {
+        const struct placed *pl = &ip->placed[ip->wlist[w]];
+        if (pl->dead)
+            continue;
+        const struct fair_pod *q = pl->pod;
+        const struct fair_pod_affinity *qa = q->pod_affinity;
+        for (int kind = 0; kind < 3; kind++) {
+            const struct fair_pod_term *t =
+                kind == 0 ? qa->affinity : (kind == 1 ? qa->pref_affinity : qa->pref_anti);
+            size_t nt =
+                kind == 0 ? qa->naffinity : (kind == 1 ? qa->npref_affinity : qa->npref_anti);
+            for (size_t k = 0; k < nt; k++) {
+                if (!fair_pod_term_match(&t[k], q->namespace_, pod))
+                    continue;
+                int32_t topo = topo_of(ip, t[k].topology_key);
+                if (topo < 0)
+                    return FAIR_ENOMEM;
+                int64_t wt = kind == 0 ? HARD_POD_AFFINITY_WEIGHT
+                                       : (kind == 1 ? t[k].weight : -(int64_t)t[k].weight);
+                add_domain(ip, topo, pl->rank, wt, ranks, n, out);
+            }
+        }
+    }
+    return 0;
+}
+
+int fair_interpod_spread_score(struct fair_interpod *ip, const struct fair_pod *pod,
+                               const int32_t *ranks, size_t n, int64_t *out, bool *ignored)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[i] = 0;
+        ignored[i] = false;
+    }
+    int32_t pi = ip ? pod_index(ip, pod) : -1;
+    if (pi < 0 || ip->pod_ssc[pi] < 0 || ip->oom)
+        return 0;
+    struct sclass *c = &ip->sc[ip->pod_ssc[pi]];
+    spread_ready(ip, c);
+    /* Candidates lacking a key are ignored (score 0). */
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < c->ncons && !ignored[i]; k++)
+            ignored[i] = ip->topos[c->topo[k]].dom[ranks[i]] < 0;
+        kept += !ignored[i];
+    }
+    double *score = fair_calloc(n ? n : 1, sizeof(*score));
+    uint8_t *seen = NULL;
+    if (!score)
+        return FAIR_ENOMEM;
+    for (size_t k = 0; k < c->ncons; k++) {
+        const struct topo *t = &ip->topos[c->topo[k]];
+        /* The constraint's normalising weight: log(domains + 2), the
+         * domains among the candidates (hostname: the candidates). */
+        size_t size = 0;
+        if (str_cmp(c->cons[k].topology_key, "kubernetes.io/hostname") == 0) {
+            size = kept;
+        } else {
+            seen = fair_calloc(t->ndom ? (size_t)t->ndom : 1, 1);
+            if (!seen) {
+                fair_free(score);
+                return FAIR_ENOMEM;
+            }
+            for (size_t i = 0; i < n; i++)
+                if (!ignored[i] && !seen[t->dom[ranks[i]]]) {
+                    seen[t->dom[ranks[i]]] = 1;
+                    size++;
+                }
+            fair_free(seen);
+            seen = NULL;
+        }
+        double weight = log((double)size + 2);
+        for (size_t i = 0; i < n; i++) {
+            if (ignored[i])
+                continue;
+            int32_t d = t->dom[ranks[i]];
+            score[i] +=
+                (double)c->cnt[c->off[k] + (size_t)d] * weight + (double)(c->cons[k].max_skew - 1);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = ignored[i] ? 0 : (int64_t)llround(score[i]);
+    fair_free(score);
+    return 0;
 }

@@ -62,6 +62,26 @@ bool fair_interpod_touches(struct fair_interpod *ip, const struct fair_pod *pod)
 /* Whether pod may go to node rank (rules 1-3 above). */
 bool fair_interpod_ok(struct fair_interpod *ip, int32_t rank, const struct fair_pod *pod);
 
+/* Scores of preferred terms (kube-scheduler's Score step, before
+ * normalisation) of pod on the candidate nodes ranks[0..n):
+ *  - InterPodAffinity: per candidate, the weight of each of pod's
+ *    preferred affinity terms (minus, for anti-affinity terms) per placed
+ *    pod that matches it in the candidate's domain of the term's key, plus
+ *    the weights of placed pods' terms that match pod, in the domain of
+ *    the placed pod (preferred affinity +weight, preferred anti-affinity
+ *    -weight, required affinity +1: hardPodAffinityWeight);
+ *  - PodTopologySpread (ScheduleAnyway): per candidate that has every
+ *    key, the sum over pod's constraints of the matching pods in its
+ *    domain (counted as the filter counts them) times log(domains + 2),
+ *    plus maxSkew - 1, rounded; the domains are those of the candidates
+ *    (hostname: their number); ignored[i]: candidate i lacks a key.
+ * Return 0 or FAIR_ENOMEM. */
+bool fair_interpod_scored(struct fair_interpod *ip, const struct fair_pod *pod);
+int fair_interpod_affinity_score(struct fair_interpod *ip, const struct fair_pod *pod,
+                                 const int32_t *ranks, size_t n, int64_t *out);
+int fair_interpod_spread_score(struct fair_interpod *ip, const struct fair_pod *pod,
+                               const int32_t *ranks, size_t n, int64_t *out, bool *ignored);
+
 /* pod bound to (sign 1) or taken back from (sign -1) node rank. */
 void fair_interpod_commit(struct fair_interpod *ip, int32_t rank, const struct fair_pod *pod,
                           int sign);

@@ -837,12 +837,45 @@ static bool bal_try(const struct fair_place *pl, int32_t r, const struct fair_po
     return false;
 }
 
+/* Preferred terms (constraints.h, scores): among the nodes of bits that
+ * fit (fullest: only those with the least free GPU), the best by score,
+ * ties in rank order; -1 if none fits. */
+static int32_t scan_scored(const struct fair_place *pl, const uint64_t *bits,
+                           const uint64_t *within, const struct fair_pod *pod,
+                           const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                           struct bal_cand *fb, bool fullest)
+{
+    int32_t *cand = fair_cons_candidates(pl->cons);
+    size_t n = 0;
+    uint64_t m = 0;
+    for (size_t w = 0; w < pl->words; w++)
+        for (uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0); x; x &= x - 1) {
+            int32_t r = (int32_t)(w * 64 + (size_t)__builtin_ctzll(x));
+            int64_t f = pl->nodes[r].free[FAIR_RES_GPU];
+            if (fullest && n && f > pl->nodes[cand[0]].free[FAIR_RES_GPU])
+                continue;
+            if (!(fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
+                     : fair_place_fits_node(pl, r, pod, req, use_fut, &m)))
+                continue;
+            if (fullest && n && f < pl->nodes[cand[0]].free[FAIR_RES_GPU])
+                n = 0;
+            cand[n++] = r;
+        }
+    if (n == 0)
+        return -1;
+    int32_t r = cand[fair_cons_best(pl->cons, pod, cand, n)];
+    fair_place_fits_node(pl, r, pod, req, use_fut, mask);
+    return r;
+}
+
 /* First node in bitset bits (rank order) that fits, or -1. With balance
  * (fb set), the first that also strands no more GPU. */
 static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits, const uint64_t *within,
                           const struct fair_pod *pod, const struct fair_resources *req,
                           bool use_fut, uint64_t *mask, struct bal_cand *fb)
 {
+    if (fair_cons_scored(pl->cons, pod))
+        return scan_scored(pl, bits, within, pod, req, use_fut, mask, fb, false);
     for (size_t w = 0; w < pl->words; w++) {
         uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0);
         while (x) {
@@ -864,6 +897,8 @@ static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
                             const struct fair_resources *req, bool use_fut, uint64_t *mask,
                             struct bal_cand *fb)
 {
+    if (fair_cons_scored(pl->cons, pod))
+        return scan_scored(pl, bits, within, pod, req, use_fut, mask, fb, true);
     int32_t best = -1;
     uint64_t m = 0;
     for (size_t w = 0; w < pl->words; w++) {

@@ -992,18 +992,33 @@ static bool paff_selector(struct paff_build *b, const json_t *js, struct fair_la
     return true;
 }
 
-static bool paff_terms(struct paff_build *b, const json_t *list)
+/* A list of terms; weighted: preferredDuringScheduling entries,
+ * {weight, podAffinityTerm}. */
+static bool paff_terms(struct paff_build *b, const json_t *list, bool weighted)
 {
     if (!list || json_is_null(list))
         return true;
     if (!json_is_array(list))
-        return paff_fail(b, "requiredDuringSchedulingIgnoredDuringExecution: want an array");
+        return paff_fail(b, weighted ? "preferredDuringSchedulingIgnoredDuringExecution: want "
+                                       "an array"
+                                     : "requiredDuringSchedulingIgnoredDuringExecution: want "
+                                       "an array");
     if (json_array_size(list) > POD_AFF_MAX_TERMS)
         return paff_fail(b, "too many terms");
     size_t i;
     const json_t *t;
     json_array_foreach(list, i, t)
     {
+        json_int_t weight = 0;
+        if (weighted) {
+            const json_t *w = json_is_object(t) ? json_object_get(t, "weight") : NULL;
+            if (!json_is_integer(w) || json_integer_value(w) < 1 || json_integer_value(w) > 100)
+                return paff_fail(b, "a preferred term's weight must be 1 to 100");
+            weight = json_integer_value(w);
+            t = json_object_get(t, "podAffinityTerm");
+            if (!json_is_object(t))
+                return paff_fail(b, "a preferred term wants a podAffinityTerm object");
+        }
         const json_t *tk = json_object_get(t, "topologyKey");
         const json_t *nss = json_object_get(t, "namespaces");
         const json_t *nsel = json_object_get(t, "namespaceSelector");
@@ -1016,8 +1031,10 @@ static bool paff_terms(struct paff_build *b, const json_t *list)
         struct fair_pod_term *term = b->fill ? &b->terms[b->nterms] : NULL;
         b->nterms++;
         const char *tks = paff_str(b, tk ? json_string_value(tk) : "");
-        if (term)
+        if (term) {
             term->topology_key = tks;
+            term->weight = (int32_t)weight;
+        }
         if (!paff_selector(b, json_object_get(t, "labelSelector"), term ? &term->selector : NULL))
             return false;
         if (term)
@@ -1049,14 +1066,22 @@ static bool paff_terms(struct paff_build *b, const json_t *list)
     return true;
 }
 
-static bool paff_walk(struct paff_build *b, const json_t *pa, const json_t *anti, size_t *naff)
+/* The terms in order: required affinity, required anti-affinity,
+ * preferred affinity, preferred anti-affinity; n[0..3] their counts. */
+static bool paff_walk(struct paff_build *b, const json_t *pa, const json_t *anti, size_t n[4])
 {
     b->nterms = b->nlabels = b->nreqs = b->nptrs = 0;
-    const char *key = "requiredDuringSchedulingIgnoredDuringExecution";
-    if (!paff_terms(b, json_is_object(pa) ? json_object_get(pa, key) : NULL))
-        return false;
-    *naff = b->nterms;
-    return paff_terms(b, json_is_object(anti) ? json_object_get(anti, key) : NULL);
+    const char *req = "requiredDuringSchedulingIgnoredDuringExecution";
+    const char *pref = "preferredDuringSchedulingIgnoredDuringExecution";
+    for (int k = 0; k < 4; k++) {
+        const json_t *o = k % 2 ? anti : pa;
+        size_t before = b->nterms;
+        if (!paff_terms(b, json_is_object(o) ? json_object_get(o, k < 2 ? req : pref) : NULL,
+                        k >= 2))
+            return false;
+        n[k] = b->nterms - before;
+    }
+    return true;
 }
 
 static int pod_pod_affinity(const json_t *spec, struct fair_kpod *p)
@@ -1068,9 +1093,9 @@ static int pod_pod_affinity(const json_t *spec, struct fair_kpod *p)
         return 0;
     struct paff_build b;
     memset(&b, 0, sizeof b);
-    size_t naff = 0;
+    size_t n[4] = {0, 0, 0, 0};
     if ((pa && !json_is_null(pa) && !json_is_object(pa)) ||
-        (anti && !json_is_null(anti) && !json_is_object(anti)) || !paff_walk(&b, pa, anti, &naff)) {
+        (anti && !json_is_null(anti) && !json_is_object(anti)) || !paff_walk(&b, pa, anti, n)) {
         add_problem(&p->problem, "spec.affinity pod (anti-)affinity: %s; Fairshare does not "
                                  "schedule this pod",
                     b.bad ? b.bad : "want objects");
@@ -1103,12 +1128,20 @@ static int pod_pod_affinity(const json_t *spec, struct fair_kpod *p)
     b.reqs = (struct fair_node_req *)(block + r_off);
     b.ptrs = (const char **)(block + p_off);
     b.str = block + s_off;
-    paff_walk(&b, pa, anti, &naff);
+    paff_walk(&b, pa, anti, n);
     struct fair_pod_affinity *a = (struct fair_pod_affinity *)block;
-    a->affinity = naff ? b.terms : NULL;
-    a->naffinity = naff;
-    a->anti = nterms > naff ? b.terms + naff : NULL;
-    a->nanti = nterms - naff;
+    struct fair_pod_term *at = b.terms;
+    a->affinity = n[0] ? at : NULL;
+    a->naffinity = n[0];
+    at += n[0];
+    a->anti = n[1] ? at : NULL;
+    a->nanti = n[1];
+    at += n[1];
+    a->pref_affinity = n[2] ? at : NULL;
+    a->npref_affinity = n[2];
+    at += n[2];
+    a->pref_anti = n[3] ? at : NULL;
+    a->npref_anti = n[3];
     for (size_t i = 0; i < nterms; i++)
         if (b.terms[i].selector.invalid) {
             add_problem(&p->problem, "spec.affinity: a pod (anti-)affinity term's labelSelector "
@@ -1126,19 +1159,13 @@ static int pod_pod_affinity(const json_t *spec, struct fair_kpod *p)
  * strings (the selectors are read by paff_selector). */
 struct spread_build {
     struct paff_build b;
-    size_t n;
+    size_t n, nhard;
     struct fair_spread *v;
 };
 
-static bool spread_walk(struct spread_build *sb, const json_t *list)
+static bool spread_pass(struct spread_build *sb, const json_t *list, int soft)
 {
     struct paff_build *b = &sb->b;
-    b->nlabels = b->nreqs = b->nptrs = 0;
-    sb->n = 0;
-    if (!json_is_array(list))
-        return paff_fail(b, "want an array");
-    if (json_array_size(list) > POD_AFF_MAX_TERMS)
-        return paff_fail(b, "too many constraints");
     size_t i;
     const json_t *c;
     json_array_foreach(list, i, c)
@@ -1148,20 +1175,46 @@ static bool spread_walk(struct spread_build *sb, const json_t *list)
         const json_t *ms = json_object_get(c, "maxSkew");
         if (!json_is_object(c) || !short_str(wu) || !short_str(tk) || !json_is_integer(ms))
             return paff_fail(b, "want {maxSkew, topologyKey, whenUnsatisfiable, labelSelector}");
-        if (strcmp(json_string_value(wu), "DoNotSchedule"))
-            continue; /* ScheduleAnyway: a preference, not read */
+        bool hard = strcmp(json_string_value(wu), "DoNotSchedule") == 0;
+        if (soft ? hard || strcmp(json_string_value(wu), "ScheduleAnyway") : !hard)
+            continue;
         if (json_integer_value(ms) < 1 || json_integer_value(ms) > INT32_MAX)
             return paff_fail(b, "maxSkew must be 1 or more");
-        if (json_integer_value(json_object_get(c, "minDomains")) > 1)
-            return paff_fail(b, "minDomains is not supported (alpha and off in Kubernetes 1.24)");
+        const json_t *md = json_object_get(c, "minDomains");
+        if (md && !json_is_null(md) &&
+            (!json_is_integer(md) || json_integer_value(md) < 1 ||
+             json_integer_value(md) > INT32_MAX || !hard))
+            return paff_fail(b, "minDomains must be 1 or more, with whenUnsatisfiable: "
+                                "DoNotSchedule");
         struct fair_spread *sp = b->fill ? &sb->v[sb->n] : NULL;
         sb->n++;
         const char *k = paff_str(b, json_string_value(tk));
         if (sp) {
             sp->topology_key = k;
             sp->max_skew = (int32_t)json_integer_value(ms);
+            sp->min_domains = json_is_integer(md) ? (int32_t)json_integer_value(md) : 0;
         }
         if (!paff_selector(b, json_object_get(c, "labelSelector"), sp ? &sp->selector : NULL))
+            return false;
+    }
+    return true;
+}
+
+/* DoNotSchedule constraints first (nhard of them), then ScheduleAnyway
+ * ones. */
+static bool spread_walk(struct spread_build *sb, const json_t *list)
+{
+    struct paff_build *b = &sb->b;
+    b->nlabels = b->nreqs = b->nptrs = 0;
+    sb->n = 0;
+    if (!json_is_array(list))
+        return paff_fail(b, "want an array");
+    if (json_array_size(list) > POD_AFF_MAX_TERMS)
+        return paff_fail(b, "too many constraints");
+    for (int soft = 0; soft < 2; soft++) {
+        if (soft)
+            sb->nhard = sb->n;
+        if (!spread_pass(sb, list, soft))
             return false;
     }
     return true;
@@ -1208,7 +1261,8 @@ static int pod_spread(const json_t *spec, struct fair_kpod *p)
             break;
         }
     p->spread = sb.v;
-    p->nspread = sb.n;
+    p->nspread = sb.nhard;
+    p->nspread_soft = sb.n - sb.nhard;
     return 0;
 }
 
@@ -2457,7 +2511,9 @@ static const struct fair_jfield container[] = {
 static const struct fair_jfield toleration[] = {
     {"key", NULL}, {"operator", NULL}, {"value", NULL}, {"effect", NULL}, {NULL, NULL}};
 static const struct fair_jfield pod_aff_terms[] = {
-    {"requiredDuringSchedulingIgnoredDuringExecution", NULL}, {NULL, NULL}};
+    {"requiredDuringSchedulingIgnoredDuringExecution", NULL},
+    {"preferredDuringSchedulingIgnoredDuringExecution", NULL},
+    {NULL, NULL}};
 static const struct fair_jfield pod_affinity_filter[] = {{"nodeAffinity", NULL},
                                                          {"podAffinity", pod_aff_terms},
                                                          {"podAntiAffinity", pod_aff_terms},

@@ -109,10 +109,12 @@ struct fair_kpod {
     struct fair_label *labels;
     size_t nlabels;
     struct fair_pod_affinity *pod_affinity;
-    /* spec.topologySpreadConstraints with DoNotSchedule: one allocation
-     * owned by the pod (NULL when none). */
+    /* spec.topologySpreadConstraints, DoNotSchedule ones then (nspread_soft)
+     * ScheduleAnyway ones: one allocation owned by the pod (NULL when
+     * none). */
     struct fair_spread *spread;
     size_t nspread;
+    size_t nspread_soft;
     /* Any decode problem that should be told to the user (bad annotation
      * value, ...); NULL when the pod is fine. */
     char *problem;

@@ -435,6 +435,81 @@ static void test_job_node_affinity(void **state)
     e2e_scenario_end();
 }
 
+static bool reason_is(const char *ns, const char *name, const char *want)
+{
+    char *r = e2e_pod_reason(ns, name);
+    bool ok = r && !strcmp(r, want);
+    free(r);
+    return ok;
+}
+
+/* Preferred terms and the autoscaler-facing reason on the real API
+ * server: a Job of 2 one-GPU pods that prefers pool=b (only the second
+ * node has it) runs there, although packing alone takes the first node;
+ * a pod whose required affinity no node matches, within its queue's
+ * guarantee, gets PodScheduled=False reason Unschedulable (docs/
+ * operations.md, "Cluster autoscalers"). */
+static void test_preferred_and_unschedulable(void **state)
+{
+    (void)state;
+    if (!e2e_have_kubectl()) {
+        fprintf(stderr, "e2e: SKIPPED %s: no kubectl found (set KUBECTL)\n", __func__);
+        skip();
+    }
+    char pre[128];
+    e2e_scenario_begin("prefer", pre, sizeof pre);
+    e2e_namespace(pre);
+    e2e_project(pre, pre, "16", pre);
+    e2e_queue(pre, pre, "16", 0);
+    label_node(1, "pool=b");
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "prefer", NULL);
+    char path[256];
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", pre);
+    e2e_create(
+        path,
+        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"prefers\"},"
+        "\"spec\":{\"parallelism\":2,\"completions\":2,"
+        "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
+        "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
+        "\"terminationGracePeriodSeconds\":0,\"affinity\":{\"nodeAffinity\":{"
+        "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":50,\"preference\":{"
+        "\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"b\"]}]}}]}},"
+        "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
+        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\","
+        "\"memory\":\"64Mi\"}}}]}}}}",
+        pre, e2e_scheduler());
+    bool ok = E2E_WAIT(counts_are(pre, "job-name=prefers", 2, 0), E2E_WAIT_MS);
+    int on_b = bound_to(pre, "job-name=prefers", e2e_node(1));
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", pre);
+    e2e_create(path,
+               "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"nowhere\","
+               "\"labels\":{\"fairshare.dev/queue\":\"%s\"}},\"spec\":{\"schedulerName\":\"%s\","
+               "\"terminationGracePeriodSeconds\":0,\"affinity\":{\"nodeAffinity\":{"
+               "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+               "\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":"
+               "[\"nowhere\"]}]}]}}},\"containers\":[{\"name\":\"main\",\"image\":"
+               "\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+               "\"1\"}}}]}}",
+               pre, e2e_scheduler());
+    bool told = E2E_WAIT(reason_is(pre, "nowhere", "Unschedulable"), E2E_WAIT_MS);
+    label_node(1, "pool-");
+    if (!ok) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the Job's 2 pods were not both bound");
+    }
+    if (on_b != 2)
+        fail_msg("%d of the 2 pods on %s (pool=b), want 2", on_b, e2e_node(1));
+    if (!told) {
+        char *r = e2e_pod_reason(pre, "nowhere");
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("pod nowhere: PodScheduled reason %s, want Unschedulable", r ? r : "(none)");
+    }
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -443,6 +518,7 @@ int main(void)
         cmocka_unit_test_teardown(test_podgroup_min_member_20, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_podgroup_preempted_whole, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_job_node_affinity, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_preferred_and_unschedulable, e2e_scenario_teardown),
     };
     return cmocka_run_group_tests_name("e2e/workloads", tests, e2e_setup, e2e_teardown);
 }

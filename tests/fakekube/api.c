@@ -988,7 +988,7 @@ static int pod_resources(struct fk_server *s, struct evhttp_request *req, const 
     return 0;
 }
 
-static void pod_defaults(struct fk_server *s, json_t *pod)
+void fk_pod_defaults(struct fk_server *s, json_t *pod)
 {
     json_t *spec = json_object_get(pod, "spec");
     if (!json_object_get(spec, "schedulerName"))
@@ -1095,18 +1095,23 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
         json_object_del(meta, "generation");
     switch (r->type) {
     case FK_PODS:
-        pod_defaults(s, obj);
+        fk_pod_defaults(s, obj);
         if (pod_resources(s, req, t, name, obj) != 0)
             goto out;
         break;
     case FK_NAMESPACES:
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
         break;
+    case FK_PVS:
+    case FK_PVCS: /* defaulted to Pending; no binder changes it */
+        json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Pending"));
+        break;
     case FK_PROJECTS:
     case FK_QUEUES:
     case FK_SP_PODGROUPS:
     case FK_VC_PODGROUPS:
-        json_object_del(obj, "status"); /* CRs with a status subresource */
+    case FK_JOBS:
+        json_object_del(obj, "status"); /* a status subresource */
         break;
     case FK_CRDS: {
         json_t *names = json_object_get(json_object_get(obj, "spec"), "names");

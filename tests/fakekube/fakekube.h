@@ -44,6 +44,10 @@ enum fk_type_id {
     FK_SECRETS,
     FK_MUTATING_WEBHOOKS, /* admissionregistration.k8s.io/v1 MutatingWebhookConfigurations
                              (stored only: nothing calls them) */
+    FK_JOBS,         /* batch/v1 Jobs: the simulated Job controller (sim.c) */
+    FK_PVS,          /* persistentvolumes (stored only: no binder) */
+    FK_PVCS,         /* persistentvolumeclaims (stored only) */
+    FK_STORAGECLASSES,
     FK_NTYPES
 };
 
@@ -151,6 +155,7 @@ struct fk_server {
     json_t *gpu_devs;
 
     int pdb_dirty; /* a pod or PDB changed since the last fk_pdb_sync */
+    int job_dirty; /* a pod or Job changed since the last fk_job_sync */
     struct event *pdb_ev;
     int persist_ms;
     int64_t persist_next_ms; /* no periodic save before this (wall ms) */
@@ -275,6 +280,13 @@ void fk_pdb_counts(struct fk_server *s, const json_t *pdb, long *expected, long 
                    long *desired);
 /* The disruption controller: writes each PDB's status when it changed. */
 void fk_pdb_sync(struct fk_server *s);
+/* The simulated Job controller: keeps min(parallelism, completions -
+ * succeeded) pods of each Job active, creating them from its template,
+ * and writes the Job's status (docs/fakekube.md). */
+void fk_job_sync(struct fk_server *s);
+/* What the pod strategy sets on create (schedulerName, restartPolicy,
+ * terminationGracePeriodSeconds, a Pending status). */
+void fk_pod_defaults(struct fk_server *s, json_t *pod);
 
 /* ---- tls.c ---- */
 /* Loads or creates DIR/ca.{crt,key} and DIR/server.{crt,key}; makes ssl. */

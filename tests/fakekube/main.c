@@ -161,6 +161,10 @@ static void pdb_cb(evutil_socket_t fd, short what, void *arg)
         s->pdb_dirty = 0;
         fk_pdb_sync(s);
     }
+    if (s->job_dirty) {
+        s->job_dirty = 0;
+        fk_job_sync(s);
+    }
 }
 
 static int load_token(struct fk_server *s)

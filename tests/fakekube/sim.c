@@ -706,3 +706,163 @@ void fk_pdb_sync(struct fk_server *s)
         keys = fk_sorted_keys(s, FK_PDBS, &n); /* unchanged set, but re-read */
     }
 }
+
+/* ---- simulated Job controller ---------------------------------------------- */
+
+static long job_int(const json_t *spec, const char *field, long dflt)
+{
+    const json_t *v = json_object_get(spec, field);
+    return json_is_integer(v) && json_integer_value(v) >= 0 ? (long)json_integer_value(v) : dflt;
+}
+
+static int owned_by(const json_t *pod, const char *uid)
+{
+    size_t i;
+    const json_t *ref;
+    json_array_foreach(json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), i, ref)
+    {
+        const char *u = json_string_value(json_object_get(ref, "uid"));
+        if (u && !strcmp(u, uid))
+            return 1;
+    }
+    return 0;
+}
+
+/* A pod of job from its template, as the Job controller makes it: name
+ * "<job>-<5 characters>", the template's labels plus job-name and
+ * controller-uid, the Job as controller owner; limits without requests
+ * give the requests, as the API server defaults them. */
+static void job_pod(struct fk_server *s, const json_t *job)
+{
+    const char *ns = fk_meta_str(job, "namespace"), *name = fk_meta_str(job, "name");
+    const char *uid = fk_meta_str(job, "uid");
+    const json_t *tpl = json_object_get(json_object_get(job, "spec"), "template");
+    const json_t *tmeta = json_object_get(tpl, "metadata");
+    json_t *labels = json_deep_copy(json_object_get(tmeta, "labels"));
+    if (!json_is_object(labels)) {
+        json_decref(labels);
+        labels = json_object();
+    }
+    json_object_set_new(labels, "job-name", json_string(name));
+    json_object_set_new(labels, "controller-uid", json_string(uid));
+    json_t *spec = json_deep_copy(json_object_get(tpl, "spec"));
+    if (!json_is_object(spec)) {
+        json_decref(spec);
+        spec = json_object();
+    }
+    size_t ci;
+    json_t *c;
+    json_array_foreach(json_object_get(spec, "containers"), ci, c)
+    {
+        json_t *res = json_object_get(c, "resources");
+        json_t *lim = json_object_get(res, "limits");
+        if (!json_is_object(lim))
+            continue;
+        json_t *rq = json_object_get(res, "requests");
+        if (!json_is_object(rq)) {
+            rq = json_object();
+            json_object_set_new(res, "requests", rq);
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(lim, k, v)
+        {
+            if (!json_object_get(rq, k))
+                json_object_set(rq, k, v);
+        }
+    }
+    char pname[300], key[600], puid[40], ts[32];
+    int tries = 0;
+    do {
+        char suffix[6];
+        fk_random_alnum(suffix, sizeof(suffix));
+        snprintf(pname, sizeof(pname), "%.57s-%s", name, suffix);
+        if (fk_key(&s->types[FK_PODS], ns, pname, key, sizeof(key))) {
+            json_decref(labels);
+            json_decref(spec);
+            return;
+        }
+    } while (fk_get(s, FK_PODS, key) && ++tries < 8);
+    fk_uuid(puid, sizeof(puid));
+    fk_now_rfc3339(ts, sizeof(ts));
+    json_t *annotations = json_deep_copy(json_object_get(tmeta, "annotations"));
+    json_t *meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:[{s:s,s:s,s:s,s:s,s:b,s:b}]}", "name", pname,
+                             "namespace", ns, "uid", puid, "creationTimestamp", ts, "labels",
+                             labels, "ownerReferences", "apiVersion", "batch/v1", "kind", "Job",
+                             "name", name, "uid", uid, "controller", 1, "blockOwnerDeletion", 1);
+    if (!meta) {
+        json_decref(spec);
+        json_decref(annotations);
+        return;
+    }
+    if (json_is_object(annotations))
+        json_object_set_new(meta, "annotations", annotations);
+    else
+        json_decref(annotations);
+    json_t *pod = json_pack("{s:s,s:s,s:o,s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
+                            meta, "spec", spec);
+    if (!pod)
+        return;
+    fk_pod_defaults(s, pod);
+    fk_put(s, FK_PODS, key, pod, FK_ADDED);
+}
+
+void fk_job_sync(struct fk_server *s)
+{
+    size_t n;
+    char **keys = fk_sorted_keys(s, FK_JOBS, &n);
+    for (size_t i = 0; i < n; i++) {
+        char key[600];
+        snprintf(key, sizeof(key), "%s", keys[i]);
+        json_t *job = fk_get(s, FK_JOBS, key);
+        if (!job || json_object_get(json_object_get(job, "metadata"), "deletionTimestamp"))
+            continue;
+        const char *uid = fk_meta_str(job, "uid");
+        const json_t *spec = json_object_get(job, "spec");
+        long par = job_int(spec, "parallelism", 1);
+        long comp = job_int(spec, "completions", par);
+        long active = 0, succeeded = 0, failed = 0;
+        size_t np;
+        char **pkeys = fk_sorted_keys(s, FK_PODS, &np);
+        for (size_t k = 0; k < np; k++) {
+            json_t *pod = fk_get(s, FK_PODS, pkeys[k]);
+            if (!pod || !owned_by(pod, uid))
+                continue;
+            const char *phase =
+                json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+            if (phase && !strcmp(phase, "Succeeded"))
+                succeeded++;
+            else if (phase && !strcmp(phase, "Failed"))
+                failed++;
+            else if (!json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+                active++;
+        }
+        long want = comp - succeeded < par ? comp - succeeded : par;
+        for (long k = active; k < want; k++) {
+            job_pod(s, job);
+            active++;
+            job = fk_get(s, FK_JOBS, key);
+            if (!job)
+                break;
+        }
+        if (!job)
+            continue;
+        json_t *st = json_pack("{s:I,s:I,s:I}", "active", (json_int_t)active, "succeeded",
+                               (json_int_t)succeeded, "failed", (json_int_t)failed);
+        if (st && succeeded >= comp)
+            json_object_set_new(st, "conditions",
+                                json_pack("[{s:s,s:s}]", "type", "Complete", "status", "True"));
+        if (!st || json_equal(st, json_object_get(job, "status"))) {
+            json_decref(st);
+        } else {
+            json_t *nw = json_deep_copy(job);
+            if (!nw) {
+                json_decref(st);
+                return;
+            }
+            json_object_set_new(nw, "status", st);
+            fk_put(s, FK_JOBS, key, nw, FK_MODIFIED);
+        }
+        keys = fk_sorted_keys(s, FK_JOBS, &n); /* re-read after the writes */
+    }
+}

@@ -43,6 +43,13 @@ static const struct fk_type type_table[FK_NTYPES] = {
     [FK_MUTATING_WEBHOOKS] = {"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                               "MutatingWebhookConfiguration", "admissionregistration.k8s.io/v1", 0,
                               0, 1, 1, NULL, NULL, 0, 0},
+    [FK_JOBS] = {"batch", "v1", "jobs", "Job", "batch/v1", 1, 1, 1, 1, NULL, NULL, 0, 0},
+    [FK_PVS] = {"", "v1", "persistentvolumes", "PersistentVolume", "v1", 0, 1, 0, 1, NULL, NULL, 0,
+                0},
+    [FK_PVCS] = {"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", "v1", 1, 1, 0, 1,
+                 NULL, NULL, 0, 0},
+    [FK_STORAGECLASSES] = {"storage.k8s.io", "v1", "storageclasses", "StorageClass",
+                           "storage.k8s.io/v1", 0, 0, 0, 1, NULL, NULL, 0, 0},
 };
 
 int fk_type_served(const struct fk_server *s, int type)
@@ -172,6 +179,8 @@ static void record(struct fk_server *s, int type, int etype, json_t *obj, json_t
     s->dirty = 1;
     if (type == FK_PDBS || (type == FK_PODS && json_object_size(s->types[FK_PDBS].objects) > 0))
         s->pdb_dirty = 1;
+    if (type == FK_JOBS || (type == FK_PODS && json_object_size(s->types[FK_JOBS].objects) > 0))
+        s->job_dirty = 1;
     fk_watch_notify(s, slot);
 }
 

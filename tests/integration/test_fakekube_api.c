@@ -693,6 +693,64 @@ static void test_patch_formats(void **state)
     free(resp);
 }
 
+/* Volumes are stored as the API server stores them: a PersistentVolume
+ * with node affinity (cluster-scoped), a PersistentVolumeClaim naming it,
+ * a WaitForFirstConsumer StorageClass; both PV and PVC start Pending, and
+ * the PVC can be annotated with the selected node (what the volume binder
+ * writes). No binder runs. */
+static void test_volumes_stored(void **state)
+{
+    (void)state;
+    long code = 0;
+    json_t *r = fair_fake_request_json(
+        &fake, "POST", "/apis/storage.k8s.io/v1/storageclasses",
+        "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{\"name\":"
+        "\"local\"},\"provisioner\":\"kubernetes.io/no-provisioner\",\"volumeBindingMode\":"
+        "\"WaitForFirstConsumer\"}",
+        &code);
+    assert_int_equal(code, 201);
+    json_decref(r);
+    r = fair_fake_request_json(
+        &fake, "POST", "/api/v1/persistentvolumes",
+        "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-1\"},"
+        "\"spec\":{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"],"
+        "\"storageClassName\":\"local\",\"local\":{\"path\":\"/mnt/d\"},\"nodeAffinity\":{"
+        "\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
+        "\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"node-0001\"]}]}]}}}}",
+        &code);
+    assert_int_equal(code, 201);
+    assert_string_equal(fair_fake_json_str(r, "status.phase"), "Pending");
+    json_decref(r);
+    r = fair_fake_request_json(
+        &fake, "POST", "/api/v1/namespaces/team-a/persistentvolumeclaims",
+        "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":"
+        "\"data\"},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"storageClassName\":\"local\","
+        "\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}",
+        &code);
+    assert_int_equal(code, 201);
+    assert_string_equal(fair_fake_json_str(r, "status.phase"), "Pending");
+    json_decref(r);
+    char *resp = NULL;
+    assert_int_equal(fair_fake_request_ct(&fake, "PATCH",
+                                          "/api/v1/namespaces/team-a/persistentvolumeclaims/data",
+                                          "application/merge-patch+json",
+                                          "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/"
+                                          "selected-node\":\"node-0001\"}}}",
+                                          &code, &resp),
+                     0);
+    assert_int_equal(code, 200);
+    free(resp);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/persistentvolumes/pv-1", NULL, &code);
+    assert_int_equal(code, 200);
+    assert_string_equal(fair_fake_json_str(r, "kind"), "PersistentVolume");
+    json_decref(r);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/team-a/persistentvolumeclaims",
+                               NULL, &code);
+    assert_int_equal(code, 200);
+    assert_int_equal(json_array_size(json_object_get(r, "items")), 1);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -702,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_binding_and_eviction),
         cmocka_unit_test(test_status_subresource),
         cmocka_unit_test(test_patch_formats),
+        cmocka_unit_test(test_volumes_stored),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -377,7 +377,35 @@ static void test_reasons(void **state)
     why = FAIR_PENDING_NO_NODE_FITS;
     q.q.guaranteed.v[FAIR_RES_GPU] = 8000;
     qs.guaranteed.v[FAIR_RES_GPU] = 8000;
+    /* Within the guarantee, nothing terminating, no queue above its fair
+     * share: a new node would let it run, so autoscalers are told. */
+    assert_int_equal(fair_ctl_effective_why(&s, &r, 0), FAIR_CTL_WHY_UNSCHEDULABLE);
+    assert_string_equal(fair_ctl_why_reason(FAIR_CTL_WHY_UNSCHEDULABLE), "Unschedulable");
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    if (!strstr(msg, "no node fits: no node has 2 free GPUs"))
+        fail_msg("message: %s", msg);
+    /* Above both its guarantee and its fair share: quota holds it back. */
+    q.q.guaranteed.v[FAIR_RES_GPU] = 4000;
+    qs.guaranteed.v[FAIR_RES_GPU] = 4000;
+    qs.fair_share.v[FAIR_RES_GPU] = 5000;
     assert_int_equal(fair_ctl_effective_why(&s, &r, 0), FAIR_PENDING_NO_NODE_FITS);
+    /* Within its fair share: a new node would help... */
+    qs.fair_share.v[FAIR_RES_GPU] = 6000;
+    assert_int_equal(fair_ctl_effective_why(&s, &r, 0), FAIR_CTL_WHY_UNSCHEDULABLE);
+    /* ...unless a queue above its own fair share holds the room. */
+    struct fair_share_status two[2];
+    memset(two, 0, sizeof two);
+    two[0] = qs;
+    two[1].allocated_after.v[FAIR_RES_GPU] = 3000;
+    two[1].fair_share.v[FAIR_RES_GPU] = 1000;
+    r.queues = two;
+    r.nqueues = 2;
+    assert_int_equal(fair_ctl_effective_why(&s, &r, 0), FAIR_PENDING_NO_NODE_FITS);
+    r.queues = &qs;
+    r.nqueues = 1;
+    qs.fair_share.v[FAIR_RES_GPU] = 0;
+    q.q.guaranteed.v[FAIR_RES_GPU] = 8000;
+    qs.guaranteed.v[FAIR_RES_GPU] = 8000;
     s.nterminating = 1;
     assert_int_equal(fair_ctl_effective_why(&s, &r, 0), FAIR_PENDING_WAITING_RECLAIM);
     fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);

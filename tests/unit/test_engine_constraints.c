@@ -1184,8 +1184,8 @@ static void test_interpod_table(void **state)
         build_terms(&anti, c->anti, 2);
         build_terms(&eanti, &c->eanti, 1);
         struct fair_label pl[2], el[2];
-        struct fair_pod_affinity pa = {aff.terms, aff.n, anti.terms, anti.n};
-        struct fair_pod_affinity ea = {NULL, 0, eanti.terms, eanti.n};
+        struct fair_pod_affinity pa = {aff.terms, aff.n, anti.terms, anti.n, NULL, 0, NULL, 0};
+        struct fair_pod_affinity ea = {NULL, 0, eanti.terms, eanti.n, NULL, 0, NULL, 0};
         struct ts *t = ts_new();
         int n = ts_node(t, "machine1", 8);
         t->nodes[n].labels = node_labels;
@@ -1221,8 +1221,8 @@ static void test_anti_affinity_spreads(void **state)
     static const char *const app[] = {"web"};
     struct fair_node_req req = {"app", app, 1, FAIR_SEL_IN, false};
     struct fair_pod_term term = {
-        "kubernetes.io/hostname", {NULL, 0, &req, 1, false, false}, NULL, 0, false};
-    struct fair_pod_affinity anti = {NULL, 0, &term, 1};
+        "kubernetes.io/hostname", {NULL, 0, &req, 1, false, false}, NULL, 0, false, 0};
+    struct fair_pod_affinity anti = {NULL, 0, &term, 1, NULL, 0, NULL, 0};
     struct fair_label web[] = {{"app", "web"}};
     struct fair_label host[5][1];
     struct ts *t = ts_new();
@@ -1274,6 +1274,7 @@ struct spcon {
     const char *key; /* NULL: none */
     int32_t skew;
     const char *exists; /* the selector: this label Exists */
+    int32_t min_domains;
 };
 
 struct spcase {
@@ -1292,8 +1293,35 @@ struct spcase {
  * pods labelled foo. The Go test checks the node affinity case without the
  * NodeAffinity filter and lets node-b and node-x pass ("in real case,
  * it's false"): here the placement applies both, so they do not. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct spcase sp_cases[] = {
     {"no existing pods", "foo", {{"zone", 1, "foo"}}, {0}, "", false, {1, 1, 1, 1}},
+    /* minDomains (PodTopologySpread, Kubernetes 1.25+): 1/1 over two
+     * zones fits everywhere; with minDomains 3 the global minimum is 0, so
+     * nowhere; with minDomains 2 (as many as there are) as without. */
+    {"1/1, minDomains 3: global minimum 0",
+     "foo",
+     {{"zone", 1, "foo", 3}},
+     {0},
+     "ax",
+     false,
+     {0, 0, 0, 0}},
+    {"1/1, minDomains 2: as without",
+     "foo",
+     {{"zone", 1, "foo", 2}},
+     {0},
+     "ax",
+     false,
+     {1, 1, 1, 1}},
+    {"1/1, no minDomains", "foo", {{"zone", 1, "foo"}}, {0}, "ax", false, {1, 1, 1, 1}},
+    {"0/1, minDomains 3, maxSkew 2: both zones",
+     "foo",
+     {{"zone", 2, "foo", 3}},
+     {0},
+     "x",
+     false,
+     {1, 1, 1, 1}},
     {"no existing pods, pod does not match itself",
      "foo",
      {{"zone", 1, "bar"}},
@@ -1365,6 +1393,7 @@ static const struct spcase sp_cases[] = {
      false,
      {0, 0, 0, 0}},
 };
+#pragma GCC diagnostic pop
 
 static void test_spread_table(void **state)
 {
@@ -1379,8 +1408,10 @@ static void test_spread_table(void **state)
         size_t nsp = 0;
         for (; nsp < 2 && c->c[nsp].key; nsp++) {
             sel[nsp] = (struct fair_node_req){c->c[nsp].exists, NULL, 0, FAIR_SEL_EXISTS, false};
-            sp[nsp] = (struct fair_spread){
-                c->c[nsp].key, c->c[nsp].skew, {NULL, 0, &sel[nsp], 1, false, false}};
+            sp[nsp] = (struct fair_spread){c->c[nsp].key,
+                                           c->c[nsp].skew,
+                                           {NULL, 0, &sel[nsp], 1, false, false},
+                                           c->c[nsp].min_domains};
         }
         struct fair_node_req areq = {"node", c->aff, 2, FAIR_SEL_IN, false};
         struct fair_node_term aterm = {&areq, 1, 0, false};
@@ -1433,7 +1464,7 @@ static void test_spread_within_cycle(void **state)
     struct fair_label nl[4][1], web = {"app", "web"};
     static const char *const webv[] = {"web"};
     struct fair_node_req sel = {"app", webv, 1, FAIR_SEL_IN, false};
-    struct fair_spread sp = {"zone", 1, {NULL, 0, &sel, 1, false, false}};
+    struct fair_spread sp = {"zone", 1, {NULL, 0, &sel, 1, false, false}, 0};
     struct ts *t = ts_new();
     for (int n = 0; n < 4; n++) {
         ts_node(t, ts_str(t, "n%d", n), 8);
@@ -1470,8 +1501,8 @@ static void test_alloc_failures(void **state)
     struct fair_node_affinity aff = {.required = true, .terms = &term, .nterms = 1};
     struct fair_node_req preq = {"app", app, 1, FAIR_SEL_IN, false};
     struct fair_pod_term pterm = {
-        "kubernetes.io/hostname", {NULL, 0, &preq, 1, false, false}, NULL, 0, false};
-    struct fair_pod_affinity anti = {&pterm, 1, &pterm, 1};
+        "kubernetes.io/hostname", {NULL, 0, &preq, 1, false, false}, NULL, 0, false, 0};
+    struct fair_pod_affinity anti = {&pterm, 1, &pterm, 1, NULL, 0, NULL, 0};
     struct fair_label web[] = {{"app", "web"}};
     struct fair_scalar five = {"rdma/ib", 5}, one = {"rdma/ib", 1};
     struct fair_host_port port = {NULL, 80, FAIR_PROTO_TCP};
@@ -1504,11 +1535,34 @@ static void test_alloc_failures(void **state)
         t->pods[p].host_ports = i % 2 ? NULL : &port;
         t->pods[p].nhost_ports = i % 2 ? 0 : 1;
     }
-    struct fair_spread sp = {"kubernetes.io/hostname", 1, {NULL, 0, &preq, 1, false, false}};
-    t->pods[t->npods - 1].spread = &sp;
+    struct fair_spread sp[2] = {{"kubernetes.io/hostname", 1, {NULL, 0, &preq, 1, false, false}, 0},
+                                {"pool", 1, {NULL, 0, &preq, 1, false, false}, 0}};
+    t->pods[t->npods - 1].spread = sp;
     t->pods[t->npods - 1].nspread = 1;
+    t->pods[t->npods - 1].nspread_soft = 1;
+    /* Preferred terms: node affinity, pod affinity and anti-affinity (the
+     * existing pod's too), a ScheduleAnyway spread, all scored. */
+    struct fair_node_term pref = {&req, 1, 10, false};
+    struct fair_node_affinity paff = {.preferred = &pref, .npreferred = 1};
+    struct fair_pod_term wterm = {"pool", {NULL, 0, &preq, 1, false, false}, NULL, 0, false, 7};
+    struct fair_pod_affinity soft = {.anti = &pterm,
+                                     .nanti = 1,
+                                     .pref_affinity = &wterm,
+                                     .npref_affinity = 1,
+                                     .pref_anti = &pterm,
+                                     .npref_anti = 1};
+    t->pods[e].pod_affinity = &soft;
+    for (int i = 0; i < 3; i++) {
+        int p = ts_pod(t, q, 1000);
+        t->pods[p].node_affinity = &paff;
+        t->pods[p].labels = web;
+        t->pods[p].nlabels = 1;
+        t->pods[p].pod_affinity = i ? &soft : NULL;
+        t->pods[p].spread = sp + 1;
+        t->pods[p].nspread_soft = (size_t)(i == 2);
+    }
     int ok = 0;
-    for (long n = 0; n < 400; n++) {
+    for (long n = 0; n < 600; n++) {
         fair_alloc_fail_after(n);
         int rc = ts_run(t);
         fair_alloc_fail_after(-1);
@@ -1518,6 +1572,270 @@ static void test_alloc_failures(void **state)
     }
     assert_true(ok > 0);
     ts_free(t);
+}
+
+/* ---- scores of preferred terms ------------------------------------------ */
+
+/* The three plugins' NormalizeScore: TestNodeAffinityPriority's expected
+ * lists (raw 2, 11, 4 become 18, 100, 36), InterPodAffinity's min-max
+ * scaling, and PodTopologySpread's reversal with ignored nodes. */
+static void test_score_normalize(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t raw[3];
+        int64_t want[3];
+    } na[] = {
+        {{0, 0, 0}, {0, 0, 0}},     /* no affinity */
+        {{2, 0, 0}, {100, 0, 0}},   /* only machine1 matches */
+        {{2, 11, 4}, {18, 100, 36}} /* all match, different priorities */
+    };
+    for (size_t i = 0; i < sizeof na / sizeof na[0]; i++) {
+        int64_t s[3];
+        memcpy(s, na[i].raw, sizeof s);
+        fair_score_normalize_max(s, 3);
+        for (int k = 0; k < 3; k++)
+            if (s[k] != na[i].want[k])
+                fail_msg("node affinity case %zu node %d: %lld, want %lld", i, k, (long long)s[k],
+                         (long long)na[i].want[k]);
+    }
+    int64_t ipa[4] = {-5, 0, 5, 0};
+    fair_score_normalize_minmax(ipa, 4);
+    assert_int_equal(ipa[0], 0);
+    assert_int_equal(ipa[1], 50);
+    assert_int_equal(ipa[2], 100);
+    int64_t same[2] = {3, 3};
+    fair_score_normalize_minmax(same, 2);
+    assert_int_equal(same[0], 0);
+    assert_int_equal(same[1], 0);
+    /* Spread: fewer matching pods, higher score; a node lacking the key
+     * scores 0; all raw 0: all 100. */
+    int64_t sp[4] = {3, 1, 0, 2};
+    bool ign[4] = {false, false, true, false};
+    fair_score_normalize_spread(sp, ign, 4);
+    assert_int_equal(sp[0], 100 * (3 + 1 - 3) / 3);
+    assert_int_equal(sp[1], 100);
+    assert_int_equal(sp[2], 0);
+    assert_int_equal(sp[3], 100 * (3 + 1 - 2) / 3);
+    int64_t zero[2] = {0, 0};
+    bool none[2] = {false, false};
+    fair_score_normalize_spread(zero, none, 2);
+    assert_int_equal(zero[0], 100);
+    assert_int_equal(zero[1], 100);
+}
+
+/* Preferred node affinity chooses among the nodes GPU packing leaves
+ * equal, and never overrides packing: with node 0 partly used, the pod
+ * goes there although it prefers node 2. */
+static void test_preferred_node_affinity_places(void **state)
+{
+    (void)state;
+    static const char *const bar[] = {"bar"};
+    struct fair_node_req foo_bar = {"foo", bar, 1, FAIR_SEL_IN, false};
+    struct fair_node_term pref = {&foo_bar, 1, 2, false};
+    struct fair_node_affinity a = {.preferred = &pref, .npreferred = 1};
+    struct fair_label l[] = {{"foo", "bar"}};
+    for (int used = 0; used < 2; used++) {
+        struct ts *t = ts_new();
+        for (int n = 0; n < 3; n++)
+            ts_node(t, ts_str(t, "n%d", n), 8);
+        t->nodes[2].labels = l;
+        t->nodes[2].nlabels = 1;
+        int q = ts_team(t, "a", 0, 1);
+        if (used)
+            ts_bound(t, q, 4000, 0, 0xf, 0);
+        int p = ts_pod(t, q, 1000);
+        t->pods[p].node_affinity = &a;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+        assert_int_equal(t->res.actions[0].node, used ? 0 : 2);
+        ts_free(t);
+    }
+}
+
+/* InterPodAffinity's score, the cases of kube-scheduler's
+ * TestPreferredAffinity reduced to three empty nodes (machine1
+ * region=China, machine2 region=India, machine3 az=az1, no region) and
+ * one pod of another scheduler on machine1 labelled security=S1 (kind
+ * below): the incoming pod (labelled security=S2 for the symmetric cases)
+ * goes to the node the highest normalised score picks, ties to the first. */
+struct prefcase {
+    const char *name;
+    int own; /* incoming pod's preferred term to security=S1 on region: 1 affinity, -1 anti, 0 none
+              */
+    int existing; /* existing pod's term to security=S2 on region: 1 preferred affinity,
+                     -1 preferred anti, 2 required affinity, 0 none */
+    int want;     /* node index */
+};
+
+static const struct prefcase pref_cases[] = {
+    {"no terms: packing order", 0, 0, 0},
+    {"preferred affinity to the pod in China", 1, 0, 0},
+    {"preferred anti-affinity: away from China, first of the rest", -1, 0, 1},
+    {"existing pod's preferred affinity draws the pod to China", 0, 1, 0},
+    {"existing pod's preferred anti-affinity pushes it away", 0, -1, 1},
+    {"existing pod's required affinity (hardPodAffinityWeight)", 0, 2, 0},
+    {"both anti: away", -1, -1, 1},
+};
+
+static void test_preferred_pod_affinity_table(void **state)
+{
+    (void)state;
+    static const char *const s1[] = {"S1"}, *const s2[] = {"S2"};
+    struct fair_node_req r1 = {"security", s1, 1, FAIR_SEL_IN, false};
+    struct fair_node_req r2 = {"security", s2, 1, FAIR_SEL_IN, false};
+    struct fair_label nl[3] = {{"region", "China"}, {"region", "India"}, {"az", "az1"}};
+    struct fair_label el = {"security", "S1"}, pl = {"security", "S2"};
+    for (size_t i = 0; i < sizeof pref_cases / sizeof pref_cases[0]; i++) {
+        const struct prefcase *c = &pref_cases[i];
+        /* Move the node labels round so that packing order alone does not
+         * pick the wanted node: the nodes are ranked by name. */
+        struct fair_pod_term own = {"region", {NULL, 0, &r1, 1, false, false}, NULL, 0, false, 5};
+        struct fair_pod_term ex = {"region", {NULL, 0, &r2, 1, false, false}, NULL, 0, false, 5};
+        struct fair_pod_affinity pa = {0}, ea = {0};
+        if (c->own > 0)
+            pa = (struct fair_pod_affinity){.pref_affinity = &own, .npref_affinity = 1};
+        else if (c->own < 0)
+            pa = (struct fair_pod_affinity){.pref_anti = &own, .npref_anti = 1};
+        if (c->existing == 1)
+            ea = (struct fair_pod_affinity){.pref_affinity = &ex, .npref_affinity = 1};
+        else if (c->existing == -1)
+            ea = (struct fair_pod_affinity){.pref_anti = &ex, .npref_anti = 1};
+        else if (c->existing == 2)
+            ea = (struct fair_pod_affinity){.affinity = &ex, .naffinity = 1};
+        struct ts *t = ts_new();
+        for (int n = 0; n < 3; n++) {
+            ts_node(t, ts_str(t, "machine%d", n + 1), 8);
+            t->nodes[n].labels = &nl[n];
+            t->nodes[n].nlabels = 1;
+        }
+        int q = ts_team(t, "a", 0, 1);
+        int e = ts_bound(t, -1, 0, 0, 0, 0);
+        t->pods[e].labels = &el;
+        t->pods[e].nlabels = 1;
+        if (c->existing)
+            t->pods[e].pod_affinity = &ea;
+        int p = ts_pod(t, q, 1000);
+        t->pods[p].labels = &pl;
+        t->pods[p].nlabels = 1;
+        if (c->own)
+            t->pods[p].pod_affinity = &pa;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+        if (t->res.actions[0].node != c->want)
+            fail_msg("case \"%s\": node %d, want %d", c->name, t->res.actions[0].node, c->want);
+        ts_free(t);
+    }
+}
+
+/* ScheduleAnyway: a tie between four empty nodes goes to the zone with
+ * fewer matching pods; a node without the key is the last choice; within
+ * a cycle, replicas of zero GPU (no packing preference) alternate zones. */
+static void test_soft_spread(void **state)
+{
+    (void)state;
+    struct fair_label nl[5][1], web = {"app", "web"};
+    static const char *const webv[] = {"web"};
+    struct fair_node_req sel = {"app", webv, 1, FAIR_SEL_IN, false};
+    struct fair_spread sp = {"zone", 1, {NULL, 0, &sel, 1, false, false}, 0};
+    struct ts *t = ts_new();
+    for (int n = 0; n < 5; n++) {
+        ts_node(t, ts_str(t, "n%d", n), 8);
+        nl[n][0] = (struct fair_label){n == 0 ? "other" : "zone", n < 3 ? "z1" : "z2"};
+        t->nodes[n].labels = nl[n];
+        t->nodes[n].nlabels = 1;
+    }
+    int q = ts_team(t, "a", 0, 1);
+    int e = ts_bound(t, -1, 0, 1, 0, 0); /* a web pod in z1 */
+    t->pods[e].labels = &web;
+    t->pods[e].nlabels = 1;
+    t->pods[e].namespace_ = "ns";
+    int p = ts_pod(t, q, 1000);
+    t->pods[p].labels = &web;
+    t->pods[p].nlabels = 1;
+    t->pods[p].spread = &sp;
+    t->pods[p].nspread_soft = 1;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+    assert_int_equal(t->res.actions[0].node, 3);
+    ts_free(t);
+
+    /* Four zero-GPU replicas: z1 (n1, n2) and z2 (n3, n4) get two each. */
+    t = ts_new();
+    for (int n = 0; n < 5; n++) {
+        ts_node(t, ts_str(t, "n%d", n), 8);
+        t->nodes[n].labels = nl[n];
+        t->nodes[n].nlabels = 1;
+    }
+    q = ts_team(t, "a", 0, 1);
+    for (int i = 0; i < 4; i++) {
+        p = ts_pod(t, q, 0);
+        t->pods[p].labels = &web;
+        t->pods[p].nlabels = 1;
+        t->pods[p].spread = &sp;
+        t->pods[p].nspread_soft = 1;
+    }
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 4);
+    int z1 = 0, none = 0;
+    for (size_t i = 0; i < t->res.nactions; i++) {
+        z1 += t->res.actions[i].node == 1 || t->res.actions[i].node == 2;
+        none += t->res.actions[i].node == 0;
+    }
+    assert_int_equal(z1, 2);
+    assert_int_equal(none, 0);
+    ts_free(t);
+}
+
+/* Within one cycle: a pod placed earlier whose preferred affinity term
+ * matches a later pod draws it to its node (InterPodAffinity's existing
+ * pods' side), and one whose preferred anti-affinity term matches pushes
+ * it away. Zero-GPU pods, so that packing leaves the three nodes equal;
+ * the first pod prefers node n2 by node affinity. */
+static void test_preferred_symmetry_within_cycle(void **state)
+{
+    (void)state;
+    static const char *const n2[] = {"n2"}, *const y[] = {"y"};
+    struct fair_node_req on_n2 = {"kubernetes.io/hostname", n2, 1, FAIR_SEL_IN, false};
+    struct fair_node_term pref_n2 = {&on_n2, 1, 10, false};
+    struct fair_node_affinity na = {.preferred = &pref_n2, .npreferred = 1};
+    struct fair_node_req sel_y = {"app", y, 1, FAIR_SEL_IN, false};
+    struct fair_pod_term term = {
+        "kubernetes.io/hostname", {NULL, 0, &sel_y, 1, false, false}, NULL, 0, false, 10};
+    struct fair_label host[3][1], ly = {"app", "y"};
+    for (int anti = 0; anti < 2; anti++) {
+        struct fair_pod_affinity a = {0};
+        if (anti)
+            a = (struct fair_pod_affinity){.pref_anti = &term, .npref_anti = 1};
+        else
+            a = (struct fair_pod_affinity){.pref_affinity = &term, .npref_affinity = 1};
+        struct ts *t = ts_new();
+        for (int n = 0; n < 3; n++) {
+            ts_node(t, ts_str(t, "n%d", n), 8);
+            host[n][0] = (struct fair_label){"kubernetes.io/hostname", t->nodes[n].name};
+            t->nodes[n].labels = host[n];
+            t->nodes[n].nlabels = 1;
+        }
+        int q = ts_team(t, "a", 0, 1);
+        int x = ts_pod(t, q, 0);
+        t->pods[x].node_affinity = &na;
+        t->pods[x].pod_affinity = &a;
+        int py = ts_pod(t, q, 0);
+        t->pods[py].labels = &ly;
+        t->pods[py].nlabels = 1;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 2);
+        int nx = -1, ny = -1;
+        for (size_t i = 0; i < t->res.nactions; i++) {
+            if (t->res.actions[i].pod == x)
+                nx = t->res.actions[i].node;
+            if (t->res.actions[i].pod == py)
+                ny = t->res.actions[i].node;
+        }
+        assert_int_equal(nx, 2);
+        assert_int_equal(ny, anti ? 0 : 2);
+        ts_free(t);
+    }
 }
 
 int main(void)
@@ -1538,6 +1856,11 @@ int main(void)
         cmocka_unit_test(test_spread_table),
         cmocka_unit_test(test_spread_within_cycle),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_score_normalize),
+        cmocka_unit_test(test_preferred_node_affinity_places),
+        cmocka_unit_test(test_preferred_pod_affinity_table),
+        cmocka_unit_test(test_soft_spread),
+        cmocka_unit_test(test_preferred_symmetry_within_cycle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

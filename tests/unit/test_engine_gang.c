@@ -290,12 +290,53 @@ static void test_elastic_admission(void **state)
     }
 }
 
+/* A gang with a non-preemptible member is never a victim unit
+ * (test_unit_not_eligible), so it is non-preemptible as a whole: it starts
+ * only within its queue's guarantee, all its members counted. Table: the
+ * gang's size, whether one member is non-preemptible, bound. Team a is
+ * guaranteed 4 of the 16 GPUs; nobody else asks for any. */
+static void test_shielded_gang_admission(void **state)
+{
+    (void)state;
+    static const struct {
+        int members;
+        bool one_np;
+        int want;
+    } rows[] = {
+        {8, false, 8}, /* preemptible: borrows 4 */
+        {8, true, 0},  /* would borrow what reclaim could never take back */
+        {4, true, 4},  /* within the guarantee */
+        {1, true, 1},  /* a lone non-preemptible pod, as before */
+    };
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        struct ts *t = ts_new();
+        ts_node(t, "node-0", 8);
+        ts_node(t, "node-1", 8);
+        int a = ts_team(t, "a", 4 * G, 1);
+        ts_team(t, "b", 0, 1);
+        for (int i = 0; i < rows[r].members; i++) {
+            int p = ts_pod(t, a, G);
+            t->pods[p].gang = "team-a/job";
+            t->pods[p].gang_size = rows[r].members;
+            t->pods[p].preemptible = !(rows[r].one_np && i == rows[r].members - 1);
+        }
+        assert_int_equal(ts_run(t), 0);
+        if (ts_count_q(t, FAIR_ACTION_BIND, a) != (size_t)rows[r].want)
+            ts_dump(t);
+        assert_int_equal(ts_count_q(t, FAIR_ACTION_BIND, a), rows[r].want);
+        if (rows[r].want == 0)
+            for (size_t i = 0; i < t->npods; i++)
+                assert_int_not_equal(t->res.pending_reasons[i], FAIR_PENDING_NONE);
+        ts_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_victim_unit),       cmocka_unit_test(test_unit_not_eligible),
         cmocka_unit_test(test_elastic),           cmocka_unit_test(test_gang_larger_than_cluster),
-        cmocka_unit_test(test_elastic_admission),
+        cmocka_unit_test(test_elastic_admission), cmocka_unit_test(test_shielded_gang_admission),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -710,16 +710,18 @@ static void test_pod_scalars_ports(void **state)
 static void test_pod_pod_affinity(void **state)
 {
     (void)state;
-    struct fair_kpod *p = pod_ok(
-        POD_HEAD ",\"labels\":{\"app\":\"web\",\"fairshare.dev/queue\":\"q\"}},\"spec\":{"
-                 "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution"
-                 "\":[{\"labelSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"topologyKey\":"
-                 "\"zone\",\"namespaces\":[\"a\",\"b\"]}]},\"podAntiAffinity\":{"
-                 "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
-                 "\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"web\"]}]},"
-                 "\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{}},{"
-                 "\"topologyKey\":\"zone\"}],\"preferredDuringSchedulingIgnoredDuringExecution\":"
-                 "[{\"weight\":1}]}},\"containers\":[{\"name\":\"c\"}]}}");
+    struct fair_kpod *p =
+        pod_ok(POD_HEAD
+               ",\"labels\":{\"app\":\"web\",\"fairshare.dev/queue\":\"q\"}},\"spec\":{"
+               "\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution"
+               "\":[{\"labelSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"topologyKey\":"
+               "\"zone\",\"namespaces\":[\"a\",\"b\"]}]},\"podAntiAffinity\":{"
+               "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
+               "\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"web\"]}]},"
+               "\"topologyKey\":\"kubernetes.io/hostname\",\"namespaceSelector\":{}},{"
+               "\"topologyKey\":\"zone\"}],\"preferredDuringSchedulingIgnoredDuringExecution\":"
+               "[{\"weight\":1,\"podAffinityTerm\":{\"topologyKey\":\"zone\"}}]}},"
+               "\"containers\":[{\"name\":\"c\"}]}}");
     assert_null(p->problem);
     assert_int_equal(p->nlabels, 2);
     assert_string_equal(p->queue, "q");
@@ -737,9 +739,36 @@ static void test_pod_pod_affinity(void **state)
     assert_int_equal(a->anti[0].selector.nexprs, 1);
     assert_string_equal(a->anti[0].selector.exprs[0].values[0], "web");
     assert_true(a->anti[1].selector.nothing); /* no labelSelector: matches nothing */
+    assert_int_equal(a->npref_anti, 1);
     fair_kpod_free(p);
 
-    /* Topology spread: DoNotSchedule kept, ScheduleAnyway not. */
+    /* Preferred terms: {weight, podAffinityTerm}, after the required ones. */
+    p = pod_ok(POD_HEAD
+               "},\"spec\":{\"affinity\":{\"podAffinity\":{"
+               "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":7,"
+               "\"podAffinityTerm\":{\"labelSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
+               "\"topologyKey\":\"zone\"}}]},\"podAntiAffinity\":{"
+               "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"h\"}],"
+               "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":100,"
+               "\"podAffinityTerm\":{\"labelSelector\":{},\"topologyKey\":\"node\"}}]}},"
+               "\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(p->problem);
+    a = p->pod_affinity;
+    assert_non_null(a);
+    assert_int_equal(a->naffinity, 0);
+    assert_int_equal(a->nanti, 1);
+    assert_string_equal(a->anti[0].topology_key, "h");
+    assert_int_equal(a->npref_affinity, 1);
+    assert_int_equal(a->pref_affinity[0].weight, 7);
+    assert_string_equal(a->pref_affinity[0].topology_key, "zone");
+    assert_string_equal(a->pref_affinity[0].selector.match_labels[0].value, "db");
+    assert_int_equal(a->npref_anti, 1);
+    assert_int_equal(a->pref_anti[0].weight, 100);
+    assert_string_equal(a->pref_anti[0].topology_key, "node");
+    assert_false(a->pref_anti[0].selector.nothing);
+    fair_kpod_free(p);
+
+    /* Topology spread: DoNotSchedule first, then ScheduleAnyway. */
     p = pod_ok(POD_HEAD "},\"spec\":{\"topologySpreadConstraints\":[{\"maxSkew\":2,"
                         "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
                         "\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}}},{\"maxSkew\":1,"
@@ -750,6 +779,22 @@ static void test_pod_pod_affinity(void **state)
     assert_string_equal(p->spread[0].topology_key, "zone");
     assert_int_equal(p->spread[0].max_skew, 2);
     assert_string_equal(p->spread[0].selector.match_labels[0].value, "web");
+    assert_int_equal(p->nspread_soft, 1);
+    assert_string_equal(p->spread[1].topology_key, "node");
+    assert_int_equal(p->spread[1].max_skew, 1);
+    fair_kpod_free(p);
+    p = pod_ok(POD_HEAD "},\"spec\":{\"topologySpreadConstraints\":[{\"maxSkew\":1,"
+                        "\"minDomains\":3,\"topologyKey\":\"zone\",\"whenUnsatisfiable\":"
+                        "\"DoNotSchedule\"}],\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(p->problem);
+    assert_int_equal(p->nspread, 1);
+    assert_int_equal(p->spread[0].min_domains, 3);
+    fair_kpod_free(p);
+    p = pod_ok(POD_HEAD "},\"spec\":{\"topologySpreadConstraints\":[{\"maxSkew\":1,"
+                        "\"minDomains\":2,\"topologyKey\":\"zone\",\"whenUnsatisfiable\":"
+                        "\"ScheduleAnyway\"}],\"containers\":[{\"name\":\"c\"}]}}");
+    assert_non_null(p->problem);
+    assert_non_null(strstr(p->problem, "minDomains must be 1 or more, with whenUnsatisfiable"));
     fair_kpod_free(p);
     p = pod_ok(POD_HEAD "},\"spec\":{\"topologySpreadConstraints\":[{\"maxSkew\":0,"
                         "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}],"
@@ -773,6 +818,12 @@ static void test_pod_pod_affinity(void **state)
          "does not parse"},
         {"{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{}}}",
          "want an array"},
+        {"{\"podAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+         "\"weight\":101,\"podAffinityTerm\":{\"topologyKey\":\"zone\"}}]}}",
+         "weight must be 1 to 100"},
+        {"{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+         "\"weight\":1}]}}",
+         "podAffinityTerm"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[1024];
