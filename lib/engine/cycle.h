@@ -48,6 +48,7 @@ enum {
 struct fail_entry {
     int64_t req[FAIR_RES_COUNT];
     const char *model;
+    int pool; /* the search's pool (reclaim in a GPU model pool), -1 */
     const void *sel, *tol;
     size_t nsel, ntol;
 };
@@ -88,6 +89,9 @@ struct acct {
 /* One object's account in one GPU model pool (models.c). */
 struct macct {
     int64_t g, lim, keep, lendable, fs, demand, alloc0, alloc;
+    /* Reclaim (reclaim.c): bound there, not terminating, not evicted; and
+     * reserved there for pods waiting on evictions. */
+    int64_t live, resv;
     /* The object (or a queue's project) has a quota for the model: its
      * pods that name the model are held to its fair share of the pool. */
     bool quota;
@@ -225,9 +229,25 @@ struct eng {
     int64_t mcap[FAIR_MAX_GPU_MODELS], mused[FAIR_MAX_GPU_MODELS];
     /* Per pool: the queues' fair share above what they hold there. */
     int64_t mowed[FAIR_MAX_GPU_MODELS];
+    /* Reclaim: victims grouped by the pool of their node (positions in
+     * vpos, in victim order); pool m's are mvlist[mvoff[m] .. mvoff[m+1]).
+     * It is the second half of vwalk's allocation. */
+    int32_t *mvlist;
+    size_t mvoff[FAIR_MAX_GPU_MODELS + 1];
     bool keeps;                                     /* some object has a non-lendable guarantee */
     bool keep_r[NRES], keep_m[FAIR_MAX_GPU_MODELS]; /* ... of resource r, of pool m */
 };
+
+/* Queue qi's and project pi's accounts in pool m (e->nm > 0). */
+static inline struct macct *eng_qm(const struct eng *e, size_t qi, size_t m)
+{
+    return &e->qm[qi * e->nm + m];
+}
+
+static inline struct macct *eng_pm(const struct eng *e, size_t pi, size_t m)
+{
+    return &e->pm[pi * e->nm + m];
+}
 
 struct ratio {
     int64_t num, den; /* den 0 with num > 0: infinite */

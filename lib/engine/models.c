@@ -143,6 +143,10 @@ int fair_eng_models_setup(struct eng *e)
             q->alloc0 += g;
             pr->alloc0 += g;
             e->mused[m] += g;
+            if (!p->terminating) {
+                q->live += g;
+                pr->live += g;
+            }
         }
     }
     for (size_t m = 0; m < n; m++)

@@ -166,6 +166,34 @@ static void cap_move(struct eng *e, int32_t vi, int sign)
         e->q[v->queue].caplive += sign * v->request.v[GPU];
 }
 
+/* GPU model pools (docs/engine.md, "GPU model pools: reclaim"). The pool
+ * of node rank, -1 (also when there are no pools). */
+static int rank_pool(const struct eng *e, int32_t rank)
+{
+    return e->nm ? e->nmodel[e->pl.nodes[rank].idx] : -1;
+}
+
+/* Pod vi (bound) leaves (sign -1) or comes back (+1) among the live pods
+ * of its node's pool. */
+static void pool_move(struct eng *e, int32_t vi, int sign)
+{
+    const struct fair_pod *v = &e->s->pods[vi];
+    int m = e->nm && v->request.v[GPU] > 0 ? e->nmodel[v->node] : -1;
+    if (m < 0)
+        return;
+    eng_qm(e, (size_t)v->queue, (size_t)m)->live += sign * v->request.v[GPU];
+    eng_pm(e, (size_t)e->q[v->queue].parent, (size_t)m)->live += sign * v->request.v[GPU];
+}
+
+/* Room on node rank reserved (sign 1) or given up (-1) for pod pi. */
+static void pool_reserve(struct eng *e, int32_t pi, int32_t rank, int sign)
+{
+    const struct fair_pod *p = &e->s->pods[pi];
+    int m = p->request.v[GPU] > 0 ? rank_pool(e, rank) : -1;
+    if (m >= 0)
+        eng_qm(e, (size_t)p->queue, (size_t)m)->resv += sign * p->request.v[GPU];
+}
+
 /* e->vwalk from scratch. */
 static void build_walk(struct eng *e)
 {
@@ -193,7 +221,8 @@ static int build_victims(struct eng *e)
     e->vrank = fair_eng_calloc(e, s->npods, sizeof(*e->vrank));
     e->vpos = fair_eng_calloc(e, nv, sizeof(*e->vpos));
     e->vict = fair_eng_calloc(e, nv, sizeof(*e->vict));
-    e->vwalk = fair_eng_calloc(e, nv, sizeof(*e->vwalk));
+    /* With pools, vwalk's second half is e->mvlist (freed with it). */
+    e->vwalk = fair_eng_calloc(e, e->nm ? 2 * nv : nv, sizeof(*e->vwalk));
     e->nplain = fair_eng_calloc(e, s->nnodes, sizeof(*e->nplain));
     e->fbrief = fair_eng_calloc(e, s->nnodes, sizeof(*e->fbrief));
     e->cand = fair_eng_calloc(e, s->nnodes, sizeof(*e->cand));
@@ -278,6 +307,24 @@ static int build_victims(struct eng *e)
     for (size_t qi = s->nqueues; qi-- > 0;)
         e->qvoff[qi + 1] = e->qvoff[qi];
     e->qvoff[0] = 0;
+    if (e->nm) {
+        /* Victims by the pool of their node, in victim order. */
+        e->mvlist = e->vwalk + nv;
+        size_t at[FAIR_MAX_GPU_MODELS + 1] = {0};
+        for (size_t i = 0; i < nv; i++) {
+            int m = rank_pool(e, e->vpos[i].rank);
+            if (m >= 0)
+                at[m + 1]++;
+        }
+        for (size_t m = 0; m < e->nm; m++)
+            at[m + 1] += at[m];
+        memcpy(e->mvoff, at, sizeof(at));
+        for (size_t i = 0; i < nv; i++) {
+            int m = rank_pool(e, e->vpos[i].rank);
+            if (m >= 0)
+                e->mvlist[at[m]++] = (int32_t)i;
+        }
+    }
     build_walk(e);
     for (size_t r = s->nnodes; r-- > 0;)
         e->voff[r + 1] = e->voff[r];
@@ -308,6 +355,10 @@ struct search {
     int64_t budget[NRES]; /* PREEMPT: what the queue must free on top */
     bool fair_share;      /* RECLAIM up to the fair share, not only the guarantee */
     bool plain;           /* set by search_for: the pod has no node constraints */
+    /* RECLAIM in GPU model pool `pool` (the pod names its model and its
+     * queue is owed room there): victims are judged on their fair share
+     * of the pool instead of the GPU total; -1: on the total. */
+    int pool;
 };
 
 /* Index of a search's failure cache: guarantee reclaim, preemption, or
@@ -454,6 +505,27 @@ static bool project_may_lose(const struct eng *e, const struct search *sr, const
     return vq->parent == e->q[sr->qi].parent || vp->live[GPU] - w->gpu >= vp->fs[GPU];
 }
 
+/* Whether GPU victim w's pool may lose it for sr, given tq and tp GPUs
+ * already taken from its queue and project: in a pool search, its queue,
+ * and its project when another project's, stay at or above their fair
+ * share of the pool (this replaces the total test); otherwise, the same
+ * for a queue or project that has a quota for the pool (on top of the
+ * total test). True when there are no pools. */
+static bool pool_may_lose(const struct eng *e, const struct search *sr, int32_t queue, int32_t rank,
+                          int64_t gpu, int64_t tq, int64_t tp)
+{
+    int m = gpu > 0 ? rank_pool(e, rank) : -1;
+    if (m < 0)
+        return true;
+    int32_t vp = e->q[queue].parent;
+    const struct macct *q = eng_qm(e, (size_t)queue, (size_t)m);
+    const struct macct *p = eng_pm(e, (size_t)vp, (size_t)m);
+    bool pool = sr->pool >= 0;
+    if ((pool || q->quota) && q->live - tq - gpu < q->fs)
+        return false;
+    return vp == e->q[sr->qi].parent || !(pool || p->quota) || p->live - tp - gpu >= p->fs;
+}
+
 /* fits_with for one victim, from its record: no pod is read. */
 static bool fits_alone(const struct eng *e, const struct search *sr, int32_t rank,
                        const struct victim *v)
@@ -511,8 +583,11 @@ static bool victim_ok_as(const struct eng *e, const struct search *sr, int32_t v
             return false;
     }
     bool gpu_only = req[GPU] > 0;
+    if (gpu_only && e->nm &&
+        !pool_may_lose(e, sr, queue, e->pl.rank_of[s->pods[vi].node], req[GPU], tq[GPU], tp[GPU]))
+        return false;
     for (int r = 0; r < NRES; r++) {
-        if (gpu_only && r != GPU)
+        if ((gpu_only && r != GPU) || (r == GPU && sr->pool >= 0))
             continue;
         int64_t need = req[r];
         if (need <= 0)
@@ -627,6 +702,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
         struct acct *vq = &e->q[v->queue], *vp = &e->p[vq->parent];
         e->pflags[vi] |= PF_EVICTED;
         cap_move(e, vi, -1);
+        pool_move(e, vi, -1);
         for (int r = 0; r < NRES; r++) {
             e->vsum[t->rank][r] -= v->request.v[r];
             vq->live[r] -= v->request.v[r];
@@ -654,6 +730,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
     fut_apply(e, t->rank, &sr->pod->request, m, 1);
     e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
     e->rrank[sr->pi] = t->rank;
+    pool_reserve(e, sr->pi, t->rank, 1);
     struct acct *q = &e->q[sr->qi], *p = &e->p[q->parent];
     for (int r = 0; r < NRES; r++) {
         q->resv[r] += sr->pod->request.v[r];
@@ -683,12 +760,30 @@ static bool entitled(const struct eng *e, int32_t qi, const struct fair_pod *p)
     return any;
 }
 
+/* Whether pending GPU pod pi, which names the model of a pool, is owed
+ * room in that pool too: its queue stays within min(guaranteed, demand)
+ * of the pool with it (fair_share: within its fair share of the pool).
+ * Then its reclaim judges victims on the pool (struct search, pool). */
+static bool pool_entitled(const struct eng *e, int32_t pi, bool fair_share)
+{
+    const struct fair_pod *p = &e->s->pods[pi];
+    int64_t g = p->request.v[GPU];
+    if (e->nm == 0 || g <= 0 || !p->gpu_model || !p->gpu_model[0] || e->pmodel[pi] < 0)
+        return false;
+    const struct macct *a = eng_qm(e, (size_t)p->queue, (size_t)e->pmodel[pi]);
+    int64_t owed = fair_share ? a->fs : a->g < a->demand ? a->g : a->demand;
+    return a->live + a->resv + g <= owed;
+}
+
 /* Whether a search for pod can be skipped after one failed for f: same
  * constraints, and a request at least as big everywhere. Victims only get
  * fewer during the phase, so it would fail again (pods left out are looked
  * at next cycle). */
-static bool same_shape_or_bigger(const struct fail_entry *f, const struct fair_pod *p)
+static bool same_shape_or_bigger(const struct fail_entry *f, const struct search *sr)
 {
+    const struct fair_pod *p = sr->pod;
+    if (f->pool != sr->pool)
+        return false;
     for (int r = 0; r < NRES; r++)
         if (p->request.v[r] < f->req[r])
             return false;
@@ -720,7 +815,7 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     sr->plain = sr->pod->nnode_selector == 0 && sr->pod->ntolerations == 0 &&
                 (!sr->pod->gpu_model || !sr->pod->gpu_model[0]) && !cons;
     for (int i = 0; i < q->nfail[m] && !holder && !cons; i++)
-        if (same_shape_or_bigger(&q->fail[m][i], sr->pod))
+        if (same_shape_or_bigger(&q->fail[m][i], sr))
             return 0;
     if (e->searches >= MAX_SEARCHES)
         return 0;
@@ -740,11 +835,15 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
     bool pre = sr->mode == M_PREEMPT;
     if (!pre && e->walk_stale)
         build_walk(e);
-    size_t from = pre ? e->qvoff[sr->qi] : 0, to = pre ? e->qvoff[sr->qi + 1] : e->nwalk;
+    /* A pool search walks the victims on the pool's nodes (their queues
+     * are judged on the pool, not on the total). */
+    bool pooled = !pre && sr->pool >= 0;
+    size_t from = pre ? e->qvoff[sr->qi] : pooled ? e->mvoff[sr->pool] : 0;
+    size_t to = pre ? e->qvoff[sr->qi + 1] : pooled ? e->mvoff[sr->pool + 1] : e->nwalk;
     for (size_t i = from; i < to && !have && !e->damp; i++) {
         /* Reclaim walks the victims its queues may lose, by their records:
          * the pods are not read until a node is worth a look. */
-        size_t k = (size_t)(pre ? e->qvlist[i] : e->vwalk[i]);
+        size_t k = (size_t)(pre ? e->qvlist[i] : pooled ? e->mvlist[i] : e->vwalk[i]);
         const struct vpos *w = &e->vpos[k];
         const struct victim *v = &e->vict[k];
         int32_t r = w->rank;
@@ -757,7 +856,8 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
             if (w->queue != sr->qi)
                 continue;
         } else if (w->queue == sr->qi || (v->capped && !capped_may_go(e, w)) ||
-                   !queue_may_lose(e, w) || !project_may_lose(e, sr, w) ||
+                   (!pooled && (!queue_may_lose(e, w) || !project_may_lose(e, sr, w))) ||
+                   (e->nm && !pool_may_lose(e, sr, w->queue, w->rank, w->gpu, 0, 0)) ||
                    (sr->fair_share && !v->old)) {
             continue;
         } else {
@@ -811,6 +911,7 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         struct fail_entry *f = &q->fail[m][q->fail_next[m]];
         memcpy(f->req, req, sizeof(f->req));
         f->model = sr->pod->gpu_model;
+        f->pool = sr->pool;
         f->sel = sr->pod->node_selector;
         f->nsel = sr->pod->nnode_selector;
         f->tol = sr->pod->tolerations;
@@ -829,6 +930,7 @@ static void unreserve(struct eng *e, int32_t pi)
     const struct fair_pod *p = &e->s->pods[pi];
     struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
     fut_apply(e, e->rrank[pi], &p->request, e->masks[pi], -1);
+    pool_reserve(e, pi, e->rrank[pi], -1);
     for (int r = 0; r < NRES; r++) {
         q->resv[r] -= p->request.v[r];
         pr->resv[r] -= p->request.v[r];
@@ -846,6 +948,7 @@ static void unevict(struct eng *e, int32_t vi)
     e->walk_stale = true;                          /* its queue's live grows back */
     bool listed = !(e->pflags[vi] & PF_GANG_CORE); /* a gang's core is in no vsum */
     cap_move(e, vi, +1);
+    pool_move(e, vi, +1);
     for (int r = 0; r < NRES; r++) {
         q->live[r] += v->request.v[r];
         pr->live[r] += v->request.v[r];
@@ -890,7 +993,7 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     size_t j = 0;
     for (; j < nu; j++) {
         int32_t mi = e->order[e->gmem[g->first + j]];
-        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false, false};
+        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false, false, -1};
         bool found = false;
         int rc = search_for(e, &sr, &found);
         if (rc)
@@ -1132,13 +1235,17 @@ int fair_eng_reclaim_phase(struct eng *e)
             }
             if (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_FAIR_SHARE)
                 continue;
-            struct search sr = {p, pi, qi, M_RECLAIM, {0}, false, false};
+            struct search sr = {p, pi, qi, M_RECLAIM, {0}, false, false, -1};
             bool found = false, owed = false, held = false;
             if (why == FAIR_PENDING_NO_NODE_FITS) {
                 owed = entitled(e, qi, p) && !fair_eng_over(q->live, q->resv, p->request.v, q->fs);
+                if (owed && pool_entitled(e, pi, false))
+                    sr.pool = e->pmodel[pi];
                 if (!owed && entitled_fair_share(e, qi, p, &held)) {
                     owed = true;
                     sr.fair_share = true;
+                    if (pool_entitled(e, pi, true))
+                        sr.pool = e->pmodel[pi];
                 }
                 if (owed) {
                     rc = search_for(e, &sr, &found);
@@ -1150,6 +1257,7 @@ int fair_eng_reclaim_phase(struct eng *e)
             if (!found && q->has_victim && q->minvprio < p->priority) {
                 sr.mode = M_PREEMPT;
                 sr.fair_share = false;
+                sr.pool = -1;
                 for (int r = 0; r < NRES; r++) {
                     int64_t b = q->live[r] + q->resv[r] + p->request.v[r] - q->fs[r];
                     sr.budget[r] = b > 0 ? b : 0;
@@ -1407,6 +1515,7 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
         bool listed = !(e->pflags[vi] & PF_GANG_CORE); /* extras are in vsum */
         e->pflags[vi] |= PF_EVICTED;
         cap_move(e, vi, -1);
+        pool_move(e, vi, -1);
         for (int r = 0; r < NRES; r++) {
             if (listed)
                 e->vsum[vr][r] -= v->request.v[r];
@@ -1427,6 +1536,7 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
     fut_apply(e, rank, &sr->pod->request, mask, 1);
     e->masks[sr->pi] = mask;
     e->rrank[sr->pi] = rank;
+    pool_reserve(e, sr->pi, rank, 1);
     struct acct *q = &e->q[sr->qi], *p = &e->p[q->parent];
     for (int r = 0; r < NRES; r++) {
         q->resv[r] += sr->pod->request.v[r];

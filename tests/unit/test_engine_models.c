@@ -358,6 +358,119 @@ static void test_gang_model_limit(void **state)
     }
 }
 
+/* GPUs of queue q evicted from nodes of model `model`. */
+static int64_t evicted_on(const struct ts *t, int q, const char *model)
+{
+    int64_t a = 0;
+    for (size_t i = 0; i < t->res.nactions; i++) {
+        const struct fair_action *x = &t->res.actions[i];
+        if (x->kind == FAIR_ACTION_EVICT && t->pods[x->pod].queue == q &&
+            strcmp(t->nodes[x->node].gpu_model, model) == 0)
+            a += t->pods[x->pod].request.v[FAIR_RES_GPU];
+    }
+    return a;
+}
+
+/* One A100 node and one H100 node of 8 GPUs each. */
+static void one_per_pool(struct ts *t)
+{
+    ts_node(t, "a100-0", 8);
+    int h = ts_node(t, "h100-0", 8);
+    t->nodes[h].gpu_model = "H100";
+}
+
+/* Reclaim per pool: a is guaranteed gpu/H100: 8; b (gpu: 8, no model)
+ * holds the 8 H100s, within its total fair share (8 of 16) but above its
+ * H100 share (0: a's guarantee is the whole pool). a's pods that name
+ * H100 take the H100s back; b keeps its total share on the A100s. */
+static void test_reclaim_in_pool(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    one_per_pool(t);
+    int a = ts_team(t, "a", 0, 1), b = ts_team(t, "b", 8 * G, 1);
+    struct fair_model_quota ma[] = {{.model = "H100", .guaranteed = 8 * G}};
+    set_models(t, a, ma, 1);
+    for (int i = 0; i < 8; i++)
+        ts_bound(t, b, G, 1, (uint64_t)1 << i, 0);
+    int first = -1;
+    for (int i = 0; i < 8; i++) {
+        int p = ts_pod(t, a, G);
+        t->pods[p].gpu_model = "H100";
+        if (first < 0)
+            first = p;
+    }
+    assert_int_equal(ts_run(t), 0);
+    /* The total alone would not allow it: b is within its fair share. */
+    assert_int_equal(t->res.queues[b].fair_share.v[FAIR_RES_GPU], 8 * G);
+    assert_int_equal(qmodel(t, b, "H100")->fair_share, 0);
+    assert_int_equal(qmodel(t, a, "H100")->fair_share, 8 * G);
+    assert_int_equal(evicted_on(t, b, "H100"), 8 * G);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(t->res.pending_reasons[first + i], FAIR_PENDING_WAITING_RECLAIM);
+    ts_free(t);
+}
+
+/* The pool floor guards a victim's model guarantee: b is guaranteed
+ * gpu/H100: 8, holds the 8 H100s and borrows the 8 A100s (above its
+ * total fair share). a (gpu: 8, no model) is owed room on the total: its
+ * pods that name H100 take nothing (b is within its H100 guarantee);
+ * its pods that name no model take the A100s b borrows. */
+static void test_reclaim_keeps_pool_guarantee(void **state)
+{
+    (void)state;
+    for (int named = 1; named >= 0; named--) {
+        struct ts *t = ts_new();
+        one_per_pool(t);
+        int a = ts_team(t, "a", 8 * G, 1), b = ts_team(t, "b", 0, 1);
+        struct fair_model_quota mb[] = {{.model = "H100", .guaranteed = 8 * G}};
+        set_models(t, b, mb, 1);
+        for (int i = 0; i < 16; i++)
+            ts_bound(t, b, G, i / 8, (uint64_t)1 << (i % 8), 0);
+        int first = -1;
+        for (int i = 0; i < 4; i++) {
+            int p = ts_pod(t, a, G);
+            if (named)
+                t->pods[p].gpu_model = "H100";
+            if (first < 0)
+                first = p;
+        }
+        assert_int_equal(ts_run(t), 0);
+        assert_true(t->res.queues[b].fair_share.v[FAIR_RES_GPU] < 16 * G);
+        assert_int_equal(evicted_on(t, b, "H100"), 0);
+        if (named) {
+            assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+            assert_int_equal(t->res.pending_reasons[first], FAIR_PENDING_NO_NODE_FITS);
+        } else {
+            assert_int_equal(evicted_on(t, b, "A100"), 4 * G);
+            assert_int_equal(t->res.pending_reasons[first], FAIR_PENDING_WAITING_RECLAIM);
+        }
+        ts_free(t);
+    }
+}
+
+/* a is within its H100 guarantee (4 of 4 held): its further H100 pods
+ * take nothing from b, which holds its own 4 H100s within its guarantee. */
+static void test_no_reclaim_within_pool_guarantees(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    one_per_pool(t);
+    int a = ts_team(t, "a", 0, 1), b = ts_team(t, "b", 0, 1);
+    struct fair_model_quota ma[] = {{.model = "H100", .guaranteed = 4 * G}};
+    struct fair_model_quota mb[] = {{.model = "H100", .guaranteed = 4 * G}};
+    set_models(t, a, ma, 1);
+    set_models(t, b, mb, 1);
+    for (int i = 0; i < 8; i++)
+        ts_bound(t, i < 4 ? a : b, G, 1, (uint64_t)1 << i, 0);
+    for (int i = 0; i < 4; i++)
+        t->pods[ts_pod(t, a, G)].gpu_model = "H100";
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+    ts_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +486,9 @@ int main(void)
         cmocka_unit_test(test_lending_limit_model),
         cmocka_unit_test(test_no_model_quota_no_pools),
         cmocka_unit_test(test_gang_model_limit),
+        cmocka_unit_test(test_reclaim_in_pool),
+        cmocka_unit_test(test_reclaim_keeps_pool_guarantee),
+        cmocka_unit_test(test_no_reclaim_within_pool_guarantees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
