@@ -1,5 +1,6 @@
 /* System and manual clocks, and RFC 3339 time conversion (see clock.h). */
 #include "base/clock.h"
+#include "base/tz.h"
 #include "base/error.h"
 
 #include <stdio.h>
@@ -39,18 +40,6 @@ void fair_clock_manual_init(struct fair_clock *c, int64_t *now_ms)
     c->now_ms = manual_now;
     c->monotonic_ms = manual_now;
     c->ctx = now_ms;
-}
-
-/* Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's
- * algorithm), so that parsing needs neither timegm() nor the TZ. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
 }
 
 static int digits(const char *s, int n, int *out)
@@ -106,7 +95,7 @@ int fair_time_parse_rfc3339(const char *s, int64_t *out_ms)
     }
     if (*p != '\0')
         return FAIR_EINVAL;
-    int64_t days = days_from_civil(Y, M, D);
+    int64_t days = fair_days_from_civil(Y, M, D);
     int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_min * 60;
     *out_ms = secs * 1000 + ms;
     return 0;

@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/tz.h"
 
 #define DAY FAIR_LEDGER_DAY_MS
 
@@ -115,29 +116,12 @@ bad:
 
 /* ---- calendar days, zones and relative dates ---- */
 
-/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (m 1..12),
- * with March-based years so that February's length comes last. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
+/* The civil calendar is base/tz.h's (fair_days_from_civil). */
 static void civil_from_days(int64_t z, int *y, int *m, int *d)
 {
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = (int)(yoe + era * 400 + (*m <= 2));
+    int64_t yy;
+    fair_civil_from_days(z, &yy, m, d);
+    *y = (int)yy;
 }
 
 #define MAX_OFFSET_MIN (18 * 60)
@@ -164,7 +148,7 @@ int fair_report_day_start(const struct fair_report_zone *z, int y, int m, int d,
         m = 1, y++;
     if (y < 1 || y > 9999 || m < 1 || m > 12 || d < 1 || d > 31)
         return fair_error_set(err, FAIR_EINVAL, "date %d-%d-%d out of range", y, m, d);
-    int64_t local = days_from_civil(y, m, d) * DAY; /* local midnight, as if it were UTC */
+    int64_t local = fair_days_from_civil(y, m, d) * DAY; /* local midnight, as if it were UTC */
     /* The offsets in force a day and a half before and after: a zone
      * changes its offset at most once in three days. Each candidate
      * instant is right when the zone has that offset then. */
