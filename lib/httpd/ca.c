@@ -1,6 +1,7 @@
 /* The webhook's certificate authority (see ca.h): a CA and a serving
  * certificate made in memory, written and read as PEM. */
 #include "httpd/ca.h"
+#include "httpd/cert.h"
 
 #include <arpa/inet.h>
 #include <openssl/bio.h>
@@ -16,17 +17,6 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
-
-static const char *ssl_reason(char *buf, size_t n)
-{
-    unsigned long e = ERR_peek_last_error();
-    if (!e)
-        snprintf(buf, n, "unknown OpenSSL error");
-    else
-        ERR_error_string_n(e, buf, n);
-    ERR_clear_error();
-    return buf;
-}
 
 static void wipe_free(char *s)
 {
@@ -156,7 +146,8 @@ int fair_ca_issue(const char *const *names, size_t n, int64_t now_s, int64_t val
              add_ext(leaf, ca, NID_subject_alt_name, fair_buf_str(&san)) &&
              X509_sign(leaf, ca_key, EVP_sha256()) > 0;
     if (!ok) {
-        rc = fair_error_set(err, FAIR_ETLS, "webhook certificate: %s", ssl_reason(why, sizeof why));
+        rc = fair_error_set(err, FAIR_ETLS, "webhook certificate: %s",
+                            fair_ssl_reason(why, sizeof why));
         goto out;
     }
     out->ca_cert = pem_of(ca, NULL);

@@ -22,8 +22,7 @@
 
 #define MAX_NAMES 32
 
-/* The last OpenSSL error in words (the queue is cleared). */
-static const char *ssl_reason(char *buf, size_t n)
+const char *fair_ssl_reason(char *buf, size_t n)
 {
     unsigned long e = ERR_peek_last_error();
     if (!e)
@@ -100,12 +99,12 @@ int fair_cert_load_pem(const char *name, const char *cert_pem, size_t cert_len, 
     leaf = PEM_read_bio_X509(cb, NULL, no_password, NULL);
     if (!leaf) {
         rc = fair_error_set(err, FAIR_ETLS, "%s: no PEM certificate (%s)", name,
-                            ssl_reason(why, sizeof why));
+                            fair_ssl_reason(why, sizeof why));
         goto out;
     }
     if (SSL_CTX_use_certificate(ctx, leaf) != 1) {
         rc = fair_error_set(err, FAIR_ETLS, "%s: unusable certificate (%s)", name,
-                            ssl_reason(why, sizeof why));
+                            fair_ssl_reason(why, sizeof why));
         goto out;
     }
     /* Intermediates, in order, until the text ends. */
@@ -122,7 +121,7 @@ int fair_cert_load_pem(const char *name, const char *cert_pem, size_t cert_len, 
         if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {
             X509_free(ca);
             rc = fair_error_set(err, FAIR_ETLS, "%s: bad intermediate certificate %d (%s)", name,
-                                i + 1, ssl_reason(why, sizeof why));
+                                i + 1, fair_ssl_reason(why, sizeof why));
             goto out;
         }
     }
@@ -132,7 +131,7 @@ int fair_cert_load_pem(const char *name, const char *cert_pem, size_t cert_len, 
         rc = fair_error_set(err, FAIR_ETLS,
                             "%s: no unencrypted PEM private key (%s); keys with a passphrase "
                             "are not supported",
-                            name, ssl_reason(why, sizeof why));
+                            name, fair_ssl_reason(why, sizeof why));
         goto out;
     }
     if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
@@ -230,7 +229,7 @@ int fair_cert_self_signed(const char *const *names, size_t n, struct ssl_ctx_st 
     ctx = new_server_ctx();
     if (!key || !cert || !ctx) {
         rc = fair_error_set(err, FAIR_ENOMEM, "self-signed certificate: %s",
-                            ssl_reason(why, sizeof why));
+                            fair_ssl_reason(why, sizeof why));
         goto out;
     }
     unsigned char serial[16];
@@ -258,7 +257,7 @@ int fair_cert_self_signed(const char *const *names, size_t n, struct ssl_ctx_st 
          X509_sign(cert, key, EVP_sha256()) > 0;
     if (!ok || SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
         rc = fair_error_set(err, FAIR_ETLS, "self-signed certificate: %s",
-                            ssl_reason(why, sizeof why));
+                            fair_ssl_reason(why, sizeof why));
         goto out;
     }
     fill_info(cert, true, info);

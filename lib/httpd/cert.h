@@ -34,6 +34,9 @@ struct fair_cert_info {
     bool self_signed;
 };
 
+/* The last OpenSSL error in words, in buf (the error queue is cleared). */
+const char *fair_ssl_reason(char *buf, size_t n);
+
 /* A server context from cert_file (a PEM certificate, optionally followed
  * by its intermediates) and key_file (the matching PEM private key). Errors
  * name the file and what is wrong with it. info may be NULL. */
