@@ -314,6 +314,19 @@ int fair_eng_check_objects(struct eng *e);
 /* shares.c: capacity, per-queue accounting, fair share level by level. */
 int fair_eng_compute_capacity(struct eng *e);
 void fair_eng_account_pods(struct eng *e);
+/* Working arrays of one fair-share pass over projects or queues, sized
+ * max(projects, queues) (shares.c, models.c). */
+struct share_ws {
+    struct fair_share_child *ch;
+    void *scratch;
+    int64_t *val, *out;
+    const char **names;
+    size_t *ids;
+    size_t n;
+};
+/* 0, or FAIR_ENOMEM with nothing left to free; counted in e->bytes. */
+int fair_eng_share_ws_init(struct eng *e, struct share_ws *w);
+void fair_eng_share_ws_free(struct share_ws *w);
 int fair_eng_compute_fair_share(struct eng *e);
 
 /* admit.c: admission order, the queue heap, limits, passes 1 and 2. */

@@ -232,17 +232,16 @@ int fair_eng_models_fair_share(struct eng *e)
         e->keeps |= e->keep_r[r];
     if (e->nm == 0)
         return 0;
-    size_t n = s->nprojects > s->nqueues ? s->nprojects : s->nqueues;
     int rc = FAIR_ENOMEM;
-    struct fair_share_child *ch = fair_calloc(n ? n : 1, sizeof(*ch));
-    void *scratch = fair_calloc(1, FAIR_SHARE_SCRATCH(n ? n : 1));
-    int64_t *val = fair_calloc(n ? n : 1, sizeof(int64_t));
-    int64_t *out = fair_calloc(n ? n : 1, sizeof(int64_t));
-    const char **names = fair_calloc(n ? n : 1, sizeof(char *));
-    size_t *ids = fair_calloc(n ? n : 1, sizeof(size_t));
-    if (!ch || !scratch || !val || !out || !names || !ids)
+    struct share_ws w;
+    bool have_ws = fair_eng_share_ws_init(e, &w) == 0;
+    struct fair_share_child *ch = w.ch;
+    void *scratch = w.scratch;
+    int64_t *val = w.val, *out = w.out;
+    const char **names = w.names;
+    size_t *ids = w.ids;
+    if (!have_ws)
         goto out;
-    e->bytes += n * (sizeof(*ch) + 3 * sizeof(int64_t) + sizeof(size_t)) + FAIR_SHARE_SCRATCH(n);
     /* Project demand per pool: its queues', each capped by the queue's
      * model limit, capped by the project's. */
     for (size_t i = 0; i < s->nqueues; i++) {
@@ -299,12 +298,7 @@ int fair_eng_models_fair_share(struct eng *e)
         e->keeps |= e->keep_m[m];
     rc = 0;
 out:
-    fair_free(ch);
-    fair_free(scratch);
-    fair_free(val);
-    fair_free(out);
-    fair_free(names);
-    fair_free(ids);
+    fair_eng_share_ws_free(&w);
     return rc;
 }
 

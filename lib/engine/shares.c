@@ -79,21 +79,51 @@ void fair_eng_account_pods(struct eng *e)
         memcpy(e->p[i].alloc, e->p[i].alloc0, sizeof(e->p[i].alloc));
 }
 
-int fair_eng_compute_fair_share(struct eng *e)
+int fair_eng_share_ws_init(struct eng *e, struct share_ws *w)
 {
     const struct fair_snapshot *s = e->s;
     size_t n = s->nprojects > s->nqueues ? s->nprojects : s->nqueues;
+    size_t k = n ? n : 1;
+    w->n = n;
+    w->ch = fair_calloc(k, sizeof(*w->ch));
+    w->scratch = fair_calloc(1, FAIR_SHARE_SCRATCH(k));
+    w->val = fair_calloc(k, sizeof(int64_t));
+    w->out = fair_calloc(k, sizeof(int64_t));
+    w->names = fair_calloc(k, sizeof(char *));
+    w->ids = fair_calloc(k, sizeof(size_t));
+    if (!w->ch || !w->scratch || !w->val || !w->out || !w->names || !w->ids) {
+        fair_eng_share_ws_free(w);
+        return FAIR_ENOMEM;
+    }
+    e->bytes += n * (sizeof(*w->ch) + 3 * sizeof(int64_t) + sizeof(size_t)) + FAIR_SHARE_SCRATCH(n);
+    return 0;
+}
+
+void fair_eng_share_ws_free(struct share_ws *w)
+{
+    fair_free(w->ch);
+    fair_free(w->scratch);
+    fair_free(w->val);
+    fair_free(w->out);
+    fair_free(w->names);
+    fair_free(w->ids);
+    memset(w, 0, sizeof *w);
+}
+
+int fair_eng_compute_fair_share(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
     int rc = FAIR_ENOMEM;
-    struct fair_share_child *ch = fair_calloc(n ? n : 1, sizeof(*ch));
-    void *scratch = fair_calloc(1, FAIR_SHARE_SCRATCH(n ? n : 1));
-    int64_t *val = fair_calloc(n ? n : 1, sizeof(int64_t));
-    int64_t *out = fair_calloc(n ? n : 1, sizeof(int64_t));
-    const char **names = fair_calloc(n ? n : 1, sizeof(char *));
-    size_t *ids = fair_calloc(n ? n : 1, sizeof(size_t));
+    struct share_ws w;
+    bool have_ws = fair_eng_share_ws_init(e, &w) == 0;
+    struct fair_share_child *ch = w.ch;
+    void *scratch = w.scratch;
+    int64_t *val = w.val, *out = w.out;
+    const char **names = w.names;
+    size_t *ids = w.ids;
     int64_t *uw = NULL;
-    if (!ch || !scratch || !val || !out || !names || !ids)
+    if (!have_ws)
         goto out;
-    e->bytes += n * (sizeof(*ch) + 3 * sizeof(int64_t) + sizeof(size_t)) + FAIR_SHARE_SCRATCH(n);
     const int64_t *cap = e->res->capacity.v;
     /* Project demand: the sum of its queues', capped by its limit. */
     for (size_t i = 0; i < s->nqueues; i++) {
@@ -219,12 +249,7 @@ int fair_eng_compute_fair_share(struct eng *e)
     }
     rc = 0;
 out:
-    fair_free(ch);
-    fair_free(scratch);
-    fair_free(val);
-    fair_free(out);
-    fair_free(names);
-    fair_free(ids);
+    fair_eng_share_ws_free(&w);
     fair_free(uw);
     return rc;
 }
