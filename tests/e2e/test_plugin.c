@@ -69,21 +69,25 @@ static void test_chart_server_dry_run(void **state)
 {
     (void)state;
     NEED_KUBECTL();
-    char ns[128], nsarg[160], lease[200], file[512];
+    char ns[128], nsarg[160], lease[200], resv[200], whns[200], file[512];
     e2e_scenario_begin("chart", ns, sizeof ns);
     e2e_namespace(ns);
     /* Rendered into a namespace of its own (the release namespace), the
-     * lease there too; every optional object on except the ServiceMonitor,
-     * whose CRD (prometheus-operator's) the plane does not have. */
+     * lease, the reservation pods and the webhook's Secret there too; every
+     * optional object on except the ServiceMonitor, whose CRD
+     * (prometheus-operator's) the plane does not have. */
     snprintf(nsarg, sizeof nsarg, "--namespace=%s", ns);
     snprintf(lease, sizeof lease, "config.leaderElection.leaseNamespace=%s", ns);
+    snprintf(resv, sizeof resv, "config.fractions.reservationNamespace=%s", ns);
+    snprintf(whns, sizeof whns, "config.webhook.namespace=%s", ns);
     snprintf(file, sizeof file, "%s/chart-%s.yaml", e2e_dir(), ns);
     struct fair_buf out;
     fair_buf_init(&out, 4 << 20);
     int rc = run(&out, false,
                  (const char *[]){"/usr/bin/env", "python3", "scripts/render-chart.py",
                                   "charts/fairshare", nsarg, "--name=fairshare", "--include-crds",
-                                  "--set", lease, "--set", "replicas=3", NULL});
+                                  "--set", lease, "--set", resv, "--set", whns, "--set",
+                                  "replicas=3", NULL});
     if (rc == 127 || rc == 126)
         skip();
     if (rc != 0)
