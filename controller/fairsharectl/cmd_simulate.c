@@ -13,7 +13,9 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/tz.h"
 #include "cmd.h"
 #include "sim/bound.h"
 #include "sim/config.h"
@@ -63,6 +65,12 @@ static void usage(FILE *f)
             "                        usage decayed with this half-life (fairShare.\n"
             "                        usageHalfLife; a Project's spec.usageHalfLife wins);\n"
             "                        0 (default): off\n"
+            "  --start T             wall time (RFC 3339) of the trace's time 0,\n"
+            "                        for Projects' and Queues' spec.schedule windows\n"
+            "                        and Projects' spec.budget periods;\n"
+            "                        2026-01-05T00:00:00Z (a Monday)\n"
+            "  --time-zone Z         the controller's timeZone: budget periods and\n"
+            "                        windows without a timeZone; UTC\n"
             "  --lend-max-runtime S  a GPU pod may borrow beyond its queue's guarantee\n"
             "                        only when it declares a run time of at most S\n"
             "                        seconds, or checkpoints; 0 (default): any pod\n"
@@ -145,6 +153,8 @@ static const char *trace_label(const char *path, char *buf, size_t n)
 struct opts {
     const char *nodes, *pods, *projects, *compare, *out, *label, *arrivals;
     const char *placement;
+    const char *time_zone; /* --time-zone; NULL: UTC */
+    int64_t start_wall_ms; /* --start; -1: the default */
     uint64_t seed, cycle_s, repeats, stop, speedup, horizon_h, checkpoint_min;
     uint64_t oq_threshold, oq_min_runtime_s, max_evictions, hold_s, half_life_h;
     uint64_t lend_max_s, declared_none;
@@ -737,6 +747,10 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
         so.declared_pct = o->declared_pct;
         so.declared_buckets = o->declared_buckets != 0;
         so.declared_none_pct = (int32_t)o->declared_none;
+        if (o->start_wall_ms >= 0)
+            so.start_wall_ms = o->start_wall_ms;
+        if (o->time_zone)
+            snprintf(so.time_zone, sizeof so.time_zone, "%s", o->time_zone);
         fair_sim_config_reclaim_default(&cfg[i], o->reclaim);
         double t0 = now_s();
         if (fair_sim_replay(t, &cfg[i], queue_of[i], &so, &runs[i], &err)) {
@@ -824,7 +838,9 @@ int fair_cmd_simulate(int argc, char **argv)
         O_LEND_MAX,
         O_DECLARED,
         O_DECLARED_BUCKETS,
-        O_DECLARED_NONE
+        O_DECLARED_NONE,
+        O_START,
+        O_TIME_ZONE
     };
     static const struct option longopts[] = {
         {"nodes", required_argument, NULL, O_NODES},
@@ -845,6 +861,8 @@ int fair_cmd_simulate(int argc, char **argv)
         {"max-evictions", required_argument, NULL, O_MAX_EVICTIONS},
         {"node-hold-timeout", required_argument, NULL, O_HOLD},
         {"usage-half-life-hours", required_argument, NULL, O_HALF_LIFE},
+        {"start", required_argument, NULL, O_START},
+        {"time-zone", required_argument, NULL, O_TIME_ZONE},
         {"lend-max-runtime", required_argument, NULL, O_LEND_MAX},
         {"declared-runtime", required_argument, NULL, O_DECLARED},
         {"declared-runtime-buckets", no_argument, NULL, O_DECLARED_BUCKETS},
@@ -862,7 +880,8 @@ int fair_cmd_simulate(int argc, char **argv)
     /* The engine's reclaim settings default to the controller's. */
     struct fair_sim_opts dflt;
     fair_sim_opts_default(&dflt);
-    struct opts o = {.seed = 1,
+    struct opts o = {.start_wall_ms = -1,
+                     .seed = 1,
                      .cycle_s = 10,
                      .speedup = 1,
                      .repeats = 3,
@@ -966,6 +985,20 @@ int fair_cmd_simulate(int argc, char **argv)
             if (parse_u64(optarg, 87840, &o.half_life_h))
                 bad = "--usage-half-life-hours wants a number of hours in 0..87840";
             break;
+        case O_START:
+            if (fair_time_parse_rfc3339(optarg, &o.start_wall_ms) || o.start_wall_ms < 0)
+                bad = "--start wants an RFC 3339 time such as 2026-01-05T00:00:00Z";
+            break;
+        case O_TIME_ZONE: {
+            struct fair_error zerr = {0};
+            struct fair_tz *z = NULL;
+            if (fair_tz_load(optarg, &z, &zerr))
+                bad = "--time-zone wants an IANA zone name such as Europe/Berlin";
+            else
+                o.time_zone = optarg;
+            fair_tz_free(z);
+            break;
+        }
         case O_LEND_MAX:
             if (parse_u64(optarg, 30 * 86400, &o.lend_max_s))
                 bad = "--lend-max-runtime wants a number of seconds in 0..2592000";

@@ -10,9 +10,13 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/tz.h"
+#include "ctl/timequota.h"
 #include "sim/engine_place.h"
 
 #define INF INT64_MAX
+#define SIM_MAX_ZONES 64
+#define WINDOW_HORIZON_MS (8 * 86400000LL)
 
 enum { J_FUTURE = 0, J_PENDING, J_RUNNING, J_DONE };
 
@@ -97,6 +101,20 @@ struct replay {
     int64_t *half_life;
     int64_t usage_t;
     bool any_usage;
+    /* Time windows and budgets (opts.start_wall_ms): the queues handed to
+     * the engine; the zones loaded (tz: opts.time_zone's); per project the
+     * budget's period [bfrom, bto) in wall time, its use (milli-GPU x ms)
+     * and whether its pending pods are held (action block); the next
+     * window switch or period end in simulated time (INF: none). */
+    bool any_time, any_budget;
+    struct fair_queue *queues;
+    struct fair_tz *tz;
+    struct fair_tz *zones[SIM_MAX_ZONES];
+    char zone_names[SIM_MAX_ZONES][FAIR_TZ_NAME_MAX + 1];
+    size_t nzones;
+    int64_t *bused, *bfrom, *bto, *palloc;
+    bool *blocked, *spent;
+    int64_t win_next;
 };
 
 void fair_sim_opts_default(struct fair_sim_opts *o)
@@ -106,6 +124,7 @@ void fair_sim_opts_default(struct fair_sim_opts *o)
     o->over_quota_min_runtime_ms = 60000;
     o->max_evictions = 3;
     o->hold_timeout_ms = 600000;
+    o->start_wall_ms = 1767571200000LL; /* 2026-01-05T00:00:00Z, a Monday */
 }
 
 int64_t fair_sim_declared_ms(const struct fair_sim_trace *t, size_t j,
@@ -267,6 +286,11 @@ static int advance(struct replay *r, int64_t T)
         r->run->idle_fit.gpu_ms += r->idle_all * dt;
         r->run->idle_fit_admissible.gpu_ms += r->idle_adm * dt;
         r->run->held_idle_gpu_ms += r->idle_held * dt;
+        for (size_t q = 0; r->any_budget && q < r->nq; q++) {
+            int32_t p = r->cfg->queues[q].project;
+            if (p >= 0 && (size_t)p < r->cfg->nprojects)
+                r->bused[p] += r->q[q].alloc * dt;
+        }
         for (size_t q = 0; q < r->nq; q++) {
             struct qstate *s = &r->q[q];
             if (s->guar <= 0 || s->alloc + s->pend_gpu < s->guar)
@@ -579,6 +603,151 @@ static void decay_usage(struct replay *r)
     r->usage_t = r->now;
 }
 
+/* ---- Time windows and budgets (issue 15 items 4-5) ----
+ * The controller's rules (ctl/timequota.h) on the simulated clock mapped
+ * to wall time: the spec in force is re-read at every cycle and at every
+ * window switch, budget period end and budget exhaustion (events of the
+ * replay), as the controller re-reads it every cycle. */
+
+static int64_t wall_of(const struct replay *r, int64_t t)
+{
+    return r->opts.start_wall_ms + t;
+}
+
+/* The zone called name ("": opts.time_zone's), loaded once. */
+static int zone_get(struct replay *r, const char *name, const struct fair_tz **out,
+                    struct fair_error *err)
+{
+    if (!name || !*name) {
+        *out = r->tz;
+        return 0;
+    }
+    for (size_t i = 0; i < r->nzones; i++)
+        if (!strcmp(r->zone_names[i], name)) {
+            *out = r->zones[i];
+            return 0;
+        }
+    if (r->nzones >= SIM_MAX_ZONES)
+        return fair_error_set(err, FAIR_ERANGE, "simulator: more than %d time zones",
+                              SIM_MAX_ZONES);
+    int rc = fair_tz_load(name, &r->zones[r->nzones], err);
+    if (rc)
+        return fair_error_prefix(err, "simulator: spec.schedule timeZone: ");
+    snprintf(r->zone_names[r->nzones], sizeof r->zone_names[0], "%s", name);
+    *out = r->zones[r->nzones++];
+    return 0;
+}
+
+/* The spec's quota under the window of tm active at wall time wall, into
+ * *q (guarantees, limits, weight); notes the next switch in win_next. */
+static int window_eff(struct replay *r, const struct fair_ktime *tm, const struct fair_kquota *spec,
+                      int64_t wall, struct fair_quota *q, struct fair_error *err)
+{
+    if (!tm || !tm->nwindows)
+        return 0;
+    const struct fair_tz *zs[FAIR_KWINDOW_MAX];
+    size_t n = tm->nwindows < FAIR_KWINDOW_MAX ? tm->nwindows : FAIR_KWINDOW_MAX;
+    for (size_t w = 0; w < n; w++) {
+        int rc = zone_get(r, tm->windows[w].time_zone, &zs[w], err);
+        if (rc)
+            return rc;
+    }
+    int a = fair_ctl_window_active(tm->windows, n, zs, wall);
+    struct fair_kquota eff;
+    fair_ctl_window_apply(spec, a >= 0 ? &tm->windows[a] : NULL, &eff);
+    q->guaranteed = eff.guaranteed;
+    q->limit = eff.limit;
+    q->over_quota_weight = eff.over_quota_weight;
+    int64_t nx = fair_ctl_window_next(tm->windows, n, zs, wall, WINDOW_HORIZON_MS);
+    if (nx > wall && r->now + (nx - wall) < r->win_next)
+        r->win_next = r->now + (nx - wall);
+    return 0;
+}
+
+static int64_t budget_mms(const struct fair_ktime *tm)
+{
+    return tm->budget_milli_hours * 3600000; /* GPU-hours x 1000 -> milli-GPU x ms */
+}
+
+/* The effective specs at r->now into r->proj and r->queues, budget
+ * periods rolled over, spent budgets applied: block holds the project's
+ * pending pods out of the engine (the controller rejects them with
+ * BudgetExhausted), overQuotaOnly caps its limits at its guarantees. */
+static int tq_eval(struct replay *r, struct fair_error *err)
+{
+    int64_t wall = wall_of(r, r->now);
+    int rc = 0;
+    r->win_next = INF;
+    for (size_t p = 0; p < r->cfg->nprojects; p++) {
+        const struct fair_kproject *kp = r->cfg->kprojects ? r->cfg->kprojects[p] : NULL;
+        r->proj[p].q = r->cfg->projects[p].q;
+        r->blocked[p] = false;
+        if (!kp || !kp->time)
+            continue;
+        if ((rc = window_eff(r, kp->time, &kp->quota, wall, &r->proj[p].q, err)))
+            return rc;
+        const struct fair_ktime *tm = kp->time;
+        if (tm->budget_period == FAIR_KBUDGET_NONE)
+            continue;
+        if (wall >= r->bto[p] || wall < r->bfrom[p]) {
+            fair_ctl_budget_period(tm->budget_period, r->tz, wall, &r->bfrom[p], &r->bto[p]);
+            r->bused[p] = 0;
+        }
+        if (r->bto[p] > wall && r->now + (r->bto[p] - wall) < r->win_next)
+            r->win_next = r->now + (r->bto[p] - wall);
+        r->spent[p] = fair_ctl_budget_level(r->bused[p], budget_mms(tm)) == 100;
+        if (!r->spent[p])
+            continue;
+        if (tm->budget_action == FAIR_KBUDGET_BLOCK) {
+            r->blocked[p] = true;
+        } else {
+            struct fair_quota *q = &r->proj[p].q;
+            for (int x = 0; x < FAIR_RES_COUNT; x++)
+                if (q->limit.v[x] > q->guaranteed.v[x])
+                    q->limit.v[x] = q->guaranteed.v[x];
+        }
+    }
+    for (size_t q = 0; q < r->cfg->nqueues; q++) {
+        const struct fair_kqueue *kq = r->cfg->kqueues ? r->cfg->kqueues[q] : NULL;
+        r->queues[q].q = r->cfg->queues[q].q;
+        if (kq && (rc = window_eff(r, kq->time, &kq->quota, wall, &r->queues[q].q, err)))
+            return rc;
+    }
+    return 0;
+}
+
+/* The next time-rule event (simulated time; INF: none): a window switch
+ * or a period end, or the moment a budget runs out at the project's
+ * current allocation (r->now when one ran out unnoticed). */
+static int64_t tq_next(struct replay *r)
+{
+    int64_t t = r->win_next;
+    if (!r->any_budget)
+        return t;
+    size_t np = r->cfg->nprojects;
+    memset(r->palloc, 0, (np ? np : 1) * sizeof(*r->palloc));
+    for (size_t q = 0; q < r->nq; q++) {
+        int32_t p = r->cfg->queues[q].project;
+        if (p >= 0 && (size_t)p < np)
+            r->palloc[p] += r->q[q].alloc;
+    }
+    for (size_t p = 0; p < np; p++) {
+        const struct fair_kproject *kp = r->cfg->kprojects ? r->cfg->kprojects[p] : NULL;
+        if (!kp || !kp->time || kp->time->budget_period == FAIR_KBUDGET_NONE || r->spent[p])
+            continue;
+        int64_t left = budget_mms(kp->time) - r->bused[p], e;
+        if (left <= 0)
+            e = r->now;
+        else if (r->palloc[p] > 0)
+            e = r->now + (left + r->palloc[p] - 1) / r->palloc[p];
+        else
+            continue;
+        if (e < t)
+            t = e;
+    }
+    return t;
+}
+
 /* One engine cycle at r->now. *changed: whether anything was applied. */
 static int cycle(struct replay *r, bool *changed, struct fair_error *err)
 {
@@ -593,6 +762,8 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
     if (!pj)
         return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory for %zu pods", n);
     r->pod_job = pj;
+    if (r->any_time && (rc = tq_eval(r, err)))
+        return rc;
     size_t k = 0;
     for (size_t i = 0; i < r->nrunning; i++, k++) {
         int32_t j = r->running[i];
@@ -610,8 +781,19 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         p->hold_node = -1;
         r->pod_job[k] = j;
     }
-    for (size_t i = 0; i < r->npending; i++, k++) {
+    for (size_t i = 0; i < r->npending; i++) {
         int32_t j = r->pending[i];
+        if (r->any_budget) {
+            int32_t jq = r->js[j].queue;
+            int32_t pq = jq >= 0 && (size_t)jq < r->nq ? r->cfg->queues[jq].project : -1;
+            if (pq >= 0 && (size_t)pq < r->cfg->nprojects && r->blocked[pq]) {
+                /* held back by a spent budget, like a limit */
+                r->js[j].reason = FAIR_PENDING_OVER_LIMIT;
+                r->js[j].hold_node = -1;
+                r->js[j].hold_since = 0;
+                continue;
+            }
+        }
         struct fair_pod *p = &r->pods[k];
         fair_sim_enodes_pod(&r->en, &r->t->jobs[j], p);
         p->queue = r->js[j].queue;
@@ -622,17 +804,18 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         p->evictions = r->js[j].evictions;
         p->hold_node = r->js[j].hold_node;
         p->hold_since_ms = r->js[j].hold_since;
-        r->pod_job[k] = j;
+        r->pod_job[k++] = j;
     }
+    n = k;
     if (r->any_usage)
         decay_usage(r);
     struct fair_snapshot snap = {
         .now_ms = r->now,
         .nodes = r->en.nodes,
         .nnodes = r->en.nnodes,
-        .projects = r->any_usage ? r->proj : r->cfg->projects,
+        .projects = r->any_usage || r->any_time ? r->proj : r->cfg->projects,
         .nprojects = r->cfg->nprojects,
-        .queues = r->cfg->queues,
+        .queues = r->any_time ? r->queues : r->cfg->queues,
         .nqueues = r->cfg->nqueues,
         .pods = r->pods,
         .npods = n,
@@ -945,6 +1128,16 @@ static void teardown(struct replay *r)
     fair_free(r->proj);
     fair_free(r->usage);
     fair_free(r->half_life);
+    fair_free(r->queues);
+    fair_free(r->bused);
+    fair_free(r->bfrom);
+    fair_free(r->bto);
+    fair_free(r->palloc);
+    fair_free(r->blocked);
+    fair_free(r->spent);
+    for (size_t i = 0; i < r->nzones; i++)
+        fair_tz_free(r->zones[i]);
+    fair_tz_free(r->tz);
     fair_sim_spans_release(&r->idle_all_spans);
     fair_sim_spans_release(&r->idle_adm_spans);
     fair_sim_fit_scratch_release(&r->fit);
@@ -1020,7 +1213,36 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
                             : r.opts.usage_half_life_ms;
             r.half_life[p] = h > 0 ? h : 0;
             r.any_usage = r.any_usage || h > 0;
+            if (kp && kp->time && kp->time->budget_period != FAIR_KBUDGET_NONE)
+                r.any_budget = true;
+            if (kp && kp->time && kp->time->nwindows)
+                r.any_time = true;
         }
+        for (size_t q = 0; q < nq; q++) {
+            const struct fair_kqueue *kq = cfg->kqueues ? cfg->kqueues[q] : NULL;
+            if (kq && kq->time && kq->time->nwindows)
+                r.any_time = true;
+        }
+        r.any_time = r.any_time || r.any_budget;
+    }
+    if (r.any_time) { /* time windows and budgets */
+        size_t np = cfg->nprojects ? cfg->nprojects : 1;
+        r.queues = fair_calloc(nq, sizeof(*r.queues));
+        r.bused = fair_calloc(np, sizeof(*r.bused));
+        r.bfrom = fair_calloc(np, sizeof(*r.bfrom));
+        r.bto = fair_calloc(np, sizeof(*r.bto));
+        r.palloc = fair_calloc(np, sizeof(*r.palloc));
+        r.blocked = fair_calloc(np, sizeof(*r.blocked));
+        r.spent = fair_calloc(np, sizeof(*r.spent));
+        if (!r.queues || !r.bused || !r.bfrom || !r.bto || !r.palloc || !r.blocked || !r.spent)
+            goto nomem;
+        for (size_t q = 0; q < nq; q++)
+            r.queues[q] = cfg->queues[q];
+        if ((rc = fair_tz_load(r.opts.time_zone[0] ? r.opts.time_zone : "UTC", &r.tz, err))) {
+            fair_error_prefix(err, "simulator: ");
+            goto out;
+        }
+        r.win_next = INF;
     }
     if ((rc = check_runnable(&r)))
         goto nomem;
@@ -1062,14 +1284,32 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
             if (last_cycle != INT64_MIN && t_cyc < last_cycle + r.opts.cycle_ms)
                 t_cyc = last_cycle + r.opts.cycle_ms;
         }
-        if (t_evt == INF && t_cyc == INF)
+        /* A window switch, period end or spent budget: while something
+         * may still change (a pod pending, or an arrival or completion
+         * to come). */
+        int64_t t_tq = INF;
+        if (r.any_time && r.npending + r.nrunning > 0 && (r.npending > 0 || t_evt != INF)) {
+            t_tq = tq_next(&r);
+            if (t_tq < r.now)
+                t_tq = r.now;
+        }
+        if (t_evt == INF && t_cyc == INF && t_tq == INF)
             break;
-        if (horizon != INF && (t_evt < t_cyc ? t_evt : t_cyc) > horizon) {
+        int64_t t_min = t_evt < t_cyc ? t_evt : t_cyc;
+        if (t_tq < t_min)
+            t_min = t_tq;
+        if (horizon != INF && t_min > horizon) {
             if ((rc = advance(&r, horizon)))
                 goto nomem;
             break;
         }
-        if (t_evt <= t_cyc) {
+        if (t_tq < t_evt && t_tq < t_cyc) {
+            if ((rc = advance(&r, t_tq)))
+                goto nomem;
+            if ((rc = tq_eval(&r, err)))
+                goto out;
+            dirty_event = true;
+        } else if (t_evt <= t_cyc) {
             if ((rc = advance(&r, t_evt)))
                 goto nomem;
             while (next_arrival(&r, &ai) == t_evt) {

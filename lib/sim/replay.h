@@ -101,6 +101,18 @@ struct fair_sim_opts {
     int32_t declared_pct;
     bool declared_buckets;
     int32_t declared_none_pct;
+    /* Time windows (spec.schedule of Projects and Queues) and budgets
+     * (Project spec.budget): the trace's time 0 (its submit times count
+     * from there, after speedup) is wall time start_wall_ms (ms since the
+     * epoch, UTC;
+     * fair_sim_opts_default() sets 2026-01-05T00:00:00Z, a Monday), and
+     * budget periods and windows without a timeZone are in time_zone (the
+     * controller's timeZone; "": UTC). The effective spec and the budget
+     * action come from the controller's own functions (ctl/timequota.h);
+     * a budget's use is the GPU time the project's pods ran in the
+     * period, from the trace's start. */
+    int64_t start_wall_ms;
+    char time_zone[65];
 };
 
 /* The run time job j of t declares under opts (ms; 0: none). */

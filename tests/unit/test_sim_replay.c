@@ -718,6 +718,142 @@ static char *read_data(const char *name)
  * evicted 4 times with a bound of 3 before the bound held in pass 1), and
  * it still does more useful work than static partitions on the same
  * window (89.3% against 82.0% when written). */
+/* ---- Time windows and budgets (issue 15 items 4-5) ---- */
+
+/* The allocation of queue q at the last sample at or before t_ms. */
+static int64_t alloc_at(const struct fair_sim_run *r, size_t q, int64_t t_ms)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->nsamples && r->samples[i].t_ms <= t_ms; i++)
+        k = i;
+    return r->qsamples[k * r->nqueues + q].allocated;
+}
+
+static void test_schedule_window(void **state)
+{
+    (void)state;
+    /* 16 GPUs, both queues always want 16 one-GPU pods. team-a is
+     * guaranteed 4 GPUs, 12 on weekdays 08:00-20:00 (UTC); team-b the
+     * rest. The trace starts on Monday 07:00Z: team-a holds 4 until 08:00,
+     * then takes 12 (the engine reclaims team-b's pods), and 4 again after
+     * 20:00. */
+    static const char *yaml =
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: a}\n"
+        "spec:\n  guaranteed: {gpu: 4}\n  schedule:\n"
+        "  - {name: day, days: [Mon, Tue, Wed, Thu, Fri], start: \"08:00\", end: \"20:00\","
+        " guaranteed: {gpu: 12}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+        "spec:\n  project: a\n  guaranteed: {gpu: 4}\n  schedule:\n"
+        "  - {name: day, days: [Mon, Tue, Wed, Thu, Fri], start: \"08:00\", end: \"20:00\","
+        " guaranteed: {gpu: 12}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: b}\n"
+        "spec:\n  guaranteed: {gpu: 12}\n  schedule:\n"
+        "  - {name: day, days: [Mon, Tue, Wed, Thu, Fri], start: \"08:00\", end: \"20:00\","
+        " guaranteed: {gpu: 4}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+        "spec:\n  project: b\n  guaranteed: {gpu: 12}\n  schedule:\n"
+        "  - {name: day, days: [Mon, Tue, Wed, Thu, Fri], start: \"08:00\", end: \"20:00\","
+        " guaranteed: {gpu: 4}}\n";
+    char jobs[4096];
+    size_t n =
+        (size_t)snprintf(jobs, sizeof jobs, "name,queue,submit_s,duration_s,gpu,cpu,memory\n");
+    for (int i = 0; i < 32; i++)
+        n += (size_t)snprintf(jobs + n, sizeof jobs - n, "j%d,team-%c,0,86400,1,1,1Gi\n", i,
+                              i < 16 ? 'a' : 'b');
+    struct world w;
+    world_load(&w, nodes_2x8, jobs, yaml);
+    struct fair_sim_opts o;
+    fair_sim_opts_default(&o);
+    o.over_quota_min_runtime_ms = 0;
+    o.horizon_ms = 16 * 3600000LL;
+    o.start_wall_ms = 1767596400000LL; /* 2026-01-05T07:00:00Z, a Monday */
+    world_run(&w, &o);
+    const int64_t H = 3600000;
+    assert_int_equal(alloc_at(&w.run, 0, H / 2), 4000);
+    assert_int_equal(alloc_at(&w.run, 1, H / 2), 12000);
+    assert_int_equal(alloc_at(&w.run, 0, 2 * H), 12000);
+    assert_int_equal(alloc_at(&w.run, 1, 2 * H), 4000);
+    assert_int_equal(alloc_at(&w.run, 0, 14 * H), 4000);
+    assert_int_equal(alloc_at(&w.run, 1, 14 * H), 12000);
+    /* The guarantee the engine used follows the window too. */
+    size_t k = 0;
+    for (size_t i = 0; i < w.run.nsamples && w.run.samples[i].t_ms <= 2 * H; i++)
+        k = i;
+    assert_int_equal(w.run.qsamples[k * 2].guaranteed, 12000);
+    assert_int_equal(w.run.evictions, 16); /* 8 at 08:00, 8 at 20:00 */
+    /* At the switch itself: the cycle at 08:00:00 evicts team-b's 8 pods,
+     * the next one (10 s later) starts team-a's 8 more. */
+    int64_t last = 0;
+    for (size_t j = 0; j < 16; j++)
+        if (w.run.jobs[j].first_start_ms > last)
+            last = w.run.jobs[j].first_start_ms;
+    assert_int_equal(last, H + 10000);
+    world_free(&w);
+
+    /* On a Saturday the window never opens. */
+    world_load(&w, nodes_2x8, jobs, yaml);
+    o.start_wall_ms += 5 * 86400000LL;
+    world_run(&w, &o);
+    assert_int_equal(alloc_at(&w.run, 0, 2 * H), 4000);
+    assert_int_equal(w.run.evictions, 0);
+    world_free(&w);
+    /* An unknown zone stops the replay with a message naming it. */
+    static const char *bad =
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: a}\n"
+        "spec:\n  schedule:\n  - {start: \"08:00\", end: \"20:00\", timeZone: "
+        "Mars/Olympus, guaranteed: {gpu: 12}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+        "spec: {project: a}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+        "spec: {project: a}\n";
+    world_load(&w, nodes_2x8, jobs, bad);
+    struct fair_error err = {0};
+    assert_int_not_equal(fair_sim_replay(&w.t, &w.c, w.queue_of, &o, &w.run, &err), 0);
+    assert_non_null(strstr(err.msg, "Mars/Olympus"));
+    world_free(&w);
+    /* So does an unknown --time-zone once a budget or window needs it. */
+    world_load(&w, nodes_2x8, jobs, yaml);
+    snprintf(o.time_zone, sizeof o.time_zone, "%s", "Nowhere/Land");
+    assert_int_not_equal(fair_sim_replay(&w.t, &w.c, w.queue_of, &o, &w.run, &err), 0);
+    assert_non_null(strstr(err.msg, "Nowhere/Land"));
+    world_free(&w);
+}
+
+static void test_budget_block(void **state)
+{
+    (void)state;
+    /* Budget of 1 GPU-hour a day, action block. j1 (4 GPUs, 30 min) spends
+     * it at 15 min; j2, submitted at 10 min, starts at once; j3, at 20 min,
+     * waits for the next day (period from the start's midnight UTC). */
+    static const char *yaml =
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: a}\n"
+        "spec:\n  budget: {gpuHours: 1, period: day, action: block}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: q}\n"
+        "spec: {project: a}\n";
+    static const char *jobs = "name,queue,submit_s,duration_s,gpu,cpu,memory\n"
+                              "j1,q,0,1800,4,1,1Gi\n"
+                              "j2,q,600,60,1,1,1Gi\n"
+                              "j3,q,1200,60,1,1,1Gi\n";
+    struct world w;
+    world_load(&w, nodes_2x8, jobs, yaml);
+    struct fair_sim_opts o;
+    fair_sim_opts_default(&o);
+    world_run(&w, &o); /* starts 2026-01-05T00:00:00Z */
+    assert_int_equal(w.run.jobs[0].first_start_ms, 0);
+    assert_int_equal(w.run.jobs[1].first_start_ms, 600000);
+    assert_int_equal(w.run.jobs[2].first_start_ms, 86400000);
+    assert_int_equal(w.run.jobs[2].status, FAIR_SIM_JOB_COMPLETED);
+    world_free(&w);
+
+    /* Starting at 23:50 the period ends 10 minutes in: j3 waits only
+     * until then. */
+    world_load(&w, nodes_2x8, jobs, yaml);
+    o.start_wall_ms += 86400000LL - 600000;
+    world_run(&w, &o);
+    assert_int_equal(w.run.jobs[2].first_start_ms, 1200000);
+    world_free(&w);
+}
+
 static void test_bursty_lending_pays(void **state)
 {
     (void)state;
@@ -769,6 +905,8 @@ int main(void)
         cmocka_unit_test(test_common_window),
         cmocka_unit_test(test_node_holds),
         cmocka_unit_test(test_bursty_lending_pays),
+        cmocka_unit_test(test_schedule_window),
+        cmocka_unit_test(test_budget_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
