@@ -84,6 +84,22 @@ int64_t fair_eng_aging_boost(int64_t wait_ms, int64_t half_life_ms)
     return step - 1 + (int64_t)((i128)step * (wait_ms % half_life_ms) / half_life_ms);
 }
 
+int64_t fair_eng_eff_prio(const struct eng *e, const struct fair_pod *p)
+{
+    const struct fair_snapshot *s = e->s;
+    int64_t pr = p->priority;
+    if (p->queue < 0 || (size_t)p->queue >= s->nqueues)
+        return pr;
+    int64_t h = s->queues[p->queue].aging_half_life_ms;
+    if (h <= 0)
+        return pr;
+    /* A pod just bound has no start time yet (started_ms is then its
+     * creation): its wait ran until about now. */
+    int64_t until =
+        p->state == FAIR_POD_BOUND && p->started_ms > p->created_ms ? p->started_ms : s->now_ms;
+    return pr + fair_eng_aging_boost(until - p->created_ms, h);
+}
+
 int fair_eng_build_order(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;

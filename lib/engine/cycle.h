@@ -70,7 +70,7 @@ struct acct {
     int64_t evicted[NRES];
     int32_t npending, nrunning;
     size_t first, count, cursor; /* queues: pending pods in e->order */
-    int32_t minvprio;            /* queues: lowest priority of a victim */
+    int64_t minvprio;            /* queues: lowest (aged) priority of a victim */
     bool has_victim;
     bool blocked;       /* damped cycle: a pod found no room ... */
     int32_t block_prio; /* ... at this priority: lower ones wait */
@@ -335,6 +335,11 @@ int fair_eng_build_order(struct eng *e);
  * agingHalfLife, 2^(wait/half_life) - 1, linear between doublings, at most
  * 2^40 - 1; 0 when half_life_ms <= 0. */
 int64_t fair_eng_aging_boost(int64_t wait_ms, int64_t half_life_ms);
+/* Pod p's priority with its queue's aging: a pending pod's boost for its
+ * wait so far, a bound pod's for the wait it had when it started (it keeps
+ * the rank it earned, so a newer pod of higher base priority does not
+ * preempt what aging let in). Plain priority without aging. */
+int64_t fair_eng_eff_prio(const struct eng *e, const struct fair_pod *p);
 struct ratio fair_eng_ratio_of(int64_t num, int64_t den);
 int fair_eng_cmp_ratio(struct ratio a, struct ratio b);
 void fair_eng_heap_down(struct eng *e, size_t i);

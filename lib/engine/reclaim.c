@@ -258,8 +258,9 @@ static int build_victims(struct eng *e)
         memcpy(vk[k].size, p->request.v, sizeof(vk[k].size));
         k++;
         struct acct *qm = &e->q[p->queue];
-        if (!qm->has_victim || p->priority < qm->minvprio)
-            qm->minvprio = p->priority;
+        int64_t ep = fair_eng_eff_prio(e, p);
+        if (!qm->has_victim || ep < qm->minvprio)
+            qm->minvprio = ep;
         qm->has_victim = true;
         if (qm->live[GPU] > qm->fs[GPU] && !vk[k - 1].capped &&
             s->now_ms - p->started_ms < s->over_quota_min_runtime_ms) {
@@ -552,7 +553,8 @@ static bool victim_ok_as(const struct eng *e, const struct search *sr, int32_t v
     if (e->pflags[vi] & PF_EVICTED)
         return false;
     if (sr->mode == M_PREEMPT)
-        return queue == sr->qi && s->pods[vi].priority < sr->pod->priority;
+        return queue == sr->qi &&
+               fair_eng_eff_prio(e, &s->pods[vi]) < fair_eng_eff_prio(e, sr->pod);
     if (queue == sr->qi)
         return false;
     /* Reclaim up to the fair share takes only pods that ran long enough. */
@@ -866,7 +868,8 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         if (e->nstamp[r] == e->stamp)
             continue;
         int32_t vi = v->pod;
-        if ((e->pflags[vi] & PF_EVICTED) || (pre && e->s->pods[vi].priority >= sr->pod->priority))
+        if ((e->pflags[vi] & PF_EVICTED) ||
+            (pre && fair_eng_eff_prio(e, &e->s->pods[vi]) >= fair_eng_eff_prio(e, sr->pod)))
             continue;
         if (!static_ok(e, sr, r) || held_by_other(e, sr, r)) {
             e->nstamp[r] = e->stamp;
@@ -1047,7 +1050,8 @@ void fair_eng_compute_damp(struct eng *e)
             if (p->request.v[r] > 0 && (r == GPU || p->request.v[GPU] <= 0) &&
                 q->alloc0[r] > q->fs[r])
                 e->damp = true;
-        if (q->count && s->pods[e->order[q->first]].priority > p->priority)
+        if (q->count &&
+            fair_eng_eff_prio(e, &s->pods[e->order[q->first]]) > fair_eng_eff_prio(e, p))
             e->damp = true;
     }
 }
@@ -1254,7 +1258,7 @@ int fair_eng_reclaim_phase(struct eng *e)
                 }
             }
             bool fair_share = sr.fair_share;
-            if (!found && q->has_victim && q->minvprio < p->priority) {
+            if (!found && q->has_victim && q->minvprio < fair_eng_eff_prio(e, p)) {
                 sr.mode = M_PREEMPT;
                 sr.fair_share = false;
                 sr.pool = -1;
