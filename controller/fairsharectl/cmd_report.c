@@ -15,6 +15,8 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "httpd/auth.h"
+#include "kube/config.h"
 #include "ledger/ledger.h"
 #include "ledger/report.h"
 
@@ -22,31 +24,40 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: fairsharectl report [--from DATE] [--to DATE] [--tz ZONE]\n"
-               "         [--by team|project|queue|namespace[,model]|user] [-o|--format table|csv|json]\n"
-               "         [--unit hours|days] [--percent]\n"
-               "         (--db FILE | --server URL)\n"
-               "         [--price-per-gpu-hour X] [--price-table FILE]\n"
-               "\n"
-               "The period is [from, to): --to is exclusive. Without --from and --to it\n"
-               "is yesterday. A DATE is midnight starting a day in --tz: YYYY-MM-DD, today,\n"
-               "yesterday, -Nd (N days ago), this-month or last-month (the first of the\n"
-               "month); or a full RFC 3339 time. Without --to the period ends where\n"
-               "--from's name does (--from last-month: the whole month; today: tomorrow),\n"
-               "else at midnight starting today. ZONE: UTC (default), +HH:MM, -HH:MM or an\n"
-               "IANA name such as Europe/Berlin (days of 23 or 25 hours across DST).\n"
-               "--by user groups by the pod's creator, recorded at bind time from the label\n"
-               "that the controller's ledger.creatorLabel names ((none) without it).\n"
-               "--unit days shows GPU-days; --percent adds each row's share of the total\n"
-               "GPU time. --price-table is a CSV of model,price lines (\"*\" for the\n"
-               "default). Exit status: 0 ok, 1 error, 2 usage.\n"
-               "\n");
+    fprintf(
+        f,
+        "usage: fairsharectl report [--from DATE] [--to DATE] [--tz ZONE]\n"
+        "         [--by team|project|queue|namespace[,model]|user] [-o|--format table|csv|json]\n"
+        "         [--unit hours|days] [--percent]\n"
+        "         (--db FILE | --server URL | --via-apiserver [--controller-namespace NS]\n"
+        "          [--controller-port PORT])\n"
+        "         [--price-per-gpu-hour X] [--price-table FILE]\n"
+        "\n"
+        "The period is [from, to): --to is exclusive. Without --from and --to it\n"
+        "is yesterday. A DATE is midnight starting a day in --tz: YYYY-MM-DD, today,\n"
+        "yesterday, -Nd (N days ago), this-month or last-month (the first of the\n"
+        "month); or a full RFC 3339 time. Without --to the period ends where\n"
+        "--from's name does (--from last-month: the whole month; today: tomorrow),\n"
+        "else at midnight starting today. ZONE: UTC (default), +HH:MM, -HH:MM or an\n"
+        "IANA name such as Europe/Berlin (days of 23 or 25 hours across DST).\n"
+        "--by user groups by the pod's creator, recorded at bind time from the label\n"
+        "that the controller's ledger.creatorLabel names ((none) without it).\n"
+        "--unit days shows GPU-days; --percent adds each row's share of the total\n"
+        "GPU time. --price-table is a CSV of model,price lines (\"*\" for the\n"
+        "default). --via-apiserver reaches the controller through the API server's\n"
+        "service proxy (services/https:fairshare-controller:PORT in NS, default\n"
+        "fairshare-system and 8080) with the kubeconfig's server, CA and credentials;\n"
+        "the user's token (--token, --token-file or the kubeconfig's) also goes in\n"
+        "X-Fairshare-Authorization, which the proxy passes on; the user needs get on\n"
+        "services/proxy there. Exit status: 0 ok, 1 error, 2 usage.\n"
+        "\n");
     fair_cmd_server_usage(f);
 }
 
 struct opts {
     const char *from, *to, *by, *format, *db, *server, *price, *price_table, *tz, *unit;
-    int percent;
+    const char *ctl_ns, *ctl_port;
+    int percent, via;
     struct fair_cmd_server srv;
 };
 
@@ -130,6 +141,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"--price-table", offsetof(struct opts, price_table)},
         {"--tz", offsetof(struct opts, tz)},
         {"--unit", offsetof(struct opts, unit)},
+        {"--controller-namespace", offsetof(struct opts, ctl_ns)},
+        {"--controller-port", offsetof(struct opts, ctl_port)},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -139,6 +152,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         if (strcmp(a, "--percent") == 0 || strcmp(a, "--percent=true") == 0) {
             o->percent = 1;
+            continue;
+        }
+        if (strcmp(a, "--via-apiserver") == 0 || strcmp(a, "--via-apiserver=true") == 0) {
+            o->via = 1;
             continue;
         }
         int r = fair_cmd_server_opt(&o->srv, argc, argv, &i);
@@ -198,15 +215,76 @@ struct server_query {
     const char *prices; /* "MODEL:X,..." or NULL */
 };
 
+/* --via-apiserver: the kubeconfig (--kubeconfig, --context) names the API
+ * server, its CA and the credentials of the first hop (token or client
+ * certificate). Returns 0, or 1 (printed). */
+static int load_apiserver(const struct opts *o, struct fair_kconfig *cfg)
+{
+    struct fair_error err = {0};
+    int rc;
+    if (o->srv.context) {
+        char *path =
+            o->srv.kubeconfig ? fair_strdup(o->srv.kubeconfig) : fair_cmd_default_kubeconfig();
+        rc = path ? fair_kconfig_load_kubeconfig(path, o->srv.context, cfg, &err)
+                  : fair_error_set(&err, FAIR_EINVAL, "no kubeconfig to find --context in");
+        fair_free(path);
+    } else {
+        rc = fair_kconfig_load(o->srv.kubeconfig, cfg, &err);
+    }
+    if (rc)
+        fprintf(stderr, "fairsharectl report: --via-apiserver: %s\n", err.msg);
+    return rc ? 1 : 0;
+}
+
 static int from_server(const struct opts *o, const struct server_query *sq)
 {
     struct fetch f;
-    struct fair_buf url, auth;
+    struct fair_buf url, auth, xauth;
     struct curl_slist *hdrs = NULL;
-    char *token = NULL;
-    int rc = fair_cmd_server_token("fairsharectl report", &o->srv, o->server, &token);
-    if (rc)
+    char *token = NULL, *base = NULL;
+    struct fair_kconfig kc;
+    fair_kconfig_init(&kc);
+    fair_buf_init(&xauth, 0);
+    int rc;
+    if (o->via) {
+        if (load_apiserver(o, &kc)) {
+            fair_kconfig_release(&kc);
+            return 1;
+        }
+        rc = 0;
+        if (o->srv.token || o->srv.token_file)
+            rc = fair_cmd_server_token("fairsharectl report", &o->srv, kc.server, &token);
+        else if (kc.token && !(token = fair_strdup(kc.token)))
+            rc = 1;
+        if (!rc && !token) {
+            fprintf(stderr,
+                    "fairsharectl report: --via-apiserver: %s has no bearer token for the "
+                    "controller (a client certificate is not passed on by the API server's "
+                    "proxy): give --token or --token-file (e.g. `kubectl create token "
+                    "SERVICEACCOUNT`), or use `kubectl port-forward` and --server\n",
+                    kc.source ? kc.source : "the kubeconfig");
+            rc = 1;
+        }
+        if (!rc) {
+            size_t n = strlen(kc.server) + strlen(o->ctl_ns) + strlen(o->ctl_port) + 96;
+            if (!(base = fair_malloc(n)))
+                rc = 1;
+            else
+                snprintf(base, n,
+                         "%s/api/v1/namespaces/%s/services/https:fairshare-controller:%s/proxy",
+                         kc.server, o->ctl_ns, o->ctl_port);
+        }
+    } else {
+        rc = fair_cmd_server_token("fairsharectl report", &o->srv, o->server, &token);
+    }
+    if (rc) {
+        if (token)
+            memset(token, 0, strlen(token));
+        fair_free(token);
+        fair_kconfig_release(&kc);
         return rc;
+    }
+    const char *server = o->via ? base : o->server;
     rc = 1;
     long status = 0;
     fair_buf_init(&f.body, 64 << 20);
@@ -217,10 +295,10 @@ static int from_server(const struct opts *o, const struct server_query *sq)
         fprintf(stderr, "fairsharectl report: cannot start libcurl\n");
         goto out;
     }
-    size_t slen = strlen(o->server);
-    while (slen && o->server[slen - 1] == '/')
+    size_t slen = strlen(server);
+    while (slen && server[slen - 1] == '/')
         slen--;
-    fair_buf_appendf(&url, "%.*s/api/v1/reports/gpu-hours?from=", (int)slen, o->server);
+    fair_buf_appendf(&url, "%.*s/api/v1/reports/gpu-hours?from=", (int)slen, server);
     char *e = curl_easy_escape(c, sq->from, 0);
     fair_buf_appends(&url, e ? e : "");
     curl_free(e);
@@ -239,7 +317,37 @@ static int from_server(const struct opts *o, const struct server_query *sq)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-    if (token) {
+    if (o->via) {
+        /* The API server hop: the kubeconfig's own credentials and CA; the
+         * controller hop: the user's token in X-Fairshare-Authorization. */
+        struct curl_slist *h2 = NULL;
+        if ((kc.token && fair_buf_appendf(&auth, "Authorization: Bearer %s", kc.token)) ||
+            fair_buf_appendf(&xauth, FAIR_AUTH_ALT_HEADER ": Bearer %s", token) ||
+            (kc.token && !(hdrs = curl_slist_append(NULL, fair_buf_str(&auth)))) ||
+            !(h2 = curl_slist_append(hdrs, fair_buf_str(&xauth)))) {
+            fprintf(stderr, "fairsharectl report: out of memory\n");
+            goto out;
+        }
+        hdrs = h2;
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+        if (kc.ca) {
+            struct curl_blob b = {kc.ca, kc.ca_len, CURL_BLOB_NOCOPY};
+            curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
+        }
+        if (kc.cert && kc.key) {
+            struct curl_blob cb = {kc.cert, kc.cert_len, CURL_BLOB_NOCOPY};
+            struct curl_blob kb = {kc.key, kc.key_len, CURL_BLOB_NOCOPY};
+            curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cb);
+            curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+            curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &kb);
+            curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+        }
+        if (kc.insecure) {
+            curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+            curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+    } else if (token) {
         if (fair_buf_appendf(&auth, "Authorization: Bearer %s", token) ||
             !(hdrs = curl_slist_append(NULL, fair_buf_str(&auth)))) {
             fprintf(stderr, "fairsharectl report: out of memory\n");
@@ -265,13 +373,24 @@ static int from_server(const struct opts *o, const struct server_query *sq)
                 fair_buf_str(&f.body));
         if (status == 401)
             fprintf(stderr, "fairsharectl report: %s\n",
-                    token ? "the controller did not accept the token (expired? another "
-                            "cluster's?)"
-                          : "no token was sent: give --token, --token-file or a kubeconfig "
-                            "whose user has a token");
+                    o->via  ? "the API server (the kubeconfig's credentials) or the "
+                              "controller (the token) refused: see the answer above"
+                    : token ? "the controller did not accept the token (expired? another "
+                              "cluster's?)"
+                            : "no token was sent: give --token, --token-file or a kubeconfig "
+                              "whose user has a token");
         else if (status == 403)
-            fprintf(stderr, "fairsharectl report: the token's user needs get on "
-                            "reports.fairshare.dev: bind the ClusterRole fairshare-finance\n");
+            fprintf(stderr,
+                    "fairsharectl report: the token's user needs get on "
+                    "reports.fairshare.dev: bind the ClusterRole fairshare-finance%s\n",
+                    o->via ? " (and, for --via-apiserver, get on services/proxy in the "
+                             "controller's namespace)"
+                           : "");
+        else if (o->via && (status == 404 || status == 503))
+            fprintf(stderr,
+                    "fairsharectl report: is the controller's Service fairshare-controller "
+                    "in namespace %s, port %s? (--controller-namespace, --controller-port)\n",
+                    o->ctl_ns, o->ctl_port);
         goto out;
     }
     fwrite(f.body.data ? f.body.data : "", 1, f.body.len, stdout);
@@ -283,6 +402,11 @@ out:
     if (auth.data)
         memset(auth.data, 0, auth.len);
     fair_buf_release(&auth);
+    if (xauth.data)
+        memset(xauth.data, 0, xauth.len);
+    fair_buf_release(&xauth);
+    fair_free(base);
+    fair_kconfig_release(&kc);
     if (token)
         memset(token, 0, strlen(token));
     fair_free(token);
@@ -318,8 +442,24 @@ int fair_cmd_report(int argc, char **argv)
     rc = parse_args(argc, argv, &o);
     if (rc)
         return rc > 0 ? 0 : 2;
-    if (!o.db == !o.server)
-        return usage_error("%s", "give exactly one of --db FILE and --server URL");
+    if (!!o.db + !!o.server + !!o.via != 1)
+        return usage_error("%s", "give exactly one of --db FILE, --server URL and --via-apiserver");
+    if ((o.ctl_ns || o.ctl_port) && !o.via)
+        return usage_error("%s", "--controller-namespace and --controller-port work with "
+                                 "--via-apiserver only");
+    if (o.via && (o.srv.ca_file || o.srv.insecure))
+        return usage_error("%s", "--via-apiserver trusts the kubeconfig's CA: --ca-file and "
+                                 "--insecure-skip-tls-verify work with --server only");
+    if (!o.ctl_ns)
+        o.ctl_ns = "fairshare-system";
+    if (!o.ctl_port)
+        o.ctl_port = "8080";
+    if (strspn(o.ctl_ns, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(o.ctl_ns) ||
+        !*o.ctl_ns || strlen(o.ctl_ns) > 63)
+        return usage_error("bad --controller-namespace \"%s\"", o.ctl_ns);
+    if (strspn(o.ctl_port, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(o.ctl_port) ||
+        !*o.ctl_port || strlen(o.ctl_port) > 15)
+        return usage_error("bad --controller-port \"%s\"", o.ctl_port);
     if (o.tz && fair_report_tz_parse(o.tz, &zone.fixed_min, &err) && iana_zone(o.tz, &zone, &err))
         return usage_error("%s", err.msg);
     if (o.by && (by = fair_report_by_parse(o.by)) < 0)
@@ -365,7 +505,7 @@ int fair_cmd_report(int argc, char **argv)
         fprintf(stderr, "fairsharectl report: %s\n", err.msg);
         goto out;
     }
-    if (o.server) {
+    if (o.server || o.via) {
         struct server_query sq = {0};
         fair_time_format_rfc3339(p.from_ms, sq.from, sizeof sq.from);
         fair_time_format_rfc3339(p.to_ms, sq.to, sizeof sq.to);

@@ -455,14 +455,28 @@ void fair_auth_guard(void *ctx, struct fair_httpd_req *req, const char *authoriz
         answer(a, req, 403, "forbidden: no permission is defined for this path");
         return;
     }
+    /* Through the API server's service proxy the Authorization header
+     * (the caller's credential for the API server) does not reach us, so
+     * the token may come in X-Fairshare-Authorization instead, only when
+     * there is no Authorization header. It is checked exactly like one. */
+    const char *hdr = authorization;
+    const char *hname = "Authorization";
+    if (!hdr && (hdr = fair_httpd_req_header(req, FAIR_AUTH_ALT_HEADER)))
+        hname = FAIR_AUTH_ALT_HEADER;
     const char *tok = NULL;
-    size_t len = bearer(authorization, &tok);
+    size_t len = bearer(hdr, &tok);
     if (!len) {
+        if (hdr) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "Unauthorized: malformed %s header (send \"%s: Bearer TOKEN\")", hname, hname);
+            answer(a, req, 401, msg);
+            return;
+        }
         answer(a, req, 401,
-               authorization ? "Unauthorized: malformed Authorization header (send "
-                               "\"Authorization: Bearer TOKEN\")"
-                             : "Unauthorized: no bearer token (send \"Authorization: Bearer "
-                               "TOKEN\" with a Kubernetes token, e.g. kubectl create token)");
+               "Unauthorized: no bearer token (send \"Authorization: Bearer TOKEN\" with a "
+               "Kubernetes token, e.g. kubectl create token; through the API server's service "
+               "proxy send it as \"" FAIR_AUTH_ALT_HEADER ": Bearer TOKEN\")");
         return;
     }
     unsigned char key[SHA256_DIGEST_LENGTH];

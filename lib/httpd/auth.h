@@ -54,6 +54,13 @@ struct fair_auth_perm {
 };
 
 #define FAIR_AUTH_MAX_TOKEN 8192 /* longer bearer tokens are refused (401) */
+/* When a request has no Authorization header, its token may come in this
+ * header instead ("X-Fairshare-Authorization: Bearer TOKEN", same syntax and
+ * size limit): the API server's service proxy does not pass the caller's
+ * Authorization header on to the service. It is reviewed exactly like an
+ * Authorization header (TokenReview + SubjectAccessReview), so it grants
+ * nothing more; Authorization wins when both are present. */
+#define FAIR_AUTH_ALT_HEADER "X-Fairshare-Authorization"
 
 struct fair_auth_options {
     struct fair_kclient *kc;        /* required, borrowed: the reviews go through it */

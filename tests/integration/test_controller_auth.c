@@ -569,6 +569,54 @@ static void test_report_cli(void **state)
     assert_non_null(strstr(fair_buf_str(&err), "refusing to send a bearer token"));
     const char *a10[] = {"--db", "x.db", "--token", FIN, NULL};
     assert_int_equal(ctl_report(fake.dir, a10, &out, &err), 2);
+    /* --via-apiserver: the URL is the API server's service proxy (the fake
+     * has none: 404, and the CLI names the Service it tried). */
+    char admkc[400], ktext[2048];
+    snprintf(ktext, sizeof ktext,
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+             "    certificate-authority: %s\n"
+             "users:\n- name: a\n  user:\n    token: %s\n"
+             "contexts:\n- name: a\n  context:\n    cluster: c\n    user: a\n"
+             "current-context: a\n",
+             fake.base_url, fake.ca_path, fake.token);
+    fair_test_write_file(admkc, sizeof admkc, fake.dir, "adm-kubeconfig", ktext);
+    const char *a11[] = {"--via-apiserver",        "--kubeconfig", admkc, "--token", FIN,
+                         "--controller-namespace", "fs",           NULL};
+    assert_int_equal(ctl_report(fake.dir, a11, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "server answered 404"));
+    assert_non_null(strstr(fair_buf_str(&err), "fairshare-controller in namespace fs, port 8080"));
+    /* The fake's own users are not the API server's: 401, told which hops. */
+    const char *a11b[] = {"--via-apiserver", "--kubeconfig", kc, "--context", "fin", NULL};
+    assert_int_equal(ctl_report(fake.dir, a11b, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "server answered 401"));
+    assert_non_null(strstr(fair_buf_str(&err), "the API server"));
+    const char *a12[] = {"--via-apiserver", "--server", server, NULL};
+    assert_int_equal(ctl_report(fake.dir, a12, &out, &err), 2);
+    const char *a13[] = {"--via-apiserver", "--kubeconfig", kc, "--ca-file", fake.ca_path, NULL};
+    assert_int_equal(ctl_report(fake.dir, a13, &out, &err), 2);
+    const char *a14[] = {"--via-apiserver",        "--kubeconfig", kc,
+                         "--controller-namespace", "a/../b",       NULL};
+    assert_int_equal(ctl_report(fake.dir, a14, &out, &err), 2);
+    const char *a15[] = {"--server", server, "--controller-port", "443", NULL};
+    assert_int_equal(ctl_report(fake.dir, a15, &out, &err), 2);
+    /* A user with only a client certificate has no token for the
+     * controller: a clear error, before anything is sent. */
+    char certkc[400], text[2048];
+    snprintf(text, sizeof text,
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+             "    certificate-authority: %s\n"
+             "users:\n- name: u\n  user:\n    client-certificate-data: eA==\n"
+             "    client-key-data: eA==\n"
+             "contexts:\n- name: u\n  context:\n    cluster: c\n    user: u\n"
+             "current-context: u\n",
+             fake.base_url, fake.ca_path);
+    fair_test_write_file(certkc, sizeof certkc, fake.dir, "cert-kubeconfig", text);
+    const char *a16[] = {"--via-apiserver", "--kubeconfig", certkc, NULL};
+    assert_int_equal(ctl_report(fake.dir, a16, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "port-forward"));
+    assert_null(strstr(fair_buf_str(&err), "server answered"));
     fair_buf_release(&out);
     fair_buf_release(&err);
     assert_int_equal(ctl_stop(&c), 0);

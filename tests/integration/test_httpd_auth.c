@@ -239,19 +239,21 @@ static size_t sink(char *p, size_t s, size_t n, void *ud)
     return add;
 }
 
-/* GET path with the Authorization header auth (NULL: none). */
-static struct resp get_hdr(const char *path, const char *auth, long timeout_ms)
+/* GET path with the header lines line1 and line2 (NULL: none). */
+static struct resp get_lines(const char *path, const char *line1, const char *line2,
+                             long timeout_ms)
 {
     struct resp r = {0};
-    char url[256], hdr[10000];
+    char url[256];
     snprintf(url, sizeof url, "https://127.0.0.1:%d%s", S.port, path);
     CURL *h = curl_easy_init();
     struct curl_slist *hs = NULL;
-    if (auth) {
-        snprintf(hdr, sizeof hdr, "Authorization: %s", auth);
-        hs = curl_slist_append(hs, hdr);
+    if (line1)
+        hs = curl_slist_append(hs, line1);
+    if (line2)
+        hs = curl_slist_append(hs, line2);
+    if (hs)
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-    }
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CAINFO, S.fake.ca_path);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
@@ -263,6 +265,15 @@ static struct resp get_hdr(const char *path, const char *auth, long timeout_ms)
     curl_easy_cleanup(h);
     curl_slist_free_all(hs);
     return r;
+}
+
+/* GET path with the Authorization header auth (NULL: none). */
+static struct resp get_hdr(const char *path, const char *auth, long timeout_ms)
+{
+    char hdr[10000];
+    if (auth)
+        snprintf(hdr, sizeof hdr, "Authorization: %s", auth);
+    return get_lines(path, auth ? hdr : NULL, NULL, timeout_ms);
 }
 
 static long get(const char *path, const char *token)
@@ -504,12 +515,53 @@ static void test_headers(void **state)
     advance(1000);
 }
 
+/* Through the API server's service proxy the token comes in
+ * X-Fairshare-Authorization: the same syntax, size limit, TokenReview and
+ * SubjectAccessReview as Authorization, which wins when both are sent. */
+static void test_alt_header(void **state)
+{
+    (void)state;
+    long tr = token_reviews();
+    static const char *const bad[] = {"X-Fairshare-Authorization: Basic YWxpY2U6c2VjcmV0",
+                                      "X-Fairshare-Authorization: Bearer a b",
+                                      "X-Fairshare-Authorization: " FIN};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct resp r = get_lines("/reports", bad[i], NULL, 60000);
+        assert_int_equal(r.code, 401);
+        assert_non_null(strstr(r.body, "malformed X-Fairshare-Authorization"));
+    }
+    static char big[FAIR_AUTH_MAX_TOKEN + 64];
+    int n = snprintf(big, sizeof big, "X-Fairshare-Authorization: Bearer ");
+    memset(big + n, 'a', FAIR_AUTH_MAX_TOKEN + 1);
+    assert_int_equal(get_lines("/reports", big, NULL, 60000).code, 401);
+    assert_int_equal(token_reviews(), tr);
+    /* No header at all: the message names both ways. */
+    struct resp r = get_lines("/reports", NULL, NULL, 60000);
+    assert_int_equal(r.code, 401);
+    assert_non_null(strstr(r.body, "X-Fairshare-Authorization"));
+    /* finance may read /reports, not /metrics: the SAR still decides. */
+    r = get_lines("/reports", "X-Fairshare-Authorization: Bearer " FIN, NULL, 60000);
+    assert_int_equal(r.code, 200);
+    r = get_lines("/metrics", "x-fairshare-authorization: bearer " FIN, NULL, 60000);
+    assert_int_equal(r.code, 403);
+    /* A token the API server does not know is refused. */
+    r = get_lines("/reports", "X-Fairshare-Authorization: Bearer no-such-token-xyz", NULL, 60000);
+    assert_int_equal(r.code, 401);
+    /* Authorization wins: a malformed one is not rescued by the other. */
+    r = get_lines("/reports", "Authorization: Basic YWxpY2U6c2VjcmV0",
+                  "X-Fairshare-Authorization: Bearer " FIN, 60000);
+    assert_int_equal(r.code, 401);
+    assert_non_null(strstr(r.body, "malformed Authorization"));
+    advance(1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fake_reviews), cmocka_unit_test(test_ttl),
         cmocka_unit_test(test_lru),          cmocka_unit_test(test_in_flight_cap),
         cmocka_unit_test(test_client_gone),  cmocka_unit_test(test_headers),
+        cmocka_unit_test(test_alt_header),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
