@@ -35,47 +35,6 @@ void fair_ca_pems_release(struct fair_ca_pems *p)
     memset(p, 0, sizeof *p);
 }
 
-static bool is_ip(const char *s)
-{
-    unsigned char ip[16];
-    return inet_pton(AF_INET, s, ip) == 1 || inet_pton(AF_INET6, s, ip) == 1;
-}
-
-static int add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
-{
-    X509V3_CTX v3;
-    X509V3_set_ctx_nodb(&v3);
-    X509V3_set_ctx(&v3, issuer, cert, NULL, NULL, 0);
-    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value);
-    if (!ext)
-        return 0;
-    int ok = X509_add_ext(cert, ext, -1);
-    X509_EXTENSION_free(ext);
-    return ok;
-}
-
-/* A certificate for key with subject CN cn, valid [nb, na), not signed yet. */
-static X509 *new_cert(EVP_PKEY *key, const char *cn, int64_t nb, int64_t na)
-{
-    X509 *c = X509_new();
-    unsigned char serial[16];
-    if (!c || RAND_bytes(serial, sizeof serial) != 1)
-        goto fail;
-    serial[0] &= 0x7f;
-    BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
-    int ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(c)) != NULL;
-    BN_free(bn);
-    ok = ok && X509_set_version(c, 2) && ASN1_TIME_set(X509_getm_notBefore(c), (time_t)nb) &&
-         ASN1_TIME_set(X509_getm_notAfter(c), (time_t)na) && X509_set_pubkey(c, key) &&
-         X509_NAME_add_entry_by_txt(X509_get_subject_name(c), "CN", MBSTRING_ASC,
-                                    (const unsigned char *)cn, -1, -1, 0);
-    if (ok)
-        return c;
-fail:
-    X509_free(c);
-    return NULL;
-}
-
 static char *pem_of(X509 *cert, EVP_PKEY *key)
 {
     BIO *b = BIO_new(BIO_s_mem());
@@ -112,38 +71,31 @@ int fair_ca_issue(const char *const *names, size_t n, int64_t now_s, int64_t val
         return fair_error_set(err, FAIR_EINVAL,
                               "webhook certificate: validity %lld s is shorter than %d s",
                               (long long)validity_s, FAIR_CA_MIN_VALIDITY_S);
-    for (size_t i = 0; i < n; i++) {
-        const char *s = names[i] ? names[i] : "";
-        size_t len = strlen(s);
-        bool ip = is_ip(s);
-        if (!ip && (len == 0 || len > 253 ||
-                    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") !=
-                        len)) {
-            rc = fair_error_set(err, FAIR_EINVAL, "webhook certificate: bad name \"%.64s\"", s);
-            goto out;
-        }
-        if (fair_buf_appendf(&san, "%s%s:%s", i ? "," : "", ip ? "IP" : "DNS", s)) {
-            rc = fair_error_set(err, FAIR_ENOMEM, "out of memory");
-            goto out;
-        }
+    const char *bad = NULL;
+    rc = fair_cert_san(names, n, false, &san, &bad);
+    if (rc) {
+        rc = rc == FAIR_EINVAL
+                 ? fair_error_set(err, FAIR_EINVAL, "webhook certificate: bad name \"%.64s\"", bad)
+                 : fair_error_set(err, FAIR_ENOMEM, "out of memory");
+        goto out;
     }
     int64_t nb = now_s - FAIR_CA_BACKDATE_S, na = now_s + validity_s;
     ERR_clear_error();
     ca_key = EVP_EC_gen("P-256");
     key = EVP_EC_gen("P-256");
-    ca = ca_key ? new_cert(ca_key, "fairshare-webhook-ca", nb, na) : NULL;
-    leaf = key ? new_cert(key, names[0], nb, na) : NULL;
+    ca = ca_key ? fair_cert_new_x509(ca_key, "fairshare-webhook-ca", nb, na) : NULL;
+    leaf = key ? fair_cert_new_x509(key, names[0], nb, na) : NULL;
     int ok = ca && leaf && X509_set_issuer_name(ca, X509_get_subject_name(ca)) &&
-             add_ext(ca, ca, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
-             add_ext(ca, ca, NID_key_usage, "critical,keyCertSign,cRLSign") &&
-             add_ext(ca, ca, NID_subject_key_identifier, "hash") &&
+             fair_cert_add_ext(ca, ca, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
+             fair_cert_add_ext(ca, ca, NID_key_usage, "critical,keyCertSign,cRLSign") &&
+             fair_cert_add_ext(ca, ca, NID_subject_key_identifier, "hash") &&
              X509_sign(ca, ca_key, EVP_sha256()) > 0 &&
              X509_set_issuer_name(leaf, X509_get_subject_name(ca)) &&
-             add_ext(leaf, ca, NID_basic_constraints, "critical,CA:FALSE") &&
-             add_ext(leaf, ca, NID_key_usage, "critical,digitalSignature") &&
-             add_ext(leaf, ca, NID_ext_key_usage, "serverAuth") &&
-             add_ext(leaf, ca, NID_authority_key_identifier, "keyid:always") &&
-             add_ext(leaf, ca, NID_subject_alt_name, fair_buf_str(&san)) &&
+             fair_cert_add_ext(leaf, ca, NID_basic_constraints, "critical,CA:FALSE") &&
+             fair_cert_add_ext(leaf, ca, NID_key_usage, "critical,digitalSignature") &&
+             fair_cert_add_ext(leaf, ca, NID_ext_key_usage, "serverAuth") &&
+             fair_cert_add_ext(leaf, ca, NID_authority_key_identifier, "keyid:always") &&
+             fair_cert_add_ext(leaf, ca, NID_subject_alt_name, fair_buf_str(&san)) &&
              X509_sign(leaf, ca_key, EVP_sha256()) > 0;
     if (!ok) {
         rc = fair_error_set(err, FAIR_ETLS, "webhook certificate: %s",
@@ -213,8 +165,9 @@ bool fair_ca_covers(const char *cert_pem, size_t cert_len, const char *ca_pem, s
     EVP_PKEY *pub = ok ? X509_get0_pubkey(ca) : NULL;
     ok = ok && pub && X509_verify(c, pub) == 1;
     for (size_t i = 0; ok && i < n; i++)
-        ok = is_ip(names[i]) ? X509_check_ip_asc(c, names[i], 0) == 1
-                             : X509_check_host(c, names[i], strlen(names[i]), 0, NULL) == 1;
+        ok = fair_cert_is_ip(names[i])
+                 ? X509_check_ip_asc(c, names[i], 0) == 1
+                 : X509_check_host(c, names[i], strlen(names[i]), 0, NULL) == 1;
     X509_free(c);
     X509_free(ca);
     ERR_clear_error();

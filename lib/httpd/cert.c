@@ -178,17 +178,69 @@ out:
     return rc;
 }
 
-static int add_ext(X509 *cert, int nid, const char *value)
+int fair_cert_add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
 {
     X509V3_CTX v3;
     X509V3_set_ctx_nodb(&v3);
-    X509V3_set_ctx(&v3, cert, cert, NULL, NULL, 0);
+    X509V3_set_ctx(&v3, issuer, cert, NULL, NULL, 0);
     X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value);
     if (!ext)
-        return -1;
+        return 0;
     int ok = X509_add_ext(cert, ext, -1);
     X509_EXTENSION_free(ext);
-    return ok ? 0 : -1;
+    return ok ? 1 : 0;
+}
+
+bool fair_cert_is_ip(const char *s)
+{
+    unsigned char ip[16];
+    return inet_pton(AF_INET, s, ip) == 1 || inet_pton(AF_INET6, s, ip) == 1;
+}
+
+int fair_cert_san(const char *const *names, size_t n, bool wildcards, struct fair_buf *san,
+                  const char **bad)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *s = names[i] ? names[i] : "";
+        size_t len = strlen(s);
+        bool is_ip = fair_cert_is_ip(s);
+        bool ok = is_ip || (len > 0 && len <= 253 &&
+                            strspn(s, wildcards ? "abcdefghijklmnopqrstuvwxyz"
+                                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                  "0123456789-.*"
+                                                : "abcdefghijklmnopqrstuvwxyz"
+                                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                  "0123456789-.") == len);
+        if (!ok) {
+            *bad = s;
+            return FAIR_EINVAL;
+        }
+        if (fair_buf_appendf(san, "%s%s:%s", i ? "," : "", is_ip ? "IP" : "DNS", s))
+            return FAIR_ENOMEM;
+    }
+    return 0;
+}
+
+X509 *fair_cert_new_x509(EVP_PKEY *key, const char *cn, int64_t not_before_s, int64_t not_after_s)
+{
+    X509 *c = X509_new();
+    unsigned char serial[16];
+    if (!c || RAND_bytes(serial, sizeof serial) != 1)
+        goto fail;
+    serial[0] &= 0x7f;
+    BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
+    int ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(c)) != NULL;
+    BN_free(bn);
+    ok = ok && X509_set_version(c, 2) &&
+         ASN1_TIME_set(X509_getm_notBefore(c), (time_t)not_before_s) &&
+         ASN1_TIME_set(X509_getm_notAfter(c), (time_t)not_after_s) && X509_set_pubkey(c, key) &&
+         X509_NAME_add_entry_by_txt(X509_get_subject_name(c), "CN", MBSTRING_ASC,
+                                    (const unsigned char *)cn, -1, -1, 0);
+    if (ok)
+        return c;
+fail:
+    X509_free(c);
+    return NULL;
 }
 
 int fair_cert_self_signed(const char *const *names, size_t n, struct ssl_ctx_st **out,
@@ -205,56 +257,33 @@ int fair_cert_self_signed(const char *const *names, size_t n, struct ssl_ctx_st 
     if (n == 0 || n > MAX_NAMES)
         return fair_error_set(err, FAIR_EINVAL, "self-signed certificate: 1 to %d names needed",
                               MAX_NAMES);
-    for (size_t i = 0; i < n; i++) {
-        const char *s = names[i] ? names[i] : "";
-        size_t len = strlen(s);
-        unsigned char ip[16];
-        bool is_ip = inet_pton(AF_INET, s, ip) == 1 || inet_pton(AF_INET6, s, ip) == 1;
-        bool ok = is_ip || (len > 0 && len <= 253 &&
-                            strspn(s, "abcdefghijklmnopqrstuvwxyz"
-                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                      "0123456789-.*") == len);
-        if (!ok) {
-            rc = fair_error_set(err, FAIR_EINVAL, "self-signed certificate: bad name \"%.64s\"", s);
-            goto out;
-        }
-        if (fair_buf_appendf(&san, "%s%s:%s", i ? "," : "", is_ip ? "IP" : "DNS", s)) {
-            rc = fair_error_set(err, FAIR_ENOMEM, "out of memory");
-            goto out;
-        }
+    const char *bad = NULL;
+    rc = fair_cert_san(names, n, true, &san, &bad);
+    if (rc) {
+        rc = rc == FAIR_EINVAL ? fair_error_set(err, FAIR_EINVAL,
+                                                "self-signed certificate: bad name \"%.64s\"", bad)
+                               : fair_error_set(err, FAIR_ENOMEM, "out of memory");
+        goto out;
     }
     ERR_clear_error();
     key = EVP_EC_gen("P-256");
-    cert = X509_new();
     ctx = new_server_ctx();
+    int64_t now = (int64_t)time(NULL);
+    cert = key ? fair_cert_new_x509(key, "fairshare-controller", now - 3600,
+                                    now + (int64_t)FAIR_CERT_SELF_SIGNED_DAYS * 86400)
+               : NULL;
     if (!key || !cert || !ctx) {
         rc = fair_error_set(err, FAIR_ENOMEM, "self-signed certificate: %s",
                             fair_ssl_reason(why, sizeof why));
         goto out;
     }
-    unsigned char serial[16];
-    if (RAND_bytes(serial, sizeof serial) != 1) {
-        rc = fair_error_set(err, FAIR_ETLS, "self-signed certificate: no random bytes");
-        goto out;
-    }
-    serial[0] &= 0x7f;
-    BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
-    int ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert)) != NULL;
-    BN_free(bn);
-    ok = ok && X509_set_version(cert, 2) && X509_gmtime_adj(X509_getm_notBefore(cert), -3600) &&
-         X509_gmtime_adj(X509_getm_notAfter(cert), (long)FAIR_CERT_SELF_SIGNED_DAYS * 86400) &&
-         X509_set_pubkey(cert, key);
-    X509_NAME *name = X509_get_subject_name(cert);
-    ok = ok &&
-         X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                    (const unsigned char *)"fairshare-controller", -1, -1, 0) &&
-         X509_set_issuer_name(cert, name);
-    ok = ok && add_ext(cert, NID_basic_constraints, "critical,CA:FALSE") == 0 &&
-         add_ext(cert, NID_key_usage, "critical,digitalSignature") == 0 &&
-         add_ext(cert, NID_ext_key_usage, "serverAuth") == 0 &&
-         add_ext(cert, NID_subject_key_identifier, "hash") == 0 &&
-         add_ext(cert, NID_subject_alt_name, fair_buf_str(&san)) == 0 &&
-         X509_sign(cert, key, EVP_sha256()) > 0;
+    int ok = X509_set_issuer_name(cert, X509_get_subject_name(cert)) &&
+             fair_cert_add_ext(cert, cert, NID_basic_constraints, "critical,CA:FALSE") &&
+             fair_cert_add_ext(cert, cert, NID_key_usage, "critical,digitalSignature") &&
+             fair_cert_add_ext(cert, cert, NID_ext_key_usage, "serverAuth") &&
+             fair_cert_add_ext(cert, cert, NID_subject_key_identifier, "hash") &&
+             fair_cert_add_ext(cert, cert, NID_subject_alt_name, fair_buf_str(&san)) &&
+             X509_sign(cert, key, EVP_sha256()) > 0;
     if (!ok || SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
         rc = fair_error_set(err, FAIR_ETLS, "self-signed certificate: %s",
                             fair_ssl_reason(why, sizeof why));

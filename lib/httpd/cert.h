@@ -15,10 +15,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 
 struct ssl_ctx_st;
+struct x509_st;
+struct evp_pkey_st;
+struct fair_buf;
 
 #define FAIR_CERT_MAX_FILE (1u << 20)
 #define FAIR_CERT_MAX_CHAIN 16
@@ -36,6 +40,24 @@ struct fair_cert_info {
 
 /* The last OpenSSL error in words, in buf (the error queue is cleared). */
 const char *fair_ssl_reason(char *buf, size_t n);
+
+/* Building certificates (here and in ca.c). */
+/* Whether s is an IPv4 or IPv6 literal. */
+bool fair_cert_is_ip(const char *s);
+/* The subjectAltName value for names ("DNS:a,IP:10.0.0.1"), appended to
+ * san: each an IP literal or a DNS name of at most 253 characters of
+ * letters, digits, '-' and '.' (and '*' when wildcards). Returns 0,
+ * FAIR_ENOMEM, or FAIR_EINVAL with *bad the name refused. */
+int fair_cert_san(const char *const *names, size_t n, bool wildcards, struct fair_buf *san,
+                  const char **bad);
+/* A version 3 certificate for key with a random serial, subject CN cn,
+ * valid [not_before_s, not_after_s) (Unix seconds), not signed; NULL on
+ * failure. */
+struct x509_st *fair_cert_new_x509(struct evp_pkey_st *key, const char *cn, int64_t not_before_s,
+                                   int64_t not_after_s);
+/* Adds extension nid (OpenSSL's config syntax, e.g. "critical,CA:FALSE")
+ * to cert, issued by issuer. Returns 1 on success, 0 on failure. */
+int fair_cert_add_ext(struct x509_st *cert, struct x509_st *issuer, int nid, const char *value);
 
 /* A server context from cert_file (a PEM certificate, optionally followed
  * by its intermediates) and key_file (the matching PEM private key). Errors
