@@ -385,8 +385,9 @@ static bool elastic_extra(const struct eng *e, int32_t gi, int32_t pi)
 static bool capped_over(const struct eng *e, const struct fair_pod *p, const int64_t *req)
 {
     const struct acct *q = &e->q[p->queue];
-    bool held = fair_eng_capped(e, p) ||
-                (e->s->lend_max_runtime_ms > 0 && !fair_eng_lendable(e->s, p));
+    /* Not lendable also holds a pod of a queue without a GPU guarantee
+     * (fair_eng_capped leaves those out): it then cannot start at all. */
+    bool held = fair_eng_capped(e, p) || !fair_eng_lendable(e->s, p);
     return held && q->alloc[GPU] + q->resv[GPU] + req[GPU] > q->g[GPU];
 }
 

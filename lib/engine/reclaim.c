@@ -84,8 +84,7 @@ bool fair_eng_capped(const struct eng *e, const struct fair_pod *p)
     /* Under lendMaxRuntime, a pod that may not borrow is held the same way:
      * it starts only within its queue's guarantee, and reclaim does not
      * take it while such pods hold no more than the guarantee. */
-    if (!(s->max_evictions > 0 && p->evictions >= s->max_evictions) &&
-        (s->lend_max_runtime_ms <= 0 || fair_eng_lendable(s, p)))
+    if (!(s->max_evictions > 0 && p->evictions >= s->max_evictions) && fair_eng_lendable(s, p))
         return false;
     return p->request.v[GPU] > 0 && e->q[p->queue].g[GPU] > 0;
 }
