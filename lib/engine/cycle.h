@@ -313,7 +313,7 @@ int fair_eng_check_objects(struct eng *e);
 
 /* shares.c: capacity, per-queue accounting, fair share level by level. */
 int fair_eng_compute_capacity(struct eng *e);
-void fair_eng_account_pods(struct eng *e);
+int fair_eng_account_pods(struct eng *e);
 /* Working arrays of one fair-share pass over projects or queues, sized
  * max(projects, queues) (shares.c, models.c). */
 struct share_ws {

@@ -161,8 +161,9 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
             result->pending_reasons[i] = FAIR_PENDING_INVALID_POD;
     }
     fair_eng_compute_capacity(&e);
-    fair_eng_account_pods(&e);
-    rc = fair_eng_compute_fair_share(&e);
+    rc = fair_eng_account_pods(&e);
+    if (!rc)
+        rc = fair_eng_compute_fair_share(&e);
     if (rc)
         goto nomem;
     rc = fair_eng_models_setup(&e);

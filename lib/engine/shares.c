@@ -38,7 +38,76 @@ int fair_eng_compute_capacity(struct eng *e)
     return 0;
 }
 
-void fair_eng_account_pods(struct eng *e)
+/* A running gang member of a valid queue, as reclaim.c groups them. */
+static bool running_gang_member(const struct eng *e, size_t i)
+{
+    const struct fair_pod *p = &e->s->pods[i];
+    return p->state == FAIR_POD_BOUND && !p->terminating && p->gang && p->gang[0] &&
+           (e->pflags[i] & (PF_MANAGED | PF_VALID)) == (PF_MANAGED | PF_VALID);
+}
+
+struct npkey {
+    int32_t queue;
+    const char *gang;
+    int32_t idx;
+};
+
+static int cmp_npkey(const void *pa, const void *pb)
+{
+    const struct npkey *a = pa, *b = pb;
+    if (a->queue != b->queue)
+        return a->queue < b->queue ? -1 : 1;
+    int c = cmp_str(a->gang, b->gang);
+    if (c)
+        return c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* A running gang with a non-preemptible member is never a victim unit
+ * (reclaim.c, build_gang_units), so every member of it is as good as
+ * non-preemptible: its preemptible members count in their queue's and
+ * project's running non-preemptible totals too, against the guarantee
+ * that later non-preemptible pods must stay within. */
+static int account_shielded_gangs(struct eng *e)
+{
+    const struct fair_snapshot *s = e->s;
+    size_t n = 0;
+    for (size_t i = 0; i < s->npods; i++)
+        if (running_gang_member(e, i))
+            n++;
+    if (n < 2)
+        return 0;
+    struct npkey *k = fair_calloc(n, sizeof(*k));
+    if (!k)
+        return FAIR_ENOMEM;
+    size_t nk = 0;
+    for (size_t i = 0; i < s->npods; i++)
+        if (running_gang_member(e, i))
+            k[nk++] = (struct npkey){s->pods[i].queue, s->pods[i].gang, (int32_t)i};
+    qsort(k, n, sizeof(*k), cmp_npkey);
+    for (size_t i = 0, j; i < n; i = j) {
+        bool shielded = false;
+        for (j = i; j < n && k[j].queue == k[i].queue && cmp_str(k[j].gang, k[i].gang) == 0; j++)
+            shielded |= !s->pods[k[j].idx].preemptible;
+        if (!shielded)
+            continue;
+        struct acct *q = &e->q[k[i].queue], *pr = &e->p[q->parent];
+        for (size_t m = i; m < j; m++) {
+            const struct fair_pod *p = &s->pods[k[m].idx];
+            if (!p->preemptible)
+                continue; /* already counted */
+            for (int r = 0; r < NRES; r++) {
+                int64_t v = r_or0(p->request.v[r]);
+                q->np[r] += v;
+                pr->np[r] += v;
+            }
+        }
+    }
+    fair_free(k);
+    return 0;
+}
+
+int fair_eng_account_pods(struct eng *e)
 {
     const struct fair_snapshot *s = e->s;
     for (size_t i = 0; i < s->npods; i++) {
@@ -77,6 +146,7 @@ void fair_eng_account_pods(struct eng *e)
         memcpy(e->q[i].alloc, e->q[i].alloc0, sizeof(e->q[i].alloc));
     for (size_t i = 0; i < s->nprojects; i++)
         memcpy(e->p[i].alloc, e->p[i].alloc0, sizeof(e->p[i].alloc));
+    return account_shielded_gangs(e);
 }
 
 int fair_eng_share_ws_init(struct eng *e, struct share_ws *w)

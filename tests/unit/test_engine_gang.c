@@ -331,12 +331,46 @@ static void test_shielded_gang_admission(void **state)
     }
 }
 
+/* A running gang with a non-preemptible member counts whole in its
+ * queue's running non-preemptible total: team a (guaranteed 4) runs a
+ * 4-pod gang with one non-preemptible member, so its guarantee is all
+ * shielded, and a new non-preemptible pod of a must wait, while a
+ * preemptible one may still borrow. Before the fix only the marked member
+ * counted (1 of 4), and the new pod was bound: 5 shielded GPUs on a
+ * guarantee of 4. */
+static void test_shielded_gang_running(void **state)
+{
+    (void)state;
+    for (int np_new = 0; np_new <= 1; np_new++) {
+        struct ts *t = ts_new();
+        ts_node(t, "node-0", 8);
+        ts_node(t, "node-1", 8);
+        int a = ts_team(t, "a", 4 * G, 1);
+        ts_team(t, "b", 0, 1);
+        for (int i = 0; i < 4; i++) {
+            int p = gang_bound(t, a, "team-a/job", 4, 0, i, 1000);
+            t->pods[p].preemptible = i != 3;
+        }
+        int lone = ts_pod(t, a, G);
+        t->pods[lone].preemptible = !np_new;
+        assert_int_equal(ts_run(t), 0);
+        size_t want = np_new ? 0 : 1;
+        if (ts_count_q(t, FAIR_ACTION_BIND, a) != want)
+            ts_dump(t);
+        assert_int_equal(ts_count_q(t, FAIR_ACTION_BIND, a), want);
+        if (np_new)
+            assert_int_not_equal(t->res.pending_reasons[lone], FAIR_PENDING_NONE);
+        ts_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_victim_unit),       cmocka_unit_test(test_unit_not_eligible),
         cmocka_unit_test(test_elastic),           cmocka_unit_test(test_gang_larger_than_cluster),
         cmocka_unit_test(test_elastic_admission), cmocka_unit_test(test_shielded_gang_admission),
+        cmocka_unit_test(test_shielded_gang_running),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
