@@ -62,7 +62,7 @@
  * MiB; the copy is kept in memory while its victim is evicted). */
 #define REQUEUE_MAX_BYTES ((size_t)2 << 20)
 
-enum { INF_PROJECTS, INF_QUEUES, INF_NODES, INF_PODS, INF_COUNT };
+enum { INF_PROJECTS, INF_QUEUES, INF_NODES, INF_PODS, INF_PVCS, INF_PVS, INF_SCS, INF_COUNT };
 
 /* PodGroups, optional CRDs (index: enum fair_kpodgroup_flavor): an
  * informer runs only once discovery says the resource is served. Until
@@ -113,12 +113,12 @@ struct req {
     int64_t grace_s;
     int64_t due_ms;
     char *rq_name, *rq_body, *rq_note;
-    bool pdb_override; /* an eviction sent as a DELETE: a PDB refused it too long */
+    bool pdb_override;       /* an eviction sent as a DELETE: a PDB refused it too long */
     struct req *evict_after; /* a mark: the eviction to send once it is answered */
     bool keep_spec;          /* a mark under notice: keep the answer for the requeue */
-    struct req *qnext; /* binds waiting for a slot; queued Events; notices */
-    bool bind_slot;    /* holds one of the MAX_BINDS_IN_FLIGHT slots */
-    bool event_slot;   /* holds one of the MAX_EVENTS_IN_FLIGHT slots */
+    struct req *qnext;       /* binds waiting for a slot; queued Events; notices */
+    bool bind_slot;          /* holds one of the MAX_BINDS_IN_FLIGHT slots */
+    bool event_slot;         /* holds one of the MAX_EVENTS_IN_FLIGHT slots */
     /* Binds of fractions with reservations on: the device slot (plus one;
      * 0: none) and its text for the gpu-slot annotation; while waiting
      * for the reservation (REQ_RESV_WAIT), since when and when it was
@@ -150,6 +150,7 @@ enum {
     REQ_RESV_WAIT,
     REQ_RESV_CREATE,
     REQ_RESV_DELETE,
+    REQ_OBJ_PATCH, /* a claim's selected-node */
 };
 
 /* How often a waiting bind asks again for its reservation pod. */
@@ -1126,6 +1127,40 @@ fail:
     fair_ctl_podmem_end(&c->pods, p->uid);
 }
 
+/* A pod whose claims wait for their node (ctl/volumes.h): as the volume
+ * binder does, the chosen node is written on them (selected-node) and the
+ * pod is not bound yet. Their provisioner creates the volumes there; once
+ * the claims are bound, the pod is placed where their volumes are. */
+static void select_node(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                        const struct fair_action *a)
+{
+    const struct fair_kpod *k = s->kpods[a->pod];
+    const char *node = s->snap.nodes[a->node].name;
+    const struct fair_kpvc *claims[16];
+    size_t n = fair_ctl_volumes_to_select(&s->vol, k, claims, 16);
+    json_t *doc =
+        json_pack("{s:{s:{s:s}}}", "metadata", "annotations", FAIR_ANN_SELECTED_NODE, node);
+    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    for (size_t i = 0; body && i < n; i++) {
+        struct fair_error err = {0};
+        struct req *r = req_new(c, REQ_OBJ_PATCH);
+        if (!r || !(r->ns = dup0(claims[i]->meta.namespace_)) ||
+            !(r->name = dup0(claims[i]->meta.name)) ||
+            fair_kclient_merge_patch(c->kc, &fair_kres_pvcs, claims[i]->meta.namespace_,
+                                     claims[i]->meta.name, NULL, body, on_simple_done, r, &err)) {
+            FAIR_WARN(COMP, "msg=\"selected-node not written\" pvc=%s/%s err=\"%s\"",
+                      claims[i]->meta.namespace_, claims[i]->meta.name, err.msg);
+            req_free(r);
+            continue;
+        }
+        FAIR_INFO(COMP, "msg=\"claim waits for its node\" pvc=%s/%s node=%s pod=%s/%s",
+                  claims[i]->meta.namespace_, claims[i]->meta.name, node, k->meta.namespace_,
+                  k->meta.name);
+    }
+    free(body);
+}
+
 static void bindq_push(struct fair_ctl *c, struct req *r)
 {
     if (c->bindq_tail)
@@ -1169,12 +1204,11 @@ static void send_eviction(struct fair_ctl *c, struct req *r)
     if (r->pdb_override) {
         /* A DELETE with the pod's uid as precondition, so that a pod made
          * again under the same name is not the one that goes. */
-        doc = r->grace_s < 0
-                  ? json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "DeleteOptions",
-                              "preconditions", "uid", r->uid)
-                  : json_pack("{s:s, s:s, s:{s:s}, s:I}", "apiVersion", "v1", "kind",
-                              "DeleteOptions", "preconditions", "uid", r->uid,
-                              "gracePeriodSeconds", (json_int_t)r->grace_s);
+        doc = r->grace_s < 0 ? json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+                                         "DeleteOptions", "preconditions", "uid", r->uid)
+                             : json_pack("{s:s, s:s, s:{s:s}, s:I}", "apiVersion", "v1", "kind",
+                                         "DeleteOptions", "preconditions", "uid", r->uid,
+                                         "gracePeriodSeconds", (json_int_t)r->grace_s);
         body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         rc = !body ? fair_error_set(&err, FAIR_ENOMEM, "out of memory")
                    : fair_kpath(&path, &fair_kres_pods, r->ns, r->name, NULL, &err);
@@ -1191,9 +1225,8 @@ static void send_eviction(struct fair_ctl *c, struct req *r)
         rc = !body ? fair_error_set(&err, FAIR_ENOMEM, "out of memory")
                    : fair_kpath(&path, &fair_kres_pods, r->ns, r->name, "eviction", &err);
         if (!rc)
-            rc = fair_kclient_request(c->kc, "POST", fair_buf_str(&path), NULL, body,
-                                      strlen(body), FAIR_KREQ_NO_RETRY_429, on_evict_done, r,
-                                      NULL, &err);
+            rc = fair_kclient_request(c->kc, "POST", fair_buf_str(&path), NULL, body, strlen(body),
+                                      FAIR_KREQ_NO_RETRY_429, on_evict_done, r, NULL, &err);
     }
     if (rc) {
         FAIR_WARN(COMP, "msg=\"eviction not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
@@ -1406,8 +1439,7 @@ static void send_requeue(struct fair_ctl *c, struct req *ev)
     if (!r->uid || !r->ns || !r->name || !r->rq_name ||
         fair_kclient_create(c->kc, &fair_kres_pods, ev->ns, ev->rq_body, on_requeue_done, r,
                             &err)) {
-        FAIR_WARN(COMP, "msg=\"requeue not sent\" pod=%s/%s err=\"%s\"", ev->ns, ev->name,
-                  err.msg);
+        FAIR_WARN(COMP, "msg=\"requeue not sent\" pod=%s/%s err=\"%s\"", ev->ns, ev->name, err.msg);
         req_free(r);
     }
 }
@@ -1615,8 +1647,8 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     }
     /* The notice: as fixed at bind (the annotation's later edits change
      * nothing), capped by the config. */
-    int64_t notice = e->charge.set && e->charge.notice_set ? e->charge.notice_ms
-                                                           : kp->preemption_notice_ms;
+    int64_t notice =
+        e->charge.set && e->charge.notice_set ? e->charge.notice_ms : kp->preemption_notice_ms;
     if (notice > c->cfg->max_notice_ms)
         notice = c->cfg->max_notice_ms;
     if (notice < 1000)
@@ -1682,7 +1714,8 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
                  "Checkpoint now; the notice counts as part of its termination grace period.",
                  when, len, fq, forpod);
         send_event(c, kp, "Warning", "PreemptionNotice", msg);
-        FAIR_INFO(COMP, "msg=\"preemption notice\" pod=%s/%s notice_ms=%lld for_queue=%s for_pod=%s",
+        FAIR_INFO(COMP,
+                  "msg=\"preemption notice\" pod=%s/%s notice_ms=%lld for_queue=%s for_pod=%s",
                   r->ns, r->name, (long long)notice, fq, forpod);
         arm_cycle(c, notice);
         return;
@@ -1724,8 +1757,9 @@ static void pump_notices(struct fair_ctl *c)
             *r->for_uid && pods ? fair_store_get(pods, r->for_uid) : NULL;
         if (*r->for_uid &&
             (!owed || (owed->node_name && *owed->node_name) || owed->meta.deletion_ms)) {
-            FAIR_INFO(COMP, "msg=\"preemption cancelled: the pod it made room for is gone\" "
-                            "pod=%s/%s for_pod=%s",
+            FAIR_INFO(COMP,
+                      "msg=\"preemption cancelled: the pod it made room for is gone\" "
+                      "pod=%s/%s for_pod=%s",
                       r->ns, r->name, r->for_pod);
             fair_ctl_podmem_end(&c->pods, r->uid);
             if (e->mark_inflight) {
@@ -1739,8 +1773,7 @@ static void pump_notices(struct fair_ctl *c)
                      "Preemption cancelled: pod %s, for which queue %s reclaimed these GPUs, is "
                      "gone or placed elsewhere; this pod keeps running",
                      r->for_pod, r->for_queue);
-            struct fair_kpod tmp = {
-                .meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
+            struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
             send_event(c, &tmp, "Normal", "PreemptionCanceled", msg);
             c->metrics.notices_cancelled++;
             mark_dirty(c);
@@ -2392,7 +2425,13 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
         .overlay = overlay,
         .overlay_ctx = c,
         .full_nodes = c->full_nodes,
-        .nfull_nodes = nfull};
+        .nfull_nodes = nfull,
+        .pvcs = (const struct fair_kpvc *const *)c->arr[INF_PVCS],
+        .npvcs = n[INF_PVCS],
+        .pvs = (const struct fair_kpv *const *)c->arr[INF_PVS],
+        .npvs = n[INF_PVS],
+        .scs = (const struct fair_ksc *const *)c->arr[INF_SCS],
+        .nscs = n[INF_SCS]};
     if (collect_podgroups(c))
         return fair_error_set(err, FAIR_ENOMEM, "out of memory (PodGroups)");
     in.podgroups = (const struct fair_kpodgroup *const *)c->pg_arr;
@@ -2528,7 +2567,10 @@ static void run_cycle(struct fair_ctl *c)
         const struct fair_action *a = &res.actions[i];
         if (a->pod < 0 || (size_t)a->pod >= s.snap.npods)
             continue;
-        if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes) {
+        if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes &&
+            s.pod_select[a->pod]) {
+            select_node(c, &s, a); /* its claims first: bound once they are */
+        } else if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes) {
             do_bind(c, &s, a, queue_alloc);
             binds++;
         } else if (a->kind == FAIR_ACTION_EVICT) {
@@ -2765,6 +2807,9 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
         [INF_QUEUES] = {&fair_kres_queues, &fair_ktype_queue},
         [INF_NODES] = {&fair_kres_nodes, &fair_ktype_node},
         [INF_PODS] = {&fair_kres_pods, &fair_ktype_pod},
+        [INF_PVCS] = {&fair_kres_pvcs, &fair_ktype_pvc},
+        [INF_PVS] = {&fair_kres_pvs, &fair_ktype_pv},
+        [INF_SCS] = {&fair_kres_storageclasses, &fair_ktype_storageclass},
     };
     for (int i = 0; i < INF_COUNT; i++) {
         struct fair_informer_options io = {

@@ -27,6 +27,8 @@ const char *fair_ctl_why_reason(int why)
             return "PodGroupNotFound";
         case FAIR_CTL_REASON_BUDGET_EXHAUSTED:
             return "BudgetExhausted";
+        case FAIR_CTL_REASON_VOLUME:
+            return "VolumeNotReady";
         case FAIR_CTL_REASON_NONE:
             break;
         }
@@ -487,6 +489,9 @@ void fair_ctl_rejected_message(const struct fair_ctl_rejected *rj, char *out, si
         break;
     case FAIR_CTL_REASON_BUDGET_EXHAUSTED:
         head = "budget exhausted";
+        break;
+    case FAIR_CTL_REASON_VOLUME:
+        head = "volume not ready";
         break;
     case FAIR_CTL_REASON_NONE:
         break;

@@ -38,6 +38,8 @@ const char *fair_ctl_reason_str(enum fair_ctl_reason r)
         return "PodGroupNotFound";
     case FAIR_CTL_REASON_BUDGET_EXHAUSTED:
         return "BudgetExhausted";
+    case FAIR_CTL_REASON_VOLUME:
+        return "VolumeNotReady";
     }
     return "?";
 }
@@ -121,6 +123,8 @@ void fair_ctl_snapshot_release(struct fair_ctl_snapshot *s)
     fair_free(s->pods);
     fair_free(s->strpool);
     fair_free(s->mquotas);
+    fair_ctl_volumes_release(&s->vol);
+    fair_free(s->pod_select);
     memset(s, 0, sizeof *s);
 }
 
@@ -729,6 +733,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->pods = fair_calloc(npod ? npod : 1, sizeof *out->pods);
     out->kpods = fair_calloc(npod ? npod : 1, sizeof *out->kpods);
     out->pod_pg = fair_calloc(npod ? npod : 1, sizeof *out->pod_pg);
+    out->pod_select = fair_calloc(npod ? npod : 1, sizeof *out->pod_select);
     out->pg_counts = fair_calloc(in->npodgroups ? in->npodgroups : 1, sizeof *out->pg_counts);
     out->podgroups = in->podgroups;
     out->npodgroups = in->npodgroups;
@@ -747,7 +752,10 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     if (!out->nodes || !out->knodes || !out->projects || !out->kprojects || !out->project_index ||
         !out->project_problem || !out->project_note || !out->queues || !out->kqueues ||
         !out->queue_index || !out->queue_problem || !out->pods || !out->kpods || !out->pod_pg ||
-        !out->pg_counts || !unknown || models_alloc(out, in) || (rc = index_podgroups(&b)) != 0) {
+        !out->pod_select || !out->pg_counts || !unknown || models_alloc(out, in) ||
+        (rc = index_podgroups(&b)) != 0 ||
+        fair_ctl_volumes_init(&out->vol, in->pvcs, in->pvcs ? in->npvcs : 0, in->pvs,
+                              in->pvs ? in->npvs : 0, in->scs, in->scs ? in->nscs : 0)) {
         rc = rc ? rc : FAIR_ENOMEM;
         rc = FAIR_ENOMEM;
         goto out;
@@ -992,6 +1000,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         char msg[240] = "";
         enum fair_ctl_reason reason = FAIR_CTL_REASON_NONE;
         bool other_charged = false;
+        struct fair_ctl_volume_verdict vol = {.affinity = k->node_affinity};
         int64_t gpu = k->request.v[FAIR_RES_GPU];
         int32_t queue = -1;
         if (!node) {
@@ -1004,6 +1013,14 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             }
             if (reason == FAIR_CTL_REASON_NONE && k->pod_group)
                 pod_group_check(&b, k, &reason, msg, sizeof msg);
+            if (reason == FAIR_CTL_REASON_NONE && k->nclaims) {
+                if ((rc = fair_ctl_volumes_pod(&out->vol, k, &vol)))
+                    goto out;
+                if (vol.wait) {
+                    reason = FAIR_CTL_REASON_VOLUME;
+                    snprintf(msg, sizeof msg, "%s", vol.message);
+                }
+            }
             if (reason == FAIR_CTL_REASON_NONE && in->project_hold) {
                 /* A spent budget with action block: no new pods. */
                 int32_t kp_i =
@@ -1084,7 +1101,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->tolerations = k->tolerations;
         p->ntolerations = k->ntolerations;
         p->gpu_model = fair_ctl_gpu_product(in->gpu_aliases, in->ngpu_aliases, k->gpu_model);
-        p->node_affinity = k->node_affinity;
+        p->node_affinity = node ? k->node_affinity : vol.affinity;
+        out->pod_select[pod_out] = !node && vol.select_node;
         p->scalars = k->scalars;
         p->nscalars = k->nscalars;
         p->host_ports = k->host_ports;

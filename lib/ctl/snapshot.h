@@ -57,6 +57,7 @@
 #include "ctl/index.h"
 #include "engine/engine.h"
 #include "ctl/podmem.h"
+#include "ctl/volumes.h"
 #include "kube/objects.h"
 
 /* The project of the snapshot's queues for charges whose queue is gone. */
@@ -71,6 +72,7 @@ enum fair_ctl_reason {
     FAIR_CTL_REASON_BAD_POD,               /* bad annotation or request */
     FAIR_CTL_REASON_PODGROUP_NOT_FOUND,    /* its PodGroup does not exist (yet) */
     FAIR_CTL_REASON_BUDGET_EXHAUSTED,      /* its project's budget is spent, action block */
+    FAIR_CTL_REASON_VOLUME,                /* a claim is not ready for it (ctl/volumes.h) */
 };
 
 /* Overlay of one pod, found by UID through the lookup callback. */
@@ -168,6 +170,15 @@ struct fair_ctl_snapshot_input {
     const int64_t *project_usage;
     const char *const *project_hold;
     const char *const *project_note;
+    /* Volumes (ctl/volumes.h): claims, volumes and storage classes; a
+     * pending pod of ours with claims is placed where they can be
+     * reached, or waits (VOLUME). May be NULL. */
+    const struct fair_kpvc *const *pvcs;
+    size_t npvcs;
+    const struct fair_kpv *const *pvs;
+    size_t npvs;
+    const struct fair_ksc *const *scs;
+    size_t nscs;
 };
 
 /* The pods of one PodGroup, by state. */
@@ -258,6 +269,11 @@ struct fair_ctl_snapshot {
     /* issue 15: the per-model quotas of the projects and queues. */
     struct fair_model_quota *mquotas;
     size_t nmquotas, mquotas_cap;
+    /* Volumes: the indexes and the node affinities made for claims, and
+     * per snapshot pod whether a claim waits for the node it goes to (the
+     * controller then writes selected-node instead of binding). */
+    struct fair_ctl_volumes vol;
+    uint8_t *pod_select;
 };
 
 /* Builds *out (caller storage; zeroed first). Returns 0 or FAIR_ENOMEM /

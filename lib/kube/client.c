@@ -110,6 +110,9 @@ const struct fair_kres fair_kres_sp_podgroups = {"scheduling.x-k8s.io", "v1alpha
                                                  true};
 const struct fair_kres fair_kres_vc_podgroups = {"scheduling.volcano.sh", "v1beta1", "podgroups",
                                                  true};
+const struct fair_kres fair_kres_pvcs = {"", "v1", "persistentvolumeclaims", true};
+const struct fair_kres fair_kres_pvs = {"", "v1", "persistentvolumes", false};
+const struct fair_kres fair_kres_storageclasses = {"storage.k8s.io", "v1", "storageclasses", false};
 
 void fair_kclient_options_default(struct fair_kclient_options *o)
 {

@@ -122,6 +122,10 @@ extern const struct fair_kres fair_kres_queues;   /* fairshare.dev/v1alpha1 queu
  * (optional CRDs: the controller checks they are served first). */
 extern const struct fair_kres fair_kres_sp_podgroups; /* scheduling.x-k8s.io/v1alpha1 */
 extern const struct fair_kres fair_kres_vc_podgroups; /* scheduling.volcano.sh/v1beta1 */
+/* Volumes, for where a pod's claims can be reached. */
+extern const struct fair_kres fair_kres_pvcs;           /* v1 persistentvolumeclaims */
+extern const struct fair_kres fair_kres_pvs;            /* v1 persistentvolumes */
+extern const struct fair_kres fair_kres_storageclasses; /* storage.k8s.io/v1 storageclasses */
 
 /* Appends the API path of a resource to out:
  *   /api/v1/namespaces/NS/pods/NAME/SUB, /apis/G/V/RES/NAME, ...

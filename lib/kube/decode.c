@@ -586,15 +586,16 @@ static int pod_scalars_ports(const json_t *spec, struct fair_kpod *p)
             nbytes += ip ? strlen(ip) + 1 : 0;
         }
     }
-    json_array_foreach(ics, i, c)
-        container_scalars(c, true, &a, &p->problem);
+    json_array_foreach(ics, i, c) container_scalars(c, true, &a, &p->problem);
     if (a.over)
-        add_problem(&p->problem, "resources: more than %d resources other than CPU, memory and "
-                                 "GPU; Fairshare does not schedule this pod",
+        add_problem(&p->problem,
+                    "resources: more than %d resources other than CPU, memory and "
+                    "GPU; Fairshare does not schedule this pod",
                     FAIR_POD_MAX_SCALARS);
     if (nports > FAIR_POD_MAX_HOST_PORTS) {
-        add_problem(&p->problem, "spec.containers[].ports: more than %d host ports; Fairshare "
-                                 "does not schedule this pod",
+        add_problem(&p->problem,
+                    "spec.containers[].ports: more than %d host ports; Fairshare "
+                    "does not schedule this pod",
                     FAIR_POD_MAX_HOST_PORTS);
         nports = 0;
     }
@@ -602,7 +603,8 @@ static int pod_scalars_ports(const json_t *spec, struct fair_kpod *p)
         return 0;
     for (size_t k = 0; k < a.n; k++)
         nbytes += strlen(a.name[k]) + 1;
-    size_t size = a.n * sizeof(struct fair_scalar) + nports * sizeof(struct fair_host_port) + nbytes;
+    size_t size =
+        a.n * sizeof(struct fair_scalar) + nports * sizeof(struct fair_host_port) + nbytes;
     char *block = fair_calloc(1, size);
     if (!block)
         return FAIR_ENOMEM;
@@ -826,17 +828,17 @@ static bool aff_walk(struct aff_build *b, const json_t *na)
     return true;
 }
 
-static int pod_affinity(const json_t *spec, struct fair_kpod *p)
+/* Builds *out from a nodeAffinity object na (required and preferred
+ * terms); a problem is told through *problem, prefixed by what, and
+ * leaves *out NULL. Returns 0 or FAIR_ENOMEM. */
+static int node_affinity_build(const json_t *na, const char *what, char **problem,
+                               struct fair_node_affinity **out)
 {
-    const json_t *aff = spec ? json_object_get(spec, "affinity") : NULL;
-    const json_t *na = json_is_object(aff) ? json_object_get(aff, "nodeAffinity") : NULL;
-    if (!na || json_is_null(na))
-        return 0;
+    *out = NULL;
     struct aff_build b;
     memset(&b, 0, sizeof b);
     if (!json_is_object(na) || !aff_walk(&b, na)) {
-        add_problem(&p->problem, "%s: %s; Fairshare does not schedule this pod",
-                    b.bad ? b.where : "spec.affinity.nodeAffinity",
+        add_problem(problem, "%s: %s; Fairshare does not schedule this pod", b.bad ? b.where : what,
                     b.bad ? b.bad : "want an object");
         return 0;
     }
@@ -870,7 +872,99 @@ static int pod_affinity(const json_t *spec, struct fair_kpod *p)
     a->nterms = nterms;
     a->preferred = npref ? b.terms + nterms : NULL;
     a->npreferred = npref;
-    p->node_affinity = a;
+    *out = a;
+    return 0;
+}
+
+static int pod_affinity(const json_t *spec, struct fair_kpod *p)
+{
+    const json_t *aff = spec ? json_object_get(spec, "affinity") : NULL;
+    const json_t *na = json_is_object(aff) ? json_object_get(aff, "nodeAffinity") : NULL;
+    if (!na || json_is_null(na))
+        return 0;
+    return node_affinity_build(na, "spec.affinity.nodeAffinity", &p->problem, &p->node_affinity);
+}
+
+/* A NodeSelector (PersistentVolume spec.nodeAffinity.required) as
+ * required node affinity terms. */
+static int node_selector_build(const json_t *sel, const char *what, char **problem,
+                               struct fair_node_affinity **out)
+{
+    json_t *na = json_object();
+    if (!na ||
+        json_object_set(na, "requiredDuringSchedulingIgnoredDuringExecution", (json_t *)sel)) {
+        json_decref(na);
+        return FAIR_ENOMEM;
+    }
+    int rc = node_affinity_build(na, what, problem, out);
+    json_decref(na);
+    return rc;
+}
+
+/* ---- spec.volumes: the claims ------------------------------------------ */
+
+#define POD_MAX_CLAIMS 256
+
+/* The claim of volume v ("" and NULL: none): persistentVolumeClaim's
+ * claimName, or "<pod>-<volume>" for a generic ephemeral volume, written
+ * to buf. */
+static const char *volume_claim(const json_t *v, const char *pod, char *buf, size_t n)
+{
+    const json_t *pvc = json_object_get(v, "persistentVolumeClaim");
+    if (json_is_object(pvc)) {
+        const char *c = json_string_value(json_object_get(pvc, "claimName"));
+        return c && *c && strlen(c) <= 253 ? c : NULL;
+    }
+    const json_t *eph = json_object_get(v, "ephemeral");
+    const char *vn = json_string_value(json_object_get(v, "name"));
+    if (json_is_object(eph) && vn && pod) {
+        int w = snprintf(buf, n, "%s-%s", pod, vn);
+        return w > 0 && (size_t)w < n && w <= 253 ? buf : NULL;
+    }
+    return NULL;
+}
+
+static int pod_claims(const json_t *spec, struct fair_kpod *p)
+{
+    const json_t *vols = spec ? json_object_get(spec, "volumes") : NULL;
+    if (!json_is_array(vols) || json_array_size(vols) == 0)
+        return 0;
+    if (json_array_size(vols) > POD_MAX_CLAIMS) {
+        add_problem(&p->problem, "spec.volumes: more than %d volumes", POD_MAX_CLAIMS);
+        return 0;
+    }
+    char buf[512];
+    size_t n = 0, bytes = 0, i;
+    const json_t *v;
+    json_array_foreach(vols, i, v)
+    {
+        const char *c = volume_claim(v, p->meta.name, buf, sizeof buf);
+        if (c) {
+            n++;
+            bytes += strlen(c) + 1;
+        }
+    }
+    if (!n)
+        return 0;
+    char *block = fair_malloc(n * sizeof(char *) + bytes);
+    if (!block)
+        return FAIR_ENOMEM;
+    const char **arr = (const char **)block;
+    char *str = block + n * sizeof(char *);
+    size_t k = 0;
+    json_array_foreach(vols, i, v)
+    {
+        const char *c = volume_claim(v, p->meta.name, buf, sizeof buf);
+        if (!c)
+            continue;
+        size_t len = strlen(c) + 1;
+        memcpy(str, c, len);
+        arr[k++] = str;
+        str += len;
+    }
+    p->claims = arr;
+    p->nclaims = n;
+    p->claims_mem = block;
     return 0;
 }
 
@@ -1096,8 +1190,9 @@ static int pod_pod_affinity(const json_t *spec, struct fair_kpod *p)
     size_t n[4] = {0, 0, 0, 0};
     if ((pa && !json_is_null(pa) && !json_is_object(pa)) ||
         (anti && !json_is_null(anti) && !json_is_object(anti)) || !paff_walk(&b, pa, anti, n)) {
-        add_problem(&p->problem, "spec.affinity pod (anti-)affinity: %s; Fairshare does not "
-                                 "schedule this pod",
+        add_problem(&p->problem,
+                    "spec.affinity pod (anti-)affinity: %s; Fairshare does not "
+                    "schedule this pod",
                     b.bad ? b.bad : "want objects");
         return 0;
     }
@@ -1228,8 +1323,9 @@ static int pod_spread(const json_t *spec, struct fair_kpod *p)
     struct spread_build sb;
     memset(&sb, 0, sizeof sb);
     if (!spread_walk(&sb, list)) {
-        add_problem(&p->problem, "spec.topologySpreadConstraints: %s; Fairshare does not "
-                                 "schedule this pod",
+        add_problem(&p->problem,
+                    "spec.topologySpreadConstraints: %s; Fairshare does not "
+                    "schedule this pod",
                     sb.b.bad);
         return 0;
     }
@@ -1394,8 +1490,8 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
         else
             p->checkpoint_interval_ms = ms;
     }
-    if ((rc = map_get(ann, FAIR_ANN_PREEMPTION_NOTICE, "annotation " FAIR_ANN_PREEMPTION_NOTICE,
-                      &s, err)))
+    if ((rc = map_get(ann, FAIR_ANN_PREEMPTION_NOTICE, "annotation " FAIR_ANN_PREEMPTION_NOTICE, &s,
+                      err)))
         return rc;
     if (s) {
         struct fair_error de = {0};
@@ -1488,8 +1584,8 @@ static int pod_owner(const json_t *md, struct fair_kpod *p, struct fair_error *e
     {
         if (!json_is_object(ref) || !json_is_true(json_object_get(ref, "controller")))
             continue;
-        if ((rc = borrow_str(ref, "kind", "metadata.ownerReferences[].kind", &p->owner_kind,
-                             err)) ||
+        if ((rc =
+                 borrow_str(ref, "kind", "metadata.ownerReferences[].kind", &p->owner_kind, err)) ||
             (rc = borrow_str(ref, "name", "metadata.ownerReferences[].name", &p->owner_name, err)))
             return rc;
         return borrow_str(ref, "uid", "metadata.ownerReferences[].uid", &p->owner_uid, err);
@@ -1680,6 +1776,8 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
         return fair_error_set(err, rc, "spec.affinity: out of memory");
     if ((rc = pod_spread(spec, p)))
         return fair_error_set(err, rc, "spec.topologySpreadConstraints: out of memory");
+    if ((rc = pod_claims(spec, p)))
+        return fair_error_set(err, rc, "spec.volumes: out of memory");
     if ((rc = decode_labels(labels, "metadata.labels", true, &p->labels, &p->nlabels, err)))
         return rc;
     if ((rc = peek_str(status, "phase", "status.phase", &s, err)))
@@ -1811,6 +1909,7 @@ int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_erro
         fair_free(t.sched_extra);
         fair_free(t.pod_affinity);
         fair_free(t.spread);
+        fair_free(t.claims_mem);
     }
     return rc;
 }
@@ -2416,6 +2515,162 @@ out:
     return 0;
 }
 
+/* ---- volumes ----------------------------------------------------------- */
+
+int fair_kpvc_decode(const json_t *obj, struct fair_kpvc **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    struct fair_kpvc *c = fair_calloc(1, sizeof *c);
+    if (!c)
+        return fair_error_set(err, FAIR_ENOMEM, "persistentvolumeclaim: out of memory");
+    if ((rc = fair_kmeta_decode(obj, &c->meta, err)))
+        goto out;
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *md = json_object_get(obj, "metadata");
+    const json_t *ann = json_is_object(md) ? json_object_get(md, "annotations") : NULL;
+    const json_t *st = json_object_get(obj, "status");
+    if ((rc = get_str(json_is_object(spec) ? spec : NULL, "volumeName", "spec.volumeName",
+                      &c->volume_name, err)) ||
+        (rc = get_str(json_is_object(spec) ? spec : NULL, "storageClassName",
+                      "spec.storageClassName", &c->storage_class, err)) ||
+        (rc = get_str(json_is_object(ann) ? ann : NULL, FAIR_ANN_SELECTED_NODE,
+                      "annotation " FAIR_ANN_SELECTED_NODE, &c->selected_node, err)))
+        goto out;
+    if (c->volume_name && !*c->volume_name) {
+        fair_free(c->volume_name);
+        c->volume_name = NULL;
+    }
+    c->class_set = c->storage_class != NULL;
+    const char *ph = json_is_object(st) ? json_string_value(json_object_get(st, "phase")) : NULL;
+    c->bound = ph && !strcmp(ph, "Bound");
+    c->lost = ph && !strcmp(ph, "Lost");
+    size_t kn = strlen(c->meta.namespace_ ? c->meta.namespace_ : "") +
+                strlen(c->meta.name ? c->meta.name : "") + 2;
+    if (!(c->key = fair_malloc(kn))) {
+        rc = fair_error_set(err, FAIR_ENOMEM, "persistentvolumeclaim: out of memory");
+        goto out;
+    }
+    snprintf(c->key, kn, "%s/%s", c->meta.namespace_ ? c->meta.namespace_ : "",
+             c->meta.name ? c->meta.name : "");
+out:
+    if (rc) {
+        name_failure(rc, err, "persistentvolumeclaim", c->meta.name);
+        fair_kpvc_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int fair_kpv_decode(const json_t *obj, struct fair_kpv **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    problem_lost = false;
+    struct fair_kpv *v = fair_calloc(1, sizeof *v);
+    if (!v)
+        return fair_error_set(err, FAIR_ENOMEM, "persistentvolume: out of memory");
+    if ((rc = fair_kmeta_decode(obj, &v->meta, err)))
+        goto out;
+    const json_t *spec = get_spec(obj, &v->problem);
+    const json_t *na = spec ? json_object_get(spec, "nodeAffinity") : NULL;
+    const json_t *req = json_is_object(na) ? json_object_get(na, "required") : NULL;
+    if (req && !json_is_null(req) &&
+        (rc = node_selector_build(req, "spec.nodeAffinity.required", &v->problem,
+                                  &v->node_affinity)))
+        rc = fair_error_set(err, rc, "spec.nodeAffinity: out of memory");
+out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
+    if (rc) {
+        name_failure(rc, err, "persistentvolume", v->meta.name);
+        fair_kpv_free(v);
+        return rc;
+    }
+    *out = v;
+    return 0;
+}
+
+/* allowedTopologies: [{matchLabelExpressions: [{key, values}]}] ORed, as
+ * nodeSelectorTerms with In requirements. */
+static json_t *topologies_as_selector(const json_t *topo)
+{
+    json_t *terms = json_array(), *sel = json_object();
+    if (!terms || !sel || json_object_set(sel, "nodeSelectorTerms", terms))
+        goto fail;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(topo, i, t)
+    {
+        const json_t *exprs =
+            json_is_object(t) ? json_object_get(t, "matchLabelExpressions") : NULL;
+        json_t *me = json_array(), *term = json_object();
+        if (!me || !term || json_object_set_new(term, "matchExpressions", me) ||
+            json_array_append_new(terms, term)) {
+            json_decref(me);
+            json_decref(term);
+            goto fail;
+        }
+        size_t j;
+        const json_t *e;
+        json_array_foreach(exprs, j, e)
+        {
+            json_t *r = json_pack("{s:O?,s:s,s:O?}", "key", json_object_get(e, "key"), "operator",
+                                  "In", "values", json_object_get(e, "values"));
+            if (!r || json_array_append_new(me, r))
+                goto fail;
+        }
+    }
+    json_decref(terms);
+    return sel;
+fail:
+    json_decref(terms);
+    json_decref(sel);
+    return NULL;
+}
+
+int fair_ksc_decode(const json_t *obj, struct fair_ksc **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    problem_lost = false;
+    struct fair_ksc *c = fair_calloc(1, sizeof *c);
+    if (!c)
+        return fair_error_set(err, FAIR_ENOMEM, "storageclass: out of memory");
+    if ((rc = fair_kmeta_decode(obj, &c->meta, err)) ||
+        (rc = get_str(obj, "provisioner", "provisioner", &c->provisioner, err)))
+        goto out;
+    const char *mode = json_string_value(json_object_get(obj, "volumeBindingMode"));
+    c->wait_for_first_consumer = mode && !strcmp(mode, "WaitForFirstConsumer");
+    const json_t *topo = json_object_get(obj, "allowedTopologies");
+    if (json_is_array(topo) && json_array_size(topo) > 0) {
+        if (json_array_size(topo) > FAIR_AFFINITY_MAX_TERMS) {
+            add_problem(&c->problem, "allowedTopologies: more than %d terms",
+                        FAIR_AFFINITY_MAX_TERMS);
+        } else {
+            json_t *sel = topologies_as_selector(topo);
+            if (!sel)
+                rc = fair_error_set(err, FAIR_ENOMEM, "allowedTopologies: out of memory");
+            else
+                rc = node_selector_build(sel, "allowedTopologies", &c->problem, &c->allowed);
+            json_decref(sel);
+            if (rc)
+                fair_error_set(err, rc, "allowedTopologies: out of memory");
+        }
+    }
+out:
+    if (!rc && problem_lost)
+        rc = FAIR_ENOMEM;
+    if (rc) {
+        name_failure(rc, err, "storageclass", c->meta.name);
+        fair_ksc_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
 /* ---- generic table, Status -------------------------------------------- */
 
 static int dec_pod(const json_t *o, void **out, struct fair_error *err)
@@ -2441,6 +2696,30 @@ static int dec_sp_podgroup(const json_t *o, void **out, struct fair_error *err)
 static int dec_vc_podgroup(const json_t *o, void **out, struct fair_error *err)
 {
     return fair_kpodgroup_decode(o, FAIR_KPG_VOLCANO, (struct fair_kpodgroup **)out, err);
+}
+static int dec_pvc(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_kpvc_decode(o, (struct fair_kpvc **)out, err);
+}
+static int dec_pv(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_kpv_decode(o, (struct fair_kpv **)out, err);
+}
+static int dec_sc(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_ksc_decode(o, (struct fair_ksc **)out, err);
+}
+static void free_pvc(void *o)
+{
+    fair_kpvc_free(o);
+}
+static void free_pv(void *o)
+{
+    fair_kpv_free(o);
+}
+static void free_sc(void *o)
+{
+    fair_ksc_free(o);
 }
 static void free_podgroup(void *o)
 {
@@ -2502,8 +2781,7 @@ static const struct fair_jfield pod_meta[] = {META_FIELDS,
                                               {"ownerReferences", owner_ref},
                                               {NULL, NULL}};
 /* Every resource: the other ones are constraints (NodeResourcesFit). */
-static const struct fair_jfield res_lists[] = {
-    {"requests", NULL}, {"limits", NULL}, {NULL, NULL}};
+static const struct fair_jfield res_lists[] = {{"requests", NULL}, {"limits", NULL}, {NULL, NULL}};
 static const struct fair_jfield container_port[] = {
     {"hostPort", NULL}, {"hostIP", NULL}, {"protocol", NULL}, {NULL, NULL}};
 static const struct fair_jfield container[] = {
@@ -2518,6 +2796,10 @@ static const struct fair_jfield pod_affinity_filter[] = {{"nodeAffinity", NULL},
                                                          {"podAffinity", pod_aff_terms},
                                                          {"podAntiAffinity", pod_aff_terms},
                                                          {NULL, NULL}};
+static const struct fair_jfield pvc_source[] = {{"claimName", NULL}, {NULL, NULL}};
+static const struct fair_jfield eph_source[] = {{"volumeClaimTemplate", NULL}, {NULL, NULL}};
+static const struct fair_jfield pod_volume[] = {
+    {"name", NULL}, {"persistentVolumeClaim", pvc_source}, {"ephemeral", eph_source}, {NULL, NULL}};
 static const struct fair_jfield pod_spec[] = {{"schedulerName", NULL},
                                               {"nodeName", NULL},
                                               {"terminationGracePeriodSeconds", NULL},
@@ -2528,6 +2810,7 @@ static const struct fair_jfield pod_spec[] = {{"schedulerName", NULL},
                                               {"tolerations", toleration},
                                               {"containers", container},
                                               {"initContainers", container},
+                                              {"volumes", pod_volume},
                                               {NULL, NULL}};
 static const struct fair_jfield condition[] = {
     {"type", NULL}, {"status", NULL}, {"reason", NULL}, {NULL, NULL}};
@@ -2564,6 +2847,30 @@ const struct fair_ktype fair_ktype_project = {"Project", dec_project, free_proje
 const struct fair_ktype fair_ktype_queue = {"Queue", dec_queue, free_queue, NULL};
 const struct fair_ktype fair_ktype_sp_podgroup = {"PodGroup", dec_sp_podgroup, free_podgroup, NULL};
 const struct fair_ktype fair_ktype_vc_podgroup = {"PodGroup", dec_vc_podgroup, free_podgroup, NULL};
+
+static const struct fair_jfield pvc_ann[] = {{FAIR_ANN_SELECTED_NODE, NULL}, {NULL, NULL}};
+static const struct fair_jfield pvc_meta[] = {META_FIELDS, {"annotations", pvc_ann}, {NULL, NULL}};
+static const struct fair_jfield pvc_spec[] = {
+    {"volumeName", NULL}, {"storageClassName", NULL}, {NULL, NULL}};
+static const struct fair_jfield pvc_status[] = {{"phase", NULL}, {NULL, NULL}};
+static const struct fair_jfield pvc_filter[] = {STATUS_FIELDS,
+                                                {"metadata", pvc_meta},
+                                                {"spec", pvc_spec},
+                                                {"status", pvc_status},
+                                                {NULL, NULL}};
+static const struct fair_jfield pv_meta[] = {META_FIELDS, {NULL, NULL}};
+static const struct fair_jfield pv_spec[] = {{"nodeAffinity", NULL}, {NULL, NULL}};
+static const struct fair_jfield pv_filter[] = {
+    STATUS_FIELDS, {"metadata", pv_meta}, {"spec", pv_spec}, {NULL, NULL}};
+static const struct fair_jfield sc_filter[] = {STATUS_FIELDS,
+                                               {"metadata", pv_meta},
+                                               {"provisioner", NULL},
+                                               {"volumeBindingMode", NULL},
+                                               {"allowedTopologies", NULL},
+                                               {NULL, NULL}};
+const struct fair_ktype fair_ktype_pvc = {"PersistentVolumeClaim", dec_pvc, free_pvc, pvc_filter};
+const struct fair_ktype fair_ktype_pv = {"PersistentVolume", dec_pv, free_pv, pv_filter};
+const struct fair_ktype fair_ktype_storageclass = {"StorageClass", dec_sc, free_sc, sc_filter};
 
 static const struct fair_jfield skel_meta[] = {
     {"name", NULL}, {"namespace", NULL}, {"uid", NULL}, {"resourceVersion", NULL}, {NULL, NULL}};

@@ -119,6 +119,18 @@ extern const struct fair_ktype fair_ktype_project;
 extern const struct fair_ktype fair_ktype_queue;
 extern const struct fair_ktype fair_ktype_sp_podgroup; /* "PodGroup", scheduling.x-k8s.io */
 extern const struct fair_ktype fair_ktype_vc_podgroup; /* "PodGroup", scheduling.volcano.sh */
+extern const struct fair_ktype fair_ktype_pvc;
+extern const struct fair_ktype fair_ktype_pv;
+extern const struct fair_ktype fair_ktype_storageclass;
+
+/* The annotation the volume binder writes on a claim of a
+ * WaitForFirstConsumer class: the node its provisioner must serve. */
+#define FAIR_ANN_SELECTED_NODE "volume.kubernetes.io/selected-node"
+#define FAIR_NO_PROVISIONER "kubernetes.io/no-provisioner"
+
+int fair_kpvc_decode(const json_t *obj, struct fair_kpvc **out, struct fair_error *err);
+int fair_kpv_decode(const json_t *obj, struct fair_kpv **out, struct fair_error *err);
+int fair_ksc_decode(const json_t *obj, struct fair_ksc **out, struct fair_error *err);
 
 static inline struct fair_kmeta *fair_kobj_meta(void *obj)
 {

@@ -31,6 +31,7 @@ void fair_kpod_free(struct fair_kpod *p)
     fair_free(p->sched_extra);
     fair_free(p->pod_affinity);
     fair_free(p->spread);
+    fair_free(p->claims_mem);
     if (p->packed) {
         fair_free(p);
         return;
@@ -110,4 +111,37 @@ void fair_kqueue_free(struct fair_kqueue *q)
     fair_free(q->project);
     fair_free(q->problem);
     fair_free(q);
+}
+
+void fair_kpvc_free(struct fair_kpvc *c)
+{
+    if (!c)
+        return;
+    fair_kmeta_release(&c->meta);
+    fair_free(c->key);
+    fair_free(c->volume_name);
+    fair_free(c->storage_class);
+    fair_free(c->selected_node);
+    fair_free(c);
+}
+
+void fair_kpv_free(struct fair_kpv *v)
+{
+    if (!v)
+        return;
+    fair_kmeta_release(&v->meta);
+    fair_free(v->node_affinity);
+    fair_free(v->problem);
+    fair_free(v);
+}
+
+void fair_ksc_free(struct fair_ksc *c)
+{
+    if (!c)
+        return;
+    fair_kmeta_release(&c->meta);
+    fair_free(c->provisioner);
+    fair_free(c->allowed);
+    fair_free(c->problem);
+    fair_free(c);
 }

@@ -56,7 +56,7 @@ struct fair_kpod {
      * (flavor COSCHED), else annotation scheduling.k8s.io/group-name
      * (flavor VOLCANO); NULL: none. */
     char *pod_group;
-    uint8_t pod_group_flavor;       /* enum fair_kpodgroup_flavor */
+    uint8_t pod_group_flavor; /* enum fair_kpodgroup_flavor */
     /* The GPU model the pod names, if any: nodeSelector
      * nvidia.com/gpu.product, else a required node affinity whose every
      * term has nvidia.com/gpu.product In [one value] (the same value), else
@@ -77,7 +77,7 @@ struct fair_kpod {
     bool requeue_opt_out;  /* label or annotation fairshare.dev/requeue: "false" */
     int32_t requeue_count; /* annotation fairshare.dev/requeue-count; 0 if none */
     int64_t grace_s;       /* spec.terminationGracePeriodSeconds; -1 if absent */
-    int64_t start_ms; /* status.startTime */
+    int64_t start_ms;      /* status.startTime */
     /* When its containers stopped: the latest
      * status.containerStatuses[].state.terminated.finishedAt, when every
      * container listed there has terminated (a Succeeded or Failed pod, or
@@ -130,10 +130,50 @@ struct fair_kpod {
     /* annotation fairshare.dev/gpu-memory in bytes (> 0); 0 if none. The
      * snapshot turns it into a fraction (docs/fractions.md). */
     int64_t gpu_memory_bytes;
+    /* The PersistentVolumeClaims its volumes use, in spec.volumes order:
+     * persistentVolumeClaim.claimName, and "<pod>-<volume>" for a generic
+     * ephemeral volume (the claim its controller creates). One allocation
+     * (claims_mem, the array then the strings) owned by the pod, packed
+     * or not; NULL when none. */
+    const char *const *claims;
+    size_t nclaims;
+    void *claims_mem;
     /* Set by fair_kpod_decode(): the struct, its arrays and its strings
      * are one allocation (fair_kpod_free() frees just that). A pod built
      * by hand leaves it false and owns each string and array. */
     bool packed;
+};
+
+/* A PersistentVolumeClaim, as the volume binding of a pod reads it. */
+struct fair_kpvc {
+    struct fair_kmeta meta;
+    char *key;           /* "namespace/name", for lookups */
+    char *volume_name;   /* spec.volumeName; NULL: not bound to a volume */
+    char *storage_class; /* spec.storageClassName; NULL: absent */
+    bool class_set;      /* spec.storageClassName present (even "") */
+    bool bound;          /* status.phase Bound */
+    bool lost;           /* status.phase Lost */
+    char *selected_node; /* annotation volume.kubernetes.io/selected-node */
+};
+
+/* A PersistentVolume: where it can be reached. */
+struct fair_kpv {
+    struct fair_kmeta meta;
+    /* spec.nodeAffinity.required as required node affinity terms (one
+     * allocation); NULL: reachable from every node. */
+    struct fair_node_affinity *node_affinity;
+    char *problem; /* a nodeAffinity over the limits or of a bad shape */
+};
+
+/* A StorageClass: when its volumes are bound. */
+struct fair_ksc {
+    struct fair_kmeta meta;
+    char *provisioner;
+    bool wait_for_first_consumer; /* volumeBindingMode WaitForFirstConsumer */
+    /* allowedTopologies as required node affinity terms (In only); NULL:
+     * any node. */
+    struct fair_node_affinity *allowed;
+    char *problem;
 };
 
 struct fair_knode {
@@ -279,5 +319,8 @@ void fair_knode_free(struct fair_knode *n);
 void fair_kproject_free(struct fair_kproject *p);
 void fair_kqueue_free(struct fair_kqueue *q);
 void fair_kpodgroup_free(struct fair_kpodgroup *g);
+void fair_kpvc_free(struct fair_kpvc *c);
+void fair_kpv_free(struct fair_kpv *v);
+void fair_ksc_free(struct fair_ksc *c);
 
 #endif

@@ -360,8 +360,8 @@ static void label_node(int i, const char *label)
 {
     struct fair_buf out;
     fair_buf_init(&out, 1 << 16);
-    int rc = e2e_kubectl(&out, (const char *[]){"label", "node", e2e_node(i), label,
-                                                "--overwrite", NULL});
+    int rc = e2e_kubectl(
+        &out, (const char *[]){"label", "node", e2e_node(i), label, "--overwrite", NULL});
     if (rc != 0)
         fail_msg("kubectl label node %s %s: %s", e2e_node(i), label, out.data ? out.data : "");
     fair_buf_release(&out);
@@ -510,6 +510,165 @@ static void test_preferred_and_unschedulable(void **state)
     e2e_scenario_end();
 }
 
+/* A cluster-scoped object, tracked for deletion. */
+static void create_tracked(const char *coll, const char *name, const char *body)
+{
+    e2e_create(coll, "%s", body);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", coll, name);
+    e2e_track(path);
+}
+
+/* A local PersistentVolume of class cls on node, bound ahead to claim
+ * ns/claim (claimRef), as an admin or a provisioner makes it. */
+static void mk_local_pv(const char *name, const char *cls, const char *node, const char *ns,
+                        const char *claim)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"],"
+             "\"storageClassName\":\"%s\",\"claimRef\":{\"namespace\":\"%s\",\"name\":\"%s\"},"
+             "\"local\":{\"path\":\"/mnt/e2e\"},\"nodeAffinity\":{\"required\":{"
+             "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
+             "\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}}",
+             name, cls, ns, claim, node);
+    create_tracked("/api/v1/persistentvolumes", name, body);
+}
+
+static void mk_claim(const char *ns, const char *name, const char *cls, const char *volume)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/persistentvolumeclaims", ns);
+    e2e_create(path,
+               "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{"
+               "\"name\":\"%s\"},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{"
+               "\"requests\":{\"storage\":\"1Gi\"}},\"storageClassName\":\"%s\"%s%s%s}}",
+               name, cls, volume ? ",\"volumeName\":\"" : "", volume ? volume : "",
+               volume ? "\"" : "");
+}
+
+static void mk_claim_pod(const char *ns, const char *name, const char *queue, const char *claim)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    e2e_create(path,
+               "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+               "\"labels\":{\"fairshare.dev/queue\":\"%s\"}},\"spec\":{\"schedulerName\":\"%s\","
+               "\"terminationGracePeriodSeconds\":0,\"volumes\":[{\"name\":\"data\","
+               "\"persistentVolumeClaim\":{\"claimName\":\"%s\"}}],\"containers\":[{\"name\":"
+               "\"main\",\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":{"
+               "\"nvidia.com/gpu\":\"1\"}}}]}}",
+               name, queue, e2e_scheduler(), claim);
+}
+
+static char *pod_node_of(const char *ns, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    json_t *p = e2e_get(path);
+    const char *n = p ? e2e_str(p, "spec.nodeName") : NULL;
+    char *out = strdup(n ? n : "");
+    json_decref(p);
+    return out;
+}
+
+static bool pod_on(const char *ns, const char *name, const char *node)
+{
+    char *n = pod_node_of(ns, name);
+    bool ok = !strcmp(n, node);
+    free(n);
+    return ok;
+}
+
+/* The claim's volume.kubernetes.io/selected-node (malloc'd, "" if none). */
+static char *claim_selected(const char *ns, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/persistentvolumeclaims/%s", ns, name);
+    json_t *c = e2e_get(path);
+    const char *s = c ? json_string_value(json_object_get(
+                            json_object_get(json_object_get(c, "metadata"), "annotations"),
+                            "volume.kubernetes.io/selected-node"))
+                      : NULL;
+    char *out = strdup(s ? s : "");
+    json_decref(c);
+    return out;
+}
+
+static bool claim_has_selected(const char *ns, const char *name)
+{
+    char *s = claim_selected(ns, name);
+    bool ok = *s != 0;
+    free(s);
+    return ok;
+}
+
+/* Volumes on the real API server and its PV controller (docs/engine.md,
+ * "Volumes"): a pod whose claim is bound to a local volume on the second
+ * node goes there, although packing alone takes the first; a claim of a
+ * WaitForFirstConsumer class gets selected-node before its pod is bound,
+ * the test plays the provisioner (a volume on that node, bound ahead to
+ * the claim, which the PV controller then binds), and the pod is bound
+ * where the volume is; a missing claim keeps its pod waiting with
+ * VolumeNotReady. */
+static void test_volumes(void **state)
+{
+    (void)state;
+    char pre[128];
+    e2e_scenario_begin("vol", pre, sizeof pre);
+    e2e_namespace(pre);
+    e2e_project(pre, pre, "16", pre);
+    e2e_queue(pre, pre, "16", 0);
+    char cls[160], pv1[160], pv2[160], body[1024];
+    snprintf(cls, sizeof cls, "%s-wffc", pre);
+    snprintf(pv1, sizeof pv1, "%s-local", pre);
+    snprintf(pv2, sizeof pv2, "%s-made", pre);
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{"
+             "\"name\":\"%s\"},\"provisioner\":\"example.com/e2e\","
+             "\"volumeBindingMode\":\"WaitForFirstConsumer\"}",
+             cls);
+    create_tracked("/apis/storage.k8s.io/v1/storageclasses", cls, body);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "vol", NULL);
+
+    mk_local_pv(pv1, "", e2e_node(1), pre, "data");
+    mk_claim(pre, "data", "", pv1);
+    mk_claim_pod(pre, "local", pre, "data");
+    mk_claim_pod(pre, "orphan", pre, "no-such-claim");
+    bool placed = E2E_WAIT(pod_on(pre, "local", e2e_node(1)), E2E_WAIT_MS);
+    bool told = E2E_WAIT(reason_is(pre, "orphan", "VolumeNotReady"), E2E_WAIT_MS);
+    if (!placed || !told) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("local volume: pod on %s (want %s); missing claim told: %d",
+                 pod_node_of(pre, "local"), e2e_node(1), told);
+    }
+
+    mk_claim(pre, "wdata", cls, NULL);
+    mk_claim_pod(pre, "wffc", pre, "wdata");
+    if (!E2E_WAIT(claim_has_selected(pre, "wdata"), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the WaitForFirstConsumer claim got no selected-node");
+    }
+    char *node = claim_selected(pre, "wdata");
+    e2e_nap(1000);
+    assert_true(pod_on(pre, "wffc", "")); /* not bound before its volume exists */
+    mk_local_pv(pv2, cls, node, pre, "wdata");
+    if (!E2E_WAIT(pod_on(pre, "wffc", node), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the pod was not bound on %s, where its provisioned volume is", node);
+    }
+    free(node);
+    assert_true(pod_on(pre, "orphan", ""));
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -519,6 +678,7 @@ int main(void)
         cmocka_unit_test_teardown(test_podgroup_preempted_whole, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_job_node_affinity, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_preferred_and_unschedulable, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_volumes, e2e_scenario_teardown),
     };
     return cmocka_run_group_tests_name("e2e/workloads", tests, e2e_setup, e2e_teardown);
 }

@@ -392,7 +392,7 @@ static void synthetic_requests(struct req_set *s)
     add_req(s, "GET", "/apis/fairshare.dev/v1alpha1/queues?watch=1");
     add_req(s, "POST", "/api/v1/namespaces/a/pods/p/binding");
     add_req(s, "POST", "/api/v1/namespaces/a/pods/p/eviction");
-    add_req(s, "POST", "/api/v1/namespaces/a/pods"); /* requeue of a bare pod */
+    add_req(s, "POST", "/api/v1/namespaces/a/pods");     /* requeue of a bare pod */
     add_req(s, "DELETE", "/api/v1/namespaces/a/pods/p"); /* a victim past eviction.pdbMaxWait */
     add_req(s, "PATCH", "/api/v1/namespaces/a/pods/p/status");
     add_req(s, "POST", "/api/v1/namespaces/a/events");
@@ -404,6 +404,13 @@ static void synthetic_requests(struct req_set *s)
     add_req(s, "GET", "/apis/scheduling.volcano.sh/v1beta1/podgroups?limit=500");
     add_req(s, "GET", "/apis/scheduling.volcano.sh/v1beta1/podgroups?watch=1");
     add_req(s, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/namespaces/a/podgroups/g/status");
+    add_req(s, "GET", "/api/v1/persistentvolumeclaims?limit=500");
+    add_req(s, "GET", "/api/v1/persistentvolumeclaims?watch=1");
+    add_req(s, "PATCH", "/api/v1/namespaces/a/persistentvolumeclaims/c");
+    add_req(s, "GET", "/api/v1/persistentvolumes?limit=500");
+    add_req(s, "GET", "/api/v1/persistentvolumes?watch=1");
+    add_req(s, "GET", "/apis/storage.k8s.io/v1/storageclasses?limit=500");
+    add_req(s, "GET", "/apis/storage.k8s.io/v1/storageclasses?watch=1");
     add_req(s, "POST", "/apis/coordination.k8s.io/v1/namespaces/fairshare-system/leases");
     add_req(s, "GET",
             "/apis/coordination.k8s.io/v1/namespaces/fairshare-system/leases/fairshare-controller");

@@ -367,9 +367,12 @@ static void test_shielded_gang_running(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_victim_unit),       cmocka_unit_test(test_unit_not_eligible),
-        cmocka_unit_test(test_elastic),           cmocka_unit_test(test_gang_larger_than_cluster),
-        cmocka_unit_test(test_elastic_admission), cmocka_unit_test(test_shielded_gang_admission),
+        cmocka_unit_test(test_victim_unit),
+        cmocka_unit_test(test_unit_not_eligible),
+        cmocka_unit_test(test_elastic),
+        cmocka_unit_test(test_gang_larger_than_cluster),
+        cmocka_unit_test(test_elastic_admission),
+        cmocka_unit_test(test_shielded_gang_admission),
         cmocka_unit_test(test_shielded_gang_running),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

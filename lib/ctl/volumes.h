@@ -1,0 +1,72 @@
+/* Volumes: where a pod's PersistentVolumeClaims let it run, as
+ * kube-scheduler's VolumeBinding plugin reads them (docs/engine.md,
+ * "Volumes"). Pure, like the snapshot: from the informers' claims,
+ * volumes and storage classes to, per pending pod,
+ *  - wait, with a message (a claim missing or being deleted, an unbound
+ *    claim of an Immediate class, a WaitForFirstConsumer claim whose
+ *    provisioner is at work on a node, ...);
+ *  - or the node terms its bound volumes (spec.nodeAffinity) and its
+ *    unbound WaitForFirstConsumer claims' classes (allowedTopologies)
+ *    allow, ANDed with the pod's own required node affinity;
+ *  - and whether a claim waits for its node (selected-node): the
+ *    controller then writes the chosen node on those claims instead of
+ *    binding, as the volume binder does before its bind.
+ *
+ * Ownership: every input is borrowed; node affinities it makes are owned
+ * by struct fair_ctl_volumes and live until fair_ctl_volumes_release(). */
+#ifndef FAIR_CTL_VOLUMES_H
+#define FAIR_CTL_VOLUMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ctl/index.h"
+#include "engine/engine.h"
+#include "kube/objects.h"
+
+/* The most node terms a pod's own and its volumes' terms make together
+ * (their product); above it the pod waits with a message. */
+#define FAIR_CTL_VOLUME_MAX_TERMS 64
+
+struct fair_ctl_volumes {
+    const struct fair_kpvc *const *pvcs;
+    size_t npvcs;
+    const struct fair_kpv *const *pvs;
+    size_t npvs;
+    const struct fair_ksc *const *scs;
+    size_t nscs;
+    struct fair_ctl_index pvc_by_key; /* "namespace/name" */
+    struct fair_ctl_index pv_by_name;
+    struct fair_ctl_index sc_by_name;
+    void **owned; /* node affinities made here */
+    size_t nowned, owned_cap;
+};
+
+/* Indexes the inputs (borrowed). Returns 0 or FAIR_ENOMEM. */
+int fair_ctl_volumes_init(struct fair_ctl_volumes *v, const struct fair_kpvc *const *pvcs,
+                          size_t npvcs, const struct fair_kpv *const *pvs, size_t npvs,
+                          const struct fair_ksc *const *scs, size_t nscs);
+void fair_ctl_volumes_release(struct fair_ctl_volumes *v);
+
+/* What pending pod k's claims say. */
+struct fair_ctl_volume_verdict {
+    bool wait; /* the pod waits: message says why */
+    char message[240];
+    /* The required node affinity to schedule it with: k's own, or one
+     * made here (owned by v) with the volumes' terms ANDed in. */
+    const struct fair_node_affinity *affinity;
+    /* A claim waits for the node the pod goes to (selected-node). */
+    bool select_node;
+};
+
+/* Resolves k's claims (k->nclaims > 0). Returns 0 or FAIR_ENOMEM. */
+int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                         struct fair_ctl_volume_verdict *out);
+
+/* The claims of k that wait for a node: unbound, of a WaitForFirstConsumer
+ * class with a provisioner, no selected-node yet. Fills out (at most max);
+ * returns the count. */
+size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                                  const struct fair_kpvc **out, size_t max);
+
+#endif

@@ -1,0 +1,197 @@
+/* Volumes with the controller on the fake API server (docs/engine.md,
+ * "Volumes"): a pod whose claim is bound to a volume with node affinity
+ * goes only where the volume is; a claim of a WaitForFirstConsumer class
+ * gets the chosen node (selected-node) before the pod is bound, and the
+ * pod is bound once the test, playing the provisioner, binds the claim;
+ * a missing claim or an Immediate one keeps the pod waiting with
+ * VolumeNotReady. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_controller_common.h"
+
+static void mk_pv(struct fair_fake *f, const char *name, const char *node, const char *claim)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\"],"
+             "\"storageClassName\":\"fast\",\"claimRef\":{\"namespace\":\"team-a\","
+             "\"name\":\"%s\"},\"local\":{\"path\":\"/mnt/x\"},\"nodeAffinity\":{\"required\":{"
+             "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
+             "\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}}",
+             name, claim, node);
+    must_create(f, "/api/v1/persistentvolumes", body);
+}
+
+/* A claim; volume NULL: unbound. */
+static void mk_pvc(struct fair_fake *f, const char *name, const char *cls, const char *volume)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{"
+             "\"name\":\"%s\",\"namespace\":\"team-a\"},\"spec\":{\"accessModes\":["
+             "\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":\"1Gi\"}},"
+             "\"storageClassName\":\"%s\"%s%s%s}}",
+             name, cls, volume ? ",\"volumeName\":\"" : "", volume ? volume : "",
+             volume ? "\"" : "");
+    must_create(f, "/api/v1/namespaces/team-a/persistentvolumeclaims", body);
+}
+
+static void mk_class(struct fair_fake *f, const char *name, const char *mode)
+{
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{"
+             "\"name\":\"%s\"},\"provisioner\":\"example.com/csi\",\"volumeBindingMode\":\"%s\"}",
+             name, mode);
+    must_create(f, "/apis/storage.k8s.io/v1/storageclasses", body);
+}
+
+/* A one-GPU pod of queue qa using claim. */
+static void mk_claim_pod(struct fair_fake *f, const char *name, const char *claim)
+{
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             ",\"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":\"%s\"}}]",
+             claim);
+    mk_pod_spec(f, "team-a", name, "qa", "1", NULL, NULL, NULL, extra, 0);
+}
+
+static void patch(struct fair_fake *f, const char *path, const char *body)
+{
+    long code = 0;
+    char *resp = NULL;
+    int rc =
+        fair_fake_request_ct(f, "PATCH", path, "application/merge-patch+json", body, &code, &resp);
+    if (rc || code != 200)
+        fprintf(stderr, "PATCH %s -> %ld %s\n", path, code, resp ? resp : "");
+    free(resp);
+    assert_int_equal(code, 200);
+}
+
+/* The claim's selected-node annotation (malloc'd; "" when none). */
+static char *selected_node(struct fair_fake *f, const char *claim)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/team-a/persistentvolumeclaims/%s", claim);
+    long code = 0;
+    char *resp = NULL;
+    char *out = NULL;
+    if (fair_fake_request(f, "GET", path, NULL, &code, &resp) == 0 && code == 200) {
+        json_t *j = json_loads(resp, 0, NULL);
+        const char *s = json_string_value(
+            json_object_get(json_object_get(json_object_get(j, "metadata"), "annotations"),
+                            "volume.kubernetes.io/selected-node"));
+        out = strdup(s ? s : "");
+        json_decref(j);
+    }
+    free(resp);
+    return out ? out : strdup("");
+}
+
+static bool node_is(struct fair_fake *f, const char *pod, const char *want)
+{
+    char *n = pod_node(f, "team-a", pod, NULL);
+    bool ok = strcmp(n, want) == 0;
+    free(n);
+    return ok;
+}
+
+static bool selected_is_set(struct fair_fake *f, const char *claim)
+{
+    char *s = selected_node(f, claim);
+    bool ok = *s != 0;
+    free(s);
+    return ok;
+}
+
+static void test_volumes(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_all(&fake, &c, 2, 8, "volumes");
+    const char *ns[] = {"team-a", NULL};
+    mk_namespaces(&fake, ns);
+    mk_project(&fake, "a", "16", "[\"team-a\"]", "qa");
+    mk_queue(&fake, "qa", "a", "16", 1);
+    mk_class(&fake, "fast", "WaitForFirstConsumer");
+    mk_class(&fake, "slow", "Immediate");
+
+    /* A bound claim whose volume is on node-0001 only: the pod goes
+     * there, although node-0000 comes first in packing order. */
+    mk_pv(&fake, "pv-local", "node-0001", "data-local");
+    mk_pvc(&fake, "data-local", "fast", "pv-local");
+    mk_claim_pod(&fake, "local", "data-local");
+    if (!WAIT_UNTIL(node_is(&fake, "local", "node-0001"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the pod with a volume on node-0001 was not bound there");
+    }
+
+    /* A missing claim, and an unbound claim of an Immediate class: the
+     * pods wait, with VolumeNotReady. */
+    mk_claim_pod(&fake, "nothing", "no-such-claim");
+    mk_pvc(&fake, "data-slow", "slow", NULL);
+    mk_claim_pod(&fake, "slow", "data-slow");
+    if (!WAIT_UNTIL(
+            pod_condition_is(&fake, "team-a", "nothing", "PodScheduled", "VolumeNotReady") &&
+                pod_condition_is(&fake, "team-a", "slow", "PodScheduled", "VolumeNotReady"),
+            WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("pods with a missing or an immediate unbound claim did not say VolumeNotReady");
+    }
+    assert_true(node_is(&fake, "nothing", ""));
+    assert_true(node_is(&fake, "slow", ""));
+
+    /* A WaitForFirstConsumer claim: the controller writes the chosen node
+     * on it and does not bind the pod yet. */
+    mk_pvc(&fake, "data-wffc", "fast", NULL);
+    mk_claim_pod(&fake, "wffc", "data-wffc");
+    if (!WAIT_UNTIL(selected_is_set(&fake, "data-wffc"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the WaitForFirstConsumer claim got no selected-node");
+    }
+    char *node = selected_node(&fake, "data-wffc");
+    assert_true(!strcmp(node, "node-0000") || !strcmp(node, "node-0001"));
+    nap(1500);
+    assert_true(node_is(&fake, "wffc", ""));
+    assert_true(WAIT_UNTIL(
+        pod_condition_is(&fake, "team-a", "wffc", "PodScheduled", "VolumeNotReady"), WAIT_MS));
+
+    /* The provisioner (the test) makes the volume on that node and binds
+     * the claim: the pod is bound there. */
+    mk_pv(&fake, "pv-wffc", node, "data-wffc");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-wffc",
+          "{\"spec\":{\"volumeName\":\"pv-wffc\"}}");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-wffc/status",
+          "{\"status\":{\"phase\":\"Bound\"}}");
+    if (!WAIT_UNTIL(node_is(&fake, "wffc", node), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the pod was not bound where its provisioned volume is (%s)", node);
+    }
+    free(node);
+
+    /* The missing claim appears, bound to the volume of node-0001: the
+     * waiting pod is bound there. */
+    mk_pv(&fake, "pv-late", "node-0001", "no-such-claim");
+    mk_pvc(&fake, "no-such-claim", "fast", "pv-late");
+    if (!WAIT_UNTIL(node_is(&fake, "nothing", "node-0001"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the pod whose claim appeared was not bound where its volume is");
+    }
+    assert_true(node_is(&fake, "slow", ""));
+    stop_all(&fake, &c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_volumes, tc_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,435 @@
+/* Volumes (ctl/volumes.h): a pending pod's claims, decoded from the JSON
+ * the API server sends, against a table of cases: when the pod waits and
+ * why, and on which nodes it may run (its own node affinity ANDed with
+ * its volumes' node affinity and its classes' allowedTopologies), with
+ * the messages of kube-scheduler's VolumeBinding plugin. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "ctl/volumes.h"
+#include "engine/constraints.h"
+#include "kube/decode.h"
+#include "kube/jsonfilter.h"
+
+/* Nodes n0 (zone a), n1 (zone a), n2 (zone b). */
+static const struct fair_label l0[] = {{"kubernetes.io/hostname", "n0"},
+                                       {"topology.kubernetes.io/zone", "a"}};
+static const struct fair_label l1[] = {{"kubernetes.io/hostname", "n1"},
+                                       {"topology.kubernetes.io/zone", "a"}};
+static const struct fair_label l2[] = {{"kubernetes.io/hostname", "n2"},
+                                       {"topology.kubernetes.io/zone", "b"}};
+static const struct fair_node nodes[3] = {
+    {.name = "n0", .labels = l0, .nlabels = 2},
+    {.name = "n1", .labels = l1, .nlabels = 2},
+    {.name = "n2", .labels = l2, .nlabels = 2},
+};
+
+#define HOST_IN(...)                                                                               \
+    "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","          \
+    "\"operator\":\"In\",\"values\":[" __VA_ARGS__ "]}]}]}"
+
+/* The objects of every case. */
+static const char *const pvcs_json[] = {
+    "{\"metadata\":{\"name\":\"on-n1\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":\"pv-n1\","
+    "\"storageClassName\":\"local\"},\"status\":{\"phase\":\"Bound\"}}",
+    "{\"metadata\":{\"name\":\"on-n0-or-n2\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":"
+    "\"pv-n0n2\"},\"status\":{\"phase\":\"Bound\"}}",
+    "{\"metadata\":{\"name\":\"anywhere\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":"
+    "\"pv-any\"},\"status\":{\"phase\":\"Bound\"}}",
+    "{\"metadata\":{\"name\":\"gone-pv\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":"
+    "\"pv-missing\"},\"status\":{\"phase\":\"Bound\"}}",
+    "{\"metadata\":{\"name\":\"deleting\",\"namespace\":\"t\",\"deletionTimestamp\":"
+    "\"2026-11-27T00:00:00Z\"},\"spec\":{\"volumeName\":\"pv-any\"}}",
+    "{\"metadata\":{\"name\":\"lost\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":\"pv-any\"},"
+    "\"status\":{\"phase\":\"Lost\"}}",
+    "{\"metadata\":{\"name\":\"no-class\",\"namespace\":\"t\"},\"spec\":{\"storageClassName\":"
+    "\"\"},\"status\":{\"phase\":\"Pending\"}}",
+    "{\"metadata\":{\"name\":\"immediate\",\"namespace\":\"t\"},\"spec\":{\"storageClassName\":"
+    "\"standard\"},\"status\":{\"phase\":\"Pending\"}}",
+    "{\"metadata\":{\"name\":\"unknown-class\",\"namespace\":\"t\"},\"spec\":{"
+    "\"storageClassName\":\"nope\"}}",
+    "{\"metadata\":{\"name\":\"wffc\",\"namespace\":\"t\"},\"spec\":{\"storageClassName\":"
+    "\"csi-wffc\"},\"status\":{\"phase\":\"Pending\"}}",
+    "{\"metadata\":{\"name\":\"wffc-zone\",\"namespace\":\"t\"},\"spec\":{\"storageClassName\":"
+    "\"csi-zone-a\"}}",
+    "{\"metadata\":{\"name\":\"wffc-selected\",\"namespace\":\"t\",\"annotations\":{"
+    "\"volume.kubernetes.io/selected-node\":\"n2\"}},\"spec\":{\"storageClassName\":"
+    "\"csi-wffc\"}}",
+    "{\"metadata\":{\"name\":\"static-local\",\"namespace\":\"t\"},\"spec\":{"
+    "\"storageClassName\":\"local\"}}",
+    "{\"metadata\":{\"name\":\"mypod-scratch\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":"
+    "\"pv-n1\"},\"status\":{\"phase\":\"Bound\"}}",
+    "{\"metadata\":{\"name\":\"on-n1\",\"namespace\":\"other\"},\"spec\":{\"volumeName\":"
+    "\"pv-n0n2\"},\"status\":{\"phase\":\"Bound\"}}",
+};
+static const char *const pvs_json[] = {
+    "{\"metadata\":{\"name\":\"pv-n1\"},\"spec\":{\"nodeAffinity\":{\"required\":" HOST_IN(
+        "\"n1\"") "}}}",
+    /* two terms: n0, or n2 */
+    "{\"metadata\":{\"name\":\"pv-n0n2\"},\"spec\":{\"nodeAffinity\":{\"required\":{"
+    "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","
+    "\"operator\":\"In\",\"values\":[\"n0\"]}]},{\"matchFields\":[{\"key\":\"metadata.name\","
+    "\"operator\":\"In\",\"values\":[\"n2\"]}]}]}}}}",
+    "{\"metadata\":{\"name\":\"pv-any\"},\"spec\":{}}",
+};
+static const char *const scs_json[] = {
+    "{\"metadata\":{\"name\":\"standard\"},\"provisioner\":\"example.com/csi\","
+    "\"volumeBindingMode\":\"Immediate\"}",
+    "{\"metadata\":{\"name\":\"csi-wffc\"},\"provisioner\":\"example.com/csi\","
+    "\"volumeBindingMode\":\"WaitForFirstConsumer\"}",
+    "{\"metadata\":{\"name\":\"csi-zone-a\"},\"provisioner\":\"example.com/csi\","
+    "\"volumeBindingMode\":\"WaitForFirstConsumer\",\"allowedTopologies\":[{"
+    "\"matchLabelExpressions\":[{\"key\":\"topology.kubernetes.io/zone\",\"values\":[\"a\"]}]}]}",
+    "{\"metadata\":{\"name\":\"local\"},\"provisioner\":\"kubernetes.io/no-provisioner\","
+    "\"volumeBindingMode\":\"WaitForFirstConsumer\"}",
+};
+
+#define NPVC (sizeof pvcs_json / sizeof *pvcs_json)
+#define NPV (sizeof pvs_json / sizeof *pvs_json)
+#define NSC (sizeof scs_json / sizeof *scs_json)
+
+static struct fair_kpvc *pvcs[NPVC];
+static struct fair_kpv *pvs[NPV];
+static struct fair_ksc *scs[NSC];
+
+static json_t *load(const char *s)
+{
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    if (!j)
+        fail_msg("bad JSON in the test: %s: %s", je.text, s);
+    return j;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NPVC; i++) {
+        json_t *j = load(pvcs_json[i]);
+        assert_int_equal(fair_kpvc_decode(j, &pvcs[i], NULL), 0);
+        json_decref(j);
+    }
+    for (size_t i = 0; i < NPV; i++) {
+        json_t *j = load(pvs_json[i]);
+        assert_int_equal(fair_kpv_decode(j, &pvs[i], NULL), 0);
+        json_decref(j);
+    }
+    for (size_t i = 0; i < NSC; i++) {
+        json_t *j = load(scs_json[i]);
+        assert_int_equal(fair_ksc_decode(j, &scs[i], NULL), 0);
+        json_decref(j);
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NPVC; i++)
+        fair_kpvc_free(pvcs[i]);
+    for (size_t i = 0; i < NPV; i++)
+        fair_kpv_free(pvs[i]);
+    for (size_t i = 0; i < NSC; i++)
+        fair_ksc_free(scs[i]);
+    return 0;
+}
+
+struct vcase {
+    const char *name;
+    const char *volumes;  /* the pod's spec.volumes (JSON array) */
+    const char *affinity; /* the pod's spec.affinity.nodeAffinity; NULL: none */
+    const char *wait;     /* a substring of the message; NULL: does not wait */
+    const char *fits;     /* the nodes it may go to, e.g. "n1"; when it does not wait */
+    bool select;          /* a claim waits for its node */
+};
+
+#define CLAIM(c) "{\"name\":\"v-" c "\",\"persistentVolumeClaim\":{\"claimName\":\"" c "\"}}"
+
+static const struct vcase cases[] = {
+    {"no volume claims anything", "[{\"name\":\"tmp\",\"emptyDir\":{}}]", NULL, NULL, "n0n1n2",
+     false},
+    {"claim missing", "[" CLAIM("absent") "]", NULL, "persistentvolumeclaim \"absent\" not found",
+     NULL, false},
+    /* "other" has a claim of the same name, bound to pv-n0n2 */
+    {"the claim of the pod's own namespace", "[" CLAIM("on-n1") "]", NULL, NULL, "n1", false},
+    {"claim being deleted", "[" CLAIM("deleting") "]", NULL, "is being deleted", NULL, false},
+    {"claim lost", "[" CLAIM("lost") "]", NULL, "lost its persistentvolume pv-any", NULL, false},
+    {"bound to a volume with node affinity", "[" CLAIM("on-n1") "]", NULL, NULL, "n1", false},
+    {"bound to a volume of two terms", "[" CLAIM("on-n0-or-n2") "]", NULL, NULL, "n0n2", false},
+    {"bound to a volume reachable anywhere", "[" CLAIM("anywhere") "]", NULL, NULL, "n0n1n2",
+     false},
+    {"bound to a missing volume", "[" CLAIM("gone-pv") "]", NULL, "which does not exist", NULL,
+     false},
+    {"the pod's own affinity ANDed with the volume's", "[" CLAIM("on-n0-or-n2") "]",
+     "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+     "\"matchExpressions\":[{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\","
+     "\"values\":[\"a\"]}]}]}}",
+     NULL, "n0", false},
+    {"two volumes that share no node", "[" CLAIM("on-n1") "," CLAIM("on-n0-or-n2") "]", NULL, NULL,
+     "", false},
+    {"a preferred-only pod keeps its preference, gets the volume's terms", "[" CLAIM("on-n1") "]",
+     "{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":5,\"preference\":{"
+     "\"matchExpressions\":[{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\","
+     "\"values\":[\"b\"]}]}}]}",
+     NULL, "n1", false},
+    {"unbound without a class", "[" CLAIM("no-class") "]", NULL,
+     "pod has unbound immediate PersistentVolumeClaims", NULL, false},
+    {"unbound, Immediate class", "[" CLAIM("immediate") "]", NULL,
+     "pod has unbound immediate PersistentVolumeClaims", NULL, false},
+    {"unbound, class not found", "[" CLAIM("unknown-class") "]", NULL,
+     "storageclass.storage.k8s.io \"nope\" not found", NULL, false},
+    {"WaitForFirstConsumer with a provisioner", "[" CLAIM("wffc") "]", NULL, NULL, "n0n1n2", true},
+    {"WaitForFirstConsumer, allowedTopologies", "[" CLAIM("wffc-zone") "]", NULL, NULL, "n0n1",
+     true},
+    {"WaitForFirstConsumer, being provisioned", "[" CLAIM("wffc-selected") "]", NULL,
+     "waiting for the provisioner example.com/csi", NULL, false},
+    {"WaitForFirstConsumer, no provisioner", "[" CLAIM("static-local") "]", NULL,
+     "has no provisioner", NULL, false},
+    {"a generic ephemeral volume's claim",
+     "[{\"name\":\"scratch\",\"ephemeral\":{"
+     "\"volumeClaimTemplate\":{\"spec\":{}}}}]",
+     NULL, NULL, "n1", false},
+};
+
+static void fits_string(const struct fair_node_affinity *a, char *out, size_t n)
+{
+    out[0] = 0;
+    for (size_t i = 0; i < 3; i++)
+        if (fair_node_affinity_match(a, &nodes[i]))
+            strncat(out, nodes[i].name, n - strlen(out) - 1);
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const struct vcase *vc = &cases[c];
+        char pod[2048];
+        snprintf(pod, sizeof pod,
+                 "{\"metadata\":{\"name\":\"mypod\",\"namespace\":\"t\",\"uid\":\"u\"},"
+                 "\"spec\":{\"volumes\":%s%s%s%s,\"containers\":[{\"name\":\"c\"}]}}",
+                 vc->volumes, vc->affinity ? ",\"affinity\":{\"nodeAffinity\":" : "",
+                 vc->affinity ? vc->affinity : "", vc->affinity ? "}" : "");
+        json_t *j = load(pod);
+        struct fair_kpod *k = NULL;
+        assert_int_equal(fair_kpod_decode(j, &k, NULL), 0);
+        json_decref(j);
+        struct fair_ctl_volumes v;
+        assert_int_equal(fair_ctl_volumes_init(&v, (const struct fair_kpvc *const *)pvcs, NPVC,
+                                               (const struct fair_kpv *const *)pvs, NPV,
+                                               (const struct fair_ksc *const *)scs, NSC),
+                         0);
+        struct fair_ctl_volume_verdict out;
+        assert_int_equal(fair_ctl_volumes_pod(&v, k, &out), 0);
+        char fits[32];
+        fits_string(out.affinity, fits, sizeof fits);
+        bool ok = vc->wait ? out.wait && strstr(out.message, vc->wait) != NULL
+                           : !out.wait && !strcmp(fits, vc->fits) && out.select_node == vc->select;
+        if (!ok)
+            fail_msg("case \"%s\": wait=%d message \"%s\" fits \"%s\" select=%d", vc->name,
+                     out.wait, out.message, fits, out.select_node);
+        if (!strcmp(vc->name, "a preferred-only pod keeps its preference, gets the volume's "
+                              "terms")) {
+            assert_int_equal(out.affinity->npreferred, 1);
+            assert_int_equal(fair_node_affinity_score(out.affinity, &nodes[2]), 5);
+        }
+        /* The claims the controller writes selected-node on. */
+        const struct fair_kpvc *sel[4];
+        size_t ns = fair_ctl_volumes_to_select(&v, k, sel, 4);
+        assert_int_equal(ns, vc->select ? 1 : 0);
+        fair_ctl_volumes_release(&v);
+        fair_kpod_free(k);
+    }
+}
+
+/* Terms multiply: a pod of 8 ORed terms with a volume of 8 would make 64,
+ * one more volume of 2 makes 128, over the limit: the pod waits. */
+static void test_too_many_terms(void **state)
+{
+    (void)state;
+    char terms[4096] = "";
+    for (int i = 0; i < 9; i++) {
+        char t[200];
+        snprintf(t, sizeof t,
+                 "%s{\"matchExpressions\":[{\"key\":\"k%d\",\"operator\":\"Exists\"}]}",
+                 i ? "," : "", i);
+        strcat(terms, t);
+    }
+    char pod[8192];
+    snprintf(pod, sizeof pod,
+             "{\"metadata\":{\"name\":\"p\",\"namespace\":\"t\",\"uid\":\"u\"},\"spec\":{"
+             "\"volumes\":[" CLAIM("on-n0-or-n2") "," CLAIM(
+                 "on-n1") "],\"affinity\":{"
+                          "\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+                          "\"nodeSelectorTerms\":[%s]}}},\"containers\":[{\"name\":\"c\"}]}}",
+             terms);
+    json_t *j = load(pod);
+    struct fair_kpod *k = NULL;
+    assert_int_equal(fair_kpod_decode(j, &k, NULL), 0);
+    json_decref(j);
+    struct fair_ctl_volumes v;
+    assert_int_equal(fair_ctl_volumes_init(&v, (const struct fair_kpvc *const *)pvcs, NPVC,
+                                           (const struct fair_kpv *const *)pvs, NPV,
+                                           (const struct fair_ksc *const *)scs, NSC),
+                     0);
+    struct fair_ctl_volume_verdict out;
+    assert_int_equal(fair_ctl_volumes_pod(&v, k, &out), 0);
+    /* 9 x 2 = 18 terms, then 18 x 1: fine. */
+    assert_false(out.wait);
+    fair_ctl_volumes_release(&v);
+    fair_kpod_free(k);
+    /* 9 terms x a volume of 2 terms, eight times over: 9 x 2^8 > 64. */
+    char vols[2048] = "";
+    for (int i = 0; i < 8; i++) {
+        char t[200];
+        snprintf(t, sizeof t,
+                 "%s{\"name\":\"v%d\",\"persistentVolumeClaim\":{\"claimName\":\"on-n0-or-n2\"}}",
+                 i ? "," : "", i);
+        strcat(vols, t);
+    }
+    snprintf(pod, sizeof pod,
+             "{\"metadata\":{\"name\":\"p\",\"namespace\":\"t\",\"uid\":\"u\"},\"spec\":{"
+             "\"volumes\":[%s],\"affinity\":{\"nodeAffinity\":{"
+             "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[%s]}}},"
+             "\"containers\":[{\"name\":\"c\"}]}}",
+             vols, terms);
+    j = load(pod);
+    assert_int_equal(fair_kpod_decode(j, &k, NULL), 0);
+    json_decref(j);
+    assert_int_equal(fair_ctl_volumes_init(&v, (const struct fair_kpvc *const *)pvcs, NPVC,
+                                           (const struct fair_kpv *const *)pvs, NPV,
+                                           (const struct fair_ksc *const *)scs, NSC),
+                     0);
+    assert_int_equal(fair_ctl_volumes_pod(&v, k, &out), 0);
+    assert_true(out.wait);
+    assert_non_null(strstr(out.message, "more than 64 node selector terms"));
+    fair_ctl_volumes_release(&v);
+    fair_kpod_free(k);
+}
+
+/* A PersistentVolume whose nodeAffinity has a bad shape: its pods wait
+ * with the problem, never bound where it might not be reachable. */
+static void test_bad_volume(void **state)
+{
+    (void)state;
+    json_t *j = load("{\"metadata\":{\"name\":\"pv-bad\"},\"spec\":{\"nodeAffinity\":{"
+                     "\"required\":{\"nodeSelectorTerms\":\"n1\"}}}}");
+    struct fair_kpv *bad = NULL;
+    assert_int_equal(fair_kpv_decode(j, &bad, NULL), 0);
+    json_decref(j);
+    assert_non_null(bad->problem);
+    j = load("{\"metadata\":{\"name\":\"c\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":"
+             "\"pv-bad\"}}");
+    struct fair_kpvc *claim = NULL;
+    assert_int_equal(fair_kpvc_decode(j, &claim, NULL), 0);
+    json_decref(j);
+    j = load("{\"metadata\":{\"name\":\"p\",\"namespace\":\"t\",\"uid\":\"u\"},\"spec\":{"
+             "\"volumes\":[" CLAIM("c") "],\"containers\":[{\"name\":\"c\"}]}}");
+    struct fair_kpod *k = NULL;
+    assert_int_equal(fair_kpod_decode(j, &k, NULL), 0);
+    json_decref(j);
+    const struct fair_kpvc *cl[] = {claim};
+    const struct fair_kpv *pl[] = {bad};
+    struct fair_ctl_volumes v;
+    assert_int_equal(fair_ctl_volumes_init(&v, cl, 1, pl, 1, NULL, 0), 0);
+    struct fair_ctl_volume_verdict out;
+    assert_int_equal(fair_ctl_volumes_pod(&v, k, &out), 0);
+    assert_true(out.wait);
+    assert_non_null(strstr(out.message, "pv-bad"));
+    fair_ctl_volumes_release(&v);
+    fair_kpod_free(k);
+    fair_kpvc_free(claim);
+    fair_kpv_free(bad);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* The watch path parses objects through the types' filters: what the
+ * decoders read must survive them. */
+static void test_filters_keep_what_is_read(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NPVC; i++) {
+        json_t *j = NULL;
+        assert_int_equal(fair_json_parse_filtered(pvcs_json[i], strlen(pvcs_json[i]),
+                                                  fair_ktype_pvc.filter, &j, NULL),
+                         0);
+        struct fair_kpvc *c = NULL;
+        assert_int_equal(fair_kpvc_decode(j, &c, NULL), 0);
+        json_decref(j);
+        assert_true(same_str(c->key, pvcs[i]->key));
+        assert_true(same_str(c->volume_name, pvcs[i]->volume_name));
+        assert_true(same_str(c->storage_class, pvcs[i]->storage_class));
+        assert_true(same_str(c->selected_node, pvcs[i]->selected_node));
+        assert_int_equal(c->bound, pvcs[i]->bound);
+        assert_int_equal(c->lost, pvcs[i]->lost);
+        assert_int_equal(c->meta.deletion_ms, pvcs[i]->meta.deletion_ms);
+        fair_kpvc_free(c);
+    }
+    for (size_t i = 0; i < NPV; i++) {
+        json_t *j = NULL;
+        assert_int_equal(fair_json_parse_filtered(pvs_json[i], strlen(pvs_json[i]),
+                                                  fair_ktype_pv.filter, &j, NULL),
+                         0);
+        struct fair_kpv *v = NULL;
+        assert_int_equal(fair_kpv_decode(j, &v, NULL), 0);
+        json_decref(j);
+        for (size_t n = 0; n < 3; n++)
+            assert_int_equal(fair_node_affinity_match(v->node_affinity, &nodes[n]),
+                             fair_node_affinity_match(pvs[i]->node_affinity, &nodes[n]));
+        fair_kpv_free(v);
+    }
+    for (size_t i = 0; i < NSC; i++) {
+        json_t *j = NULL;
+        assert_int_equal(fair_json_parse_filtered(scs_json[i], strlen(scs_json[i]),
+                                                  fair_ktype_storageclass.filter, &j, NULL),
+                         0);
+        struct fair_ksc *c = NULL;
+        assert_int_equal(fair_ksc_decode(j, &c, NULL), 0);
+        json_decref(j);
+        assert_true(same_str(c->provisioner, scs[i]->provisioner));
+        assert_int_equal(c->wait_for_first_consumer, scs[i]->wait_for_first_consumer);
+        for (size_t n = 0; n < 3; n++)
+            assert_int_equal(fair_node_affinity_match(c->allowed, &nodes[n]),
+                             fair_node_affinity_match(scs[i]->allowed, &nodes[n]));
+        fair_ksc_free(c);
+    }
+    const char *pod =
+        "{\"metadata\":{\"name\":\"mypod\",\"namespace\":\"t\",\"uid\":\"u\"},"
+        "\"spec\":{\"volumes\":[" CLAIM(
+            "on-n1") ",{\"name\":\"scratch\","
+                     "\"ephemeral\":{\"volumeClaimTemplate\":{\"spec\":{}}}},{\"name\":\"e\","
+                     "\"emptyDir\":{}}],\"containers\":[{\"name\":\"c\"}]}}";
+    json_t *j = NULL;
+    assert_int_equal(fair_json_parse_filtered(pod, strlen(pod), fair_ktype_pod.filter, &j, NULL),
+                     0);
+    struct fair_kpod *k = NULL;
+    assert_int_equal(fair_kpod_decode(j, &k, NULL), 0);
+    json_decref(j);
+    assert_int_equal(k->nclaims, 2);
+    assert_string_equal(k->claims[0], "on-n1");
+    assert_string_equal(k->claims[1], "mypod-scratch");
+    fair_kpod_free(k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_too_many_terms),
+        cmocka_unit_test(test_bad_volume),
+        cmocka_unit_test(test_filters_keep_what_is_read),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
