@@ -5,7 +5,9 @@
 # rendered by scripts/render-chart.py (helm is not needed); in config/ the
 # Namespace object is on and the ConfigMap is left to kustomize's
 # configMapGenerator, which makes it from controller-config.yaml (the
-# chart's `config` value). kustomization.yaml itself is kept by hand.
+# chart's ConfigMap's config.yaml: the `config` value with the namespace
+# keys left empty filled in with fairshare-system). kustomization.yaml
+# itself is kept by hand.
 #
 # --check: writes nothing; exits 1, naming the files, when config/ differs
 # from what would be written (ctest chart/config_fresh runs this).
@@ -34,7 +36,15 @@ done
   echo "# content hash in its name, so that a change rolls the Deployment); the"
   echo "# Deployment mounts it read-only at /etc/fairshare/config.yaml. Keys:"
   echo "# docs/operations.md, \"Configuration\"; the values file has the comments."
-  python3 "$render" "$chart" --print-value config
+  # The ConfigMap's config.yaml, as the chart renders it for the release
+  # namespace fairshare-system (the namespace keys left empty in the
+  # values are filled in there).
+  mkdir "$tmp/cm"
+  python3 "$render" "$chart" --namespace fairshare-system --name fairshare \
+    --set configMap.create=true --output-dir "$tmp/cm"
+  python3 -c 'import sys, yaml
+sys.stdout.write(yaml.safe_load(open(sys.argv[1], encoding="utf-8"))["data"]["config.yaml"])' \
+    "$tmp/cm/configmap.yaml"
 } >"$tmp/out/controller-config.yaml"
 
 if [ "${1:-}" = "--check" ]; then

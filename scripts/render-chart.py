@@ -11,7 +11,10 @@ The subset:
   {{ .Chart.Name }}  {{ .Chart.Version }}  {{ .Chart.AppVersion }}
   "string" and integer literals
   pipelines of: quote, default X, not, toYaml, indent N, nindent N,
-  sha256sum
+  sha256sum, deepCopy, set MAP "key" VALUE (sets the key in MAP, returns MAP)
+  {{ $v := PIPELINE }} declares a variable, read as $v or $v.a.b; it lives
+      until the end of the if or else branch that declares it (Go's scopes);
+      no plain assignment ($v = ...) and no $ (the root)
   {{ if PIPELINE }} ... {{ else }} ... {{ end }}   (Helm's truth: false,
       0, "", nil, empty list and empty map are false)
   {{- and -}} trim the white space before and after the action, as Go does
@@ -30,6 +33,7 @@ template's output to DIR/<template file name> (empty outputs are not
 written) instead of one stream on stdout.
 Needs python3 and python3-yaml (Debian packages).
 """
+import copy
 import hashlib
 import os
 import re
@@ -39,6 +43,9 @@ import yaml
 
 MAX_FILE = 1 << 20      # a template or values file over 1 MiB is refused
 MAX_NEST = 32           # if-blocks nested deeper are refused
+MAX_VARS = 256          # more variables in one template are refused
+VAR = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")
+DECL = re.compile(r"(\$[A-Za-z_][A-Za-z0-9_]*)\s*:=\s*(\S.*)", re.S)
 
 
 class RenderError(Exception):
@@ -98,6 +105,8 @@ TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\S+')
 class Template:
     def __init__(self, name, text, ctx):
         self.name, self.text, self.ctx = name, text, ctx
+        self.scopes = [{}]  # variables, one map per open if/else branch
+        self.nvars = 0
 
     def fail(self, msg):
         raise RenderError("%s: %s" % (self.name, msg))
@@ -113,6 +122,33 @@ class Template:
             v = v[p]
         return v
 
+    def variable(self, ref):
+        """$name or $name.a.b: a declared variable, then its keys."""
+        m = VAR.match(ref)
+        if not m:
+            self.fail("unsupported variable %s (only $name, declared with :=)" % ref)
+        name, rest = m.group(0), ref[m.end():]
+        for scope in reversed(self.scopes):
+            if name in scope:
+                v = scope[name]
+                break
+        else:
+            self.fail("undefined variable %s" % name)
+        if rest and not rest.startswith("."):
+            self.fail("unsupported variable reference %s" % ref)
+        parts = rest.split(".")[1:] if rest else []
+        for i, p in enumerate(parts):
+            if not isinstance(v, dict) or p not in v:
+                self.fail("no value %s" % ".".join([name, *parts[:i + 1]]))
+            v = v[p]
+        return v
+
+    def declare(self, name, value):
+        self.nvars += 1
+        if self.nvars > MAX_VARS:
+            self.fail("over %d variables" % MAX_VARS)
+        self.scopes[-1][name] = value
+
     def operand(self, tok):
         if tok.startswith('"'):
             return yaml.safe_load(tok)  # a JSON-style string literal
@@ -122,6 +158,8 @@ class Template:
             return tok == "true"
         if tok.startswith("."):
             return self.lookup(tok)
+        if tok.startswith("$"):
+            return self.variable(tok)
         self.fail("unsupported operand %r" % tok)
 
     def pipeline(self, expr):
@@ -131,7 +169,8 @@ class Template:
             if not toks:
                 self.fail("empty command in %r" % expr)
             fn, args = toks[0], toks[1:]
-            if fn.startswith(".") or fn.startswith('"') or re.fullmatch(r"-?[0-9]+", fn):
+            if fn[:1] in (".", '"', "$") or fn in ("true", "false") or \
+                    re.fullmatch(r"-?[0-9]+", fn):
                 if not first or args:
                     self.fail("unsupported pipeline %r" % expr)
                 v = self.operand(fn)
@@ -168,6 +207,15 @@ class Template:
         if fn == "sha256sum":
             want(1)
             return hashlib.sha256(fmt(a[0]).encode()).hexdigest()
+        if fn == "deepCopy":
+            want(1)
+            return copy.deepcopy(a[0])
+        if fn == "set":
+            want(3)
+            if not isinstance(a[0], dict) or not isinstance(a[1], str):
+                self.fail("set wants a map and a string key in %r" % expr)
+            a[0][a[1]] = a[2]
+            return a[0]
         self.fail("unsupported function %r in %r" % (fn, expr))
 
     def tokens(self):
@@ -215,6 +263,7 @@ class Template:
                     self.fail("if-blocks nested over %d deep" % MAX_NEST)
                 cond = truth(self.pipeline(val[2:])) if active else False
                 stack.append([active, cond])
+                self.scopes.append({})
                 active = active and cond
             elif word == "else":
                 if not stack or val != "else":
@@ -222,13 +271,21 @@ class Template:
                 parent, taken = stack[-1]
                 active = parent and not taken
                 stack[-1][1] = True
+                self.scopes[-1] = {}
             elif word == "end":
                 if not stack:
                     self.fail("stray end")
                 active = stack.pop()[0]
+                self.scopes.pop()
             elif word in ("with", "range", "define", "include", "template", "block", "tpl",
                           "else if"):
                 self.fail("unsupported action %r" % val)
+            elif DECL.fullmatch(val):
+                if active:
+                    m = DECL.fullmatch(val)
+                    self.declare(m.group(1), self.pipeline(m.group(2)))
+            elif re.match(r"\$\S*\s*=", val):
+                self.fail("unsupported action %r (only $name := PIPELINE)" % val)
             else:
                 if active:
                     out.append(fmt(self.pipeline(val)))

@@ -87,7 +87,12 @@ def test_defaults():
     # The ConfigMap holds the config value, and the Deployment its hash.
     cm = find(docs, "ConfigMap", "fairshare-config")
     values = yaml.safe_load(open(os.path.join(CHART, "values.yaml")))
-    check(yaml.safe_load(cm["data"]["config.yaml"]) == values["config"],
+    want_cfg = values["config"]
+    # The namespace keys are empty in the values: the release namespace.
+    for sect, key in NS_KEYS:
+        check(want_cfg[sect][key] == "", "values.yaml: config.%s.%s is not empty" % (sect, key))
+        want_cfg[sect][key] = "fairshare-system"
+    check(yaml.safe_load(cm["data"]["config.yaml"]) == want_cfg,
           "the ConfigMap's config.yaml is not the values' config")
     dep = find(docs, "Deployment", "fairshare-controller")
     pod = dep["spec"]["template"]["spec"]
@@ -103,6 +108,51 @@ def test_defaults():
     check("fairshare-system" in wh["namespaceSelector"]["matchExpressions"][0]["values"],
           "the webhook is called for the controller's own namespace")
     return docs
+
+
+NS_KEYS = [("leaderElection", "leaseNamespace"), ("fractions", "reservationNamespace"),
+           ("webhook", "namespace")]
+
+
+def test_other_namespace():
+    """Installed with -n team-x and nothing else: every namespaced object,
+    and every namespace the controller's config names, is team-x."""
+    docs = objects(render("--namespace", "team-x").stdout)
+    for d in docs:
+        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration"):
+            check(d["metadata"].get("namespace") == "team-x",
+                  "-n team-x: %s %s is in %s" % (d["kind"], d["metadata"]["name"],
+                                                d["metadata"].get("namespace")))
+        for subj in d.get("subjects", []):
+            check(subj.get("namespace") == "team-x",
+                  "-n team-x: %s %s binds %s/%s" % (d["kind"], d["metadata"]["name"],
+                                                   subj.get("namespace"), subj["name"]))
+    cfg = yaml.safe_load(find(docs, "ConfigMap", "fairshare-config")["data"]["config.yaml"])
+    for sect, key in NS_KEYS:
+        check(cfg[sect][key] == "team-x", "-n team-x: config %s.%s is %r"
+              % (sect, key, cfg[sect][key]))
+    wh = find(docs, "MutatingWebhookConfiguration", "fairshare")["webhooks"][0]
+    check(wh["clientConfig"]["service"]["namespace"] == "team-x", "-n team-x: webhook Service")
+    check("team-x" in wh["namespaceSelector"]["matchExpressions"][0]["values"],
+          "-n team-x: the webhook is called for the controller's own namespace")
+    # A key that is set wins, in the config and in the RBAC made for it;
+    # the values themselves are not changed (deepCopy) for later templates.
+    docs = objects(render("--namespace", "team-x",
+                          "--set", "config.leaderElection.leaseNamespace=leases",
+                          "--set", "config.fractions.reservationNamespace=gpu-resv").stdout)
+    cfg = yaml.safe_load(find(docs, "ConfigMap", "fairshare-config")["data"]["config.yaml"])
+    check(cfg["leaderElection"]["leaseNamespace"] == "leases" and
+          cfg["fractions"]["reservationNamespace"] == "gpu-resv" and
+          cfg["webhook"]["namespace"] == "team-x", "set namespace keys: %r" % cfg)
+    for kind, name, ns in (("Role", "fairshare-leader-election", "leases"),
+                           ("RoleBinding", "fairshare-leader-election", "leases"),
+                           ("ServiceAccount", "fairshare-reserve", "gpu-resv"),
+                           ("Role", "fairshare-reserve", "gpu-resv"),
+                           ("RoleBinding", "fairshare-reserve", "gpu-resv"),
+                           ("ServiceAccount", "fairshare-controller", "team-x")):
+        d = find(docs, kind, name)
+        check(d is not None and d["metadata"]["namespace"] == ns,
+              "set namespace keys: %s %s not in %s" % (kind, name, ns))
 
 
 def test_versions(docs):
@@ -199,7 +249,13 @@ def test_renderer_refuses():
                  ("{{ if .Values.a.b }}v: 1", "missing end"),
                  ("v: {{ lookup \"v1\" }}", "unsupported function"),
                  ("v: {{ .Values.a.b", "unclosed"),
-                 ("v: [{{ .Values.a.b }}", "not YAML")]
+                 ("v: [{{ .Values.a.b }}", "not YAML"),
+                 ("{{ $x := 1 }}{{ $x = 2 }}", "only $name := PIPELINE"),
+                 ("v: {{ $nope }}", "undefined variable $nope"),
+                 ("{{ if true }}{{ $x := 1 }}{{ end }}v: {{ $x }}", "undefined variable $x"),
+                 ("{{ $x := .Values.a }}v: {{ $x.c }}", "no value $x.c"),
+                 ("{{ $_ := set .Values.list \"k\" 1 }}", "set wants a map"),
+                 ("v: {{ $ }}", "unsupported variable")]
         for text, want in cases:
             with open(os.path.join(tmp, "templates", "t.yaml"), "w") as fh:
                 fh.write(text + "\n")
@@ -214,6 +270,14 @@ def test_renderer_refuses():
                                                                            "\"\""))
         p = render(chart=tmp)
         check(p.stdout.endswith("k:\n  - yes\nn: \"1\"\nm: d\n"), "trim/if/quote: %r" % p.stdout)
+        # Variables, deepCopy and set: the copy changes, the values do not.
+        with open(os.path.join(tmp, "templates", "t.yaml"), "w") as fh:
+            fh.write("{{- $c := deepCopy .Values.a }}\n{{- $_ := set $c \"b\" 2 }}\n"
+                     "{{- if .Values.list }}{{ $in := 5 }}{{ else }}{{ $in := $nope }}{{ end }}\n"
+                     "c: {{ $c.b }}\nv: {{ .Values.a.b }}\ny: {{ toYaml $c | quote }}\n")
+        p = render(chart=tmp)
+        check(p.stdout.endswith("c: 2\nv: 1\ny: \"b: 2\"\n"),
+              "variables/deepCopy/set: %r %r" % (p.stdout, p.stderr))
     finally:
         shutil.rmtree(tmp)
 
@@ -238,6 +302,7 @@ def main():
     test_config_is_fresh()
     docs = test_defaults()
     test_versions(docs)
+    test_other_namespace()
     test_values_reach_the_output()
     test_renderer_refuses()
     test_with_helm(docs)

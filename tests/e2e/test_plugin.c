@@ -65,33 +65,31 @@ static int run(struct fair_buf *out, bool err_too, const char *const *argv)
 
 /* ---- the Helm chart ---- */
 
-static void test_chart_server_dry_run(void **state)
+/* Renders the chart into namespace ns with only --namespace (the config's
+ * namespace keys are left empty: the chart fills in ns) and applies the
+ * output with a server-side dry run; every object must be accepted. */
+static void chart_dry_run(const char *ns)
 {
-    (void)state;
-    NEED_KUBECTL();
-    char ns[128], nsarg[160], lease[200], resv[200], whns[200], file[512];
-    e2e_scenario_begin("chart", ns, sizeof ns);
-    e2e_namespace(ns);
-    /* Rendered into a namespace of its own (the release namespace), the
-     * lease, the reservation pods and the webhook's Secret there too; every
-     * optional object on except the ServiceMonitor, whose CRD
-     * (prometheus-operator's) the plane does not have. */
+    char nsarg[160], file[512], want_ns[3][200];
     snprintf(nsarg, sizeof nsarg, "--namespace=%s", ns);
-    snprintf(lease, sizeof lease, "config.leaderElection.leaseNamespace=%s", ns);
-    snprintf(resv, sizeof resv, "config.fractions.reservationNamespace=%s", ns);
-    snprintf(whns, sizeof whns, "config.webhook.namespace=%s", ns);
     snprintf(file, sizeof file, "%s/chart-%s.yaml", e2e_dir(), ns);
     struct fair_buf out;
     fair_buf_init(&out, 4 << 20);
     int rc = run(&out, false,
                  (const char *[]){"/usr/bin/env", "python3", "scripts/render-chart.py",
                                   "charts/fairshare", nsarg, "--name=fairshare", "--include-crds",
-                                  "--set", lease, "--set", resv, "--set", whns, "--set",
-                                  "replicas=3", NULL});
+                                  "--set", "replicas=3", NULL});
     if (rc == 127 || rc == 126)
         skip();
     if (rc != 0)
         fail_msg("scripts/render-chart.py exited %d", rc);
+    /* The lease, the reservation pods and the webhook's Secret: ns. */
+    snprintf(want_ns[0], sizeof want_ns[0], "\n      leaseNamespace: %s\n", ns);
+    snprintf(want_ns[1], sizeof want_ns[1], "\n      reservationNamespace: %s\n", ns);
+    snprintf(want_ns[2], sizeof want_ns[2], "\n      namespace: %s\n", ns);
+    for (size_t i = 0; i < 3; i++)
+        if (!strstr(fair_buf_str(&out), want_ns[i]))
+            fail_msg("rendered with %s, the config lacks %s", nsarg, want_ns[i]);
     FILE *f = fopen(file, "w");
     assert_non_null(f);
     fputs(fair_buf_str(&out), f);
@@ -99,7 +97,8 @@ static void test_chart_server_dry_run(void **state)
     rc = e2e_kubectl(&out, (const char *[]){"apply", "-f", file, "--dry-run=server", NULL});
     const char *o = fair_buf_str(&out);
     if (rc != 0)
-        fail_msg("kubectl apply -f (the rendered chart) --dry-run=server exited %d:\n%s", rc, o);
+        fail_msg("kubectl apply -f (the chart rendered for %s) --dry-run=server exited %d:\n%s", ns,
+                 rc, o);
     static const char *const want[] = {
         "customresourcedefinition.apiextensions.k8s.io/projects.fairshare.dev",
         "customresourcedefinition.apiextensions.k8s.io/queues.fairshare.dev",
@@ -114,14 +113,35 @@ static void test_chart_server_dry_run(void **state)
         "persistentvolumeclaim/fairshare-ledger",
         "deployment.apps/fairshare-controller",
         "service/fairshare-controller",
-        "networkpolicy.networking.k8s.io/fairshare-controller"};
+        "networkpolicy.networking.k8s.io/fairshare-controller",
+        "serviceaccount/fairshare-reserve",
+        "role.rbac.authorization.k8s.io/fairshare-reserve",
+        "role.rbac.authorization.k8s.io/fairshare-webhook-cert",
+        "service/fairshare-webhook",
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/fairshare"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(o, want[i]))
-            fail_msg("the server did not accept %s:\n%s", want[i], o);
+            fail_msg("the server did not accept %s (namespace %s):\n%s", want[i], ns, o);
     if (strstr(o, "rror"))
-        fail_msg("kubectl reported an error:\n%s", o);
+        fail_msg("kubectl reported an error (namespace %s):\n%s", ns, o);
     unlink(file);
     fair_buf_release(&out);
+}
+
+static void test_chart_server_dry_run(void **state)
+{
+    (void)state;
+    NEED_KUBECTL();
+    char ns[128], ns2[160];
+    e2e_scenario_begin("chart", ns, sizeof ns);
+    /* Two release namespaces, neither fairshare-system, each with -n
+     * alone; every optional object on except the ServiceMonitor, whose CRD
+     * (prometheus-operator's) the plane does not have. */
+    snprintf(ns2, sizeof ns2, "%s-b", ns);
+    e2e_namespace(ns);
+    e2e_namespace(ns2);
+    chart_dry_run(ns);
+    chart_dry_run(ns2);
     e2e_scenario_end();
 }
 

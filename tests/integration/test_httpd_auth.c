@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "helper_fakekube.h"
+#include "helper_https.h"
 #include "helper_kclient.h"
 
 #include "base/buf.h"
@@ -222,53 +223,31 @@ static int teardown(void **state)
 
 /* ---- requests ---- */
 
-struct resp {
-    long code;
-    CURLcode cc;
-    char body[4096];
-};
-
-static size_t sink(char *p, size_t s, size_t n, void *ud)
+/* GET path with the header lines line1 and line2 (NULL: none), trusting
+ * the fake API server's CA (it signed the server's certificate). Free the
+ * answer with fair_https_resp_free(). */
+static struct fair_https_resp get_lines(const char *path, const char *line1, const char *line2,
+                                        long timeout_ms)
 {
-    struct resp *r = ud;
-    size_t len = strlen(r->body), add = s * n;
-    if (len + add < sizeof r->body) {
-        memcpy(r->body + len, p, add);
-        r->body[len + add] = '\0';
-    }
-    return add;
-}
-
-/* GET path with the header lines line1 and line2 (NULL: none). */
-static struct resp get_lines(const char *path, const char *line1, const char *line2,
-                             long timeout_ms)
-{
-    struct resp r = {0};
     char url[256];
     snprintf(url, sizeof url, "https://127.0.0.1:%d%s", S.port, path);
-    CURL *h = curl_easy_init();
-    struct curl_slist *hs = NULL;
-    if (line1)
-        hs = curl_slist_append(hs, line1);
-    if (line2)
-        hs = curl_slist_append(hs, line2);
-    if (hs)
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CAINFO, S.fake.ca_path);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    r.cc = curl_easy_perform(h);
-    if (r.cc == CURLE_OK)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.code);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hs);
-    return r;
+    const char *headers[] = {line1 ? line1 : line2, line1 ? line2 : NULL, NULL};
+    struct fair_https_req req = {
+        .url = url, .headers = headers, .ca_file = S.fake.ca_path, .timeout_ms = timeout_ms};
+    return fair_https_call(&req);
+}
+
+/* The status of GET path with the header line line1, the answer freed. */
+static long get_code(const char *path, const char *line1)
+{
+    struct fair_https_resp r = get_lines(path, line1, NULL, 60000);
+    long code = r.code;
+    fair_https_resp_free(&r);
+    return code;
 }
 
 /* GET path with the Authorization header auth (NULL: none). */
-static struct resp get_hdr(const char *path, const char *auth, long timeout_ms)
+static struct fair_https_resp get_hdr(const char *path, const char *auth, long timeout_ms)
 {
     char hdr[10000];
     if (auth)
@@ -281,10 +260,12 @@ static long get(const char *path, const char *token)
     char auth[9000];
     if (token)
         snprintf(auth, sizeof auth, "Bearer %s", token);
-    struct resp r = get_hdr(path, token ? auth : NULL, 60000);
+    struct fair_https_resp r = get_hdr(path, token ? auth : NULL, 60000);
     if (r.cc != CURLE_OK)
         fail_msg("GET %s: %s", path, curl_easy_strerror(r.cc));
-    return r.code;
+    long code = r.code;
+    fair_https_resp_free(&r);
+    return code;
 }
 
 static long token_reviews(void)
@@ -305,7 +286,7 @@ struct bg {
     pthread_t t;
     const char *path, *token;
     long timeout_ms;
-    struct resp r;
+    struct fair_https_resp r;
 };
 
 static void *bg_run(void *arg)
@@ -451,9 +432,10 @@ static void test_in_flight_cap(void **state)
     if (!WAIT_UNTIL(token_reviews() == tr + 2, WAIT_MS))
         fail_msg("the two reviews did not reach the API server");
     /* A third token: 503 at once, no review. */
-    struct resp r = get_hdr("/reports", "Bearer held-3", 60000);
+    struct fair_https_resp r = get_hdr("/reports", "Bearer held-3", 60000);
     assert_int_equal(r.code, 503);
     assert_non_null(strstr(r.body, "too many token reviews in flight"));
+    fair_https_resp_free(&r);
     assert_int_equal(token_reviews(), tr + 2);
     /* A token already under review waits with it (or, arriving after the
      * release, finds its decision cached): no third review either way. */
@@ -466,6 +448,9 @@ static void test_in_flight_cap(void **state)
     assert_int_equal(b1.r.code, 401);
     assert_int_equal(b2.r.code, 401);
     assert_int_equal(b3.r.code, 401);
+    fair_https_resp_free(&b1.r);
+    fair_https_resp_free(&b2.r);
+    fair_https_resp_free(&b3.r);
     assert_int_equal(token_reviews(), tr + 2);
     advance(1000);
 }
@@ -478,8 +463,9 @@ static void test_client_gone(void **state)
     long tr = token_reviews();
     assert_int_equal(fair_fake_hold_reviews(&S.fake, 1), 0);
     /* The client gives up while its review is held. */
-    struct resp r = get_hdr("/reports", "Bearer " FIN, 300);
+    struct fair_https_resp r = get_hdr("/reports", "Bearer " FIN, 300);
     assert_int_equal(r.cc, CURLE_OPERATION_TIMEDOUT);
+    fair_https_resp_free(&r);
     if (!WAIT_UNTIL((fair_httpd_stats(S.srv, &hs), hs.cancelled == hs0.cancelled + 1), WAIT_MS))
         fail_msg("the server did not notice the client leave");
     assert_int_equal(fair_fake_hold_reviews(&S.fake, 0), 0);
@@ -498,20 +484,23 @@ static void test_headers(void **state)
     static const char *const bad[] = {
         "Basic YWxpY2U6c2VjcmV0", "Bearer", "Bearer ", "Bearer a b", "Bearer\t", "Token " FIN};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        struct resp r = get_hdr("/reports", bad[i], 60000);
+        struct fair_https_resp r = get_hdr("/reports", bad[i], 60000);
         assert_int_equal(r.code, 401);
         assert_non_null(strstr(r.body, "Unauthorized"));
+        fair_https_resp_free(&r);
     }
     static char big[FAIR_AUTH_MAX_TOKEN + 2];
     memset(big, 'a', sizeof big - 1);
     assert_int_equal(get("/reports", big), 401);
     assert_int_equal(token_reviews(), tr);
-    struct resp r = get_hdr("/reports", "bEaReR   " FIN "  ", 60000);
+    struct fair_https_resp r = get_hdr("/reports", "bEaReR   " FIN "  ", 60000);
     assert_int_equal(r.code, 200);
+    fair_https_resp_free(&r);
     /* A route nobody gave a permission to is closed, even to the admin. */
     r = get_hdr("/open", "Bearer admin-token-irrelevant", 60000);
     assert_int_equal(r.code, 403);
     assert_non_null(strstr(r.body, "no permission is defined"));
+    fair_https_resp_free(&r);
     advance(1000);
 }
 
@@ -526,32 +515,33 @@ static void test_alt_header(void **state)
                                       "X-Fairshare-Authorization: Bearer a b",
                                       "X-Fairshare-Authorization: " FIN};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        struct resp r = get_lines("/reports", bad[i], NULL, 60000);
+        struct fair_https_resp r = get_lines("/reports", bad[i], NULL, 60000);
         assert_int_equal(r.code, 401);
         assert_non_null(strstr(r.body, "malformed X-Fairshare-Authorization"));
+        fair_https_resp_free(&r);
     }
     static char big[FAIR_AUTH_MAX_TOKEN + 64];
     int n = snprintf(big, sizeof big, "X-Fairshare-Authorization: Bearer ");
     memset(big + n, 'a', FAIR_AUTH_MAX_TOKEN + 1);
-    assert_int_equal(get_lines("/reports", big, NULL, 60000).code, 401);
+    assert_int_equal(get_code("/reports", big), 401);
     assert_int_equal(token_reviews(), tr);
     /* No header at all: the message names both ways. */
-    struct resp r = get_lines("/reports", NULL, NULL, 60000);
+    struct fair_https_resp r = get_lines("/reports", NULL, NULL, 60000);
     assert_int_equal(r.code, 401);
     assert_non_null(strstr(r.body, "X-Fairshare-Authorization"));
+    fair_https_resp_free(&r);
     /* finance may read /reports, not /metrics: the SAR still decides. */
-    r = get_lines("/reports", "X-Fairshare-Authorization: Bearer " FIN, NULL, 60000);
-    assert_int_equal(r.code, 200);
-    r = get_lines("/metrics", "x-fairshare-authorization: bearer " FIN, NULL, 60000);
-    assert_int_equal(r.code, 403);
+    assert_int_equal(get_code("/reports", "X-Fairshare-Authorization: Bearer " FIN), 200);
+    assert_int_equal(get_code("/metrics", "x-fairshare-authorization: bearer " FIN), 403);
     /* A token the API server does not know is refused. */
-    r = get_lines("/reports", "X-Fairshare-Authorization: Bearer no-such-token-xyz", NULL, 60000);
-    assert_int_equal(r.code, 401);
+    assert_int_equal(get_code("/reports", "X-Fairshare-Authorization: Bearer no-such-token-xyz"),
+                     401);
     /* Authorization wins: a malformed one is not rescued by the other. */
     r = get_lines("/reports", "Authorization: Basic YWxpY2U6c2VjcmV0",
                   "X-Fairshare-Authorization: Bearer " FIN, 60000);
     assert_int_equal(r.code, 401);
     assert_non_null(strstr(r.body, "malformed Authorization"));
+    fair_https_resp_free(&r);
     advance(1000);
 }
 

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "helper_fakekube.h"
+#include "helper_https.h"
 #include "helper_kclient.h"
 
 #include "base/buf.h"
@@ -271,59 +272,24 @@ static int teardown(void **state)
 
 /* ---- the client ---- */
 
-struct resp {
-    long code;
-    CURLcode cc;
-    char *body;
-    size_t len;
-};
-
-static size_t sink(char *p, size_t s, size_t n, void *ud)
+/* method on the webhook's path, trusting only ca_file (NULL: no CA at
+ * all); scheme "https" or "http". */
+static struct fair_https_resp call(const char *scheme, const char *method, const char *ctype,
+                                   const char *body, size_t len, const char *ca_file)
 {
-    struct resp *r = ud;
-    char *b = realloc(r->body, r->len + s * n + 1);
-    assert_non_null(b);
-    memcpy(b + r->len, p, s * n);
-    r->len += s * n;
-    b[r->len] = '\0';
-    r->body = b;
-    return s * n;
-}
-
-/* method on the webhook's path, trusting only ca_file (NULL: the system's
- * CAs); scheme "https" or "http". */
-static struct resp call(const char *scheme, const char *method, const char *ctype, const char *body,
-                        size_t len, const char *ca_file)
-{
-    struct resp r = {0};
     char url[256], hdr[128];
     snprintf(url, sizeof url, "%s://127.0.0.1:%d/mutate-v1-pod", scheme, S.port);
-    CURL *h = curl_easy_init();
-    struct curl_slist *hs = NULL;
-    if (ctype) {
+    if (ctype)
         snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype);
-        hs = curl_slist_append(hs, hdr);
-    }
-    hs = curl_slist_append(hs, "Expect:");
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    }
-    if (ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, ca_file);
-    else
-        curl_easy_setopt(h, CURLOPT_CAINFO, "/nonexistent-ca-file");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-    r.cc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.code);
-    curl_slist_free_all(hs);
-    curl_easy_cleanup(h);
-    return r;
+    const char *headers[] = {"Expect:", ctype ? hdr : NULL, NULL};
+    struct fair_https_req req = {.method = method,
+                                 .url = url,
+                                 .headers = headers,
+                                 .body = body,
+                                 .body_len = len,
+                                 .ca_file = ca_file,
+                                 .timeout_ms = 10000};
+    return fair_https_call(&req);
 }
 
 /* The MutatingWebhookConfiguration's caBundle, decoded, written to path. */
@@ -362,9 +328,9 @@ static int bundle_to_file(const char *path, int *ncerts)
     "{" annotations                                                                                \
     "}},\"spec\":{\"schedulerName\":\"fairshare\",\"containers\":[{\"name\":\"a\"}]}}}}"
 
-static json_t *response_of(const struct resp *r)
+static json_t *response_of(const struct fair_https_resp *r)
 {
-    json_t *j = json_loadb(r->body ? r->body : "", r->len, 0, NULL);
+    json_t *j = json_loadb(r->body, r->len, 0, NULL);
     assert_non_null(j);
     return j;
 }
@@ -401,7 +367,7 @@ static void test_mutate_over_tls(void **state)
 
     /* A fractional pod: the patch, over TLS verified against the bundle. */
     const char *rv = REVIEW("\"fairshare.dev/gpu-fraction\":\"0.5\"");
-    struct resp r = call("https", "POST", "application/json", rv, strlen(rv), ca);
+    struct fair_https_resp r = call("https", "POST", "application/json", rv, strlen(rv), ca);
     assert_int_equal(r.cc, CURLE_OK);
     assert_int_equal(r.code, 200);
     json_t *j = response_of(&r);
@@ -418,7 +384,7 @@ static void test_mutate_over_tls(void **state)
     assert_non_null(strstr(raw, "metadata.annotations['fairshare.dev/gpu-devices']"));
     free(raw);
     json_decref(j);
-    free(r.body);
+    fair_https_resp_free(&r);
 
     /* Not a fraction: allowed, no patch. */
     rv = REVIEW("\"x\":\"y\"");
@@ -428,33 +394,33 @@ static void test_mutate_over_tls(void **state)
     assert_true(json_is_true(json_object_get(json_object_get(j, "response"), "allowed")));
     assert_null(json_object_get(json_object_get(j, "response"), "patch"));
     json_decref(j);
-    free(r.body);
+    fair_https_resp_free(&r);
 
     /* Without the CA, the certificate is not trusted; plain HTTP gets no
      * HTTP answer. */
     r = call("https", "POST", "application/json", rv, strlen(rv), NULL);
     assert_true(r.cc == CURLE_PEER_FAILED_VERIFICATION || r.cc == CURLE_SSL_CACERT_BADFILE ||
                 r.cc == CURLE_SSL_CONNECT_ERROR);
-    free(r.body);
+    fair_https_resp_free(&r);
     r = call("http", "POST", "application/json", rv, strlen(rv), NULL);
     assert_true(r.cc != CURLE_OK || r.code == 0);
-    free(r.body);
+    fair_https_resp_free(&r);
 
     /* Refused: a GET (405), another content type (415), a malformed
      * review (400, still an AdmissionReview), a body over 1 MiB (413). */
     r = call("https", "GET", NULL, NULL, 0, ca);
     assert_int_equal(r.code, 405);
-    free(r.body);
+    fair_https_resp_free(&r);
     r = call("https", "POST", "text/plain", rv, strlen(rv), ca);
     assert_int_equal(r.code, 415);
-    free(r.body);
+    fair_https_resp_free(&r);
     r = call("https", "POST", "application/json", "{\"request\":", 11, ca);
     assert_int_equal(r.code, 400);
     j = response_of(&r);
     assert_string_equal(fair_fake_json_str(j, "kind"), "AdmissionReview");
     assert_true(json_is_false(json_object_get(json_object_get(j, "response"), "allowed")));
     json_decref(j);
-    free(r.body);
+    fair_https_resp_free(&r);
     size_t big = (2u << 20);
     char *huge = malloc(big);
     memset(huge, ' ', big);
@@ -463,7 +429,7 @@ static void test_mutate_over_tls(void **state)
     r = call("https", "POST", "application/json", huge, big, ca);
     assert_true(r.code == 413 || r.cc != CURLE_OK);
     free(huge);
-    free(r.body);
+    fair_https_resp_free(&r);
 
     struct fair_webhook_stats ws;
     fair_webhook_stats(S.wh, &ws);
@@ -511,13 +477,13 @@ static void test_rotation(void **state)
 
     /* The server presents the new certificate. */
     const char *rv = REVIEW("\"fairshare.dev/gpu-fraction\":\"0.5\"");
-    struct resp r = call("https", "POST", "application/json", rv, strlen(rv), old_ca);
+    struct fair_https_resp r = call("https", "POST", "application/json", rv, strlen(rv), old_ca);
     assert_int_not_equal(r.cc, CURLE_OK);
-    free(r.body);
+    fair_https_resp_free(&r);
     r = call("https", "POST", "application/json", rv, strlen(rv), bundle);
     assert_int_equal(r.cc, CURLE_OK);
     assert_int_equal(r.code, 200);
-    free(r.body);
+    fair_https_resp_free(&r);
 
     /* Another replica (or a restart) serves the stored one, makes none. */
     struct new_req nr = {.out = &S.cert2};
