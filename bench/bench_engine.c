@@ -8,13 +8,20 @@
  * its terms, as the controller decodes them). The GPU model variant
  * (issue 15) has 4 GPU models on the nodes, each project a guarantee of
  * one model (half of its own) and a third of them a lending limit, and
- * the pods that name a model spread over the 4. */
+ * the pods that name a model spread over the 4. The schedule variant
+ * (issue 15) adds spec.schedule windows (zone Europe/Berlin, read from the
+ * zone files as the controller reads them) to a third of the projects and
+ * resolves every project's and queue's effective spec each cycle through
+ * the controller's own code (fair_ctl_tq_prepare), then copies it into the
+ * engine's snapshot, as ctl/snapshot.c does; it prints that cost apart. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "ctl/tqstate.h"
 #include "engine/engine.h"
+#include "kube/objects.h"
 
 #define GIB ((int64_t)1 << 30)
 
@@ -319,6 +326,194 @@ static double now_s(void)
     return clock_s(CLOCK_MONOTONIC);
 }
 
+/* The schedule variant: Project and Queue objects as the controller
+ * decodes them, a third of the projects (p % 3 == 1) with two windows. */
+static int bench_schedules;
+
+struct sched {
+    struct fair_kproject kp[10];
+    const struct fair_kproject *kpp[10];
+    struct fair_ktime tm[10];
+    struct fair_kwindow win[10][2];
+    struct fair_kqueue *kq;
+    const struct fair_kqueue **kqp;
+    struct fair_ctl_tq *tq;
+    double times[32], cpu[32];
+};
+
+static void sched_build(struct sched *sc, const struct cluster *c)
+{
+    memset(sc, 0, sizeof *sc);
+    struct fair_ctl_tq_options o = {.time_zone = "Europe/Berlin", .refresh_ms = 60000};
+    struct fair_error err = {0};
+    if (fair_ctl_tq_new(&o, &sc->tq, &err)) {
+        fprintf(stderr, "bench: time-based quota: %s\n", err.msg);
+        exit(1);
+    }
+    for (int p = 0; p < 10; p++) {
+        struct fair_kproject *k = &sc->kp[p];
+        const struct fair_quota *q = &c->projects[p].q;
+        k->meta.name = (char *)q->name;
+        k->quota.guaranteed = q->guaranteed;
+        k->quota.limit = q->limit;
+        k->quota.over_quota_weight = q->over_quota_weight;
+        k->quota.over_quota_priority = q->over_quota_priority;
+        if (p % 3 == 1) {
+            /* Weekdays 08:00-20:00 the full guarantee, nights and
+             * weekends a quarter of it (the issue's day/night example),
+             * each window in its own IANA zone. */
+            struct fair_kwindow *w = sc->win[p];
+            w[0] = (struct fair_kwindow){.days = 0x3e,
+                                         .start_min = 480,
+                                         .end_min = 1200,
+                                         .time_zone = "Europe/Berlin",
+                                         .g_set = 1u << FAIR_RES_GPU};
+            snprintf(w[0].name, sizeof w[0].name, "workday");
+            w[0].guaranteed.v[FAIR_RES_GPU] = q->guaranteed.v[FAIR_RES_GPU];
+            w[1] = (struct fair_kwindow){.days = 0x7f,
+                                         .start_min = 1200,
+                                         .end_min = 480,
+                                         .time_zone = "America/New_York",
+                                         .g_set = 1u << FAIR_RES_GPU,
+                                         .weight = 3};
+            snprintf(w[1].name, sizeof w[1].name, "night");
+            w[1].guaranteed.v[FAIR_RES_GPU] = q->guaranteed.v[FAIR_RES_GPU] / 4;
+            sc->tm[p] = (struct fair_ktime){.usage_half_life_ms = 0, .windows = w, .nwindows = 2};
+            k->time = &sc->tm[p];
+        }
+        sc->kpp[p] = k;
+    }
+    sc->kq = calloc(c->nq, sizeof *sc->kq);
+    sc->kqp = calloc(c->nq, sizeof *sc->kqp);
+    if (!sc->kq || !sc->kqp) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < c->nq; i++) {
+        sc->kq[i].meta.name = (char *)c->queues[i].q.name;
+        sc->kq[i].quota.guaranteed = c->queues[i].q.guaranteed;
+        sc->kq[i].quota.limit = c->queues[i].q.limit;
+        sc->kq[i].quota.over_quota_weight = c->queues[i].q.over_quota_weight;
+        sc->kqp[i] = &sc->kq[i];
+    }
+}
+
+/* One cycle's resolution: the effective specs at now_ms into the
+ * engine's projects and queues (guarantees, limits, weight). Returns how
+ * many projects are in their reduced (night) window. */
+static int sched_resolve(struct sched *sc, struct cluster *c, int64_t now_ms)
+{
+    struct fair_ctl_snapshot_input in = {0};
+    in.now_ms = now_ms;
+    in.projects = sc->kpp;
+    in.nprojects = 10;
+    in.queues = sc->kqp;
+    in.nqueues = c->nq;
+    if (fair_ctl_tq_prepare(sc->tq, NULL, now_ms, now_ms, &in)) {
+        fprintf(stderr, "bench: fair_ctl_tq_prepare failed\n");
+        exit(1);
+    }
+    int changed = 0;
+    for (int p = 0; p < 10; p++) {
+        struct fair_quota *q = &c->projects[p].q;
+        const struct fair_kquota *e = &in.project_quota[p];
+        changed += e->guaranteed.v[FAIR_RES_GPU] < sc->kp[p].quota.guaranteed.v[FAIR_RES_GPU];
+        q->guaranteed = e->guaranteed;
+        q->limit = e->limit;
+        q->over_quota_weight = e->over_quota_weight;
+    }
+    for (size_t i = 0; i < c->nq; i++) {
+        struct fair_quota *q = &c->queues[i].q;
+        q->guaranteed = in.queue_quota[i].guaranteed;
+        q->limit = in.queue_quota[i].limit;
+        q->over_quota_weight = in.queue_quota[i].over_quota_weight;
+    }
+    return changed;
+}
+
+static void sched_release(struct sched *sc)
+{
+    fair_ctl_tq_free(sc->tq);
+    free(sc->kq);
+    free(sc->kqp);
+}
+
+/* The resolution alone at a larger scale: 999 projects (a third with the
+ * two windows above), 9,990 queues without schedules; median of 9. */
+static void sched_scale(void)
+{
+    enum { NP = 999, NQ = 9990, RUNS = 9 };
+    struct fair_kproject *kp = calloc(NP, sizeof *kp);
+    const struct fair_kproject **kpp = calloc(NP, sizeof *kpp);
+    struct fair_kqueue *kq = calloc(NQ, sizeof *kq);
+    const struct fair_kqueue **kqp = calloc(NQ, sizeof *kqp);
+    char(*names)[16] = calloc(NP + NQ, sizeof *names);
+    struct fair_kwindow w[2];
+    struct fair_ktime tm = {.windows = w, .nwindows = 2};
+    struct fair_ctl_tq_options o = {.time_zone = "Europe/Berlin", .refresh_ms = 60000};
+    struct fair_ctl_tq *tq = NULL;
+    struct fair_error err = {0};
+    if (!kp || !kpp || !kq || !kqp || !names || fair_ctl_tq_new(&o, &tq, &err)) {
+        fprintf(stderr, "bench: schedule scale setup failed\n");
+        exit(1);
+    }
+    w[0] = (struct fair_kwindow){.days = 0x3e,
+                                 .start_min = 480,
+                                 .end_min = 1200,
+                                 .time_zone = "Europe/Berlin",
+                                 .g_set = 1u << FAIR_RES_GPU};
+    w[0].guaranteed.v[FAIR_RES_GPU] = 16000;
+    w[1] = (struct fair_kwindow){.days = 0x7f,
+                                 .start_min = 1200,
+                                 .end_min = 480,
+                                 .time_zone = "America/New_York",
+                                 .g_set = 1u << FAIR_RES_GPU,
+                                 .weight = 3};
+    w[1].guaranteed.v[FAIR_RES_GPU] = 4000;
+    for (size_t i = 0; i < NP; i++) {
+        snprintf(names[i], sizeof names[i], "p-%zu", i);
+        kp[i].meta.name = names[i];
+        kp[i].quota.guaranteed.v[FAIR_RES_GPU] = 8000;
+        kp[i].quota.over_quota_weight = 1;
+        kp[i].time = i % 3 == 1 ? &tm : NULL;
+        kpp[i] = &kp[i];
+    }
+    for (size_t i = 0; i < NQ; i++) {
+        snprintf(names[NP + i], sizeof names[0], "q-%zu", i);
+        kq[i].meta.name = names[NP + i];
+        kq[i].quota.over_quota_weight = 1;
+        kqp[i] = &kq[i];
+    }
+    double t[RUNS], cpu[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        struct fair_ctl_snapshot_input in = {0};
+        in.projects = kpp;
+        in.nprojects = NP;
+        in.queues = kqp;
+        in.nqueues = NQ;
+        int64_t now = 1700000000000LL + (int64_t)r * 3600000;
+        double a = now_s(), ac = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (fair_ctl_tq_prepare(tq, NULL, now, now, &in)) {
+            fprintf(stderr, "bench: fair_ctl_tq_prepare failed\n");
+            exit(1);
+        }
+        t[r] = now_s() - a;
+        cpu[r] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - ac;
+    }
+    qsort(t, RUNS, sizeof(double), cmp_double);
+    qsort(cpu, RUNS, sizeof(double), cmp_double);
+    printf("schedules alone: %d projects (%d with 2 windows), %d queues, %d runs\n", NP, NP / 3, NQ,
+           RUNS);
+    printf("  median resolution: %.2f ms wall, %.2f ms CPU (max %.2f ms wall)\n", t[RUNS / 2] * 1e3,
+           cpu[RUNS / 2] * 1e3, t[RUNS - 1] * 1e3);
+    fair_ctl_tq_free(tq);
+    free(kp);
+    free(kpp);
+    free(kq);
+    free(kqp);
+    free(names);
+}
+
 static void run(const char *title, size_t nnodes, size_t nrunning, size_t npending, int runs,
                 int affinity_pct, int anti_pct)
 {
@@ -326,6 +521,10 @@ static void run(const char *title, size_t nnodes, size_t nrunning, size_t npendi
     double t0 = now_s();
     build(&c, nnodes, nrunning, npending, 42, affinity_pct, anti_pct);
     double build_s = now_s() - t0;
+    static struct sched sc;
+    int in_window = 0;
+    if (bench_schedules)
+        sched_build(&sc, &c);
     struct fair_snapshot s = {0};
     s.now_ms = 1700000000000LL;
     s.nodes = c.nodes;
@@ -342,6 +541,14 @@ static void run(const char *title, size_t nnodes, size_t nrunning, size_t npendi
         struct fair_result res;
         struct fair_error err = {0};
         double a = now_s(), ac = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (bench_schedules) {
+            /* Cycles an hour apart, so that the windows switch on the way
+             * (9 cycles from Tuesday 23:13 Berlin time). */
+            s.now_ms = 1700000000000LL + (int64_t)i * 3600000;
+            in_window = sched_resolve(&sc, &c, s.now_ms);
+            sc.times[i] = now_s() - a;
+            sc.cpu[i] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - ac;
+        }
         int rc = fair_engine_run(&s, &res, &err);
         times[i] = now_s() - a;
         cpu[i] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - ac;
@@ -373,6 +580,16 @@ static void run(const char *title, size_t nnodes, size_t nrunning, size_t npendi
            evicts, med > 0 ? (double)nactions / med : 0.0);
     printf("  engine memory: %zu bytes in all, %.0f bytes per pod\n", mem,
            (double)mem / (double)c.npods);
+    if (bench_schedules) {
+        qsort(sc.times, (size_t)runs, sizeof(double), cmp_double);
+        qsort(sc.cpu, (size_t)runs, sizeof(double), cmp_double);
+        printf("  of which resolving the schedules (10 projects, 100 queues, 3 projects with 2 "
+               "windows; %d in a reduced window at the last cycle): median %.1f us wall, %.1f us "
+               "CPU (max %.1f us wall)\n",
+               in_window, sc.times[runs / 2] * 1e6, sc.cpu[runs / 2] * 1e6,
+               sc.times[runs - 1] * 1e6);
+        sched_release(&sc);
+    }
     release(&c);
 }
 
@@ -386,7 +603,12 @@ int main(void)
     run("small, 20% node affinity + 5% hostname anti-affinity", 1000, 10000, 10000, 9, 20, 5);
     bench_models = 4;
     run("small, 4 GPU models (model quotas, lending limits)", 1000, 10000, 10000, 9, 0, 0);
+    bench_schedules = 1;
+    run("small, 4 GPU models + schedules on a third of the projects (resolved each cycle)", 1000,
+        10000, 10000, 9, 0, 0);
+    bench_schedules = 0;
     bench_models = 0;
+    sched_scale();
     preferred_mode = true;
     run("small, 20% preferred node affinity", 1000, 10000, 10000, 9, 20, 0);
     preferred_mode = false;

@@ -81,7 +81,8 @@ static void usage(FILE *f)
             "                        2h, 4h, 8h, 12h, 24h, 72h or whole days\n"
             "  --declared-none PCT   PCT%% of the jobs declare no run time; default 0\n"
             "  --out DIR             write timeseries.csv, queues.csv, summary.csv,\n"
-            "                        jobs.csv, report.html (the fragmentation mode: frag.csv)\n"
+            "                        jobs.csv, timequota.csv, report.html (the\n"
+            "                        fragmentation mode: frag.csv)\n"
             "  --seed N              random seed (random fit, sampling); default 1\n"
             "  --cycle-seconds S     engine cycle period in virtual seconds; default 10\n"
             "  --speedup N           arrivals N times faster (run times unchanged), for a\n"
@@ -659,6 +660,26 @@ static void print_run(const struct fair_sim_labeled *l, double secs)
                    dur(c, sizeof(c), s->ttg.max_ms), s->ttg_unfinished);
         printf("\n");
     }
+    /* Budget alerts, as the controller's Events at 80% and 100%; the
+     * window switches are in timequota.csv. */
+    for (size_t i = 0; i < run->nalerts && i < 20; i++) {
+        const struct fair_sim_budget_alert *al = &run->alerts[i];
+        const struct fair_kproject *kp = l->cfg->kprojects ? l->cfg->kprojects[al->project] : NULL;
+        bool block = kp && kp->time && kp->time->budget_action == FAIR_KBUDGET_BLOCK;
+        char wall[40];
+        fair_time_format_rfc3339(run->opts.start_wall_ms + al->t_ms, wall, (int)sizeof wall);
+        printf("  budget_alert project=%s level=%d at_h=%.2f wall=%s budget_gpu_h=%s "
+               "action=%s%s\n",
+               l->cfg->projects[al->project].q.name, al->level,
+               (double)(al->t_ms - run->start_ms) / 3.6e6, wall,
+               gpu_h(g1, sizeof(g1), al->budget_mms), block ? "block" : "overQuotaOnly",
+               al->level < 100 ? " (warning: at 100% it is enforced)" : "");
+    }
+    if (run->nalerts > 20 || run->alerts_dropped)
+        printf("  budget_alerts_more=%zu (timequota.csv)\n",
+               run->nalerts - (run->nalerts > 20 ? 20 : run->nalerts) + run->alerts_dropped);
+    if (run->nswitches)
+        printf("  window_switches=%zu (timequota.csv)\n", run->nswitches + run->switches_dropped);
 }
 
 /* Jobs that can never run under a config: counted by reason, a few
@@ -796,8 +817,8 @@ static int run_replay(const struct opts *o, struct fair_sim_trace *t, enum fair_
             goto out;
         }
         printf("wrote %s/timeseries.csv %s/queues.csv %s/summary.csv %s/jobs.csv "
-               "%s/report.html\n",
-               o->out, o->out, o->out, o->out, o->out);
+               "%s/timequota.csv %s/report.html\n",
+               o->out, o->out, o->out, o->out, o->out, o->out);
     }
 out:
     for (size_t i = 0; i < done; i++)

@@ -881,6 +881,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         q->project = out->project_index[kp];
         q->reclaim_min_runtime_ms = k->reclaim_min_runtime_ms;
         q->aging_half_life_ms = k->aging_half_life_ms;
+        q->usage = in->queue_usage ? in->queue_usage[i] : 0;
         /* The queue's reclaimUpTo, else its project's, else the default. */
         enum fair_kreclaim up = k->quota.reclaim_up_to;
         if (up == FAIR_KRECLAIM_UNSET)

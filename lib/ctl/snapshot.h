@@ -160,6 +160,7 @@ struct fair_ctl_snapshot_input {
      *    used instead of the object's own quota;
      *  - *_invalid: non-NULL makes the object invalid with that message;
      *  - project_usage: decayed GPU usage (fair_project.usage);
+     *  - queue_usage: the same of each queue's own pods (fair_queue.usage);
      *  - project_hold: non-NULL rejects the project's pending pods
      *    (BUDGET_EXHAUSTED) with that message;
      *  - project_note: non-NULL is said first in its pending pods' messages. */
@@ -168,6 +169,7 @@ struct fair_ctl_snapshot_input {
     const char *const *project_invalid;
     const char *const *queue_invalid;
     const int64_t *project_usage;
+    const int64_t *queue_usage;
     const char *const *project_hold;
     const char *const *project_note;
     /* Volumes (ctl/volumes.h): claims, volumes and storage classes; a

@@ -23,9 +23,11 @@ struct zone_ent {
     struct fair_tz *z; /* NULL: does not load */
 };
 
-/* Ledger figures of one project, and its announced alert. */
+/* Ledger figures of one project, and its announced alert; or of one
+ * queue (queue set, name "project/queue", decayed usage only). */
 struct pstate {
     char *name;
+    const char *queue; /* points into name; NULL: a project */
     int64_t half_life_ms;
     int64_t from_ms, to_ms; /* the budget period read; to <= from: none */
     double decayed_mms;
@@ -50,6 +52,7 @@ struct fair_ctl_tq {
     struct fair_ctl_index ps_by_name;
     int64_t next_refresh_mono;
     bool read_once;
+    bool queue_rows; /* ps holds queue entries */
     uint64_t reads, read_errors, alerts80, alerts100;
     /* This cycle, per input project / queue. */
     size_t np, nq;
@@ -58,7 +61,7 @@ struct fair_ctl_tq {
     char (*pbad)[200];
     char (*qbad)[200];
     char (*pmsg)[320];
-    int64_t *pusage;
+    int64_t *pusage, *qusage;
     struct fair_ctl_status_time *pst, *qst;
     bool *pst_set, *qst_set;
     int *plevel;
@@ -106,6 +109,7 @@ static void free_cycle(struct fair_ctl_tq *t)
     fair_free(t->qbad);
     fair_free(t->pmsg);
     fair_free(t->pusage);
+    fair_free(t->qusage);
     fair_free(t->pst);
     fair_free(t->qst);
     fair_free(t->pst_set);
@@ -118,7 +122,7 @@ static void free_cycle(struct fair_ctl_tq *t)
     t->pinvalid = t->qinvalid = t->phold = t->pnote = NULL;
     t->pbad = t->qbad = NULL;
     t->pmsg = NULL;
-    t->pusage = t->pbudget = NULL;
+    t->pusage = t->pbudget = t->qusage = NULL;
     t->pst = t->qst = NULL;
     t->pst_set = t->qst_set = NULL;
     t->plevel = NULL;
@@ -176,13 +180,15 @@ static int64_t half_life_of(const struct fair_ctl_tq *t, const struct fair_kproj
     return t->default_hl;
 }
 
-/* Reads the ledger figures of every project that needs them. */
+/* Reads the ledger figures of every project that needs them, and the
+ * decayed usage of the queues of those with a half-life. */
 static int refresh(struct fair_ctl_tq *t, struct fair_ledger *l, int64_t now_ms,
-                   const struct fair_kproject *const *kp, size_t np)
+                   const struct fair_kproject *const *kp, size_t np,
+                   const struct fair_kqueue *const *kq, size_t nq)
 {
     size_t n = 0;
-    struct pstate *ps = fair_calloc(np ? np : 1, sizeof *ps);
-    struct fair_ledger_usage *rows = fair_calloc(np ? np : 1, sizeof *rows);
+    struct pstate *ps = fair_calloc(np + nq ? np + nq : 1, sizeof *ps);
+    struct fair_ledger_usage *rows = fair_calloc(np + nq ? np + nq : 1, sizeof *rows);
     struct fair_ctl_index ix;
     fair_ctl_index_init(&ix);
     int rc = FAIR_ENOMEM;
@@ -218,6 +224,34 @@ static int refresh(struct fair_ctl_tq *t, struct fair_ledger *l, int64_t now_ms,
                                              .to_ms = p->to_ms};
         n++;
     }
+    /* Queues of projects with a half-life: their own pods' usage, the
+     * project's half-life (docs/engine.md, "Decayed usage"). */
+    size_t nprow = n;
+    for (size_t i = 0; i < nq; i++) {
+        const struct fair_kqueue *k = kq[i];
+        if (!k->meta.name || !k->project)
+            continue;
+        int32_t pe = fair_ctl_index_get(&ix, k->project);
+        if (pe < 0 || (size_t)pe >= nprow || ps[pe].half_life_ms <= 0)
+            continue;
+        char key[2 * FAIR_LEDGER_NAME_MAX + 2];
+        if ((size_t)snprintf(key, sizeof key, "%s/%s", k->project, k->meta.name) >= sizeof key ||
+            fair_ctl_index_get(&ix, key) >= 0)
+            continue;
+        struct pstate *p = &ps[n];
+        if (!(p->name = fair_strdup(key)))
+            goto out;
+        p->queue = p->name + strlen(k->project) + 1;
+        p->half_life_ms = ps[pe].half_life_ms;
+        int32_t old = fair_ctl_index_get(&t->ps_by_name, p->name);
+        if (old >= 0)
+            p->decayed_mms = t->ps[old].decayed_mms; /* kept if the read fails */
+        if ((rc = fair_ctl_index_put(&ix, p->name, (int32_t)n)))
+            goto out;
+        rows[n] = (struct fair_ledger_usage){
+            .project = ps[pe].name, .queue = p->queue, .half_life_ms = p->half_life_ms};
+        n++;
+    }
     if (l && n) {
         struct fair_error err = {0};
         t->reads++;
@@ -237,6 +271,7 @@ static int refresh(struct fair_ctl_tq *t, struct fair_ledger *l, int64_t now_ms,
     free_ps(t->ps, t->nps);
     t->ps = ps;
     t->nps = n;
+    t->queue_rows = n > nprow;
     t->ps_by_name = ix;
     ps = NULL;
     fair_ctl_index_init(&ix);
@@ -308,9 +343,9 @@ int fair_ctl_tq_prepare(struct fair_ctl_tq *t, struct fair_ledger *ledger, int64
     size_t np = in->nprojects, nq = in->nqueues;
     if (!ALLOC(pquota, np) || !ALLOC(qquota, nq) || !ALLOC(pinvalid, np) || !ALLOC(qinvalid, nq) ||
         !ALLOC(phold, np) || !ALLOC(pnote, np) || !ALLOC(pbad, np) || !ALLOC(qbad, nq) ||
-        !ALLOC(pmsg, np) || !ALLOC(pusage, np) || !ALLOC(pst, np) || !ALLOC(qst, nq) ||
-        !ALLOC(pst_set, np) || !ALLOC(qst_set, nq) || !ALLOC(plevel, np) || !ALLOC(pbudget, np) ||
-        !ALLOC(pname, np)) {
+        !ALLOC(pmsg, np) || !ALLOC(pusage, np) || !ALLOC(qusage, nq) || !ALLOC(pst, np) ||
+        !ALLOC(qst, nq) || !ALLOC(pst_set, np) || !ALLOC(qst_set, nq) || !ALLOC(plevel, np) ||
+        !ALLOC(pbudget, np) || !ALLOC(pname, np)) {
         free_cycle(t);
         return FAIR_ENOMEM;
     }
@@ -320,14 +355,14 @@ int fair_ctl_tq_prepare(struct fair_ctl_tq *t, struct fair_ledger *ledger, int64
         snprintf(t->pname[i], sizeof t->pname[i], "%s",
                  in->projects[i]->meta.name ? in->projects[i]->meta.name : "");
     if (need_refresh(t, now_ms, mono_ms, in->projects, np)) {
-        int rc = refresh(t, ledger, now_ms, in->projects, np);
+        int rc = refresh(t, ledger, now_ms, in->projects, np, in->queues, nq);
         if (rc) {
             free_cycle(t);
             return rc;
         }
         t->next_refresh_mono = mono_ms + t->refresh_ms;
     }
-    bool any_usage = false;
+    bool any_usage = false, any_qusage = false;
     for (size_t i = 0; i < np; i++) {
         const struct fair_kproject *k = in->projects[i];
         const struct fair_ktime *tm = k->time;
@@ -418,12 +453,23 @@ int fair_ctl_tq_prepare(struct fair_ctl_tq *t, struct fair_ledger *ledger, int64
         const struct fair_kqueue *k = in->queues[i];
         windows(t, k->time, &k->quota, now_ms, &t->qquota[i], &t->qst[i], &t->qst_set[i],
                 t->qbad[i], sizeof t->qbad[i], &t->qinvalid[i]);
+        char key[2 * FAIR_LEDGER_NAME_MAX + 2];
+        if (!t->queue_rows || !k->meta.name || !k->project ||
+            (size_t)snprintf(key, sizeof key, "%s/%s", k->project, k->meta.name) >= sizeof key)
+            continue;
+        int32_t e = fair_ctl_index_get(&t->ps_by_name, key);
+        if (e < 0 || !t->ps[e].queue)
+            continue;
+        double u = t->ps[e].decayed_mms;
+        t->qusage[i] = u > 0 ? (u < 9e18 ? (int64_t)llround(u) : INT64_MAX) : 0;
+        any_qusage = any_qusage || t->qusage[i] > 0;
     }
     in->project_quota = t->pquota;
     in->queue_quota = t->qquota;
     in->project_invalid = t->pinvalid;
     in->queue_invalid = t->qinvalid;
     in->project_usage = any_usage ? t->pusage : NULL;
+    in->queue_usage = any_qusage ? t->qusage : NULL;
     in->project_hold = t->phold;
     in->project_note = t->pnote;
     return 0;

@@ -134,6 +134,12 @@ struct fair_queue {
      * boost of 2^(wait/aging_half_life_ms) - 1 (docs/engine.md, "Admission
      * order"). */
     int64_t aging_half_life_ms;
+    /* Decayed GPU usage of the queue's own pods (milli-GPU x ms, its
+     * project's usageHalfLife; docs/engine.md, "Decayed usage"); >= 0.
+     * Weighs the queue's over-quota weight among its project's queues as
+     * project usage does among projects; 0 for all of a project's queues:
+     * their weights as they are. */
+    int64_t usage;
 };
 
 /* A resource other than GPU, CPU and memory: extended resources

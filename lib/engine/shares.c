@@ -227,6 +227,7 @@ int fair_eng_compute_fair_share(struct eng *e)
     if (!uw)
         goto out;
     e->bytes += m * sizeof(int64_t);
+    size_t uwn = m;
     for (size_t j = 0; j < m; j++) {
         val[j] = s->projects[ids[j]].q.over_quota_weight;
         out[j] = s->projects[ids[j]].usage;
@@ -278,6 +279,29 @@ int fair_eng_compute_fair_share(struct eng *e)
         for (size_t i = 0; i < s->nqueues; i++)
             if (e->q[i].valid && (size_t)e->q[i].parent == pi)
                 ids[m++] = i;
+        /* Decayed usage among the project's queues: the same rule as
+         * among projects (docs/engine.md, "Decayed usage"); uw is free
+         * again, grown to this project's queues. */
+        bool qusage = false;
+        for (size_t j = 0; j < m && !qusage; j++)
+            qusage = s->queues[ids[j]].usage > 0;
+        if (qusage && m > uwn) {
+            int64_t *nuw = fair_realloc(uw, m * sizeof(int64_t));
+            if (!nuw) {
+                rc = FAIR_ENOMEM;
+                goto out;
+            }
+            e->bytes += (m - uwn) * sizeof(int64_t);
+            uw = nuw;
+            uwn = m;
+        }
+        if (qusage) {
+            for (size_t j = 0; j < m; j++) {
+                val[j] = s->queues[ids[j]].q.over_quota_weight;
+                out[j] = s->queues[ids[j]].usage;
+            }
+            fair_share_usage_weights(val, out, m, uw);
+        }
         for (int r = 0; r < NRES; r++) {
             i128 sum = 0;
             for (size_t j = 0; j < m; j++) {
@@ -308,7 +332,7 @@ int fair_eng_compute_fair_share(struct eng *e)
                                                   qa->demand[r] > qa->keep[r] ? qa->demand[r]
                                                                               : qa->keep[r],
                                                   qq->limit.v[r],
-                                                  qq->over_quota_weight,
+                                                  qusage ? uw[j] : qq->over_quota_weight,
                                                   qq->over_quota_priority,
                                                   0};
             }

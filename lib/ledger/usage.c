@@ -34,16 +34,17 @@ static double decay_int(int64_t gpu, int64_t a, int64_t b, int64_t now, int64_t 
            (exp2(-(double)(now - b) / hh) - exp2(-(double)(now - a) / hh));
 }
 
-static struct fair_ledger_usage *find(struct fair_ledger_usage *rows, size_t n, const char *p)
+/* Whether row u wants the usage of project p, queue q. */
+static bool wants(const struct fair_ledger_usage *u, const char *p, const char *q)
 {
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].half_life_ms > 0 && p && !strcmp(rows[i].project, p))
-            return &rows[i];
-    return NULL;
+    return u->half_life_ms > 0 && p && !strcmp(u->project, p) &&
+           (!u->queue || (q && !strcmp(u->queue, q)));
 }
 
-/* Runs sql with int64 binds; kind 0: (project, day, mms) rollups; 1:
- * (project, gpu, start, end-or-NULL) raw intervals. */
+/* Runs sql with int64 binds; kind 0: (project, queue, day, mms) rollups;
+ * 1: (project, queue, gpu, start, end-or-NULL) raw intervals. Each result
+ * row counts for every input row that wants it (a project's and its
+ * queues'). */
 static int run(struct fair_ledger *l, const char *sql, const int64_t *b, int nb, int kind,
                int64_t now, int64_t today0, struct fair_ledger_usage *rows, size_t n,
                struct fair_error *err)
@@ -56,21 +57,25 @@ static int run(struct fair_ledger *l, const char *sql, const int64_t *b, int nb,
     for (int i = 0; i < nb; i++)
         sqlite3_bind_int64(st, i + 1, b[i]);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct fair_ledger_usage *u = find(rows, n, (const char *)sqlite3_column_text(st, 0));
-        if (!u)
-            continue;
-        int64_t h = u->half_life_ms;
-        if (kind == 0) {
-            int64_t day = sqlite3_column_int64(st, 1);
-            double mms = sqlite3_column_double(st, 2);
-            u->decayed_mms += mms * decay(now - (day * DAY + DAY / 2), h);
-        } else {
-            int64_t gpu = sqlite3_column_int64(st, 1), a = sqlite3_column_int64(st, 2);
-            bool open = sqlite3_column_type(st, 3) == SQLITE_NULL;
-            int64_t e = open ? now : sqlite3_column_int64(st, 3);
-            if (!open && a < today0)
-                a = today0; /* the earlier days are in the rollups */
-            u->decayed_mms += decay_int(gpu, a, e, now, h);
+        const char *p = (const char *)sqlite3_column_text(st, 0);
+        const char *q = (const char *)sqlite3_column_text(st, 1);
+        for (size_t i = 0; i < n; i++) {
+            struct fair_ledger_usage *u = &rows[i];
+            if (!wants(u, p, q))
+                continue;
+            int64_t h = u->half_life_ms;
+            if (kind == 0) {
+                int64_t day = sqlite3_column_int64(st, 2);
+                double mms = sqlite3_column_double(st, 3);
+                u->decayed_mms += mms * decay(now - (day * DAY + DAY / 2), h);
+            } else {
+                int64_t gpu = sqlite3_column_int64(st, 2), a = sqlite3_column_int64(st, 3);
+                bool open = sqlite3_column_type(st, 4) == SQLITE_NULL;
+                int64_t e = open ? now : sqlite3_column_int64(st, 4);
+                if (!open && a < today0)
+                    a = today0; /* the earlier days are in the rollups */
+                u->decayed_mms += decay_int(gpu, a, e, now, h);
+            }
         }
     }
     sqlite3_finalize(st);
@@ -100,26 +105,27 @@ int fair_ledger_usage_read(struct fair_ledger *l, int64_t now_ms, struct fair_le
             return rc;
         int64_t b1[2] = {today - back, today};
         if ((rc = run(l,
-                      "SELECT d.project, r.day, sum(r.gpu_mms) FROM interval_day r JOIN dims d"
-                      " ON d.id = r.dim_id WHERE r.day >= ?1 AND r.day < ?2 GROUP BY 1, 2",
+                      "SELECT d.project, d.queue, r.day, sum(r.gpu_mms) FROM interval_day r"
+                      " JOIN dims d ON d.id = r.dim_id WHERE r.day >= ?1 AND r.day < ?2"
+                      " GROUP BY 1, 2, 3",
                       b1, 2, 0, now_ms, today0, rows, n, err)))
             return rc;
         int64_t b2[2] = {today0, today0 - (maxlen > 0 ? maxlen : 0)};
         if ((rc = run(l,
-                      "SELECT d.project, i.gpu_milli, i.start_ms, i.end_ms FROM intervals i"
-                      " JOIN dims d ON d.id = i.dim_id WHERE i.end_ms IS NOT NULL"
+                      "SELECT d.project, d.queue, i.gpu_milli, i.start_ms, i.end_ms FROM"
+                      " intervals i JOIN dims d ON d.id = i.dim_id WHERE i.end_ms IS NOT NULL"
                       " AND i.end_ms > ?1 AND i.start_ms >= ?2",
                       b2, 2, 1, now_ms, today0, rows, n, err)) ||
             (rc = run(l,
-                      "SELECT d.project, i.gpu_milli, i.start_ms, i.end_ms FROM intervals i"
-                      " JOIN dims d ON d.id = i.dim_id WHERE i.end_ms IS NULL",
+                      "SELECT d.project, d.queue, i.gpu_milli, i.start_ms, i.end_ms FROM"
+                      " intervals i JOIN dims d ON d.id = i.dim_id WHERE i.end_ms IS NULL",
                       NULL, 0, 1, now_ms, today0, rows, n, err)))
             return rc;
     }
     /* Budget periods: one report per distinct period (projects share
      * the controller's day, week or month). */
     for (size_t i = 0; i < n; i++) {
-        if (rows[i].to_ms <= rows[i].from_ms)
+        if (rows[i].to_ms <= rows[i].from_ms || rows[i].queue)
             continue;
         bool done = false;
         for (size_t j = 0; j < i && !done; j++)
@@ -132,7 +138,7 @@ int fair_ledger_usage_read(struct fair_ledger *l, int64_t now_ms, struct fair_le
         if ((rc = fair_report_run(l, &p, &r, err)))
             return rc;
         for (size_t k = i; k < n; k++) {
-            if (rows[k].from_ms != p.from_ms || rows[k].to_ms != p.to_ms)
+            if (rows[k].from_ms != p.from_ms || rows[k].to_ms != p.to_ms || rows[k].queue)
                 continue;
             for (size_t m = 0; m < r->n; m++)
                 if (!strcmp(r->rows[m].key, rows[k].project))

@@ -1,4 +1,4 @@
-/* Per-project GPU usage for the controller's time-based quota
+/* Per-project (and per-queue) GPU usage for the controller's time-based quota
  * (docs/ledger.md, "Usage for decay and budgets"): usage decayed with a
  * half-life, and the GPU time of a budget period, both read from the
  * ledger file, so that they survive restarts. Cheap: the daily rollups
@@ -17,6 +17,7 @@
 
 struct fair_ledger_usage {
     const char *project;  /* in, borrowed */
+    const char *queue;    /* in, borrowed: NULL, the whole project; else that queue's pods only */
     int64_t half_life_ms; /* in: 0 skips the decayed figure */
     int64_t from_ms;      /* in: the budget period [from, to); to <= from skips it */
     int64_t to_ms;

@@ -98,6 +98,7 @@ struct replay {
      * the projects handed to the engine, with .usage set. */
     struct fair_project *proj;
     double *usage;
+    double *qusage; /* per queue, with its project's half-life, into queues[].usage */
     int64_t *half_life;
     int64_t usage_t;
     bool any_usage;
@@ -114,6 +115,10 @@ struct replay {
     size_t nzones;
     int64_t *bused, *bfrom, *bto, *palloc;
     bool *blocked, *spent;
+    /* The window in force per project and queue (-2: no schedule), and the
+     * budget alert level announced in each project's current period. */
+    int16_t *pwin, *qwin;
+    int32_t *blevel;
     int64_t win_next;
 };
 
@@ -233,6 +238,84 @@ static void list_del(int32_t *list, size_t *n, struct jstate *js, int32_t j)
     js[last].pos = pos;
 }
 
+static int64_t budget_mms(const struct fair_ktime *tm)
+{
+    return tm->budget_milli_hours * 3600000; /* GPU-hours x 1000 -> milli-GPU x ms */
+}
+
+static const struct fair_ktime *budget_of(const struct replay *r, size_t p)
+{
+    const struct fair_kproject *kp = r->cfg->kprojects ? r->cfg->kprojects[p] : NULL;
+    if (!kp || !kp->time || kp->time->budget_period == FAIR_KBUDGET_NONE)
+        return NULL;
+    return kp->time;
+}
+
+/* Records the budget alerts of project p whose level its use reached in
+ * [t0, t1], where it went from used0 at the rate palloc (milli-GPU): each
+ * level once per period, at the exact instant, as the controller's
+ * Events (ctl/tqstate.h) at 80% and 100%. */
+static int budget_alerts(struct replay *r, size_t p, int64_t used0, int64_t palloc, int64_t t0,
+                         int64_t t1)
+{
+    const struct fair_ktime *tm = budget_of(r, p);
+    if (!tm)
+        return 0;
+    int64_t b = budget_mms(tm);
+    int level = fair_ctl_budget_level(r->bused[p], b);
+    for (int thr = 80; thr <= 100; thr += 20) {
+        if (level < thr || r->blevel[p] >= thr)
+            continue;
+        /* The least use at that level: the budget, or ceil(4/5 of it). */
+        int64_t need = thr == 100 ? b : b - b / 5;
+        int64_t t = t0;
+        if (need > used0 && palloc > 0) {
+            t = t0 + (need - used0 + palloc - 1) / palloc;
+            if (t > t1)
+                t = t1;
+        }
+        r->blevel[p] = thr;
+        struct fair_sim_run *run = r->run;
+        if (run->nalerts >= FAIR_SIM_MAX_TQ_EVENTS) {
+            run->alerts_dropped++;
+            continue;
+        }
+        struct fair_sim_budget_alert *na =
+            fair_realloc(run->alerts, (run->nalerts + 1) * sizeof(*na));
+        if (!na)
+            return FAIR_ENOMEM;
+        run->alerts = na;
+        na[run->nalerts++] = (struct fair_sim_budget_alert){.t_ms = t,
+                                                            .period_start_wall_ms = r->bfrom[p],
+                                                            .budget_mms = b,
+                                                            .project = (int32_t)p,
+                                                            .level = thr};
+    }
+    return 0;
+}
+
+/* Records that the window in force for project p (queue -1) or queue q
+ * (p -1) is now w, if it changed. */
+static int note_switch(struct replay *r, int32_t p, int32_t q, int w)
+{
+    int16_t *cur = p >= 0 ? &r->pwin[p] : &r->qwin[q];
+    if (*cur == w)
+        return 0;
+    *cur = (int16_t)w;
+    struct fair_sim_run *run = r->run;
+    if (run->nswitches >= FAIR_SIM_MAX_TQ_EVENTS) {
+        run->switches_dropped++;
+        return 0;
+    }
+    struct fair_sim_switch *ns = fair_realloc(run->switches, (run->nswitches + 1) * sizeof(*ns));
+    if (!ns)
+        return FAIR_ENOMEM;
+    run->switches = ns;
+    ns[run->nswitches++] =
+        (struct fair_sim_switch){.t_ms = r->now, .project = p, .queue = q, .window = w};
+    return 0;
+}
+
 static int add_sample(struct replay *r, int64_t at)
 {
     struct fair_sim_run *run = r->run;
@@ -265,6 +348,15 @@ static int add_sample(struct replay *r, int64_t at)
         qs->demand = st->alloc + st->pend_gpu;
         qs->running = st->running;
         qs->pending = st->pending;
+        int32_t p = r->cfg->queues[q].project;
+        bool pok = p >= 0 && (size_t)p < r->cfg->nprojects;
+        qs->window = r->qwin ? r->qwin[q] : -2;
+        qs->project_window = r->pwin && pok ? r->pwin[p] : -2;
+        qs->budget_used = -1;
+        if (r->any_budget && pok && r->cfg->kprojects && r->cfg->kprojects[p] &&
+            r->cfg->kprojects[p]->time &&
+            r->cfg->kprojects[p]->time->budget_period != FAIR_KBUDGET_NONE)
+            qs->budget_used = r->bused[p];
     }
     run->nsamples++;
     return 0;
@@ -286,10 +378,20 @@ static int advance(struct replay *r, int64_t T)
         r->run->idle_fit.gpu_ms += r->idle_all * dt;
         r->run->idle_fit_admissible.gpu_ms += r->idle_adm * dt;
         r->run->held_idle_gpu_ms += r->idle_held * dt;
-        for (size_t q = 0; r->any_budget && q < r->nq; q++) {
-            int32_t p = r->cfg->queues[q].project;
-            if (p >= 0 && (size_t)p < r->cfg->nprojects)
-                r->bused[p] += r->q[q].alloc * dt;
+        if (r->any_budget) {
+            size_t np = r->cfg->nprojects;
+            memset(r->palloc, 0, (np ? np : 1) * sizeof(*r->palloc));
+            for (size_t q = 0; q < r->nq; q++) {
+                int32_t p = r->cfg->queues[q].project;
+                if (p >= 0 && (size_t)p < np)
+                    r->palloc[p] += r->q[q].alloc;
+            }
+            for (size_t p = 0; p < np; p++) {
+                int64_t used0 = r->bused[p];
+                r->bused[p] += r->palloc[p] * dt;
+                if (budget_alerts(r, p, used0, r->palloc[p], r->last_t, T))
+                    return FAIR_ENOMEM;
+            }
         }
         for (size_t q = 0; q < r->nq; q++) {
             struct qstate *s = &r->q[q];
@@ -583,12 +685,29 @@ static void decay_usage(struct replay *r)
     size_t np = r->cfg->nprojects;
     for (size_t p = 0; p < np; p++)
         r->proj[p].usage = 0; /* scratch: running GPUs */
+    for (size_t q = 0; q < r->nq; q++)
+        r->queues[q].usage = 0; /* the same per queue */
     for (size_t i = 0; i < r->nrunning; i++) {
         int32_t j = r->running[i];
         int32_t q = r->js[j].queue;
         int32_t p = q >= 0 ? r->cfg->queues[q].project : -1;
         if (p >= 0 && (size_t)p < np)
             r->proj[p].usage += r->t->jobs[j].gpu_milli;
+        if (q >= 0 && (size_t)q < r->nq)
+            r->queues[q].usage += r->t->jobs[j].gpu_milli;
+    }
+    /* Queues: the same rule with their project's half-life (among a
+     * project's queues, docs/engine.md "Decayed usage"). */
+    for (size_t q = 0; q < r->nq; q++) {
+        double g = (double)r->queues[q].usage;
+        int32_t p = r->cfg->queues[q].project;
+        int64_t h = p >= 0 && (size_t)p < np ? r->half_life[p] : 0;
+        if (h > 0) {
+            double f = exp2(-(double)dt / (double)h);
+            r->qusage[q] = r->qusage[q] * f + g * (double)h / M_LN2 * (1 - f);
+        }
+        double u = r->qusage[q];
+        r->queues[q].usage = u > 0 ? (u < 9e18 ? (int64_t)llround(u) : INT64_MAX) : 0;
     }
     for (size_t p = 0; p < np; p++) {
         double g = (double)r->proj[p].usage;
@@ -641,8 +760,9 @@ static int zone_get(struct replay *r, const char *name, const struct fair_tz **o
 /* The spec's quota under the window of tm active at wall time wall, into
  * *q (guarantees, limits, weight); notes the next switch in win_next. */
 static int window_eff(struct replay *r, const struct fair_ktime *tm, const struct fair_kquota *spec,
-                      int64_t wall, struct fair_quota *q, struct fair_error *err)
+                      int64_t wall, struct fair_quota *q, int *active, struct fair_error *err)
 {
+    *active = -2;
     if (!tm || !tm->nwindows)
         return 0;
     const struct fair_tz *zs[FAIR_KWINDOW_MAX];
@@ -653,6 +773,7 @@ static int window_eff(struct replay *r, const struct fair_ktime *tm, const struc
             return rc;
     }
     int a = fair_ctl_window_active(tm->windows, n, zs, wall);
+    *active = a;
     struct fair_kquota eff;
     fair_ctl_window_apply(spec, a >= 0 ? &tm->windows[a] : NULL, &eff);
     q->guaranteed = eff.guaranteed;
@@ -662,11 +783,6 @@ static int window_eff(struct replay *r, const struct fair_ktime *tm, const struc
     if (nx > wall && r->now + (nx - wall) < r->win_next)
         r->win_next = r->now + (nx - wall);
     return 0;
-}
-
-static int64_t budget_mms(const struct fair_ktime *tm)
-{
-    return tm->budget_milli_hours * 3600000; /* GPU-hours x 1000 -> milli-GPU x ms */
 }
 
 /* The effective specs at r->now into r->proj and r->queues, budget
@@ -684,15 +800,22 @@ static int tq_eval(struct replay *r, struct fair_error *err)
         r->blocked[p] = false;
         if (!kp || !kp->time)
             continue;
-        if ((rc = window_eff(r, kp->time, &kp->quota, wall, &r->proj[p].q, err)))
+        int a;
+        if ((rc = window_eff(r, kp->time, &kp->quota, wall, &r->proj[p].q, &a, err)))
             return rc;
+        if (a != -2 && note_switch(r, (int32_t)p, -1, a))
+            return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
         const struct fair_ktime *tm = kp->time;
         if (tm->budget_period == FAIR_KBUDGET_NONE)
             continue;
         if (wall >= r->bto[p] || wall < r->bfrom[p]) {
             fair_ctl_budget_period(tm->budget_period, r->tz, wall, &r->bfrom[p], &r->bto[p]);
             r->bused[p] = 0;
+            r->blevel[p] = 0;
         }
+        /* A budget of 0 is spent at the period's start. */
+        if (budget_alerts(r, p, r->bused[p], 0, r->now, r->now))
+            return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
         if (r->bto[p] > wall && r->now + (r->bto[p] - wall) < r->win_next)
             r->win_next = r->now + (r->bto[p] - wall);
         r->spent[p] = fair_ctl_budget_level(r->bused[p], budget_mms(tm)) == 100;
@@ -710,8 +833,11 @@ static int tq_eval(struct replay *r, struct fair_error *err)
     for (size_t q = 0; q < r->cfg->nqueues; q++) {
         const struct fair_kqueue *kq = r->cfg->kqueues ? r->cfg->kqueues[q] : NULL;
         r->queues[q].q = r->cfg->queues[q].q;
-        if (kq && (rc = window_eff(r, kq->time, &kq->quota, wall, &r->queues[q].q, err)))
+        int a = -2;
+        if (kq && (rc = window_eff(r, kq->time, &kq->quota, wall, &r->queues[q].q, &a, err)))
             return rc;
+        if (a != -2 && note_switch(r, -1, (int32_t)q, a))
+            return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
     }
     return 0;
 }
@@ -815,7 +941,7 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         .nnodes = r->en.nnodes,
         .projects = r->any_usage || r->any_time ? r->proj : r->cfg->projects,
         .nprojects = r->cfg->nprojects,
-        .queues = r->any_time ? r->queues : r->cfg->queues,
+        .queues = r->queues ? r->queues : r->cfg->queues,
         .nqueues = r->cfg->nqueues,
         .pods = r->pods,
         .npods = n,
@@ -1127,6 +1253,7 @@ static void teardown(struct replay *r)
     fair_free(r->q);
     fair_free(r->proj);
     fair_free(r->usage);
+    fair_free(r->qusage);
     fair_free(r->half_life);
     fair_free(r->queues);
     fair_free(r->bused);
@@ -1135,6 +1262,9 @@ static void teardown(struct replay *r)
     fair_free(r->palloc);
     fair_free(r->blocked);
     fair_free(r->spent);
+    fair_free(r->pwin);
+    fair_free(r->qwin);
+    fair_free(r->blevel);
     for (size_t i = 0; i < r->nzones; i++)
         fair_tz_free(r->zones[i]);
     fair_tz_free(r->tz);
@@ -1224,20 +1354,33 @@ int fair_sim_replay(const struct fair_sim_trace *t, const struct fair_sim_config
                 r.any_time = true;
         }
         r.any_time = r.any_time || r.any_budget;
+        if (r.any_usage || r.any_time) { /* the queues handed to the engine */
+            r.queues = fair_calloc(nq ? nq : 1, sizeof(*r.queues));
+            r.qusage = fair_calloc(nq ? nq : 1, sizeof(*r.qusage));
+            if (!r.queues || !r.qusage)
+                goto nomem;
+            for (size_t q = 0; q < nq; q++)
+                r.queues[q] = cfg->queues[q];
+        }
     }
     if (r.any_time) { /* time windows and budgets */
         size_t np = cfg->nprojects ? cfg->nprojects : 1;
-        r.queues = fair_calloc(nq, sizeof(*r.queues));
         r.bused = fair_calloc(np, sizeof(*r.bused));
         r.bfrom = fair_calloc(np, sizeof(*r.bfrom));
         r.bto = fair_calloc(np, sizeof(*r.bto));
         r.palloc = fair_calloc(np, sizeof(*r.palloc));
         r.blocked = fair_calloc(np, sizeof(*r.blocked));
         r.spent = fair_calloc(np, sizeof(*r.spent));
-        if (!r.queues || !r.bused || !r.bfrom || !r.bto || !r.palloc || !r.blocked || !r.spent)
+        r.pwin = fair_calloc(np, sizeof(*r.pwin));
+        r.qwin = fair_calloc(nq ? nq : 1, sizeof(*r.qwin));
+        r.blevel = fair_calloc(np, sizeof(*r.blevel));
+        if (!r.bused || !r.bfrom || !r.bto || !r.palloc || !r.blocked || !r.spent || !r.pwin ||
+            !r.qwin || !r.blevel)
             goto nomem;
+        for (size_t p = 0; p < np; p++)
+            r.pwin[p] = -2;
         for (size_t q = 0; q < nq; q++)
-            r.queues[q] = cfg->queues[q];
+            r.qwin[q] = -2;
         if ((rc = fair_tz_load(r.opts.time_zone[0] ? r.opts.time_zone : "UTC", &r.tz, err))) {
             fair_error_prefix(err, "simulator: ");
             goto out;
@@ -1392,6 +1535,11 @@ void fair_sim_run_release(struct fair_sim_run *run)
     fair_free(run->qsamples);
     fair_free(run->qstats);
     fair_free(run->jobs);
+    fair_free(run->alerts);
+    fair_free(run->switches);
+    run->alerts = NULL;
+    run->switches = NULL;
+    run->nalerts = run->nswitches = 0;
     run->samples = NULL;
     run->qsamples = NULL;
     run->qstats = NULL;

@@ -84,7 +84,8 @@ struct fair_sim_opts {
     int64_t hold_timeout_ms;
     /* Decayed usage (docs/engine.md): projects' over-quota weights follow
      * their GPU usage decayed with this half-life, as the controller's
-     * fairShare.usageHalfLife; a Project's spec.usageHalfLife wins. The
+     * fairShare.usageHalfLife; a Project's spec.usageHalfLife wins; and
+     * so do its queues' among themselves, by their own usage. The
      * usage starts at 0 with the trace and is updated each engine cycle
      * from the pods running then. 0: off. */
     int64_t usage_half_life_ms;
@@ -140,7 +141,39 @@ struct fair_sim_qsample {
     int64_t demand;     /* milli-GPU requested by its running and pending pods */
     int32_t running;
     int32_t pending;
+    /* Time windows and budgets: the index of the window in force for the
+     * queue and for its project (spec.schedule), -1 when the schedule has
+     * none active (the spec applies), -2 when it has no schedule; and the
+     * project's budget use in its current period (milli-GPU x ms, -1: no
+     * budget). */
+    int16_t window, project_window;
+    int64_t budget_used;
 };
+
+/* A budget alert: the project's use in its period reached 80% or 100% of
+ * its budget (the controller's Event and metric at the same levels), at
+ * trace time t_ms, exact (the allocation is constant between events). */
+struct fair_sim_budget_alert {
+    int64_t t_ms;
+    int64_t period_start_wall_ms; /* the period's start, wall time (UTC ms) */
+    int64_t budget_mms;           /* milli-GPU x ms */
+    int32_t project;
+    int32_t level; /* 80 or 100 */
+};
+
+/* A change of the window in force for a Project (queue -1) or a Queue
+ * (project -1), at the cycle that applied it: the first evaluation, a
+ * window switch (an event of the replay) or later. window -1: none, the
+ * spec applies. */
+struct fair_sim_switch {
+    int64_t t_ms;
+    int32_t project, queue;
+    int32_t window;
+};
+
+/* At most this many of each are kept (a five-month trace with daily
+ * windows on every object stays far below). */
+#define FAIR_SIM_MAX_TQ_EVENTS 100000
 
 enum fair_sim_job_status {
     FAIR_SIM_JOB_PENDING = 0, /* at the end: never started, or evicted and waiting */
@@ -234,6 +267,12 @@ struct fair_sim_run {
     struct fair_sim_idle idle_fit, idle_fit_admissible;
     int64_t held_idle_gpu_ms;
     size_t cycles, binds, evictions, bind_conflicts;
+    /* Time windows and budgets (empty without them); *_dropped: past
+     * FAIR_SIM_MAX_TQ_EVENTS. */
+    struct fair_sim_budget_alert *alerts;
+    size_t nalerts, alerts_dropped;
+    struct fair_sim_switch *switches;
+    size_t nswitches, switches_dropped;
 };
 
 /* Replays t under cfg. queue_of: the queue of each job (from

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 
 static const char *const colors[FAIR_SIM_MAX_RUNS] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
 
@@ -132,6 +133,43 @@ static double gpu_hours(int64_t gpu_ms)
     return (double)gpu_ms / 3.6e9;
 }
 
+/* ---- Time windows and budgets ---------------------------------------------- */
+
+/* The schedule or budget fields of project p, or of queue q (p < 0). */
+static const struct fair_ktime *ktime_of(const struct fair_sim_config *cfg, int32_t p, int32_t q)
+{
+    if (p >= 0)
+        return cfg->kprojects && (size_t)p < cfg->nprojects && cfg->kprojects[p]
+                   ? cfg->kprojects[p]->time
+                   : NULL;
+    return cfg->kqueues && q >= 0 && (size_t)q < cfg->nqueues && cfg->kqueues[q]
+               ? cfg->kqueues[q]->time
+               : NULL;
+}
+
+/* The name of window w of the object's schedule: "(spec)" when none is
+ * in force (-1), "" without a schedule (-2). */
+static const char *window_name(const struct fair_sim_config *cfg, int32_t p, int32_t q, int w)
+{
+    if (w == -1)
+        return "(spec)";
+    const struct fair_ktime *tm = ktime_of(cfg, p, q);
+    if (w < 0 || !tm || (size_t)w >= tm->nwindows)
+        return "";
+    return tm->windows[w].name;
+}
+
+static const char *object_name(const struct fair_sim_config *cfg, int32_t p, int32_t q)
+{
+    const char *n = p >= 0 ? cfg->projects[p].q.name : cfg->queues[q].q.name;
+    return n ? n : "";
+}
+
+static const char *period_word(enum fair_kbudget_period p)
+{
+    return p == FAIR_KBUDGET_DAY ? "day" : p == FAIR_KBUDGET_WEEK ? "week" : "month";
+}
+
 /* ---- CSV ---------------------------------------------------------------- */
 
 int fair_sim_csv_timeseries(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n)
@@ -158,7 +196,8 @@ int fair_sim_csv_queues(struct fair_buf *b, const struct fair_sim_labeled *runs,
 {
     int rc = fair_buf_appends(b, "config,t_s,queue,project,allocated_gpu,fair_share_gpu,"
                                  "guaranteed_gpu,running_pods,pending_pods,demand_gpu,"
-                                 "effective_guaranteed_gpu\n");
+                                 "effective_guaranteed_gpu,window,project_window,"
+                                 "budget_used_gpu_h,budget_remaining_gpu_h\n");
     for (size_t r = 0; !rc && r < n; r++) {
         const struct fair_sim_run *run = runs[r].run;
         const struct fair_sim_config *cfg = runs[r].cfg;
@@ -176,11 +215,70 @@ int fair_sim_csv_queues(struct fair_buf *b, const struct fair_sim_labeled *runs,
                 if (!rc)
                     rc = csv_str(b, cq->project_name ? cq->project_name : "");
                 if (!rc)
-                    rc = fair_buf_appendf(b, ",%.3f,%.3f,%.3f,%d,%d,%.3f,%.3f\n",
-                                          gpus(s->allocated), gpus(s->fair_share),
+                    rc = fair_buf_appendf(b, ",%.3f,%.3f,%.3f,%d,%d,%.3f,%.3f,", gpus(s->allocated),
+                                          gpus(s->fair_share),
                                           gpus(cq->q.guaranteed.v[FAIR_RES_GPU]), s->running,
                                           s->pending, gpus(s->demand), gpus(s->guaranteed));
+                if (!rc)
+                    rc = csv_str(b, window_name(cfg, -1, (int32_t)q, s->window));
+                if (!rc)
+                    rc = fair_buf_appends(b, ",");
+                if (!rc)
+                    rc = csv_str(b, window_name(cfg, cq->project, -1, s->project_window));
+                const struct fair_ktime *tm = ktime_of(cfg, cq->project, -1);
+                if (!rc && s->budget_used >= 0 && tm) {
+                    int64_t left = tm->budget_milli_hours * 3600000 - s->budget_used;
+                    rc = fair_buf_appendf(b, ",%.3f,%.3f\n", gpu_hours(s->budget_used),
+                                          gpu_hours(left > 0 ? left : 0));
+                } else if (!rc) {
+                    rc = fair_buf_appends(b, ",,\n");
+                }
             }
+        }
+    }
+    return rc;
+}
+
+int fair_sim_csv_timequota(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n)
+{
+    int rc = fair_buf_appends(b, "config,t_s,wall_time,kind,project,queue,window,budget_level,"
+                                 "budget_gpu_h,period,period_start\n");
+    char wall[40], ps[40];
+    for (size_t r = 0; !rc && r < n; r++) {
+        const struct fair_sim_run *run = runs[r].run;
+        const struct fair_sim_config *cfg = runs[r].cfg;
+        for (size_t i = 0; !rc && i < run->nswitches; i++) {
+            const struct fair_sim_switch *w = &run->switches[i];
+            fair_time_format_rfc3339(run->opts.start_wall_ms + w->t_ms, wall, (int)sizeof wall);
+            rc = csv_str(b, runs[r].label);
+            if (!rc)
+                rc = fair_buf_appendf(b, ",%.3f,%s,window,", secs(w->t_ms), wall);
+            if (!rc)
+                rc = csv_str(b, w->project >= 0 ? object_name(cfg, w->project, -1) : "");
+            if (!rc)
+                rc = fair_buf_appends(b, ",");
+            if (!rc)
+                rc = csv_str(b, w->queue >= 0 ? object_name(cfg, -1, w->queue) : "");
+            if (!rc)
+                rc = fair_buf_appends(b, ",");
+            if (!rc)
+                rc = csv_str(b, window_name(cfg, w->project, w->queue, w->window));
+            if (!rc)
+                rc = fair_buf_appends(b, ",,,,\n");
+        }
+        for (size_t i = 0; !rc && i < run->nalerts; i++) {
+            const struct fair_sim_budget_alert *a = &run->alerts[i];
+            const struct fair_ktime *tm = ktime_of(cfg, a->project, -1);
+            fair_time_format_rfc3339(run->opts.start_wall_ms + a->t_ms, wall, (int)sizeof wall);
+            fair_time_format_rfc3339(a->period_start_wall_ms, ps, (int)sizeof ps);
+            rc = csv_str(b, runs[r].label);
+            if (!rc)
+                rc = fair_buf_appendf(b, ",%.3f,%s,budget,", secs(a->t_ms), wall);
+            if (!rc)
+                rc = csv_str(b, object_name(cfg, a->project, -1));
+            if (!rc)
+                rc = fair_buf_appendf(b, ",,,%d,%.3f,%s,%s\n", a->level, gpu_hours(a->budget_mms),
+                                      tm ? period_word(tm->budget_period) : "", ps);
         }
     }
     return rc;
@@ -737,6 +835,173 @@ static int left_out(struct fair_buf *b, const struct fair_sim_labeled *l)
     return rc ? rc : fair_buf_appends(b, ".</p>\n");
 }
 
+#define HTML_MAX_TQ_ROWS 200
+
+/* Time in force of each window of one object (index w + 1; 0: none in
+ * force), from its first evaluation to the end of the run, and how often
+ * each was entered. */
+static void window_times(const struct fair_sim_run *run, int32_t p, int32_t q, int64_t *ms,
+                         int *entered)
+{
+    int cur = -3;
+    int64_t since = 0;
+    for (size_t i = 0; i < run->nswitches; i++) {
+        const struct fair_sim_switch *w = &run->switches[i];
+        if (w->project != p || w->queue != q || w->window < -1 || w->window >= FAIR_KWINDOW_MAX)
+            continue;
+        if (cur >= -1)
+            ms[cur + 1] += w->t_ms - since;
+        cur = w->window;
+        since = w->t_ms;
+        entered[cur + 1]++;
+    }
+    if (cur >= -1 && run->end_ms > since)
+        ms[cur + 1] += run->end_ms - since;
+}
+
+static int windows_of(struct fair_buf *b, const struct fair_sim_labeled *l, int32_t p, int32_t q,
+                      const struct fair_ktime *tm)
+{
+    int64_t ms[FAIR_KWINDOW_MAX + 1] = {0};
+    int entered[FAIR_KWINDOW_MAX + 1] = {0};
+    window_times(l->run, p, q, ms, entered);
+    int64_t total = 0;
+    for (int w = 0; w <= FAIR_KWINDOW_MAX; w++)
+        total += ms[w];
+    int rc = 0;
+    size_t nw = tm->nwindows < FAIR_KWINDOW_MAX ? tm->nwindows : FAIR_KWINDOW_MAX;
+    for (int w = -1; !rc && w < (int)nw; w++) {
+        rc = fair_buf_appends(b, "<tr><td style=\"text-align:left\">");
+        if (!rc)
+            rc = html_str(b, l->label);
+        if (!rc)
+            rc = fair_buf_appendf(b, "</td><td style=\"text-align:left\">%s ",
+                                  p >= 0 ? "Project" : "Queue");
+        if (!rc)
+            rc = html_str(b, object_name(l->cfg, p, q));
+        if (!rc)
+            rc = fair_buf_appends(b, "</td><td style=\"text-align:left\">");
+        if (!rc)
+            rc = html_str(b, w < 0 ? "(spec: no window)" : tm->windows[w].name);
+        if (!rc)
+            rc = fair_buf_appends(b, "</td>");
+        if (!rc)
+            rc = td_dur(b, ms[w + 1]);
+        if (!rc)
+            rc = fair_buf_appendf(b, "<td>%.1f%%</td><td>%d</td></tr>\n",
+                                  total > 0 ? 100.0 * (double)ms[w + 1] / (double)total : 0.0,
+                                  entered[w + 1]);
+    }
+    return rc;
+}
+
+/* The answers of time windows and budgets: how long each window was in
+ * force, and each budget alert with the controller's words. Nothing when
+ * no run has a schedule or a budget. */
+static int table_timequota(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n)
+{
+    bool any_w = false, any_b = false;
+    for (size_t r = 0; r < n; r++) {
+        const struct fair_sim_config *cfg = runs[r].cfg;
+        for (size_t p = 0; p < cfg->nprojects; p++) {
+            const struct fair_ktime *tm = ktime_of(cfg, (int32_t)p, -1);
+            any_w = any_w || (tm && tm->nwindows);
+            any_b = any_b || (tm && tm->budget_period != FAIR_KBUDGET_NONE);
+        }
+        for (size_t q = 0; q < cfg->nqueues; q++) {
+            const struct fair_ktime *tm = ktime_of(cfg, -1, (int32_t)q);
+            any_w = any_w || (tm && tm->nwindows);
+        }
+    }
+    if (!any_w && !any_b)
+        return 0;
+    int rc = fair_buf_appends(b, "<h2>Time windows and budgets</h2>\n");
+    if (!rc && any_w)
+        rc = fair_buf_appends(
+            b, "<p>How long each <code>spec.schedule</code> window was in force (from the first "
+               "engine cycle to the end of the run), and how often it was entered. The queue "
+               "charts' dotted line is the guarantee the engine used.</p>\n<table><tr>"
+               "<th>config</th><th>object</th><th>window</th><th>in force</th><th>share</th>"
+               "<th>entered</th></tr>\n");
+    for (size_t r = 0; !rc && any_w && r < n; r++) {
+        const struct fair_sim_config *cfg = runs[r].cfg;
+        for (size_t p = 0; !rc && p < cfg->nprojects; p++) {
+            const struct fair_ktime *tm = ktime_of(cfg, (int32_t)p, -1);
+            if (tm && tm->nwindows)
+                rc = windows_of(b, &runs[r], (int32_t)p, -1, tm);
+        }
+        for (size_t q = 0; !rc && q < cfg->nqueues; q++) {
+            const struct fair_ktime *tm = ktime_of(cfg, -1, (int32_t)q);
+            if (tm && tm->nwindows)
+                rc = windows_of(b, &runs[r], -1, (int32_t)q, tm);
+        }
+    }
+    if (!rc && any_w)
+        rc = fair_buf_appends(b, "</table>\n");
+    if (!rc && any_b)
+        rc = fair_buf_appends(
+            b, "<p>Budget alerts: the moment a project's GPU-hours in its budget period reached "
+               "80% and 100% of its <code>spec.budget</code> (the controller sends an Event "
+               "and counts <code>fairshare_project_budget_alerts_total</code> at each). "
+               "timequota.csv has every alert and window switch.</p>\n<table><tr>"
+               "<th>config</th><th>project</th><th>level</th><th>reached at</th>"
+               "<th>wall time</th><th style=\"max-width:40em\">alert</th></tr>\n");
+    size_t shown = 0, more = 0;
+    for (size_t r = 0; !rc && any_b && r < n; r++) {
+        const struct fair_sim_run *run = runs[r].run;
+        const struct fair_sim_config *cfg = runs[r].cfg;
+        for (size_t i = 0; !rc && i < run->nalerts; i++) {
+            if (shown >= HTML_MAX_TQ_ROWS) {
+                more++;
+                continue;
+            }
+            shown++;
+            const struct fair_sim_budget_alert *a = &run->alerts[i];
+            const struct fair_ktime *tm = ktime_of(cfg, a->project, -1);
+            char wall[40], gh[40], msg[400];
+            fair_time_format_rfc3339(run->opts.start_wall_ms + a->t_ms, wall, (int)sizeof wall);
+            fair_sim_fmt_num(gh, sizeof gh, gpu_hours(a->budget_mms), 1);
+            const char *per = tm ? period_word(tm->budget_period) : "period";
+            bool block = tm && tm->budget_action == FAIR_KBUDGET_BLOCK;
+            snprintf(msg, sizeof msg,
+                     "project %s used %d%% of its %s GPU-hour budget for this %s; %s",
+                     object_name(cfg, a->project, -1), a->level, gh, per,
+                     a->level < 100 ? "at 100% it is enforced"
+                     : block        ? "action block: no new pods start until the period ends"
+                                    : "action overQuotaOnly: it borrows nothing until the period "
+                                      "ends");
+            rc = fair_buf_appends(b, "<tr><td style=\"text-align:left\">");
+            if (!rc)
+                rc = html_str(b, runs[r].label);
+            if (!rc)
+                rc = fair_buf_appends(b, "</td><td style=\"text-align:left\">");
+            if (!rc)
+                rc = html_str(b, object_name(cfg, a->project, -1));
+            if (!rc)
+                rc = fair_buf_appendf(b, "</td><td>%d%%</td>", a->level);
+            if (!rc)
+                rc = td_dur(b, a->t_ms - run->start_ms);
+            if (!rc)
+                rc = fair_buf_appendf(b,
+                                      "<td>%s</td><td style=\"text-align:left;white-space:"
+                                      "normal\">",
+                                      wall);
+            if (!rc)
+                rc = html_str(b, msg);
+            if (!rc)
+                rc = fair_buf_appends(b, "</td></tr>\n");
+        }
+    }
+    if (!rc && any_b && !shown)
+        rc = fair_buf_appends(b, "<tr><td colspan=\"6\" style=\"text-align:left\">no "
+                                 "project reached 80% of its budget</td></tr>\n");
+    if (!rc && any_b)
+        rc = fair_buf_appends(b, "</table>\n");
+    if (!rc && more)
+        rc = fair_buf_appendf(b, "<p>%zu more alerts are in timequota.csv.</p>\n", more);
+    return rc;
+}
+
 int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_labeled *runs,
                   size_t n)
 {
@@ -927,6 +1192,8 @@ int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_l
     if (!rc)
         rc = table_guarantees(b, runs, n);
     if (!rc)
+        rc = table_timequota(b, runs, n);
+    if (!rc)
         rc = fair_buf_appends(b, "<p>Generated by <code>fairsharectl simulate</code>; see "
                                  "docs/simulator.md.</p>\n</body></html>\n");
     return rc;
@@ -949,10 +1216,10 @@ int fair_sim_write_file(const char *path, const struct fair_buf *b, struct fair_
 int fair_sim_write_reports(const char *dir, const char *title, const struct fair_sim_labeled *runs,
                            size_t n, struct fair_error *err)
 {
-    static const char *const names[5] = {"timeseries.csv", "queues.csv", "summary.csv", "jobs.csv",
-                                         "report.html"};
+    static const char *const names[6] = {"timeseries.csv", "queues.csv",    "summary.csv",
+                                         "jobs.csv",       "timequota.csv", "report.html"};
     int rc = 0;
-    for (int i = 0; i < 5 && !rc; i++) {
+    for (int i = 0; i < 6 && !rc; i++) {
         struct fair_buf b;
         fair_buf_init(&b, FAIR_SIM_MAX_REPORT_BYTES);
         switch (i) {
@@ -967,6 +1234,9 @@ int fair_sim_write_reports(const char *dir, const char *title, const struct fair
             break;
         case 3:
             rc = fair_sim_csv_jobs(&b, runs, n);
+            break;
+        case 4:
+            rc = fair_sim_csv_timequota(&b, runs, n);
             break;
         default:
             rc = fair_sim_html(&b, title, runs, n);

@@ -1,5 +1,5 @@
 /* Simulation reports: CSV files (timeseries.csv, queues.csv, summary.csv,
- * jobs.csv) and one self-contained HTML page with inline SVG charts (no
+ * jobs.csv, timequota.csv) and one self-contained HTML page with inline SVG charts (no
  * script, no network). Several runs (the base config and a --compare
  * config) go side by side, told apart by the "config" column and by
  * colour. Also the number and duration formats the console shares.
@@ -32,14 +32,19 @@ struct fair_sim_labeled {
 int fair_sim_csv_timeseries(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
 int fair_sim_csv_queues(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
 int fair_sim_csv_summary(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
+/* Time windows and budgets: one row per window switch (kind "window":
+ * the Project or Queue and the window now in force, "(spec)" for none)
+ * and per budget alert (kind "budget": the project, 80 or 100, its
+ * budget, period and the period's start). */
+int fair_sim_csv_timequota(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
 /* One row per job (a multi-pod job is one row). */
 int fair_sim_csv_jobs(struct fair_buf *b, const struct fair_sim_labeled *runs, size_t n);
 /* The HTML report. title is escaped. */
 int fair_sim_html(struct fair_buf *b, const char *title, const struct fair_sim_labeled *runs,
                   size_t n);
 
-/* Writes timeseries.csv, queues.csv, summary.csv, jobs.csv and
- * report.html into dir (which must exist). */
+/* Writes timeseries.csv, queues.csv, summary.csv, jobs.csv,
+ * timequota.csv and report.html into dir (which must exist). */
 int fair_sim_write_reports(const char *dir, const char *title, const struct fair_sim_labeled *runs,
                            size_t n, struct fair_error *err);
 

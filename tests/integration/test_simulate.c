@@ -243,6 +243,62 @@ static void test_replay_outputs(void **state)
                                "wait_s,jct_s,restarts,used_gpu_hours,lost_gpu_hours,"
                                "useful_gpu_hours\n"));
     assert_int_equal(count_lines(j), 6);
+    /* No schedule, no budget: timequota.csv has its header only, and the
+     * report no section for them. */
+    char *tq = read_out(dir, "timequota.csv");
+    assert_string_equal(tq, "config,t_s,wall_time,kind,project,queue,window,budget_level,"
+                            "budget_gpu_h,period,period_start\n");
+    h = read_out(dir, "report.html");
+    assert_non_null(strstr(h, "</html>"));
+    assert_null(strstr(h, "Time windows and budgets"));
+}
+
+/* The bundled what-ifs of issue 15 with a budget and with a schedule
+ * (docs/simulator.md): the console warns at 80%, and the files and the
+ * report carry the answers. */
+static void test_budget_and_window_what_ifs(void **state)
+{
+    (void)state;
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/tq", tmpdir);
+    const char *const args[] = {"simulate",
+                                "--nodes",
+                                DATA "/nodes_16x8.csv",
+                                "--jobs",
+                                DATA "/bursty4_jobs.csv",
+                                "--horizon-hours",
+                                "72",
+                                "--projects",
+                                DATA "/bursty4_budget.yaml",
+                                "--compare",
+                                DATA "/bursty4_day_window.yaml",
+                                "--out",
+                                dir,
+                                NULL};
+    int rc = run_ctl(args);
+    if (rc)
+        fail_msg("exit %d: %s", rc, err_buf);
+    assert_non_null(strstr(out_buf, "  budget_alert project=onoff level=80 at_h="));
+    assert_non_null(strstr(out_buf, "action=block (warning: at 100% it is enforced)\n"));
+    assert_non_null(strstr(out_buf, "  budget_alert project=steady level=100 at_h="));
+    assert_non_null(strstr(out_buf, "  window_switches=14 (timequota.csv)\n"));
+    char *tq = read_out(dir, "timequota.csv");
+    assert_non_null(strstr(tq, "\nbase,"));
+    assert_non_null(strstr(tq, ",budget,onoff,,,80,300.000,day,2026-01-05T00:00:00Z\n"));
+    assert_non_null(
+        strstr(tq, "\ncompare,28800.000,2026-01-05T08:00:00Z,window,day,,office-hours,"));
+    char *q = read_out(dir, "queues.csv");
+    assert_non_null(strstr(q, ",budget_used_gpu_h,budget_remaining_gpu_h\n"));
+    /* compare: day's queue and project in their window, no budget */
+    assert_non_null(strstr(q, ",office-hours,office-hours,,\n"));
+    char *h = read_out(dir, "report.html");
+    assert_non_null(strstr(h, "<h2>Time windows and budgets</h2>"));
+    assert_non_null(strstr(h, "project onoff used 80% of its 300.0 GPU-hour budget for this "
+                              "day; at 100% it is enforced"));
+    assert_non_null(strstr(h, "project steady used 100% of its 500.0 GPU-hour budget for this "
+                              "day; action overQuotaOnly: it borrows nothing until the period "
+                              "ends"));
+    assert_non_null(strstr(h, "office-hours</td><td>36.0 h</td><td>50.0%</td><td>3</td>"));
 }
 
 static void test_compare(void **state)
@@ -604,10 +660,15 @@ static void test_real_trace_paper(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_flags),        cmocka_unit_test(test_bad_files),
-        cmocka_unit_test(test_replay_outputs),   cmocka_unit_test(test_compare),
-        cmocka_unit_test(test_useful_work),      cmocka_unit_test(test_fragmentation_mode),
-        cmocka_unit_test(test_paper_arrivals),   cmocka_unit_test(test_real_trace),
+        cmocka_unit_test(test_bad_flags),
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_replay_outputs),
+        cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_budget_and_window_what_ifs),
+        cmocka_unit_test(test_useful_work),
+        cmocka_unit_test(test_fragmentation_mode),
+        cmocka_unit_test(test_paper_arrivals),
+        cmocka_unit_test(test_real_trace),
         cmocka_unit_test(test_real_trace_paper),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -271,11 +271,78 @@ static void test_without_ledger(void **state)
     assert_null(t);
 }
 
+/* Issue 15: decayed usage per queue, from the ledger, with the project's
+ * half-life. Project a has two queues: qa ran 6 GPUs and qb 2 for the
+ * same hour, so qa's decayed usage is 3 times qb's and the two add up to
+ * the project's; the engine's queues carry it. */
+static void test_queue_usage(void **state)
+{
+    (void)state;
+    char path[256];
+    struct fair_ledger *l = ledger_at(path, sizeof path);
+    struct fair_error err = {0};
+    const char *qs[2] = {"qa", "qb"};
+    int64_t g[2] = {6, 2};
+    for (int i = 0; i < 2; i++) {
+        struct fair_ledger_interval_info iv = {.uid = qs[i],
+                                               .namespace_ = "na",
+                                               .pod = qs[i],
+                                               .queue = qs[i],
+                                               .project = "a",
+                                               .gpu_milli = g[i] * 1000,
+                                               .start_ms = NOW - 2 * HOUR};
+        assert_int_equal(fair_ledger_interval_open(l, &iv, &err), 0);
+        assert_int_equal(
+            fair_ledger_interval_close(l, qs[i], NOW - HOUR, FAIR_LEDGER_COMPLETED, &err), 0);
+    }
+    assert_int_equal(fair_ledger_flush(l, &err), 0);
+    objects();
+    kt[0].budget_period = FAIR_KBUDGET_NONE;
+    kt[1].usage_half_life_ms = 0; /* b: no decay, so neither for its queue */
+    kt[2].nwindows = 0;
+    kq[1].project = "a"; /* qb is a's second queue */
+    kq[1].meta.name = "qb";
+    struct fair_ctl_tq_options o = {.time_zone = "UTC", .refresh_ms = 60000};
+    struct fair_ctl_tq *t = NULL;
+    assert_int_equal(fair_ctl_tq_new(&o, &t, &err), 0);
+    struct fair_ctl_snapshot_input in;
+    input(&in);
+    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW, 1000, &in), 0);
+    assert_non_null(in.queue_usage);
+    int64_t ua = in.queue_usage[0], ub = in.queue_usage[1];
+    assert_true(ua > 5 * FAIR_LEDGER_GPU_HOUR_MMS && ua < 6 * FAIR_LEDGER_GPU_HOUR_MMS);
+    assert_true(ub * 3 - ua <= 3 && ua - ub * 3 <= 3);
+    assert_true(llabs(in.project_usage[0] - (ua + ub)) <= 2);
+    assert_int_equal(in.queue_usage[2], 0); /* qc: no usage in the ledger */
+    struct fair_ctl_snapshot s;
+    assert_int_equal(fair_ctl_snapshot_build(&in, &s, &err), 0);
+    int seen = 0;
+    for (size_t i = 0; i < s.snap.nqueues; i++) {
+        if (!strcmp(s.snap.queues[i].q.name, "qa"))
+            seen += s.snap.queues[i].usage == ua;
+        if (!strcmp(s.snap.queues[i].q.name, "qb"))
+            seen += s.snap.queues[i].usage == ub;
+    }
+    assert_int_equal(seen, 2);
+    fair_ctl_snapshot_release(&s);
+    /* Without a ledger: no queue usage. */
+    input(&in);
+    struct fair_ctl_tq *t2 = NULL;
+    assert_int_equal(fair_ctl_tq_new(&o, &t2, &err), 0);
+    assert_int_equal(fair_ctl_tq_prepare(t2, NULL, NOW, 1000, &in), 0);
+    assert_null(in.queue_usage);
+    fair_ctl_tq_free(t2);
+    fair_ctl_tq_free(t);
+    fair_ledger_free(l);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_with_ledger),
         cmocka_unit_test(test_without_ledger),
+        cmocka_unit_test(test_queue_usage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

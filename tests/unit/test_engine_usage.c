@@ -112,12 +112,64 @@ static void test_guarantee_untouched(void **state)
     ts_free(t);
 }
 
+/* Issue 15: decayed usage among a project's queues, the same rule one
+ * level down. One project on 16 GPUs, no guarantees, two queues of weight
+ * 1 wanting everything: the queues' usage splits the project's share as
+ * project usage splits the cluster (before, queue usage was ignored:
+ * 8000/8000 in every row); a queue's usage does not move its project's
+ * share against another project. */
+static void test_queue_usage(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t ua, ub, want_a, want_b;
+    } tab[] = {
+        {0, 0, 8000, 8000},      {100, 100, 8000, 8000}, {300, 100, 5333, 10667},
+        {100, 300, 10667, 5333}, {1, 0, 3200, 12800},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        struct ts *t = ts_new();
+        ts_node(t, "node-0", 8);
+        ts_node(t, "node-1", 8);
+        int p = ts_project(t, "p", 0, 1);
+        int a = ts_queue(t, "a", p, 0, 1), b = ts_queue(t, "b", p, 0, 1);
+        t->queues[a].usage = tab[i].ua;
+        t->queues[b].usage = tab[i].ub;
+        for (int k = 0; k < 16; k++) {
+            ts_pod(t, a, G);
+            ts_pod(t, b, G);
+        }
+        assert_int_equal(ts_run(t), 0);
+        if (fs_of(t, a) != tab[i].want_a || fs_of(t, b) != tab[i].want_b)
+            fail_msg("case %zu: fair shares %lld/%lld, want %lld/%lld", i, (long long)fs_of(t, a),
+                     (long long)fs_of(t, b), (long long)tab[i].want_a, (long long)tab[i].want_b);
+        ts_free(t);
+    }
+    /* Two projects of one queue each: queue usage alone leaves the
+     * projects at 8/8 (project usage decides between projects). */
+    struct ts *t = ts_new();
+    ts_node(t, "node-0", 8);
+    ts_node(t, "node-1", 8);
+    int a = ts_team(t, "a", 0, 1), b = ts_team(t, "b", 0, 1);
+    t->queues[a].usage = 300;
+    t->queues[b].usage = 100;
+    for (int k = 0; k < 16; k++) {
+        ts_pod(t, a, G);
+        ts_pod(t, b, G);
+    }
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(fs_of(t, a), 8000);
+    assert_int_equal(fs_of(t, b), 8000);
+    ts_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_factor_table),
         cmocka_unit_test(test_surplus_follows_usage),
         cmocka_unit_test(test_guarantee_untouched),
+        cmocka_unit_test(test_queue_usage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

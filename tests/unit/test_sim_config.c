@@ -401,11 +401,12 @@ static void test_reports(void **state)
     assert_int_equal(fair_sim_csv_queues(&b, l, 1), 0);
     assert_string_equal(fair_buf_str(&b),
                         "config,t_s,queue,project,allocated_gpu,fair_share_gpu,guaranteed_gpu,"
-                        "running_pods,pending_pods,demand_gpu,effective_guaranteed_gpu\n"
-                        "base,0.000,team-a,research,8.000,16.000,8.000,1,0,8.000,8.000\n"
-                        "base,0.000,team-b,product,0.000,0.000,8.000,0,0,0.000,8.000\n"
-                        "base,60.000,team-a,research,8.000,8.000,8.000,1,1,12.000,8.000\n"
-                        "base,60.000,team-b,product,8.000,8.000,8.000,2,0,8.000,8.000\n");
+                        "running_pods,pending_pods,demand_gpu,effective_guaranteed_gpu,"
+                        "window,project_window,budget_used_gpu_h,budget_remaining_gpu_h\n"
+                        "base,0.000,team-a,research,8.000,16.000,8.000,1,0,8.000,8.000,,,,\n"
+                        "base,0.000,team-b,product,0.000,0.000,8.000,0,0,0.000,8.000,,,,\n"
+                        "base,60.000,team-a,research,8.000,8.000,8.000,1,1,12.000,8.000,,,,\n"
+                        "base,60.000,team-b,product,8.000,8.000,8.000,2,0,8.000,8.000,,,,\n");
     fair_buf_reset(&b);
     assert_int_equal(fair_sim_csv_summary(&b, l, 1), 0);
     assert_string_equal(

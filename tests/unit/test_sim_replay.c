@@ -19,6 +19,7 @@
 #include "sim/engine_place.h"
 #include "sim/frag.h"
 #include "sim/replay.h"
+#include "sim/report.h"
 
 static const char *nodes_2x8 = "sn,cpu_milli,memory_mib,gpu\n"
                                "n0,64000,262144,8\n"
@@ -843,6 +844,31 @@ static void test_budget_block(void **state)
     assert_int_equal(w.run.jobs[1].first_start_ms, 600000);
     assert_int_equal(w.run.jobs[2].first_start_ms, 86400000);
     assert_int_equal(w.run.jobs[2].status, FAIR_SIM_JOB_COMPLETED);
+    /* The alerts, at the exact instants: 4 GPUs over [0, 600 s), 5 until
+     * j2 ends at 660 s (45 GPU-minutes), then 4: 80% (48 GPU-minutes) at
+     * 705 s, 100% (60) at 885 s; the next day's 1 GPU-minute none. */
+    assert_int_equal(w.run.nalerts, 2);
+    assert_int_equal(w.run.alerts[0].level, 80);
+    assert_int_equal(w.run.alerts[0].t_ms, 705000);
+    assert_int_equal(w.run.alerts[1].level, 100);
+    assert_int_equal(w.run.alerts[1].t_ms, 885000);
+    assert_int_equal(w.run.alerts[1].project, 0);
+    assert_int_equal(w.run.alerts[1].budget_mms, 3600000000LL);
+    assert_int_equal(w.run.alerts[1].period_start_wall_ms, o.start_wall_ms);
+    /* The samples carry the project's use of its budget: block stops no
+     * running pod, so j1 runs on to 2 GPU-hours and j2's minute (5 GPU
+     * minutes in all over 4 x 30 min); the next day starts again at 0. */
+    int64_t used_max = -1;
+    for (size_t i = 0; i < w.run.nsamples; i++) {
+        const struct fair_sim_qsample *q = &w.run.qsamples[i * w.run.nqueues];
+        assert_true(q->budget_used >= 0 && q->budget_used <= 7200000000LL + 60000000LL);
+        if (w.run.samples[i].t_ms >= 86400000)
+            assert_true(q->budget_used <= 60000000LL);
+        assert_int_equal(q->window, -2);
+        if (q->budget_used > used_max)
+            used_max = q->budget_used;
+    }
+    assert_true(used_max >= 3600000000LL);
     world_free(&w);
 
     /* Starting at 23:50 the period ends 10 minutes in: j3 waits only
@@ -852,6 +878,142 @@ static void test_budget_block(void **state)
     world_run(&w, &o);
     assert_int_equal(w.run.jobs[2].first_start_ms, 1200000);
     world_free(&w);
+}
+
+/* The report answers what-ifs with a budget and with a schedule: the
+ * HTML names each window with the time it was in force and each alert in
+ * the controller's words; queues.csv and timequota.csv carry the window
+ * and the budget columns. */
+static void test_timequota_report(void **state)
+{
+    (void)state;
+    static const char *yaml =
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: a}\n"
+        "spec:\n  guaranteed: {gpu: 4}\n  budget: {gpuHours: 10, period: day, action: "
+        "overQuotaOnly}\n  schedule:\n"
+        "  - {name: office-hours, days: [Mon, Tue, Wed, Thu, Fri], start: \"08:00\", end: "
+        "\"20:00\", guaranteed: {gpu: 12}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+        "spec: {project: a}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: b}\n"
+        "spec: {guaranteed: {gpu: 12}}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-b}\n"
+        "spec: {project: b}\n";
+    static const char *jobs = "name,queue,submit_s,duration_s,gpu,cpu,memory\n"
+                              "j1,team-a,0,86400,4,1,1Gi\n"
+                              "j2,team-b,0,86400,1,1,1Gi\n";
+    struct world w;
+    world_load(&w, nodes_2x8, jobs, yaml);
+    struct fair_sim_opts o;
+    fair_sim_opts_default(&o);
+    o.horizon_ms = 16 * 3600000LL;
+    o.start_wall_ms = 1767596400000LL; /* 2026-01-05T07:00:00Z, a Monday */
+    world_run(&w, &o);
+    /* 4 GPUs from 07:00: 8 GPU-hours (80%) at 09:00, 10 at 09:30. */
+    assert_int_equal(w.run.nalerts, 2);
+    assert_int_equal(w.run.alerts[0].t_ms, 2 * 3600000LL);
+    assert_int_equal(w.run.alerts[1].t_ms, 2 * 3600000LL + 1800000);
+    /* The window: the spec until 08:00, office-hours until 20:00, then the
+     * spec; the project's switches only (the queue has no schedule). */
+    assert_int_equal(w.run.nswitches, 3);
+    assert_int_equal(w.run.switches[0].window, -1);
+    assert_int_equal(w.run.switches[1].window, 0);
+    assert_int_equal(w.run.switches[1].t_ms, 3600000LL);
+    assert_int_equal(w.run.switches[1].project, 0);
+    assert_int_equal(w.run.switches[1].queue, -1);
+    assert_int_equal(w.run.switches[2].window, -1);
+    assert_int_equal(w.run.switches[2].t_ms, 13 * 3600000LL);
+    struct fair_sim_labeled l = {"what-if", "teams.yaml", "fairshare", &w.run, &w.c, &w.t};
+    struct fair_buf b;
+    fair_buf_init(&b, 1 << 24);
+    assert_int_equal(fair_sim_html(&b, "t", &l, 1), 0);
+    const char *h = fair_buf_str(&b);
+    assert_non_null(strstr(h, "<h2>Time windows and budgets</h2>"));
+    /* office-hours: 12 of the 16 hours in force (75%), entered once. */
+    assert_non_null(strstr(h, "Project a</td><td style=\"text-align:left\">office-hours</td>"
+                              "<td>12.0 h</td><td>75.0%</td><td>1</td>"));
+    assert_non_null(strstr(h, "(spec: no window)</td><td>4.0 h</td><td>25.0%</td><td>2</td>"));
+    assert_non_null(strstr(h, "project a used 80% of its 10.0 GPU-hour budget for this day; at "
+                              "100% it is enforced"));
+    assert_non_null(strstr(h, "<td>2026-01-05T09:00:00Z</td>"));
+    assert_non_null(strstr(h, "project a used 100% of its 10.0 GPU-hour budget for this day; "
+                              "action overQuotaOnly: it borrows nothing until the period ends"));
+    fair_buf_release(&b);
+    fair_buf_init(&b, 1 << 24);
+    assert_int_equal(fair_sim_csv_timequota(&b, &l, 1), 0);
+    h = fair_buf_str(&b);
+    assert_non_null(
+        strstr(h, "what-if,3600.000,2026-01-05T08:00:00Z,window,a,,office-hours,,,,\n"));
+    assert_non_null(strstr(h, "what-if,7200.000,2026-01-05T09:00:00Z,budget,a,,,80,10.000,day,"
+                              "2026-01-05T00:00:00Z\n"));
+    fair_buf_release(&b);
+    fair_buf_init(&b, 1 << 24);
+    assert_int_equal(fair_sim_csv_queues(&b, &l, 1), 0);
+    h = fair_buf_str(&b);
+    assert_non_null(strstr(h, ",window,project_window,budget_used_gpu_h,budget_remaining_gpu_h\n"));
+    /* team-a's rows: no window of its own, its project's window, and
+     * the project's budget (10 GPU-hours, spent by 09:30 at 4 GPUs). */
+    assert_non_null(strstr(h, ",,office-hours,"));
+    assert_non_null(strstr(h, ",,(spec),"));
+    assert_non_null(strstr(h, ",,(spec),0.000,10.000\n"));
+    assert_non_null(strstr(h, ",,office-hours,10.000,0.000\n"));
+    fair_buf_release(&b);
+    world_free(&w);
+}
+
+/* Decayed usage among a project's queues (issue 15): qa runs 16 GPUs
+ * alone from 0 to 3 h; when qb wants 16 too at 2 h, qb (no usage) gets
+ * 4/5 of the project's 16 GPUs as its fair share and qa 1/5 (weight x
+ * 2^(-U/S) = 1/4 against 1), where weights alone split 8/8. (The replay
+ * counts the pods running at each cycle: qa's usage is the 2 hours
+ * between the cycles at 0 and at 2 h.) */
+static void test_queue_usage_decay(void **state)
+{
+    (void)state;
+    static const char *yaml =
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: p}\n"
+        "spec: {usageHalfLife: 1h}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: qa}\n"
+        "spec: {project: p}\n---\n"
+        "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: qb}\n"
+        "spec: {project: p}\n";
+    char jobs[8192];
+    size_t n =
+        (size_t)snprintf(jobs, sizeof jobs, "name,queue,submit_s,duration_s,gpu,cpu,memory\n");
+    for (int i = 0; i < 16; i++)
+        n += (size_t)snprintf(jobs + n, sizeof jobs - n, "a%d,qa,0,10800,1,1,1Gi\n", i);
+    for (int i = 0; i < 16; i++)
+        n += (size_t)snprintf(jobs + n, sizeof jobs - n, "b%d,qb,7200,3600,1,1,1Gi\n", i);
+    for (int run = 0; run < 2; run++) {
+        struct world w;
+        world_load(&w, nodes_2x8, jobs,
+                   run ? yaml
+                       : "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: "
+                         "p}\nspec: {usageHalfLife: \"0\"}\n---\n"
+                         "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: "
+                         "qa}\nspec: {project: p}\n---\n"
+                         "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: "
+                         "qb}\nspec: {project: p}\n");
+        struct fair_sim_opts o;
+        fair_sim_opts_default(&o);
+        o.horizon_ms = 3 * 3600000LL;
+        world_run(&w, &o);
+        size_t k = 0;
+        for (size_t i = 0; i < w.run.nsamples && w.run.samples[i].t_ms <= 7200000 + 60000; i++)
+            k = i;
+        assert_true(w.run.samples[k].t_ms > 7200000);
+        int64_t fa = w.run.qsamples[k * 2].fair_share, fb = w.run.qsamples[k * 2 + 1].fair_share;
+        if (run == 0) {
+            assert_int_equal(fa, 8000);
+            assert_int_equal(fb, 8000);
+        } else {
+            /* 3200/12800 at 2 h; qb's own usage since then moves it a
+             * little by the sample. */
+            assert_true(fa >= 3200 && fa < 3500);
+            assert_int_equal(fa + fb, 16000);
+        }
+        world_free(&w);
+    }
 }
 
 static void test_bursty_lending_pays(void **state)
@@ -907,6 +1069,8 @@ int main(void)
         cmocka_unit_test(test_bursty_lending_pays),
         cmocka_unit_test(test_schedule_window),
         cmocka_unit_test(test_budget_block),
+        cmocka_unit_test(test_timequota_report),
+        cmocka_unit_test(test_queue_usage_decay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
