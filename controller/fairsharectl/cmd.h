@@ -20,7 +20,10 @@ int fair_cmd_completion(int argc, char **argv);
 
 /* Talking to a running controller (cmd_server.c). */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
+
+struct fair_kconfig;
 
 struct fair_cmd_server {
     const char *kubeconfig, *context, *token, *token_file, *ca_file; /* borrowed from argv */
@@ -38,6 +41,25 @@ void fair_cmd_server_usage(FILE *f);
  * printed). prog prefixes messages ("fairsharectl report"). */
 int fair_cmd_server_token(const char *prog, const struct fair_cmd_server *s, const char *url,
                           char **token);
+
+/* --via-apiserver (report, dashboard): the controller through the API
+ * server's service proxy. The kubeconfig (--kubeconfig, --context, else
+ * as kubectl finds it) gives the API server, its CA and the first hop's
+ * credentials (into *kc, initialised here; release it); *token (malloc'd)
+ * is the user's token for the controller (--token, --token-file, else the
+ * kubeconfig user's), sent in X-Fairshare-Authorization since the proxy
+ * drops Authorization. A user with only a client certificate has none:
+ * the error says so. Returns 0, 1 (error, printed) or 2 (usage, printed). */
+int fair_cmd_via_apiserver(const char *prog, const struct fair_cmd_server *s,
+                           struct fair_kconfig *kc, char **token);
+/* Checks --controller-namespace and --controller-port (NULL: the defaults
+ * fairshare-system and 8080, stored back): 0, or -1 with a message for
+ * the caller's usage error in msg. */
+int fair_cmd_via_target(const char **ns, const char **port, char *msg, size_t n);
+/* The proxy's path to the controller's Service, without a trailing '/':
+ * /api/v1/namespaces/NS/services/https:fairshare-controller:PORT/proxy
+ * (malloc'd), or NULL when out of memory. */
+char *fair_cmd_via_path(const char *ns, const char *port);
 
 /* The first entry of $KUBECONFIG, else ~/.kube/config (malloc'd), or NULL. */
 char *fair_cmd_default_kubeconfig(void);

@@ -215,27 +215,6 @@ struct server_query {
     const char *prices; /* "MODEL:X,..." or NULL */
 };
 
-/* --via-apiserver: the kubeconfig (--kubeconfig, --context) names the API
- * server, its CA and the credentials of the first hop (token or client
- * certificate). Returns 0, or 1 (printed). */
-static int load_apiserver(const struct opts *o, struct fair_kconfig *cfg)
-{
-    struct fair_error err = {0};
-    int rc;
-    if (o->srv.context) {
-        char *path =
-            o->srv.kubeconfig ? fair_strdup(o->srv.kubeconfig) : fair_cmd_default_kubeconfig();
-        rc = path ? fair_kconfig_load_kubeconfig(path, o->srv.context, cfg, &err)
-                  : fair_error_set(&err, FAIR_EINVAL, "no kubeconfig to find --context in");
-        fair_free(path);
-    } else {
-        rc = fair_kconfig_load(o->srv.kubeconfig, cfg, &err);
-    }
-    if (rc)
-        fprintf(stderr, "fairsharectl report: --via-apiserver: %s\n", err.msg);
-    return rc ? 1 : 0;
-}
-
 static int from_server(const struct opts *o, const struct server_query *sq)
 {
     struct fetch f;
@@ -247,33 +226,16 @@ static int from_server(const struct opts *o, const struct server_query *sq)
     fair_buf_init(&xauth, 0);
     int rc;
     if (o->via) {
-        if (load_apiserver(o, &kc)) {
-            fair_kconfig_release(&kc);
-            return 1;
+        rc = fair_cmd_via_apiserver("fairsharectl report", &o->srv, &kc, &token);
+        char *path = rc ? NULL : fair_cmd_via_path(o->ctl_ns, o->ctl_port);
+        if (!rc && path) {
+            size_t n = strlen(kc.server) + strlen(path) + 1;
+            if ((base = fair_malloc(n)))
+                snprintf(base, n, "%s%s", kc.server, path);
         }
-        rc = 0;
-        if (o->srv.token || o->srv.token_file)
-            rc = fair_cmd_server_token("fairsharectl report", &o->srv, kc.server, &token);
-        else if (kc.token && !(token = fair_strdup(kc.token)))
+        if (!rc && !base)
             rc = 1;
-        if (!rc && !token) {
-            fprintf(stderr,
-                    "fairsharectl report: --via-apiserver: %s has no bearer token for the "
-                    "controller (a client certificate is not passed on by the API server's "
-                    "proxy): give --token or --token-file (e.g. `kubectl create token "
-                    "SERVICEACCOUNT`), or use `kubectl port-forward` and --server\n",
-                    kc.source ? kc.source : "the kubeconfig");
-            rc = 1;
-        }
-        if (!rc) {
-            size_t n = strlen(kc.server) + strlen(o->ctl_ns) + strlen(o->ctl_port) + 96;
-            if (!(base = fair_malloc(n)))
-                rc = 1;
-            else
-                snprintf(base, n,
-                         "%s/api/v1/namespaces/%s/services/https:fairshare-controller:%s/proxy",
-                         kc.server, o->ctl_ns, o->ctl_port);
-        }
+        fair_free(path);
     } else {
         rc = fair_cmd_server_token("fairsharectl report", &o->srv, o->server, &token);
     }
@@ -450,16 +412,9 @@ int fair_cmd_report(int argc, char **argv)
     if (o.via && (o.srv.ca_file || o.srv.insecure))
         return usage_error("%s", "--via-apiserver trusts the kubeconfig's CA: --ca-file and "
                                  "--insecure-skip-tls-verify work with --server only");
-    if (!o.ctl_ns)
-        o.ctl_ns = "fairshare-system";
-    if (!o.ctl_port)
-        o.ctl_port = "8080";
-    if (strspn(o.ctl_ns, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(o.ctl_ns) ||
-        !*o.ctl_ns || strlen(o.ctl_ns) > 63)
-        return usage_error("bad --controller-namespace \"%s\"", o.ctl_ns);
-    if (strspn(o.ctl_port, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(o.ctl_port) ||
-        !*o.ctl_port || strlen(o.ctl_port) > 15)
-        return usage_error("bad --controller-port \"%s\"", o.ctl_port);
+    char vmsg[128];
+    if (fair_cmd_via_target(&o.ctl_ns, &o.ctl_port, vmsg, sizeof vmsg))
+        return usage_error("%s", vmsg);
     if (o.tz && fair_report_tz_parse(o.tz, &zone.fixed_min, &err) && iana_zone(o.tz, &zone, &err))
         return usage_error("%s", err.msg);
     if (o.by && (by = fair_report_by_parse(o.by)) < 0)

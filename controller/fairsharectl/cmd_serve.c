@@ -6,7 +6,13 @@
  * With --server it is instead a local proxy to a running controller: a
  * browser sends no bearer token, so the page is served here, on loopback,
  * and its three JSON requests are forwarded over HTTPS with the user's
- * token (cmd_server.c), asynchronously, through a lib/kube client. */
+ * token (cmd_server.c), asynchronously, through a lib/kube client.
+ *
+ * With --via-apiserver the same proxy goes through the API server's
+ * service proxy instead: the client is the kubeconfig's (server, CA,
+ * credentials of that hop), every path gets the proxy's prefix, and the
+ * user's token rides in X-Fairshare-Authorization (an extra header of the
+ * client: the API server drops Authorization before the controller). */
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +23,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/yaml.h"
+#include "httpd/auth.h"
 #include "httpd/dashboard.h"
 #include "httpd/httpd.h"
 #include "httpd/querypool.h"
@@ -32,13 +39,19 @@ static const char *const proxied[] = {"/api/v1/reports/gpu-hours", "/api/v1/queu
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: fairsharectl dashboard (--db FILE | --server https://HOST:PORT [auth])\n"
-               "                              [--listen ADDR:PORT]\n"
+    fprintf(f, "usage: fairsharectl dashboard (--db FILE | --server https://HOST:PORT [auth] |\n"
+               "         --via-apiserver [--controller-namespace NS] [--controller-port PORT]\n"
+               "         [auth]) [--listen ADDR:PORT]\n"
                "\n"
                "Serves the dashboard at / and the JSON endpoints /api/v1/reports/gpu-hours,\n"
                "/api/v1/queues/samples and /api/v1/queues/current from a ledger file, or\n"
                "from a running controller (--server), to which it forwards them with your\n"
-               "bearer token. --listen defaults to 127.0.0.1:8080; port 0 picks a free port.\n"
+               "bearer token. --via-apiserver forwards them through the API server's\n"
+               "service proxy (services/https:fairshare-controller:PORT in NS, default\n"
+               "fairshare-system and 8080) with the kubeconfig's server, CA and\n"
+               "credentials, and your token (--token, --token-file or the kubeconfig's) in\n"
+               "X-Fairshare-Authorization; you need get on services/proxy there.\n"
+               "--listen defaults to 127.0.0.1:8080; port 0 picks a free port.\n"
                "The first line on stdout is the URL. SIGINT or SIGTERM stops it.\n\n");
     fair_cmd_server_usage(f);
 }
@@ -56,6 +69,7 @@ struct proxy_req {
 
 struct proxy {
     struct fair_kclient *kc;
+    const char *prefix;     /* "" or the API server's service proxy path */
     struct proxy_req *head; /* requests in flight, answered 503 at exit */
 };
 
@@ -105,8 +119,8 @@ static void proxy_route(void *ctx, struct fair_httpd_req *req, const char *query
     struct fair_error err = {0};
     fair_buf_init(&path, 8192);
     struct proxy_req *pr = fair_calloc(1, sizeof *pr);
-    if (!pr || fair_buf_appendf(&path, "%s%s%s", fair_httpd_req_path(req), query ? "?" : "",
-                                query ? query : "")) {
+    if (!pr || fair_buf_appendf(&path, "%s%s%s%s", p->prefix, fair_httpd_req_path(req),
+                                query ? "?" : "", query ? query : "")) {
         static const char oom[] = "{\"error\":\"out of memory\"}\n";
         fair_httpd_reply(req, 500, "application/json", oom, sizeof oom - 1);
         fair_free(pr);
@@ -167,12 +181,21 @@ out:
 
 /* One request before serving, so that a bad token, CA or URL fails at
  * start rather than in the browser. */
-static int proxy_check(struct fair_kclient *kc, const char *url)
+static int proxy_check(struct fair_kclient *kc, const char *prefix, const char *url,
+                       const char *ctl_ns, const char *ctl_port)
 {
     long status = 0;
     char *body = NULL;
     struct fair_error err = {0};
-    fair_kclient_request_sync(kc, "GET", "/api/v1/queues/current", NULL, 0, &status, &body, &err);
+    struct fair_buf path;
+    fair_buf_init(&path, 4096);
+    if (fair_buf_appendf(&path, "%s/api/v1/queues/current", prefix)) {
+        fprintf(stderr, "fairsharectl dashboard: out of memory\n");
+        fair_buf_release(&path);
+        return 1;
+    }
+    fair_kclient_request_sync(kc, "GET", fair_buf_str(&path), NULL, 0, &status, &body, &err);
+    fair_buf_release(&path);
     int rc = 0;
     if (status != 200) {
         if (status == 0)
@@ -181,9 +204,22 @@ static int proxy_check(struct fair_kclient *kc, const char *url)
             fprintf(stderr, "fairsharectl dashboard: %s answered %ld: %s\n", url, status,
                     body ? body : "");
         if (status == 403)
-            fprintf(stderr, "fairsharectl dashboard: the token's user needs get on "
-                            "dashboard.fairshare.dev (ClusterRole fairshare-viewer or "
-                            "fairshare-finance)\n");
+            fprintf(stderr,
+                    "fairsharectl dashboard: the token's user needs get on "
+                    "dashboard.fairshare.dev (ClusterRole fairshare-viewer or "
+                    "fairshare-finance)%s\n",
+                    ctl_ns ? " (and, for --via-apiserver, get on services/proxy in the "
+                             "controller's namespace)"
+                           : "");
+        else if (status == 401 && ctl_ns)
+            fprintf(stderr, "fairsharectl dashboard: the API server (the kubeconfig's "
+                            "credentials) or the controller (the token) refused: see the "
+                            "answer above\n");
+        else if (ctl_ns && (status == 404 || status == 503))
+            fprintf(stderr,
+                    "fairsharectl dashboard: is the controller's Service fairshare-controller "
+                    "in namespace %s, port %s? (--controller-namespace, --controller-port)\n",
+                    ctl_ns, ctl_port);
         rc = 1;
     }
     free(body);
@@ -212,13 +248,19 @@ static int parse_listen(const char *s, char *addr, size_t n, int *port)
     return 0;
 }
 
-static int serve_proxy(const char *server, const struct fair_cmd_server *so, const char *addr,
-                       int port);
+struct via {
+    bool on;
+    const char *ns, *port; /* --controller-namespace, --controller-port */
+};
+
+static int serve_proxy(const char *server, const struct fair_cmd_server *so, const struct via *via,
+                       const char *addr, int port);
 
 int fair_cmd_dashboard(int argc, char **argv)
 {
     const char *db = NULL, *listen = "127.0.0.1:8080", *server = NULL;
     struct fair_cmd_server so = {0};
+    struct via via = {0};
     char addr[128];
     int port = 0, rc = 1;
     struct fair_error err = {0};
@@ -238,6 +280,13 @@ int fair_cmd_dashboard(int argc, char **argv)
             listen = argv[++i];
         } else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
             server = argv[++i];
+        } else if (strcmp(argv[i], "--via-apiserver") == 0 ||
+                   strcmp(argv[i], "--via-apiserver=true") == 0) {
+            via.on = true;
+        } else if (strcmp(argv[i], "--controller-namespace") == 0 && i + 1 < argc && !via.ns) {
+            via.ns = argv[++i];
+        } else if (strcmp(argv[i], "--controller-port") == 0 && i + 1 < argc && !via.port) {
+            via.port = argv[++i];
         } else if (fair_cmd_server_opt(&so, argc, argv, &i) > 0) {
             continue;
         } else {
@@ -246,18 +295,37 @@ int fair_cmd_dashboard(int argc, char **argv)
             return 2;
         }
     }
-    if (!db == !server || parse_listen(listen, addr, sizeof(addr), &port)) {
+    int sources = !!db + !!server + via.on;
+    if (sources != 1 || parse_listen(listen, addr, sizeof(addr), &port)) {
         fprintf(stderr, "fairsharectl dashboard: %s\n\n",
-                !db == !server ? "give exactly one of --db FILE and --server URL"
-                               : "bad --listen: use ADDR:PORT");
+                sources != 1 ? "give exactly one of --db FILE, --server URL and --via-apiserver"
+                             : "bad --listen: use ADDR:PORT");
         usage(stderr);
         return 2;
     }
-    if (server)
-        return serve_proxy(server, &so, addr, port);
+    char vmsg[128];
+    if ((via.ns || via.port) && !via.on) {
+        fprintf(stderr, "fairsharectl dashboard: --controller-namespace and --controller-port "
+                        "work with --via-apiserver only\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (via.on && (so.ca_file || so.insecure)) {
+        fprintf(stderr, "fairsharectl dashboard: --via-apiserver trusts the kubeconfig's CA: "
+                        "--ca-file and --insecure-skip-tls-verify work with --server only\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (via.on && fair_cmd_via_target(&via.ns, &via.port, vmsg, sizeof vmsg)) {
+        fprintf(stderr, "fairsharectl dashboard: %s\n\n", vmsg);
+        usage(stderr);
+        return 2;
+    }
+    if (server || via.on)
+        return serve_proxy(server, &so, &via, addr, port);
     if (so.kubeconfig || so.context || so.token || so.token_file || so.ca_file || so.insecure) {
         fprintf(stderr, "fairsharectl dashboard: --token, --kubeconfig, --ca-file and the like "
-                        "work with --server only\n\n");
+                        "work with --server or --via-apiserver only\n\n");
         usage(stderr);
         return 2;
     }
@@ -311,16 +379,77 @@ out:
     return rc;
 }
 
-static int serve_proxy(const char *server, const struct fair_cmd_server *so, const char *addr,
-                       int port)
+/* --via-apiserver: a client of the kubeconfig's API server that adds the
+ * user's token for the controller to every request. Returns 0 or 1
+ * (printed). */
+static int via_client(struct event_base *base, const struct fair_cmd_server *so,
+                      struct fair_kclient **out, char **server_out)
 {
+    struct fair_kconfig cfg;
+    struct fair_error err = {0};
     char *token = NULL;
+    struct fair_buf h;
+    fair_buf_init(&h, FAIR_KCLIENT_MAX_HEADER_VALUE);
+    *out = NULL;
+    int rc = fair_cmd_via_apiserver("fairsharectl dashboard", so, &cfg, &token);
+    if (rc)
+        goto out;
+    rc = 1;
+    struct fair_kclient_options ko = {0};
+    fair_kclient_options_default(&ko);
+    ko.qps = -1;
+    ko.max_host_connections = 4;
+    ko.request_timeout_ms = 120000;
+    if (!(*server_out = fair_strdup(cfg.server))) {
+        fprintf(stderr, "fairsharectl dashboard: out of memory\n");
+        goto out;
+    }
+    if (fair_kclient_new(base, &cfg, &ko, out, &err) || fair_buf_appendf(&h, "Bearer %s", token) ||
+        fair_kclient_add_header(*out, FAIR_AUTH_ALT_HEADER, fair_buf_str(&h), &err)) {
+        fprintf(stderr, "fairsharectl dashboard: --via-apiserver: %s\n",
+                err.msg[0] ? err.msg : "the token is too long");
+        fair_kclient_free(*out);
+        *out = NULL;
+        goto out;
+    }
+    rc = 0;
+out:
+    if (h.data)
+        memset(h.data, 0, h.len);
+    fair_buf_release(&h);
+    if (token)
+        memset(token, 0, strlen(token));
+    fair_free(token);
+    if (cfg.token)
+        memset(cfg.token, 0, strlen(cfg.token));
+    fair_kconfig_release(&cfg);
+    return rc;
+}
+
+static int serve_proxy(const char *server, const struct fair_cmd_server *so, const struct via *via,
+                       const char *addr, int port)
+{
+    char *token = NULL, *prefix = NULL, *apiserver = NULL;
     int rc = 0;
     struct fair_error err = {0};
-    struct proxy proxy = {0};
+    struct proxy proxy = {.prefix = ""};
     struct fair_httpd *srv = NULL;
     struct event_base *base = NULL;
     struct event *sigint = NULL, *sigterm = NULL;
+    if (via->on) {
+        rc = 1;
+        if (!(base = event_base_new()) || !(prefix = fair_cmd_via_path(via->ns, via->port))) {
+            fprintf(stderr, "fairsharectl dashboard: out of memory\n");
+            goto out;
+        }
+        if (via_client(base, so, &proxy.kc, &apiserver))
+            goto out;
+        proxy.prefix = prefix;
+        server = apiserver;
+        if (proxy_check(proxy.kc, prefix, server, via->ns, via->port))
+            goto out;
+        goto serve;
+    }
     if (strncmp(server, "https://", 8) != 0) {
         fprintf(stderr, "fairsharectl dashboard: --server must be an https:// URL (a controller "
                         "that serves plain http:// needs no proxy: open it in a browser)\n");
@@ -339,8 +468,10 @@ static int serve_proxy(const char *server, const struct fair_cmd_server *so, con
     token = NULL; /* taken */
     if (crc)
         goto fail;
-    if (proxy_check(proxy.kc, server))
+    if (proxy_check(proxy.kc, "", server, NULL, NULL))
         goto out;
+serve:
+    rc = 1;
     if (fair_httpd_new(base, addr, port, NULL, &srv, &err))
         goto fail;
     if (fair_httpd_route(srv, "GET", "/", fair_dashboard_page, NULL)) {
@@ -360,8 +491,8 @@ static int serve_proxy(const char *server, const struct fair_cmd_server *so, con
     }
     printf("http://%s:%d/\n", addr, fair_httpd_port(srv));
     fflush(stdout);
-    FAIR_INFO("dashboard", "msg=\"forwarding to the controller\" addr=%s port=%d server=%s", addr,
-              fair_httpd_port(srv), server);
+    FAIR_INFO("dashboard", "msg=\"forwarding to the controller\" addr=%s port=%d server=%s via=%s",
+              addr, fair_httpd_port(srv), server, via->on ? "apiserver" : "direct");
     event_base_dispatch(base);
     rc = 0;
     goto out;
@@ -385,5 +516,7 @@ out:
     fair_kclient_free(proxy.kc);
     if (base)
         event_base_free(base);
+    fair_free(prefix);
+    fair_free(apiserver);
     return rc;
 }

@@ -177,3 +177,67 @@ int fair_cmd_server_token(const char *prog, const struct fair_cmd_server *s, con
     fair_kconfig_release(&cfg);
     return 0;
 }
+
+int fair_cmd_via_apiserver(const char *prog, const struct fair_cmd_server *s,
+                           struct fair_kconfig *kc, char **token)
+{
+    struct fair_error err = {0};
+    int rc;
+    *token = NULL;
+    fair_kconfig_init(kc);
+    if (s->context) {
+        char *path = s->kubeconfig ? fair_strdup(s->kubeconfig) : fair_cmd_default_kubeconfig();
+        rc = path ? fair_kconfig_load_kubeconfig(path, s->context, kc, &err)
+                  : fair_error_set(&err, FAIR_EINVAL, "no kubeconfig to find --context in");
+        fair_free(path);
+    } else {
+        rc = fair_kconfig_load(s->kubeconfig, kc, &err);
+    }
+    if (rc) {
+        fprintf(stderr, "%s: --via-apiserver: %s\n", prog, err.msg);
+        return 1;
+    }
+    rc = 0;
+    if (s->token || s->token_file)
+        rc = fair_cmd_server_token(prog, s, kc->server, token);
+    else if (kc->token && !(*token = fair_strdup(kc->token)))
+        rc = 1;
+    if (!rc && !*token) {
+        fprintf(stderr,
+                "%s: --via-apiserver: %s has no bearer token for the "
+                "controller (a client certificate is not passed on by the API server's "
+                "proxy): give --token or --token-file (e.g. `kubectl create token "
+                "SERVICEACCOUNT`), or use `kubectl port-forward` and --server\n",
+                prog, kc->source ? kc->source : "the kubeconfig");
+        rc = 1;
+    }
+    return rc;
+}
+
+int fair_cmd_via_target(const char **ns, const char **port, char *msg, size_t n)
+{
+    static const char dns[] = "abcdefghijklmnopqrstuvwxyz0123456789-";
+    if (!*ns)
+        *ns = "fairshare-system";
+    if (!*port)
+        *port = "8080";
+    if (strspn(*ns, dns) != strlen(*ns) || !**ns || strlen(*ns) > 63) {
+        snprintf(msg, n, "bad --controller-namespace \"%s\"", *ns);
+        return -1;
+    }
+    if (strspn(*port, dns) != strlen(*port) || !**port || strlen(*port) > 15) {
+        snprintf(msg, n, "bad --controller-port \"%s\"", *port);
+        return -1;
+    }
+    return 0;
+}
+
+char *fair_cmd_via_path(const char *ns, const char *port)
+{
+    size_t n = strlen(ns) + strlen(port) + 96;
+    char *p = fair_malloc(n);
+    if (p)
+        snprintf(p, n, "/api/v1/namespaces/%s/services/https:fairshare-controller:%s/proxy", ns,
+                 port);
+    return p;
+}

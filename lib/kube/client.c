@@ -98,6 +98,9 @@ struct fair_kclient {
     int log_fd;      /* FAIR_KUBE_REQUEST_LOG, or -1 */
     int64_t log_max; /* FAIR_KUBE_REQUEST_LOG_MAX bytes */
     bool log_full;   /* the cap was reached: nothing more is written */
+    /* fair_kclient_add_header(): "Name: value" lines, secret (zeroed at free) */
+    char *extra[FAIR_KCLIENT_MAX_HEADERS];
+    int nextra;
 };
 
 const struct fair_kres fair_kres_pods = {"", "v1", "pods", true};
@@ -551,6 +554,10 @@ static int start_transfer(struct fair_kreq *r)
         fair_buf_appendf(&h, "Content-Type: %s", r->content_type);
         hl = hl ? curl_slist_append(hl, fair_buf_str(&h)) : NULL;
     }
+    for (int i = 0; i < c->nextra; i++)
+        hl = hl ? curl_slist_append(hl, c->extra[i]) : NULL;
+    if (h.data)
+        memset(h.data, 0, h.len); /* it held the bearer token */
     fair_buf_release(&h);
     if (!hl) {
         curl_easy_cleanup(e);
@@ -893,10 +900,60 @@ void fair_kclient_free(struct fair_kclient *c)
     if (c->multi)
         curl_multi_cleanup(c->multi); /* CURL_POLL_REMOVE frees the sock_ctx */
     fair_kconfig_release(&c->cfg);
+    for (int i = 0; i < c->nextra; i++) {
+        memset(c->extra[i], 0, strlen(c->extra[i]));
+        fair_free(c->extra[i]);
+    }
     fair_free(c->user_agent);
     if (c->log_fd >= 0)
         close(c->log_fd);
     fair_free(c);
+}
+
+int fair_kclient_add_header(struct fair_kclient *c, const char *name, const char *value,
+                            struct fair_error *err)
+{
+    /* Headers the client or curl sets, or that would change the request's
+     * framing or credentials for the API server itself. */
+    static const char *const reserved[] = {"accept",
+                                           "authorization",
+                                           "content-type",
+                                           "content-length",
+                                           "host",
+                                           "transfer-encoding",
+                                           "user-agent",
+                                           "connection",
+                                           "cookie",
+                                           "expect",
+                                           "proxy-authorization"};
+    static const char tchar[] = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    size_t nlen = name ? strlen(name) : 0;
+    if (!nlen || nlen > 64 || strspn(name, tchar) != nlen)
+        return fair_error_set(err, FAIR_EINVAL, "kube client: bad extra header name");
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+        if (strlen(reserved[i]) == nlen && strncasecmp(name, reserved[i], nlen) == 0)
+            return fair_error_set(err, FAIR_EINVAL,
+                                  "kube client: the header %s is the client's own", name);
+    /* The value is a secret: errors name the header, never the value. */
+    if (!value || !*value || strpbrk(value, "\r\n"))
+        return fair_error_set(err, FAIR_EINVAL, "kube client: bad value for header %s", name);
+    size_t vlen = strlen(value);
+    if (vlen > FAIR_KCLIENT_MAX_HEADER_VALUE)
+        return fair_error_set(err, FAIR_ERANGE,
+                              "kube client: the value of header %s is over %d bytes", name,
+                              FAIR_KCLIENT_MAX_HEADER_VALUE);
+    if (c->nextra >= FAIR_KCLIENT_MAX_HEADERS)
+        return fair_error_set(err, FAIR_ERANGE, "kube client: more than %d extra headers",
+                              FAIR_KCLIENT_MAX_HEADERS);
+    char *line = fair_malloc(nlen + vlen + 3);
+    if (!line)
+        return fair_error_set(err, FAIR_ENOMEM, "kube client: out of memory");
+    memcpy(line, name, nlen);
+    memcpy(line + nlen, ": ", 2);
+    memcpy(line + nlen + 2, value, vlen + 1);
+    c->extra[c->nextra++] = line;
+    return 0;
 }
 
 struct event_base *fair_kclient_base(struct fair_kclient *c)

@@ -84,6 +84,25 @@ void fair_kclient_get_options(const struct fair_kclient *c, struct fair_kclient_
 /* The namespace of the configuration ("default" when unset). Borrowed. */
 const char *fair_kclient_namespace(const struct fair_kclient *c);
 
+/* Extra request headers, sent with every later request of this client
+ * after its own (Accept, Authorization, Content-Type). For a second hop
+ * that needs a credential of its own: `fairsharectl dashboard
+ * --via-apiserver` sends the user's token to the controller in
+ * X-Fairshare-Authorization through the API server's service proxy, which
+ * drops Authorization. Bounded: at most FAIR_KCLIENT_MAX_HEADERS; name an
+ * HTTP token (RFC 9110) of at most 64 bytes, not one the client or curl
+ * sets itself (Accept, Authorization, Content-Type, Content-Length, Host,
+ * Transfer-Encoding, User-Agent, Connection, Cookie); value at most
+ * FAIR_KCLIENT_MAX_HEADER_VALUE bytes, without CR, LF or NUL. The value is
+ * copied and treated as a secret: it never appears in a log line, an error
+ * message or the request log, and it is zeroed when the client is freed.
+ * Returns 0, FAIR_EINVAL (bad or reserved name, bad value), FAIR_ERANGE
+ * (too many, too long) or FAIR_ENOMEM. */
+#define FAIR_KCLIENT_MAX_HEADERS 4
+#define FAIR_KCLIENT_MAX_HEADER_VALUE 8192
+int fair_kclient_add_header(struct fair_kclient *c, const char *name, const char *value,
+                            struct fair_error *err);
+
 /* The result of a request, borrowed for the duration of the callback. */
 struct fair_kresponse {
     int rc;                /* 0 on 2xx, else a FAIR_E* code (see above) */

@@ -823,8 +823,9 @@ void e2e_ctl_start(struct e2e_ctl *c, const char *tag, const char *extra)
             "schedulerName: %s\nleaderElection:\n  enabled: false\n%s\n",
             E.scheduler, extra ? extra : "");
     assert_int_equal(fclose(f), 0);
-    char listen[64], health[64], bin[512];
-    snprintf(listen, sizeof listen, "127.0.0.1:%d", c->port);
+    char listen[96], health[64], bin[512];
+    snprintf(listen, sizeof listen, "%s:%d", c->listen_host[0] ? c->listen_host : "127.0.0.1",
+             c->port);
     snprintf(health, sizeof health, "127.0.0.1:%d", c->health_port);
     snprintf(bin, sizeof bin, "%s/fairshare-controller", FAIR_BIN_DIR);
     fflush(NULL);

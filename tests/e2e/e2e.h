@@ -151,6 +151,9 @@ struct e2e_ctl {
     bool secure;     /* set before starting: HTTPS with token reviews (a
                         self-signed certificate); else plain HTTP on loopback
                         (http.secureServing false), which e2e_ctl_metric reads */
+    /* Set before starting: the address of --listen (a secure ctl only, e.g.
+     * for the API server's service proxy); "" for 127.0.0.1. */
+    char listen_host[64];
     char log[512];
     char ledger[512];
     char config[512];

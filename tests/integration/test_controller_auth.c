@@ -22,6 +22,17 @@
  *    --insecure-skip-tls-verify; refusals explained.
  *  - dashboard_proxy: fairsharectl dashboard --server serves the page and
  *    forwards its JSON requests with the user's token.
+ *  - kclient_extra_header: the kube client's extra headers
+ *    (fair_kclient_add_header), what dashboard --via-apiserver uses: a
+ *    client whose only credential is X-Fairshare-Authorization reads the
+ *    report (the header arrives and is judged as the token); reserved
+ *    names, CR/LF, empty and oversize values and a fifth header are
+ *    refused; the token is in no error message, no log line of the client
+ *    (at debug level), the controller or the request log.
+ *  - dashboard_via_apiserver: dashboard --via-apiserver's refusals (the
+ *    fake has no service proxy: 404 names the Service; a certificate-only
+ *    kubeconfig; usage errors), the token never printed. The whole path
+ *    through a real API server's proxy: tests/e2e/test_auth.c.
  *  - self_signed: without certificate files the controller serves a
  *    self-signed certificate whose logged fingerprint is the one served;
  *    that certificate works as --ca-file.
@@ -41,9 +52,15 @@
 
 #include "test_controller_common.h"
 
+#include <event2/event.h>
+
+#include "base/alloc.h"
 #include "base/buf.h"
+#include "base/log.h"
 #include "base/yaml.h"
 #include "helper_run.h"
+#include "httpd/auth.h"
+#include "kube/client.h"
 
 #define FIN "finance-token-0123456789"
 #define VIEW "viewer-token-0123456789"
@@ -741,6 +758,204 @@ static void test_dashboard_proxy(void **state)
     assert_int_equal(fair_fake_stop(&fake), 0);
 }
 
+/* Whether the file at path contains what (a missing file contains nothing). */
+static bool file_has(const char *path, const char *what)
+{
+    char *data = NULL;
+    size_t len = 0;
+    struct fair_error err = {0};
+    if (fair_read_file(path, 64u << 20, &data, &len, &err))
+        return false;
+    bool has = strstr(data, what) != NULL;
+    fair_free(data);
+    return has;
+}
+
+static void test_kclient_extra_header(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_fake(&fake);
+    start_ctl(&c, &fake, "xhdr");
+    char reqlog[400], clientlog[400];
+    snprintf(reqlog, sizeof reqlog, "%s/xhdr-requests.log", fake.dir);
+    snprintf(clientlog, sizeof clientlog, "%s/xhdr-client.log", fake.dir);
+    struct fair_error err = {0};
+    struct fair_kconfig cfg;
+    fair_kconfig_init(&cfg);
+    char server[64];
+    snprintf(server, sizeof server, "https://127.0.0.1:%d", c.port);
+    cfg.server = fair_strdup(server);
+    assert_non_null(cfg.server);
+    assert_int_equal(
+        fair_read_file(fake.ca_path, FAIR_KCONFIG_MAX_FILE, &cfg.ca, &cfg.ca_len, &err), 0);
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    struct fair_kclient *with = NULL, *without = NULL, *spare = NULL;
+    setenv("FAIR_KUBE_REQUEST_LOG", reqlog, 1);
+    assert_int_equal(fair_kclient_new(base, &cfg, NULL, &with, &err), 0);
+    assert_int_equal(fair_kclient_new(base, &cfg, NULL, &without, &err), 0);
+    assert_int_equal(fair_kclient_new(base, &cfg, NULL, &spare, &err), 0);
+    unsetenv("FAIR_KUBE_REQUEST_LOG");
+    fair_kconfig_release(&cfg);
+
+    /* Refusals: the client's own headers, bad names, header injection,
+     * empty and oversize values; no message shows the value. */
+    static const char *const reserved[] = {"Authorization", "authorization", "Host",
+                                           "Content-Type",  "User-Agent",    "Accept"};
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
+        assert_int_equal(fair_kclient_add_header(with, reserved[i], "Bearer " FIN, &err),
+                         FAIR_EINVAL);
+        assert_null(strstr(err.msg, FIN));
+    }
+    assert_int_equal(fair_kclient_add_header(with, "X-Bad Name", "v", &err), FAIR_EINVAL);
+    assert_int_equal(fair_kclient_add_header(with, "X-Bad:", "v", &err), FAIR_EINVAL);
+    assert_int_equal(fair_kclient_add_header(with, "", "v", &err), FAIR_EINVAL);
+    assert_int_equal(fair_kclient_add_header(with, FAIR_AUTH_ALT_HEADER,
+                                             "Bearer " FIN "\r\nX-Injected: 1", &err),
+                     FAIR_EINVAL);
+    assert_null(strstr(err.msg, FIN));
+    assert_int_equal(fair_kclient_add_header(with, FAIR_AUTH_ALT_HEADER, "", &err), FAIR_EINVAL);
+    char *big = fair_malloc(FAIR_KCLIENT_MAX_HEADER_VALUE + 2);
+    assert_non_null(big);
+    memset(big, 'a', FAIR_KCLIENT_MAX_HEADER_VALUE + 1);
+    big[FAIR_KCLIENT_MAX_HEADER_VALUE + 1] = '\0';
+    assert_int_equal(fair_kclient_add_header(with, "X-Big", big, &err), FAIR_ERANGE);
+    big[FAIR_KCLIENT_MAX_HEADER_VALUE] = '\0'; /* at the limit: accepted */
+    assert_int_equal(fair_kclient_add_header(spare, "X-Big", big, &err), 0);
+    fair_free(big);
+    for (int i = 1; i < FAIR_KCLIENT_MAX_HEADERS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "X-Extra-%d", i);
+        assert_int_equal(fair_kclient_add_header(spare, name, "1", &err), 0);
+    }
+    assert_int_equal(fair_kclient_add_header(spare, "X-Extra-5", "1", &err), FAIR_ERANGE);
+    fair_kclient_free(spare);
+    assert_int_equal(fair_kclient_add_header(with, FAIR_AUTH_ALT_HEADER, "Bearer " FIN, &err), 0);
+    assert_int_equal(fair_kclient_add_header(with, "X-Extra", "1", &err), 0);
+
+    /* The header reaches the controller, which takes the token from it;
+     * the same client without it gets 401. The client logs at debug level
+     * into clientlog meanwhile. */
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(clientlog, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    fair_log_set_level(FAIR_LOG_DEBUG);
+    long st_with = 0, st_without = 0;
+    char *body = NULL, *body2 = NULL;
+    fair_kclient_request_sync(with, "GET", REPORT, NULL, 0, &st_with, &body, &err);
+    fair_kclient_request_sync(without, "GET", REPORT, NULL, 0, &st_without, &body2, &err);
+    fair_log_set_level(FAIR_LOG_WARN);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(st_with, 200);
+    assert_non_null(body);
+    assert_non_null(strstr(body, "TOTAL"));
+    assert_int_equal(st_without, 401);
+    free(body);
+    free(body2);
+    fair_kclient_free(with);
+    fair_kclient_free(without);
+    event_base_free(base);
+    assert_int_equal(ctl_stop(&c), 0);
+
+    /* Two requests were logged; the token nowhere. */
+    assert_true(file_has(reqlog, "send GET /api/v1/reports/gpu-hours"));
+    assert_false(file_has(reqlog, FIN));
+    assert_false(file_has(clientlog, FIN));
+    assert_false(file_has(c.log, FIN));
+    assert_int_equal(fair_fake_stop(&fake), 0);
+}
+
+static void test_dashboard_via_apiserver(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    start_fake(&fake);
+    unsetenv("KUBECONFIG");
+    setenv("HOME", fake.dir, 1);
+    char kc[400], admkc[400], certkc[400], text[2048];
+    write_kubeconfig(&fake, kc, sizeof kc);
+    snprintf(text, sizeof text,
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+             "    certificate-authority: %s\n"
+             "users:\n- name: a\n  user:\n    token: %s\n"
+             "contexts:\n- name: a\n  context:\n    cluster: c\n    user: a\n"
+             "current-context: a\n",
+             fake.base_url, fake.ca_path, fake.token);
+    fair_test_write_file(admkc, sizeof admkc, fake.dir, "adm-kubeconfig", text);
+    /* The fake has no service proxy: 404, and the message names the
+     * Service it tried; the dashboard does not start. */
+    struct fair_buf out, err;
+    fair_buf_init(&out, 0);
+    fair_buf_init(&err, 0);
+    const char *a1[] = {
+        "dashboard", "--via-apiserver",        "--kubeconfig", admkc,      "--token",
+        FIN,         "--controller-namespace", "fs",           "--listen", "127.0.0.1:0",
+        NULL};
+    assert_int_equal(fair_test_run(fake.dir, FAIR_BIN_DIR "/fairsharectl", a1, &out, &err), 1);
+    if (!strstr(fair_buf_str(&err), "answered 404"))
+        fail_msg("dashboard --via-apiserver said: %s", fair_buf_str(&err));
+    assert_non_null(strstr(fair_buf_str(&err), "fairshare-controller in namespace fs, port 8080"));
+    assert_non_null(strstr(fair_buf_str(&err), "/api/v1/namespaces/fs/services/"
+                                               "https:fairshare-controller:8080/proxy") ||
+                    strstr(fair_buf_str(&err), fake.base_url));
+    assert_null(strstr(fair_buf_str(&err), FIN));
+    assert_null(strstr(fair_buf_str(&err), fake.token));
+    assert_null(strstr(fair_buf_str(&out), "http://"));
+    const char *a1b[] = {
+        "dashboard", "--via-apiserver", "--kubeconfig", admkc, "--controller-port", "https", NULL};
+    assert_int_equal(fair_test_run(fake.dir, FAIR_BIN_DIR "/fairsharectl", a1b, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err),
+                           "fairshare-controller in namespace fairshare-system, port https"));
+    /* The fake's report users are not the API server's: 401, told which
+     * hops; the kubeconfig's token is not printed. */
+    const char *a2[] = {"dashboard", "--via-apiserver", "--kubeconfig", kc, "--context", "fin",
+                        NULL};
+    assert_int_equal(fair_test_run(fake.dir, FAIR_BIN_DIR "/fairsharectl", a2, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "answered 401"));
+    assert_non_null(strstr(fair_buf_str(&err), "the API server"));
+    assert_null(strstr(fair_buf_str(&err), FIN));
+    /* A user with only a client certificate: a clear error, nothing sent. */
+    snprintf(text, sizeof text,
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+             "    certificate-authority: %s\n"
+             "users:\n- name: u\n  user:\n    client-certificate-data: eA==\n"
+             "    client-key-data: eA==\n"
+             "contexts:\n- name: u\n  context:\n    cluster: c\n    user: u\n"
+             "current-context: u\n",
+             fake.base_url, fake.ca_path);
+    fair_test_write_file(certkc, sizeof certkc, fake.dir, "cert-kubeconfig", text);
+    const char *a3[] = {"dashboard", "--via-apiserver", "--kubeconfig", certkc, NULL};
+    assert_int_equal(fair_test_run(fake.dir, FAIR_BIN_DIR "/fairsharectl", a3, &out, &err), 1);
+    assert_non_null(strstr(fair_buf_str(&err), "port-forward"));
+    assert_null(strstr(fair_buf_str(&err), "answered"));
+    /* Usage errors. */
+    char server[64];
+    snprintf(server, sizeof server, "https://127.0.0.1:1");
+    const char *u1[] = {"dashboard", "--via-apiserver", "--server", server, NULL};
+    const char *u2[] = {
+        "dashboard", "--via-apiserver", "--kubeconfig", kc, "--ca-file", fake.ca_path, NULL};
+    const char *u3[] = {"dashboard", "--via-apiserver", "--controller-namespace", "a/../b", NULL};
+    const char *u4[] = {"dashboard", "--server", server, "--controller-port", "443", NULL};
+    const char *u5[] = {"dashboard", "--via-apiserver", "--db", "x.db", NULL};
+    const char *const *usage_cases[] = {u1, u2, u3, u4, u5};
+    for (size_t i = 0; i < sizeof usage_cases / sizeof *usage_cases; i++)
+        assert_int_equal(
+            fair_test_run(fake.dir, FAIR_BIN_DIR "/fairsharectl", usage_cases[i], &out, &err), 2);
+    fair_buf_release(&out);
+    fair_buf_release(&err);
+    assert_int_equal(fair_fake_stop(&fake), 0);
+}
+
 /* The "sha256=" value of the controller's log line about its certificate. */
 static bool logged_fingerprint(const struct ctl *c, char *out, size_t n)
 {
@@ -913,6 +1128,8 @@ int main(void)
         cmocka_unit_test_teardown(test_plain_http_refused, tc_teardown),
         cmocka_unit_test_teardown(test_report_cli, tc_teardown),
         cmocka_unit_test_teardown(test_dashboard_proxy, proxy_teardown),
+        cmocka_unit_test_teardown(test_kclient_extra_header, tc_teardown),
+        cmocka_unit_test_teardown(test_dashboard_via_apiserver, tc_teardown),
         cmocka_unit_test_teardown(test_self_signed, tc_teardown),
         cmocka_unit_test_teardown(test_opt_out, tc_teardown),
     };
