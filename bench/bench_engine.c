@@ -284,8 +284,9 @@ static void build(struct cluster *c, size_t nnodes, size_t nrunning, size_t npen
             p->nlabels = 1;
             b->svc[0] = svc;
             b->preq = (struct fair_node_req){"app", b->svc, 1, FAIR_SEL_IN, false};
-            b->pterm = (struct fair_pod_term){
-                "kubernetes.io/hostname", {NULL, 0, &b->preq, 1, false, false}, NULL, 0, false, 0};
+            b->pterm = (struct fair_pod_term){.topology_key = "kubernetes.io/hostname",
+                                              .selector = {NULL, 0, &b->preq, 1, false, false},
+                                              .weight = 0};
             b->pa = (struct fair_pod_affinity){NULL, 0, &b->pterm, 1, NULL, 0, NULL, 0};
             p->pod_affinity = &b->pa;
         }

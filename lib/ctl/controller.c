@@ -62,7 +62,19 @@
  * MiB; the copy is kept in memory while its victim is evicted). */
 #define REQUEUE_MAX_BYTES ((size_t)2 << 20)
 
-enum { INF_PROJECTS, INF_QUEUES, INF_NODES, INF_PODS, INF_PVCS, INF_PVS, INF_SCS, INF_COUNT };
+/* Namespaces: their labels, for pod (anti-)affinity namespaceSelectors;
+ * claims, volumes and storage classes, for where a pod's volumes are. */
+enum {
+    INF_PROJECTS,
+    INF_QUEUES,
+    INF_NODES,
+    INF_PODS,
+    INF_NAMESPACES,
+    INF_PVCS,
+    INF_PVS,
+    INF_SCS,
+    INF_COUNT
+};
 
 /* PodGroups, optional CRDs (index: enum fair_kpodgroup_flavor): an
  * informer runs only once discovery says the resource is served. Until
@@ -2422,6 +2434,8 @@ static int build_snapshot(struct fair_ctl *c, const size_t n[INF_COUNT],
         .nqueues = n[INF_QUEUES],
         .pods = (const struct fair_kpod *const *)c->arr[INF_PODS],
         .npods = n[INF_PODS],
+        .namespaces = (const struct fair_knamespace *const *)c->arr[INF_NAMESPACES],
+        .nnamespaces = n[INF_NAMESPACES],
         .overlay = overlay,
         .overlay_ctx = c,
         .full_nodes = c->full_nodes,
@@ -2807,6 +2821,7 @@ int fair_ctl_new(struct event_base *base, const struct fair_ctl_options *o, stru
         [INF_QUEUES] = {&fair_kres_queues, &fair_ktype_queue},
         [INF_NODES] = {&fair_kres_nodes, &fair_ktype_node},
         [INF_PODS] = {&fair_kres_pods, &fair_ktype_pod},
+        [INF_NAMESPACES] = {&fair_kres_namespaces, &fair_ktype_namespace},
         [INF_PVCS] = {&fair_kres_pvcs, &fair_ktype_pvc},
         [INF_PVS] = {&fair_kres_pvs, &fair_ktype_pv},
         [INF_SCS] = {&fair_kres_storageclasses, &fair_ktype_storageclass},

@@ -231,8 +231,14 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
     P("# HELP fairshare_informers_synced 1 once every informer has listed.\n"
       "# TYPE fairshare_informers_synced gauge\nfairshare_informers_synced %d\n",
       m->synced ? 1 : 0);
-    static const char *const inf_names[FAIR_CTL_INFORMERS] = {"projects", "queues", "nodes",
-                                                              "pods"};
+    static const char *const inf_names[FAIR_CTL_INFORMERS] = {"projects",
+                                                              "queues",
+                                                              "nodes",
+                                                              "pods",
+                                                              "namespaces",
+                                                              "persistentvolumeclaims",
+                                                              "persistentvolumes",
+                                                              "storageclasses"};
     P("# HELP fairshare_informer_objects_skipped_total Objects an informer could not read "
       "(over the per-object cap, or not decodable) and skipped.\n"
       "# TYPE fairshare_informer_objects_skipped_total counter\n");

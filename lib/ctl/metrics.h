@@ -18,7 +18,9 @@
 
 #define FAIR_CTL_HIST_BUCKETS 12
 #define FAIR_CTL_MAX_CODES 16
-#define FAIR_CTL_INFORMERS 4 /* projects, queues, nodes, pods */
+/* projects, queues, nodes, pods, namespaces, persistentvolumeclaims,
+ * persistentvolumes, storageclasses (the controller's informer order) */
+#define FAIR_CTL_INFORMERS 8
 
 struct fair_ctl_queue_metrics {
     char *queue;

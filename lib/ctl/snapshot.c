@@ -210,6 +210,7 @@ struct build {
     struct fair_ctl_index project_by_name; /* input index */
     struct fair_ctl_index kqueue_by_name;  /* input index */
     struct fair_ctl_index project_by_ns;   /* input index of the project */
+    struct fair_ctl_index ns_by_name;      /* input index of the namespace, when needed */
     struct memo *memo;                     /* MEMO_SLOTS, or NULL */
 };
 
@@ -701,6 +702,29 @@ static void pod_group_check(const struct build *b, const struct fair_kpod *k,
     }
 }
 
+/* Whether a pod has a pod (anti-)affinity term with a namespaceSelector
+ * that has requirements. */
+static bool terms_by_labels(const struct fair_pod_term *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].ns_by_labels)
+            return true;
+    return false;
+}
+
+static bool any_ns_selector(const struct fair_ctl_snapshot_input *in)
+{
+    for (size_t i = 0; i < in->npods; i++) {
+        const struct fair_pod_affinity *a = in->pods[i] ? in->pods[i]->pod_affinity : NULL;
+        if (a &&
+            (terms_by_labels(a->affinity, a->naffinity) || terms_by_labels(a->anti, a->nanti) ||
+             terms_by_labels(a->pref_affinity, a->npref_affinity) ||
+             terms_by_labels(a->pref_anti, a->npref_anti)))
+            return true;
+    }
+    return false;
+}
+
 int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fair_ctl_snapshot *out,
                             struct fair_error *err)
 {
@@ -715,6 +739,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     fair_ctl_index_init(&b.kqueue_by_name);
     fair_ctl_index_init(&b.project_by_ns);
     fair_ctl_index_init(&b.podgroup_by_key);
+    fair_ctl_index_init(&b.ns_by_name);
     fair_ctl_index_init(&out->node_by_name);
     fair_ctl_index_init(&out->queue_by_name);
 
@@ -763,6 +788,16 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
     out->ninput_projects = np;
     out->ninput_queues = nq;
     b.memo = npod > 64 ? fair_calloc(MEMO_SLOTS, sizeof *b.memo) : NULL; /* optional */
+
+    /* Namespaces, by name: only when some pod's (anti-)affinity term
+     * selects namespaces by their labels (the others never read them). */
+    if (any_ns_selector(in))
+        for (size_t i = 0; i < in->nnamespaces; i++) {
+            const struct fair_knamespace *k = in->namespaces[i];
+            if (k && k->meta.name &&
+                (rc = fair_ctl_index_put(&b.ns_by_name, k->meta.name, (int32_t)i)))
+                goto out;
+        }
 
     /* Nodes. */
     size_t n_out = 0;
@@ -1111,6 +1146,15 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->labels = k->labels;
         p->nlabels = k->nlabels;
         p->pod_affinity = k->pod_affinity;
+        if (b.ns_by_name.count) {
+            /* A namespace not known (yet) has no labels, as in
+             * kube-scheduler. */
+            int32_t ni = fair_ctl_index_get(&b.ns_by_name, p->namespace_);
+            if (ni >= 0) {
+                p->ns_labels = in->namespaces[ni]->labels;
+                p->nns_labels = in->namespaces[ni]->nlabels;
+            }
+        }
         p->spread = k->spread;
         p->nspread = k->nspread;
         p->nspread_soft = k->nspread_soft;
@@ -1207,6 +1251,7 @@ out:
     fair_ctl_index_release(&b.kqueue_by_name);
     fair_ctl_index_release(&b.project_by_ns);
     fair_ctl_index_release(&b.podgroup_by_key);
+    fair_ctl_index_release(&b.ns_by_name);
     fair_free(b.pg_keys);
     if (rc) {
         fair_ctl_snapshot_release(out);

@@ -132,6 +132,11 @@ struct fair_ctl_snapshot_input {
     size_t nqueues;
     const struct fair_kpod *const *pods;
     size_t npods;
+    /* Namespaces (their labels: pod (anti-)affinity terms with a
+     * namespaceSelector); may be NULL. A pod whose namespace is not among
+     * them has no namespace labels. */
+    const struct fair_knamespace *const *namespaces;
+    size_t nnamespaces;
     fair_ctl_overlay_fn overlay; /* may be NULL */
     void *overlay_ctx;
     /* Nodes that hold a pod the controller could not read (too big, or not

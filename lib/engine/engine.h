@@ -219,10 +219,11 @@ struct fair_label_selector {
 };
 
 /* A pod (anti-)affinity term (InterPodAffinity): the pods that
- * selector matches, in namespaces (none listed: the pod's own) or in every
- * namespace (all_namespaces: namespaceSelector {}; a namespaceSelector with
- * labels is read as all namespaces too, and the controller does not
- * schedule pods that carry one), counted per value of topology_key. */
+ * selector matches in the term's namespaces, counted per value of
+ * topology_key. Its namespaces are the union of namespaces (names) and,
+ * with ns_by_labels, those whose labels ns_selector matches (a pod's
+ * namespace labels: fair_pod.ns_labels); all_namespaces: namespaceSelector
+ * {}, every namespace; none listed, no selector: the owner's own. */
 struct fair_pod_term {
     const char *topology_key;
     struct fair_label_selector selector;
@@ -230,6 +231,8 @@ struct fair_pod_term {
     size_t nnamespaces;
     bool all_namespaces;
     int32_t weight; /* preferred terms only: 1..100 */
+    bool ns_by_labels;
+    struct fair_label_selector ns_selector; /* with ns_by_labels */
 };
 
 struct fair_pod_affinity {
@@ -313,6 +316,10 @@ struct fair_pod {
      * every scheduler count. */
     const struct fair_label *labels;
     size_t nlabels;
+    /* The labels of the pod's namespace (NULL, 0: none, or the namespace
+     * is not known), for terms with a namespaceSelector. */
+    const struct fair_label *ns_labels;
+    size_t nns_labels;
     const struct fair_pod_affinity *pod_affinity;
     const struct fair_spread *spread; /* DoNotSchedule constraints */
     size_t nspread;

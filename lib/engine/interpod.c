@@ -36,10 +36,12 @@ bool fair_pod_term_match(const struct fair_pod_term *t, const char *owner_ns,
                          const struct fair_pod *p)
 {
     bool ns_ok = t->all_namespaces;
-    if (!ns_ok && t->nnamespaces == 0)
+    if (!ns_ok && t->nnamespaces == 0 && !t->ns_by_labels)
         ns_ok = str_cmp(owner_ns, p->namespace_) == 0;
     for (size_t i = 0; !ns_ok && i < t->nnamespaces; i++)
         ns_ok = str_cmp(t->namespaces[i], p->namespace_) == 0;
+    if (!ns_ok && t->ns_by_labels)
+        ns_ok = fair_label_selector_match(&t->ns_selector, p->ns_labels, p->nns_labels);
     return ns_ok && fair_label_selector_match(&t->selector, p->labels, p->nlabels);
 }
 
@@ -239,9 +241,11 @@ static bool same_terms(const struct fair_pod_term *a, size_t na, const char *ans
     for (size_t i = 0; i < na; i++) {
         const struct fair_pod_term *s = &a[i], *t = &b[i];
         if (str_cmp(s->topology_key, t->topology_key) || s->all_namespaces != t->all_namespaces ||
-            s->nnamespaces != t->nnamespaces || !same_selector(&s->selector, &t->selector))
+            s->nnamespaces != t->nnamespaces || !same_selector(&s->selector, &t->selector) ||
+            s->ns_by_labels != t->ns_by_labels ||
+            (s->ns_by_labels && !same_selector(&s->ns_selector, &t->ns_selector)))
             return false;
-        if (!s->all_namespaces && s->nnamespaces == 0 && str_cmp(ans, bns))
+        if (!s->all_namespaces && s->nnamespaces == 0 && !s->ns_by_labels && str_cmp(ans, bns))
             return false;
         for (size_t k = 0; k < s->nnamespaces; k++)
             if (str_cmp(s->namespaces[k], t->namespaces[k]))
@@ -275,7 +279,15 @@ static uint64_t hash_terms(const struct fair_pod_term *t, size_t n, const char *
         }
         for (size_t k = 0; k < t[i].nnamespaces; k++)
             h = hstr(h, t[i].namespaces[k]);
-        if (!t[i].all_namespaces && t[i].nnamespaces == 0)
+        if (t[i].ns_by_labels) {
+            const struct fair_label_selector *q = &t[i].ns_selector;
+            h = hstr(h, "\x01");
+            for (size_t k = 0; k < q->nmatch_labels; k++)
+                h = hstr(hstr(h, q->match_labels[k].key), q->match_labels[k].value);
+            for (size_t k = 0; k < q->nexprs; k++)
+                h = hstr(h, q->exprs[k].key);
+        }
+        if (!t[i].all_namespaces && t[i].nnamespaces == 0 && !t[i].ns_by_labels)
             h = hstr(h, ns);
     }
     return h;

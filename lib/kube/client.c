@@ -105,6 +105,7 @@ struct fair_kclient {
 
 const struct fair_kres fair_kres_pods = {"", "v1", "pods", true};
 const struct fair_kres fair_kres_nodes = {"", "v1", "nodes", false};
+const struct fair_kres fair_kres_namespaces = {"", "v1", "namespaces", false};
 const struct fair_kres fair_kres_events = {"", "v1", "events", true};
 const struct fair_kres fair_kres_leases = {"coordination.k8s.io", "v1", "leases", true};
 const struct fair_kres fair_kres_projects = {"fairshare.dev", "v1alpha1", "projects", false};

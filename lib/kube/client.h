@@ -133,6 +133,7 @@ struct fair_kres {
 
 extern const struct fair_kres fair_kres_pods;     /* v1 pods */
 extern const struct fair_kres fair_kres_nodes;    /* v1 nodes */
+extern const struct fair_kres fair_kres_namespaces; /* v1 namespaces */
 extern const struct fair_kres fair_kres_events;   /* v1 events */
 extern const struct fair_kres fair_kres_leases;   /* coordination.k8s.io/v1 leases */
 extern const struct fair_kres fair_kres_projects; /* fairshare.dev/v1alpha1 projects */

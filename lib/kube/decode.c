@@ -987,7 +987,6 @@ struct paff_build {
     const char **ptrs;
     char *str;
     const char *bad;
-    bool unsupported; /* a namespaceSelector with labels */
 };
 
 static const char *paff_str(struct paff_build *b, const char *s)
@@ -1147,14 +1146,14 @@ static bool paff_terms(struct paff_build *b, const json_t *list, bool weighted)
                 term->nnamespaces++;
         }
         if (nsel && json_is_object(nsel)) {
-            /* {} selects every namespace. One with labels would need the
-             * namespaces' labels: read as every namespace (the safe side
-             * for anti-affinity), and the pod is not scheduled. */
-            if (term)
+            /* {} selects every namespace; one with requirements, the
+             * namespaces whose labels it matches (with those listed). */
+            if (!paff_selector(b, nsel, term ? &term->ns_selector : NULL))
+                return false;
+            if (term && !term->ns_selector.nmatch_labels && !term->ns_selector.nexprs)
                 term->all_namespaces = true;
-            if (json_object_size(json_object_get(nsel, "matchLabels")) ||
-                json_array_size(json_object_get(nsel, "matchExpressions")))
-                b->unsupported = true;
+            else if (term)
+                term->ns_by_labels = true;
         }
     }
     return true;
@@ -1196,10 +1195,6 @@ static int pod_pod_affinity(const json_t *spec, struct fair_kpod *p)
                     b.bad ? b.bad : "want objects");
         return 0;
     }
-    if (b.unsupported)
-        add_problem(&p->problem, "spec.affinity: a pod (anti-)affinity term has a "
-                                 "namespaceSelector with labels, which Fairshare does not "
-                                 "support; use namespaces, or namespaceSelector: {}");
     if (b.nterms == 0)
         return 0;
     size_t size = sizeof(struct fair_pod_affinity);
@@ -1960,6 +1955,27 @@ static int node_scalars(const json_t *alloc, struct fair_knode *n)
     return 0;
 }
 
+int fair_knamespace_decode(const json_t *obj, struct fair_knamespace **out, struct fair_error *err)
+{
+    int rc = 0;
+    *out = NULL;
+    struct fair_knamespace *n = fair_calloc(1, sizeof *n);
+    if (!n)
+        return fair_error_set(err, FAIR_ENOMEM, "namespace: out of memory");
+    const json_t *labels = NULL;
+    if (!(rc = fair_kmeta_decode(obj, &n->meta, err)))
+        labels = get_obj(json_object_get(obj, "metadata"), "labels", "metadata.labels", &rc, err);
+    if (!rc)
+        rc = decode_labels(labels, "metadata.labels", false, &n->labels, &n->nlabels, err);
+    if (rc) {
+        name_failure(rc, err, "namespace", n->meta.name);
+        fair_knamespace_free(n);
+        return rc;
+    }
+    *out = n;
+    return 0;
+}
+
 int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_error *err)
 {
     int rc = 0;
@@ -2681,6 +2697,14 @@ static int dec_node(const json_t *o, void **out, struct fair_error *err)
 {
     return fair_knode_decode(o, (struct fair_knode **)out, err);
 }
+static int dec_namespace(const json_t *o, void **out, struct fair_error *err)
+{
+    return fair_knamespace_decode(o, (struct fair_knamespace **)out, err);
+}
+static void free_namespace(void *o)
+{
+    fair_knamespace_free(o);
+}
 static int dec_project(const json_t *o, void **out, struct fair_error *err)
 {
     return fair_kproject_decode(o, (struct fair_kproject **)out, err);
@@ -2841,7 +2865,12 @@ static const struct fair_jfield node_filter[] = {STATUS_FIELDS,
                                                  {"status", node_status},
                                                  {NULL, NULL}};
 
+static const struct fair_jfield ns_filter[] = {
+    STATUS_FIELDS, {"metadata", node_meta}, {NULL, NULL}};
+
 const struct fair_ktype fair_ktype_pod = {"Pod", dec_pod, free_pod, pod_filter};
+const struct fair_ktype fair_ktype_namespace = {"Namespace", dec_namespace, free_namespace,
+                                                ns_filter};
 const struct fair_ktype fair_ktype_node = {"Node", dec_node, free_node, node_filter};
 const struct fair_ktype fair_ktype_project = {"Project", dec_project, free_project, NULL};
 const struct fair_ktype fair_ktype_queue = {"Queue", dec_queue, free_queue, NULL};

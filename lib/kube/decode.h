@@ -87,6 +87,9 @@ int fair_kpod_decode(const json_t *obj, struct fair_kpod **out, struct fair_erro
 int fair_knode_decode(const json_t *obj, struct fair_knode **out, struct fair_error *err);
 int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err);
 int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_error *err);
+/* A v1 Namespace (name and labels). */
+int fair_knamespace_decode(const json_t *obj, struct fair_knamespace **out, struct fair_error *err);
+
 /* A PodGroup of either flavor; spec and status problems go to ->problem. */
 int fair_kpodgroup_decode(const json_t *obj, enum fair_kpodgroup_flavor flavor,
                           struct fair_kpodgroup **out, struct fair_error *err);
@@ -115,6 +118,7 @@ struct fair_ktype {
 
 extern const struct fair_ktype fair_ktype_pod;
 extern const struct fair_ktype fair_ktype_node;
+extern const struct fair_ktype fair_ktype_namespace;
 extern const struct fair_ktype fair_ktype_project;
 extern const struct fair_ktype fair_ktype_queue;
 extern const struct fair_ktype fair_ktype_sp_podgroup; /* "PodGroup", scheduling.x-k8s.io */

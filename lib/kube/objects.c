@@ -75,6 +75,15 @@ void fair_knode_free(struct fair_knode *n)
     fair_free(n);
 }
 
+void fair_knamespace_free(struct fair_knamespace *n)
+{
+    if (!n)
+        return;
+    fair_kmeta_release(&n->meta);
+    free_labels(n->labels, n->nlabels);
+    fair_free(n);
+}
+
 void fair_kproject_free(struct fair_kproject *p)
 {
     if (!p)

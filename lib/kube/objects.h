@@ -193,6 +193,14 @@ struct fair_knode {
     size_t nscalars;
 };
 
+/* A v1 Namespace: its labels, for pod (anti-)affinity terms with a
+ * namespaceSelector (at most FAIR_DECODE_MAX_ITEMS, as a node's). */
+struct fair_knamespace {
+    struct fair_kmeta meta;
+    struct fair_label *labels;
+    size_t nlabels;
+};
+
 /* Most distinct other resources kept per pod and per node, and host ports
  * per pod: a pod over them is rejected with a message. */
 /* The longest spec.activeDeadlineSeconds kept (10 years; longer counts
@@ -316,6 +324,7 @@ struct fair_kpodgroup {
 void fair_kmeta_release(struct fair_kmeta *m);
 void fair_kpod_free(struct fair_kpod *p);
 void fair_knode_free(struct fair_knode *n);
+void fair_knamespace_free(struct fair_knamespace *n);
 void fair_kproject_free(struct fair_kproject *p);
 void fair_kqueue_free(struct fair_kqueue *q);
 void fair_kpodgroup_free(struct fair_kpodgroup *g);

@@ -562,6 +562,17 @@ static void mk_claim_pod(const char *ns, const char *name, const char *queue, co
                name, queue, e2e_scheduler(), claim);
 }
 
+static void label_namespace(const char *ns, const char *label)
+{
+    struct fair_buf out;
+    fair_buf_init(&out, 1 << 16);
+    int rc =
+        e2e_kubectl(&out, (const char *[]){"label", "namespace", ns, label, "--overwrite", NULL});
+    if (rc != 0)
+        fail_msg("kubectl label namespace %s %s: %s", ns, label, out.data ? out.data : "");
+    fair_buf_release(&out);
+}
+
 static char *pod_node_of(const char *ns, const char *name)
 {
     char path[256];
@@ -669,6 +680,88 @@ static void test_volumes(void **state)
     e2e_scenario_end();
 }
 
+static void guard_pod(const char *ns, const char *name, const char *team)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    e2e_create(path,
+               "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+               "\"labels\":{\"fairshare.dev/queue\":\"%s\"}},\"spec\":{\"schedulerName\":\"%s\","
+               "\"terminationGracePeriodSeconds\":0,\"affinity\":{\"podAntiAffinity\":{"
+               "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
+               "\"matchLabels\":{\"role\":\"train\"}},\"topologyKey\":\"kubernetes.io/hostname\","
+               "\"namespaceSelector\":{\"matchLabels\":{\"e2e-team\":\"%s\"}}}]}},"
+               "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
+               "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+               name, ns, e2e_scheduler(), team);
+}
+
+/* Pod anti-affinity with a namespaceSelector on the real API server: a
+ * 4-GPU pod labelled role=train (kube-scheduler's) runs in a namespace
+ * labelled e2e-team=T; a one-GPU pod of ours with anti-affinity against
+ * role=train pods in the namespaces labelled e2e-team=T stays off that
+ * node, which packing alone would choose. Once the namespace is
+ * relabelled, the next such pod goes there. */
+static void test_namespace_selector_anti_affinity(void **state)
+{
+    (void)state;
+    if (!e2e_have_kubectl()) {
+        fprintf(stderr, "e2e: SKIPPED %s: no kubectl found (set KUBECTL)\n", __func__);
+        skip();
+    }
+    char pre[128], xns[160], team[200];
+    e2e_scenario_begin("nssel", pre, sizeof pre);
+    e2e_namespace(pre);
+    e2e_project(pre, pre, "16", pre);
+    e2e_queue(pre, pre, "16", 0);
+    snprintf(xns, sizeof xns, "%s-x", pre);
+    e2e_namespace(xns);
+    snprintf(team, sizeof team, "e2e-team=%s", pre);
+    label_namespace(xns, team);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", xns);
+    e2e_create(path,
+               "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train\","
+               "\"labels\":{\"role\":\"train\"}},\"spec\":{\"terminationGracePeriodSeconds\":0,"
+               "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
+               "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}]}}");
+    if (!E2E_WAIT(e2e_count(xns, NULL).bound == 1, E2E_WAIT_MS))
+        fail_msg("kube-scheduler did not place the role=train pod");
+    char *train = pod_node_of(xns, "train");
+    assert_non_null(train);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "nssel", NULL);
+    guard_pod(pre, "guard-1", pre);
+    if (!E2E_WAIT(e2e_count(pre, NULL).bound == 1, E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("guard-1 was not bound");
+    }
+    char *node = pod_node_of(pre, "guard-1");
+    assert_non_null(node);
+    if (!strcmp(node, train))
+        fail_msg("guard-1 is on %s with the role=train pod of a selected namespace", node);
+    free(node);
+    /* The namespace is no longer selected: the same term lets the next
+     * pod go to the fuller node. */
+    label_namespace(xns, "e2e-team=none");
+    e2e_nap(1500);
+    guard_pod(pre, "guard-2", pre);
+    if (!E2E_WAIT(e2e_count(pre, NULL).bound == 2, E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("guard-2 was not bound");
+    }
+    node = pod_node_of(pre, "guard-2");
+    assert_non_null(node);
+    if (strcmp(node, train))
+        fail_msg("guard-2 is on %s, want %s (packing; the namespace is no longer selected)", node,
+                 train);
+    free(node);
+    free(train);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -679,6 +772,7 @@ int main(void)
         cmocka_unit_test_teardown(test_job_node_affinity, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_preferred_and_unschedulable, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_volumes, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_namespace_selector_anti_affinity, e2e_scenario_teardown),
     };
     return cmocka_run_group_tests_name("e2e/workloads", tests, e2e_setup, e2e_teardown);
 }

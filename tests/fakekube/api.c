@@ -988,6 +988,23 @@ static int pod_resources(struct fk_server *s, struct evhttp_request *req, const 
     return 0;
 }
 
+/* The label the real API server puts on every namespace, on create and on
+ * every update (whatever the request says): kubernetes.io/metadata.name
+ * set to its name (Kubernetes 1.21 and later). */
+void fk_namespace_name_label(json_t *ns, const char *name)
+{
+    json_t *meta = json_object_get(ns, "metadata");
+    if (!json_is_object(meta) || !name)
+        return;
+    json_t *labels = json_object_get(meta, "labels");
+    if (!json_is_object(labels)) {
+        labels = json_object();
+        json_object_set_new(meta, "labels", labels);
+    }
+    if (labels)
+        json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name));
+}
+
 void fk_pod_defaults(struct fk_server *s, json_t *pod)
 {
     json_t *spec = json_object_get(pod, "spec");
@@ -1101,6 +1118,7 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
         break;
     case FK_NAMESPACES:
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
+        fk_namespace_name_label(obj, name);
         break;
     case FK_PVS:
     case FK_PVCS: /* defaulted to Pending; no binder changes it */
@@ -1242,6 +1260,8 @@ static void apply_update(struct fk_server *s, struct evhttp_request *req, const 
             else
                 json_object_del(res, "status");
         }
+        if (r->type == FK_NAMESPACES)
+            fk_namespace_name_label(res, r->name);
         if (r->type == FK_PODS && !pod_spec_change_allowed(old, res)) {
             reply_invalid(s, req, t, r->name, "spec",
                           "Forbidden: pod updates may not change fields other than "

@@ -287,6 +287,7 @@ void fk_job_sync(struct fk_server *s);
 /* What the pod strategy sets on create (schedulerName, restartPolicy,
  * terminationGracePeriodSeconds, a Pending status). */
 void fk_pod_defaults(struct fk_server *s, json_t *pod);
+void fk_namespace_name_label(json_t *ns, const char *name);
 
 /* ---- tls.c ---- */
 /* Loads or creates DIR/ca.{crt,key} and DIR/server.{crt,key}; makes ssl. */

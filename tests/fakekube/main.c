@@ -289,6 +289,7 @@ int main(int argc, char **argv)
         json_t *ns = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{},s:{s:s}}", "kind", "Namespace",
                                "apiVersion", "v1", "metadata", "name", base_ns[i], "uid", uid,
                                "creationTimestamp", ts, "spec", "status", "phase", "Active");
+        fk_namespace_name_label(ns, base_ns[i]);
         if (ns)
             fk_put(s, FK_NAMESPACES, base_ns[i], ns, FK_ADDED);
     }

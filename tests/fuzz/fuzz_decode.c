@@ -11,9 +11,9 @@
 
 #include "fuzz.h"
 
-static const struct fair_ktype *const kinds[] = {&fair_ktype_pod,         &fair_ktype_node,
-                                                 &fair_ktype_project,     &fair_ktype_queue,
-                                                 &fair_ktype_sp_podgroup, &fair_ktype_vc_podgroup};
+static const struct fair_ktype *const kinds[] = {
+    &fair_ktype_pod,         &fair_ktype_node,        &fair_ktype_project,  &fair_ktype_queue,
+    &fair_ktype_sp_podgroup, &fair_ktype_vc_podgroup, &fair_ktype_namespace};
 
 static int decode(const struct fair_ktype *k, const json_t *j, char *name, size_t n)
 {

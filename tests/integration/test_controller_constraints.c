@@ -5,7 +5,8 @@
  * Replicas with a required anti-affinity on the hostname spread one per
  * node, host ports are never given twice on a node, and a topology spread
  * constraint splits replicas over zones. Preferred terms choose among the
- * nodes GPU packing leaves equal. */
+ * nodes GPU packing leaves equal. A namespaceSelector picks namespaces by
+ * their labels, read again when they change. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -262,6 +263,117 @@ static void test_preferred_terms(void **state)
     stop_all(&fake, &c);
 }
 
+static void label_namespace(struct fair_fake *f, const char *ns, const char *labels_json)
+{
+    char path[128], body[256];
+    long code = 0;
+    char *resp = NULL;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s", ns);
+    snprintf(body, sizeof body, "{\"metadata\":{\"labels\":%s}}", labels_json);
+    if (fair_fake_request_ct(f, "PATCH", path, "application/merge-patch+json", body, &code,
+                             &resp) != 0 ||
+        code != 200) {
+        fprintf(stderr, "PATCH %s -> %ld %s\n", path, code, resp ? resp : "");
+        free(resp);
+        fail_msg("could not label namespace %s", ns);
+    }
+    free(resp);
+}
+
+/* The value of label key on namespace ns (NULL: none); the caller frees. */
+static char *namespace_label(struct fair_fake *f, const char *ns, const char *key)
+{
+    char path[128];
+    long code = 0;
+    char *resp = NULL;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s", ns);
+    assert_int_equal(fair_fake_request(f, "GET", path, NULL, &code, &resp), 0);
+    assert_int_equal(code, 200);
+    json_t *j = json_loads(resp, 0, NULL);
+    free(resp);
+    const char *v = json_string_value(
+        json_object_get(json_object_get(json_object_get(j, "metadata"), "labels"), key));
+    char *out = v ? strdup(v) : NULL;
+    json_decref(j);
+    return out;
+}
+
+#define ANTI_TRAIN_IN(nsel)                                                                        \
+    ",\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"    \
+    "\"labelSelector\":{\"matchLabels\":{\"role\":\"train\"}},\"topologyKey\":"                    \
+    "\"kubernetes.io/hostname\",\"namespaceSelector\":" nsel "}]}}"
+
+/* namespaceSelector: a pod with anti-affinity against the pods of the
+ * namespaces labelled team=x stays off their node (packing alone would put
+ * it there); once the namespace's label changes, the next pod with the
+ * same term may go there; the label the API server sets on every
+ * namespace (kubernetes.io/metadata.name) selects one by name. */
+static void test_namespace_selector(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_all(&fake, &c, 2, 8, "nssel");
+    const char *ns[] = {"team-a", "team-x", NULL};
+    mk_namespaces(&fake, ns);
+    /* As the real server: the name label on create, and kept on update. */
+    char *v = namespace_label(&fake, "team-x", "kubernetes.io/metadata.name");
+    assert_non_null(v);
+    assert_string_equal(v, "team-x");
+    free(v);
+    label_namespace(&fake, "team-x", "{\"team\":\"x\",\"kubernetes.io/metadata.name\":\"other\"}");
+    v = namespace_label(&fake, "team-x", "kubernetes.io/metadata.name");
+    assert_string_equal(v, "team-x");
+    free(v);
+    mk_project(&fake, "a", "16", "[\"team-a\",\"team-x\"]", "qa");
+    mk_queue(&fake, "qa", "a", "16", 1);
+    mk_pod_spec(&fake, "team-x", "train-0", "qa", "4", NULL, ",\"role\":\"train\"", NULL, NULL, 0);
+    if (!WAIT_UNTIL(count_pods(&fake, "team-x", 1) == 1, WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the training pod was not bound");
+    }
+    char *train = pod_node(&fake, "team-x", "train-0", NULL);
+    assert_true(*train);
+    mk_pod_spec(&fake, "team-a", "guard-1", "qa", "1", NULL, NULL, NULL,
+                ANTI_TRAIN_IN("{\"matchLabels\":{\"team\":\"x\"}}"), 0);
+    if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 1, WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("guard-1 was not bound (is it rejected?)");
+    }
+    char *node = pod_node(&fake, "team-a", "guard-1", NULL);
+    assert_true(*node);
+    assert_string_not_equal(node, train);
+    free(node);
+    /* team-x is no longer team=x: the same term leaves its node free. */
+    label_namespace(&fake, "team-x", "{\"team\":\"y\"}");
+    nap(500);
+    mk_pod_spec(&fake, "team-a", "guard-2", "qa", "1", NULL, NULL, NULL,
+                ANTI_TRAIN_IN("{\"matchLabels\":{\"team\":\"x\"}}"), 0);
+    if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 2, WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("guard-2 was not bound");
+    }
+    node = pod_node(&fake, "team-a", "guard-2", NULL);
+    assert_string_equal(node, train); /* packing: the fuller node */
+    free(node);
+    /* By name, through the label the API server keeps. */
+    mk_pod_spec(&fake, "team-a", "guard-3", "qa", "1", NULL, NULL, NULL,
+                ANTI_TRAIN_IN("{\"matchExpressions\":[{\"key\":\"kubernetes.io/metadata.name\","
+                              "\"operator\":\"In\",\"values\":[\"team-x\"]}]}"),
+                0);
+    if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 3, WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("guard-3 was not bound");
+    }
+    node = pod_node(&fake, "team-a", "guard-3", NULL);
+    assert_true(*node);
+    assert_string_not_equal(node, train);
+    free(node);
+    free(train);
+    stop_all(&fake, &c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +381,7 @@ int main(void)
         cmocka_unit_test_teardown(test_anti_affinity_and_ports, tc_teardown),
         cmocka_unit_test_teardown(test_topology_spread, tc_teardown),
         cmocka_unit_test_teardown(test_preferred_terms, tc_teardown),
+        cmocka_unit_test_teardown(test_namespace_selector, tc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

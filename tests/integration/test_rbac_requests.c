@@ -386,6 +386,8 @@ static void synthetic_requests(struct req_set *s)
     add_req(s, "GET", "/api/v1/pods?watch=1&resourceVersion=1");
     add_req(s, "GET", "/api/v1/nodes?limit=500");
     add_req(s, "GET", "/api/v1/nodes?watch=1");
+    add_req(s, "GET", "/api/v1/namespaces?limit=500");
+    add_req(s, "GET", "/api/v1/namespaces?watch=1");
     add_req(s, "GET", "/apis/fairshare.dev/v1alpha1/projects?limit=500");
     add_req(s, "GET", "/apis/fairshare.dev/v1alpha1/projects?watch=1");
     add_req(s, "GET", "/apis/fairshare.dev/v1alpha1/queues?limit=500");

@@ -148,6 +148,8 @@ static size_t opt_npgs;
 static bool opt_pg_known[2];
 
 static const char *opt_resv_ns; /* fractions.reservations: on when set */
+static const struct fair_knamespace *const *opt_ns;
+static size_t opt_nns;
 
 static void build(struct fair_ctl_snapshot *s)
 {
@@ -173,6 +175,10 @@ static void build(struct fair_ctl_snapshot *s)
     };
     in.podgroups = opt_pgs;
     in.npodgroups = opt_npgs;
+    in.namespaces = opt_ns;
+    in.nnamespaces = opt_nns;
+    opt_ns = NULL;
+    opt_nns = 0;
     in.podgroups_known[0] = opt_pg_known[0];
     in.podgroups_known[1] = opt_pg_known[1];
     opt_min_fraction = 0;
@@ -674,6 +680,56 @@ static void test_other_schedulers(void **state)
     }
 }
 
+/* Namespace labels reach the snapshot's pods (each its own namespace's;
+ * none for a namespace not known), and only when some pod's affinity
+ * term selects namespaces by label. */
+static void test_namespace_labels(void **state)
+{
+    (void)state;
+    static struct fair_label la = {"team", "a"}, lb[2] = {{"team", "b"}, {"tier", "gold"}};
+    static struct fair_knamespace na = {.labels = &la, .nlabels = 1};
+    static struct fair_knamespace nb = {.labels = lb, .nlabels = 2};
+    na.meta.name = "team-a";
+    nb.meta.name = "team-b";
+    const struct fair_knamespace *nss[] = {&na, &nb};
+    static const char *const teams[] = {"a"};
+    struct fair_node_req req = {"team", teams, 1, FAIR_SEL_IN, false};
+    struct fair_pod_term term;
+    memset(&term, 0, sizeof term);
+    term.topology_key = "zone";
+    term.ns_by_labels = true;
+    term.ns_selector.exprs = &req;
+    term.ns_selector.nexprs = 1;
+    struct fair_pod_affinity pa = {.anti = &term, .nanti = 1};
+    for (int with_term = 0; with_term < 2; with_term++) {
+        standard_cluster();
+        add_pod("b-run", "team-b", "fairshare", "b-main", 1000, "n1");
+        add_pod("stray", "ml", "default-scheduler", NULL, 1000, "n2");
+        struct fair_kpod *p = add_pod("a-wait", "team-a", "fairshare", "a-default", 1000, NULL);
+        if (with_term)
+            p->pod_affinity = &pa;
+        opt_ns = nss;
+        opt_nns = 2;
+        struct fair_ctl_snapshot s;
+        build(&s);
+        const struct fair_pod *a = &s.snap.pods[pod_index(&s, "a-wait")];
+        const struct fair_pod *b = &s.snap.pods[pod_index(&s, "b-run")];
+        const struct fair_pod *o = &s.snap.pods[pod_index(&s, "stray")];
+        if (with_term) {
+            assert_ptr_equal(a->ns_labels, &la);
+            assert_int_equal(a->nns_labels, 1);
+            assert_ptr_equal(b->ns_labels, lb);
+            assert_int_equal(b->nns_labels, 2);
+        } else {
+            assert_null(a->ns_labels);
+            assert_null(b->ns_labels);
+        }
+        assert_null(o->ns_labels); /* "ml" is not known */
+        assert_int_equal(o->nns_labels, 0);
+        fair_ctl_snapshot_release(&s);
+    }
+}
+
 static void test_overlays_gangs_nodes(void **state)
 {
     (void)state;
@@ -1091,6 +1147,7 @@ int main(void)
         cmocka_unit_test(test_bad_pods),
         cmocka_unit_test(test_min_fraction),
         cmocka_unit_test(test_other_schedulers),
+        cmocka_unit_test(test_namespace_labels),
         cmocka_unit_test(test_overlays_gangs_nodes),
         cmocka_unit_test(test_podgroups),
         cmocka_unit_test(test_podgroup_status),

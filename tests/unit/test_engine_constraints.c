@@ -1212,6 +1212,184 @@ static void test_interpod_table(void **state)
     }
 }
 
+/* namespaceSelector: kube-scheduler's TestRequiredAffinitySingleNode
+ * cases for it (node machine1: region=r1, zone=z11; namespaces
+ * subteam1.team1 and subteam2.team1 labelled team=team1, subteam1.team2
+ * team=team2; the incoming pod security=S1, the existing one
+ * service=securityscan; the term selects service In [securityscan,
+ * value2] on region for affinity, zone for anti-affinity, in the
+ * namespaces whose team is In [team1]), then edges: the union with
+ * namespaces, the pod's own namespace not added, matchLabels, a namespace
+ * not known, and an existing pod's anti-affinity term against the incoming
+ * pod's namespace labels. */
+struct nscase {
+    const char *name;
+    const char *pod_ns; /* the incoming pod's */
+    int kind;           /* 1 affinity, -1 anti-affinity (incoming), -2 the existing pod's anti */
+    int sel;            /* 0: {} (all), 1: team In [team1], 2: matchLabels team=team1,
+                           3: team NotIn [team2] */
+    const char *listed; /* namespaces: the one listed, or NULL */
+    const char *ens;    /* the existing pod's namespace */
+    bool want;
+};
+
+static const struct nscase ns_cases[] = {
+    {"affinity with NamespaceSelector", "default", 1, 1, NULL, "subteam1.team1", true},
+    {"affinity with non-matching NamespaceSelector", "default", 1, 1, NULL, "subteam1.team2",
+     false},
+    {"anti-affinity with matching NamespaceSelector", "subteam1.team1", -1, 1, NULL,
+     "subteam2.team1", false},
+    {"anti-affinity with matching all NamespaceSelector", "subteam1.team1", -1, 0, NULL,
+     "subteam2.team1", false},
+    {"anti-affinity with non-matching NamespaceSelector", "subteam1.team1", -1, 1, NULL,
+     "subteam1.team2", true},
+    /* Edges. */
+    {"namespaces and namespaceSelector: a union", "default", 1, 1, "subteam1.team2",
+     "subteam1.team2", true},
+    {"a selector with labels leaves out the pod's own namespace", "default", -1, 1, NULL, "default",
+     true},
+    {"matchLabels", "default", -1, 2, NULL, "subteam2.team1", false},
+    {"matchLabels, not matching", "default", -1, 2, NULL, "subteam1.team2", true},
+    {"a namespace not known has no labels (NotIn matches)", "default", -1, 3, NULL, "ghost", false},
+    {"a namespace not known has no labels (In does not)", "default", -1, 1, NULL, "ghost", true},
+    {"existing pod's anti-affinity selects the incoming pod's namespace", "subteam1.team1", -2, 1,
+     NULL, "subteam1.team2", false},
+    {"existing pod's anti-affinity, another team's namespace", "subteam1.team2", -2, 1, NULL,
+     "subteam1.team2", true},
+};
+
+static void ns_labels_of(struct fair_pod *p)
+{
+    static const struct fair_label t1[] = {{"team", "team1"}}, t2[] = {{"team", "team2"}};
+    p->ns_labels = NULL;
+    p->nns_labels = 0;
+    if (!strcmp(p->namespace_, "subteam1.team1") || !strcmp(p->namespace_, "subteam2.team1"))
+        p->ns_labels = t1;
+    else if (!strcmp(p->namespace_, "subteam1.team2"))
+        p->ns_labels = t2;
+    if (p->ns_labels)
+        p->nns_labels = 1;
+}
+
+static void test_interpod_ns_selector_table(void **state)
+{
+    (void)state;
+    struct fair_label node_labels[] = {{"region", "r1"}, {"zone", "z11"}};
+    static const char *const svc[] = {"securityscan", "value2"}, *const s1[] = {"S1"};
+    static const char *const team1[] = {"team1"}, *const team2[] = {"team2"};
+    struct fair_node_req svc_in = {"service", svc, 2, FAIR_SEL_IN, false};
+    struct fair_node_req sec_in = {"security", s1, 1, FAIR_SEL_IN, false};
+    struct fair_node_req team_in = {"team", team1, 1, FAIR_SEL_IN, false};
+    struct fair_node_req team_notin = {"team", team2, 1, FAIR_SEL_NOT_IN, false};
+    struct fair_label team_ml = {"team", "team1"};
+    struct fair_label podlabel = {"service", "securityscan"}, podlabel2 = {"security", "S1"};
+    for (size_t i = 0; i < sizeof ns_cases / sizeof ns_cases[0]; i++) {
+        const struct nscase *c = &ns_cases[i];
+        struct fair_pod_term term;
+        memset(&term, 0, sizeof term);
+        term.topology_key = c->kind == 1 ? "region" : "zone";
+        term.selector.exprs = c->kind == -2 ? &sec_in : &svc_in;
+        term.selector.nexprs = 1;
+        if (c->listed) {
+            term.namespaces = &c->listed;
+            term.nnamespaces = 1;
+        }
+        if (c->sel == 0) {
+            term.all_namespaces = true;
+        } else {
+            term.ns_by_labels = true;
+            if (c->sel == 2) {
+                term.ns_selector.match_labels = &team_ml;
+                term.ns_selector.nmatch_labels = 1;
+            } else {
+                term.ns_selector.exprs = c->sel == 1 ? &team_in : &team_notin;
+                term.ns_selector.nexprs = 1;
+            }
+        }
+        struct fair_pod_affinity pa = {0};
+        if (c->kind == 1)
+            pa = (struct fair_pod_affinity){.affinity = &term, .naffinity = 1};
+        else
+            pa = (struct fair_pod_affinity){.anti = &term, .nanti = 1};
+        struct ts *t = ts_new();
+        int n = ts_node(t, "machine1", 8);
+        t->nodes[n].labels = node_labels;
+        t->nodes[n].nlabels = 2;
+        int q = ts_team(t, "a", 0, 1);
+        int e = ts_bound(t, -1, 0, n, 0, 0);
+        t->pods[e].labels = &podlabel;
+        t->pods[e].nlabels = 1;
+        t->pods[e].namespace_ = c->ens;
+        ns_labels_of(&t->pods[e]);
+        if (c->kind == -2)
+            t->pods[e].pod_affinity = &pa;
+        int p = ts_pod(t, q, 1000);
+        t->pods[p].labels = &podlabel2;
+        t->pods[p].nlabels = 1;
+        t->pods[p].namespace_ = c->pod_ns;
+        ns_labels_of(&t->pods[p]);
+        if (c->kind != -2)
+            t->pods[p].pod_affinity = &pa;
+        assert_int_equal(ts_run(t), 0);
+        if ((ts_count(t, FAIR_ACTION_BIND) == 1) != c->want)
+            fail_msg("case \"%s\": bound %zu, want %d", c->name, ts_count(t, FAIR_ACTION_BIND),
+                     c->want);
+        ts_free(t);
+    }
+}
+
+/* A preferred anti-affinity term with a namespaceSelector steers a pod
+ * away from the node of a pod in a selected namespace, and not from one in
+ * a namespace the selector leaves out; the same selector, labels changed
+ * between two snapshots, turns the choice round. */
+static void test_preferred_ns_selector(void **state)
+{
+    (void)state;
+    static const char *const team1[] = {"team1"};
+    struct fair_node_req team_in = {"team", team1, 1, FAIR_SEL_IN, false};
+    struct fair_label nl[2] = {{"kubernetes.io/hostname", "m1"}, {"kubernetes.io/hostname", "m2"}};
+    struct fair_label web = {"app", "web"};
+    static const char *const webv[] = {"web"};
+    struct fair_node_req web_in = {"app", webv, 1, FAIR_SEL_IN, false};
+    struct fair_label t1 = {"team", "team1"}, t2 = {"team", "team2"};
+    for (int round = 0; round < 2; round++) {
+        struct fair_pod_term term;
+        memset(&term, 0, sizeof term);
+        term.topology_key = "kubernetes.io/hostname";
+        term.selector.exprs = &web_in;
+        term.selector.nexprs = 1;
+        term.weight = 50;
+        term.ns_by_labels = true;
+        term.ns_selector.exprs = &team_in;
+        term.ns_selector.nexprs = 1;
+        struct fair_pod_affinity pa = {.pref_anti = &term, .npref_anti = 1};
+        struct ts *t = ts_new();
+        for (int n = 0; n < 2; n++) {
+            ts_node(t, ts_str(t, "m%d", n + 1), 8);
+            t->nodes[n].labels = &nl[n];
+            t->nodes[n].nlabels = 1;
+        }
+        int q = ts_team(t, "a", 0, 1);
+        /* A web pod in namespace x on m1 and one in y on m2, each with one
+         * GPU, so packing alone does not choose. */
+        for (int n = 0; n < 2; n++) {
+            int e = ts_bound(t, -1, 1000, n, 1, 0);
+            t->pods[e].labels = &web;
+            t->pods[e].nlabels = 1;
+            t->pods[e].namespace_ = n ? "y" : "x";
+            /* Round 0: x is team1; round 1: the labels moved to y. */
+            t->pods[e].ns_labels = (n == round) ? &t1 : &t2;
+            t->pods[e].nns_labels = 1;
+        }
+        int p = ts_pod(t, q, 1000);
+        t->pods[p].pod_affinity = &pa;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+        assert_int_equal(t->res.actions[0].node, round ? 0 : 1);
+        ts_free(t);
+    }
+}
+
 /* A Deployment-like set of 5 pods with anti-affinity to themselves on the
  * hostname spreads one per node over 4 nodes; the fifth waits. A pod of
  * another scheduler with anti-affinity keeps them off its node too. */
@@ -1220,8 +1398,9 @@ static void test_anti_affinity_spreads(void **state)
     (void)state;
     static const char *const app[] = {"web"};
     struct fair_node_req req = {"app", app, 1, FAIR_SEL_IN, false};
-    struct fair_pod_term term = {
-        "kubernetes.io/hostname", {NULL, 0, &req, 1, false, false}, NULL, 0, false, 0};
+    struct fair_pod_term term = {.topology_key = "kubernetes.io/hostname",
+                                 .selector = {NULL, 0, &req, 1, false, false},
+                                 .weight = 0};
     struct fair_pod_affinity anti = {NULL, 0, &term, 1, NULL, 0, NULL, 0};
     struct fair_label web[] = {{"app", "web"}};
     struct fair_label host[5][1];
@@ -1500,8 +1679,9 @@ static void test_alloc_failures(void **state)
     struct fair_node_term term = {&req, 1, 0, false};
     struct fair_node_affinity aff = {.required = true, .terms = &term, .nterms = 1};
     struct fair_node_req preq = {"app", app, 1, FAIR_SEL_IN, false};
-    struct fair_pod_term pterm = {
-        "kubernetes.io/hostname", {NULL, 0, &preq, 1, false, false}, NULL, 0, false, 0};
+    struct fair_pod_term pterm = {.topology_key = "kubernetes.io/hostname",
+                                  .selector = {NULL, 0, &preq, 1, false, false},
+                                  .weight = 0};
     struct fair_pod_affinity anti = {&pterm, 1, &pterm, 1, NULL, 0, NULL, 0};
     struct fair_label web[] = {{"app", "web"}};
     struct fair_scalar five = {"rdma/ib", 5}, one = {"rdma/ib", 1};
@@ -1544,7 +1724,8 @@ static void test_alloc_failures(void **state)
      * existing pod's too), a ScheduleAnyway spread, all scored. */
     struct fair_node_term pref = {&req, 1, 10, false};
     struct fair_node_affinity paff = {.preferred = &pref, .npreferred = 1};
-    struct fair_pod_term wterm = {"pool", {NULL, 0, &preq, 1, false, false}, NULL, 0, false, 7};
+    struct fair_pod_term wterm = {
+        .topology_key = "pool", .selector = {NULL, 0, &preq, 1, false, false}, .weight = 7};
     struct fair_pod_affinity soft = {.anti = &pterm,
                                      .nanti = 1,
                                      .pref_affinity = &wterm,
@@ -1690,8 +1871,10 @@ static void test_preferred_pod_affinity_table(void **state)
         const struct prefcase *c = &pref_cases[i];
         /* Move the node labels round so that packing order alone does not
          * pick the wanted node: the nodes are ranked by name. */
-        struct fair_pod_term own = {"region", {NULL, 0, &r1, 1, false, false}, NULL, 0, false, 5};
-        struct fair_pod_term ex = {"region", {NULL, 0, &r2, 1, false, false}, NULL, 0, false, 5};
+        struct fair_pod_term own = {
+            .topology_key = "region", .selector = {NULL, 0, &r1, 1, false, false}, .weight = 5};
+        struct fair_pod_term ex = {
+            .topology_key = "region", .selector = {NULL, 0, &r2, 1, false, false}, .weight = 5};
         struct fair_pod_affinity pa = {0}, ea = {0};
         if (c->own > 0)
             pa = (struct fair_pod_affinity){.pref_affinity = &own, .npref_affinity = 1};
@@ -1800,8 +1983,9 @@ static void test_preferred_symmetry_within_cycle(void **state)
     struct fair_node_term pref_n2 = {&on_n2, 1, 10, false};
     struct fair_node_affinity na = {.preferred = &pref_n2, .npreferred = 1};
     struct fair_node_req sel_y = {"app", y, 1, FAIR_SEL_IN, false};
-    struct fair_pod_term term = {
-        "kubernetes.io/hostname", {NULL, 0, &sel_y, 1, false, false}, NULL, 0, false, 10};
+    struct fair_pod_term term = {.topology_key = "kubernetes.io/hostname",
+                                 .selector = {NULL, 0, &sel_y, 1, false, false},
+                                 .weight = 10};
     struct fair_label host[3][1], ly = {"app", "y"};
     for (int anti = 0; anti < 2; anti++) {
         struct fair_pod_affinity a = {0};
@@ -1852,6 +2036,8 @@ int main(void)
         cmocka_unit_test(test_resources_table),
         cmocka_unit_test(test_resources_within_cycle),
         cmocka_unit_test(test_interpod_table),
+        cmocka_unit_test(test_interpod_ns_selector_table),
+        cmocka_unit_test(test_preferred_ns_selector),
         cmocka_unit_test(test_anti_affinity_spreads),
         cmocka_unit_test(test_spread_table),
         cmocka_unit_test(test_spread_within_cycle),

@@ -706,6 +706,44 @@ static void test_pod_scalars_ports(void **state)
     fair_knode_free(n);
 }
 
+/* A Namespace: its name and labels; labels over the limit are an error. */
+static void test_namespace_decode(void **state)
+{
+    (void)state;
+    struct fair_error err = {0};
+    struct fair_knamespace *n = NULL;
+    json_t *j = json_loads("{\"metadata\":{\"name\":\"team-x\",\"uid\":\"u\",\"labels\":{"
+                           "\"team\":\"x\",\"kubernetes.io/metadata.name\":\"team-x\"}},"
+                           "\"status\":{\"phase\":\"Active\"}}",
+                           0, NULL);
+    assert_non_null(j);
+    assert_int_equal(fair_knamespace_decode(j, &n, &err), 0);
+    json_decref(j);
+    assert_string_equal(n->meta.name, "team-x");
+    assert_int_equal(n->nlabels, 2);
+    fair_knamespace_free(n);
+
+    json_t *labels = json_object();
+    for (int i = 0; i <= FAIR_DECODE_MAX_ITEMS; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "k%d", i);
+        json_object_set_new(labels, k, json_string("v"));
+    }
+    j = json_pack("{s:{s:s,s:o}}", "metadata", "name", "big", "labels", labels);
+    n = NULL;
+    assert_int_not_equal(fair_knamespace_decode(j, &n, &err), 0);
+    assert_null(n);
+    assert_non_null(strstr(err.msg, "more than"));
+    json_decref(j);
+    /* Through the generic table, as the informer decodes. */
+    j = json_loads("{\"metadata\":{\"name\":\"plain\"}}", 0, NULL);
+    void *o = NULL;
+    assert_int_equal(fair_ktype_namespace.decode(j, &o, &err), 0);
+    assert_int_equal(((struct fair_knamespace *)o)->nlabels, 0);
+    fair_ktype_namespace.free(o);
+    json_decref(j);
+}
+
 /* All labels, and the required pod (anti-)affinity terms. */
 static void test_pod_pod_affinity(void **state)
 {
@@ -740,6 +778,41 @@ static void test_pod_pod_affinity(void **state)
     assert_string_equal(a->anti[0].selector.exprs[0].values[0], "web");
     assert_true(a->anti[1].selector.nothing); /* no labelSelector: matches nothing */
     assert_int_equal(a->npref_anti, 1);
+    assert_false(a->anti[0].ns_by_labels);
+    fair_kpod_free(p);
+
+    /* A namespaceSelector with requirements: the term's namespaces are
+     * those listed and those whose labels it matches; no problem. */
+    p = pod_ok(POD_HEAD "},\"spec\":{\"affinity\":{\"podAntiAffinity\":{"
+                        "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
+                        "\"matchLabels\":{\"app\":\"db\"}},\"topologyKey\":\"zone\","
+                        "\"namespaces\":[\"x\"],\"namespaceSelector\":{\"matchLabels\":{"
+                        "\"team\":\"a\"},\"matchExpressions\":[{\"key\":\"tier\",\"operator\":"
+                        "\"NotIn\",\"values\":[\"b\",\"c\"]}]}}]},\"podAffinity\":{"
+                        "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":3,"
+                        "\"podAffinityTerm\":{\"topologyKey\":\"zone\",\"namespaceSelector\":"
+                        "{\"matchLabels\":{}}}}]}},\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(p->problem);
+    a = p->pod_affinity;
+    assert_non_null(a);
+    assert_int_equal(a->nanti, 1);
+    assert_true(a->anti[0].ns_by_labels);
+    assert_false(a->anti[0].all_namespaces);
+    assert_int_equal(a->anti[0].nnamespaces, 1);
+    assert_string_equal(a->anti[0].namespaces[0], "x");
+    assert_int_equal(a->anti[0].selector.nmatch_labels, 1);
+    assert_string_equal(a->anti[0].selector.match_labels[0].value, "db");
+    assert_int_equal(a->anti[0].ns_selector.nmatch_labels, 1);
+    assert_string_equal(a->anti[0].ns_selector.match_labels[0].key, "team");
+    assert_int_equal(a->anti[0].ns_selector.nexprs, 1);
+    assert_int_equal(a->anti[0].ns_selector.exprs[0].op, FAIR_SEL_NOT_IN);
+    assert_int_equal(a->anti[0].ns_selector.exprs[0].nvalues, 2);
+    assert_string_equal(a->anti[0].ns_selector.exprs[0].values[1], "c");
+    assert_false(a->anti[0].ns_selector.invalid);
+    /* {matchLabels: {}} is empty: every namespace. */
+    assert_int_equal(a->npref_affinity, 1);
+    assert_true(a->pref_affinity[0].all_namespaces);
+    assert_false(a->pref_affinity[0].ns_by_labels);
     fair_kpod_free(p);
 
     /* Preferred terms: {weight, podAffinityTerm}, after the required ones. */
@@ -809,9 +882,9 @@ static void test_pod_pod_affinity(void **state)
         const char *needle;
     } bad[] = {
         {"{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
-         "\"labelSelector\":{},\"topologyKey\":\"zone\",\"namespaceSelector\":{\"matchLabels\":"
-         "{\"team\":\"a\"}}}]}}",
-         "namespaceSelector with labels"},
+         "\"labelSelector\":{},\"topologyKey\":\"zone\",\"namespaceSelector\":{"
+         "\"matchExpressions\":{}}}]}}",
+         "bad matchLabels or matchExpressions"},
         {"{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
          "\"labelSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Gt\","
          "\"values\":[\"1\"]}]},\"topologyKey\":\"zone\"}]}}",
@@ -1206,6 +1279,7 @@ int main(void)
         cmocka_unit_test(test_pod_alloc_failures),
         cmocka_unit_test(test_pod_node_affinity),
         cmocka_unit_test(test_pod_scalars_ports),
+        cmocka_unit_test(test_namespace_decode),
         cmocka_unit_test(test_pod_pod_affinity),
         cmocka_unit_test(test_node),
         cmocka_unit_test(test_project),

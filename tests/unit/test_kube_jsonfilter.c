@@ -272,6 +272,27 @@ static void test_pod_filter_matches_decoder(void **state)
     }
 }
 
+/* A Namespace: the filter keeps its name and labels, drops the rest. */
+static void test_namespace_filter_matches_decoder(void **state)
+{
+    (void)state;
+    const char *doc = "{\"kind\":\"Namespace\",\"metadata\":{\"name\":\"team-x\",\"uid\":\"u\","
+                      "\"labels\":{\"team\":\"x\",\"kubernetes.io/metadata.name\":\"team-x\"},"
+                      "\"annotations\":{\"big\":\"y\"}},\"spec\":{\"finalizers\":[\"kubernetes\"]},"
+                      "\"status\":{\"phase\":\"Active\"}}";
+    json_t *part = NULL;
+    assert_int_equal(
+        fair_json_parse_filtered(doc, strlen(doc), fair_ktype_namespace.filter, &part, NULL), 0);
+    assert_null(json_object_get(part, "spec"));
+    assert_null(json_object_get(json_object_get(part, "metadata"), "annotations"));
+    struct fair_knamespace *n = NULL;
+    assert_int_equal(fair_knamespace_decode(part, &n, NULL), 0);
+    assert_string_equal(n->meta.name, "team-x");
+    assert_int_equal(n->nlabels, 2);
+    fair_knamespace_free(n);
+    json_decref(part);
+}
+
 static void test_node_filter_matches_decoder(void **state)
 {
     (void)state;
@@ -333,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_pod_filter_matches_decoder),
         cmocka_unit_test(test_node_filter_matches_decoder),
+        cmocka_unit_test(test_namespace_filter_matches_decoder),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

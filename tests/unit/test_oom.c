@@ -209,6 +209,10 @@ static void test_decoders(void **state)
          "\"cpu\":\"95500m\",\"memory\":\"1Ti\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
          "\"Ready\",\"status\":\"True\"}]}}",
          6},
+        {&fair_ktype_namespace,
+         "{\"metadata\":{\"name\":\"team-x\",\"uid\":\"ns-1\",\"labels\":{\"team\":\"x\","
+         "\"kubernetes.io/metadata.name\":\"team-x\"}},\"status\":{\"phase\":\"Active\"}}",
+         4},
         {&fair_ktype_project,
          "{\"metadata\":{\"name\":\"vision\",\"uid\":\"p-1\"},\"spec\":{\"guaranteed\":{\"gpu\":"
          "2.5,\"cpu\":\"8\"},\"limit\":{\"gpu\":8},\"overQuotaWeight\":3,\"costCenter\":\"CC-1\","
