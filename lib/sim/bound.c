@@ -293,7 +293,7 @@ out:
 
 /* The proof step (bound.h): duals y, however inexact, into an exactly dual
  * feasible u (in units of 1/SCALE milli); returns floor(b.u / SCALE). */
-static int64_t dual_bound(const struct lp *lp, const int64_t *bi, const double *y)
+static int64_t dual_bound(const struct lp *lp, const int64_t *bi, const double *y, double *duals)
 {
     const size_t m = lp->m;
     int64_t u[DEV + 2];
@@ -314,6 +314,14 @@ static int64_t dual_bound(const struct lp *lp, const int64_t *bi, const double *
             worst = viol;
     }
     u[0] += worst;
+    if (duals) {
+        for (size_t s = 0; s <= DEV; s++)
+            duals[s] = 0;
+        duals[0] = (double)u[0] / SCALE;
+        duals[DEV] = (double)u[m - 1] / SCALE;
+        for (size_t i = 0; i < lp->k; i++)
+            duals[lp->size[i]] = (double)u[1 + i] / SCALE;
+    }
     int64_t obj = 0;
     for (size_t r = 0; r < m; r++)
         obj += bi[r] * u[r];
@@ -413,7 +421,7 @@ int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim
     rc = simplex(lp, b, h->max_pivots ? h->max_pivots : 1000 + 100 * lp->m, y, out, err);
     if (rc)
         goto out;
-    int64_t most = dual_bound(lp, bi, y);
+    int64_t most = dual_bound(lp, bi, y, h->duals);
     if (most > out->capacity_milli)
         most = out->capacity_milli;
     if (most > arrived)

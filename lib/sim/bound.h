@@ -68,6 +68,11 @@ struct fair_sim_frag_hist {
     int64_t whole_gpus; /* sum of gpu/1000 over whole-GPU arrivals */
     int64_t devices;    /* GPU devices in the cluster */
     size_t max_pivots;  /* simplex pivot cap; 0: 1000 + 100 x rows */
+    /* Optional (NULL: not wanted), DEV + 1 entries: on success, the exact
+     * dual-feasible point behind the bound, in milli-GPU: duals[s] for
+     * fraction size s (0 where s did not arrive), duals[0] the device row
+     * and duals[DEV] the whole-GPU row. sim/nodebound.h starts from it. */
+    double *duals;
 };
 
 /* The bound for a histogram of arrivals (the pure core, for tests).
