@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/mig.h"
 #include "base/quantity.h"
 
 /* The names pods use to join a PodGroup (kube/decode.h has them too; the
@@ -340,12 +341,37 @@ static int memory_fraction(const struct fair_kpod *p, int64_t gpu_mib, int64_t *
     return 0;
 }
 
+/* The GPU capacity a node holds as MIG instances (engine.h, fair_node
+ * mig_milli): each MIG resource's allocatable times its profile's share.
+ * A profile that does not parse adds nothing; pods cannot ask for it
+ * either. */
+static int64_t node_mig_milli(const struct fair_knode *k)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < k->nscalars; i++) {
+        const struct fair_scalar *sc = &k->scalars[i];
+        int64_t share = 0;
+        if (!fair_mig_is_resource(sc->name) || sc->value <= 0 ||
+            fair_mig_share_milli(sc->name, &share, NULL))
+            continue;
+        int64_t n = sc->value < FAIR_MAX_GPUS_PER_NODE * 7 ? sc->value : FAIR_MAX_GPUS_PER_NODE * 7;
+        sum += n * share;
+    }
+    return sum;
+}
+
 static int pod_gpu(const struct fair_kpod *p, int64_t min_fraction, int64_t gpu_mib, int64_t *gpu,
                    char *msg, size_t msglen)
 {
     if (p->problem) {
         snprintf(msg, msglen, "%s", p->problem);
         return -1;
+    }
+    if (p->mig_milli > 0) {
+        /* MIG instances: charged by their profiles' shares (kube/decode.c
+         * refuses them next to any other GPU ask). */
+        *gpu = p->mig_milli;
+        return 0;
     }
     int64_t whole = p->request.v[FAIR_RES_GPU];
     if (p->gpu_fraction_milli > 0) {
@@ -822,6 +848,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         n->nlabels = k->nlabels;
         n->scalars = k->scalars;
         n->nscalars = k->nscalars;
+        n->mig_milli = node_mig_milli(k);
         n->taints = k->taints;
         n->ntaints = k->ntaints;
         out->knodes[n_out] = k;
@@ -1037,7 +1064,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         enum fair_ctl_reason reason = FAIR_CTL_REASON_NONE;
         bool other_charged = false;
         struct fair_ctl_volume_verdict vol = {.affinity = k->node_affinity};
-        int64_t gpu = k->request.v[FAIR_RES_GPU];
+        /* A MIG pod's GPU is its instances' charge (kube/decode.c). */
+        int64_t gpu = k->mig_milli > 0 ? k->mig_milli : k->request.v[FAIR_RES_GPU];
         int32_t queue = -1;
         if (!node) {
             if (!ours || k->meta.deletion_ms)
@@ -1125,6 +1153,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
                          ov.kind != FAIR_CTL_OVERLAY_PROTECTED && !other_charged;
         p->request = k->request;
         p->request.v[FAIR_RES_GPU] = gpu;
+        /* Its charge (as bound, or now) takes no device: decode.c refuses
+         * MIG next to any other GPU ask. */
+        p->mig = k->mig_milli > 0 && gpu > 0;
         p->node = node_idx;
         p->terminating = node && (k->meta.deletion_ms != 0 || ov.kind == FAIR_CTL_OVERLAY_EVICTING);
         p->noticed = p->terminating && !k->meta.deletion_ms && ov.noticed;

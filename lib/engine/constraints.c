@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/mig.h"
 #include "base/error.h"
 #include "engine/interpod.h"
 
@@ -246,6 +247,9 @@ struct fair_cons {
     const char **names;
     size_t nnames;
     int64_t *sfree;
+    /* Set by reclaim around its node checks of a MIG pod: the MIG
+     * resources are left to it, as it counts the victims' instances. */
+    bool defer_mig;
     /* Host ports: per node rank the first entry (-1), entries in ports. */
     int32_t *port_head;
     struct used_port *ports;
@@ -557,7 +561,7 @@ static bool room_ok(const struct fair_cons *c, int32_t rank, const struct fair_p
 {
     for (size_t k = 0; k < pod->nscalars; k++) {
         int64_t want = pod->scalars[k].value;
-        if (want <= 0)
+        if (want <= 0 || (c->defer_mig && fair_mig_is_resource(pod->scalars[k].name)))
             continue;
         int32_t j = c->nnames ? name_index(c, pod->scalars[k].name) : -1;
         int64_t have = j >= 0
@@ -577,6 +581,21 @@ static bool room_ok(const struct fair_cons *c, int32_t rank, const struct fair_p
                     return false;
         }
     return true;
+}
+
+void fair_cons_defer_mig(struct fair_cons *c, bool on)
+{
+    if (c)
+        c->defer_mig = on;
+}
+
+int64_t fair_cons_scalar_free(const struct fair_cons *c, int32_t rank, const char *name)
+{
+    if (!c)
+        return 0;
+    int32_t j = c->nnames ? name_index(c, name) : -1;
+    return j >= 0 ? c->sfree[(size_t)rank * c->nnames + (size_t)j]
+                  : node_scalar(&c->snap->nodes[c->rank_idx[rank]], name);
 }
 
 bool fair_cons_pod_constrained(const struct fair_cons *c, const struct fair_pod *pod)

@@ -92,6 +92,14 @@ void fair_cons_free(struct fair_cons *c);
 bool fair_cons_node_ok(struct fair_cons *c, const struct fair_snapshot *snap, int32_t rank,
                        int32_t node, const struct fair_pod *pod);
 
+/* Reclaim of a MIG pod (docs/fractions.md, "MIG"): with on, the node
+ * checks skip the pod's nvidia.com/mig-* resources, which reclaim counts
+ * itself with the victims' instances freed (reclaim.c, mig_fits); what
+ * is free of resource name on node rank now (bound pods of every
+ * scheduler and this cycle's binds taken). c may be NULL (then 0). */
+void fair_cons_defer_mig(struct fair_cons *c, bool on);
+int64_t fair_cons_scalar_free(const struct fair_cons *c, int32_t rank, const char *name);
+
 /* Takes (sign 1) or gives back (sign -1) pod's resources and host ports
  * on node rank. c may be NULL. */
 void fair_cons_commit(struct fair_cons *c, int32_t rank, const struct fair_pod *pod, int sign);

@@ -74,6 +74,12 @@ struct fair_node {
     /* Allocatable of the other resources (struct fair_scalar). */
     const struct fair_scalar *scalars;
     size_t nscalars;
+    /* GPU held as MIG instances (nvidia.com/mig-<profile> among scalars),
+     * milli-GPU: each profile's count times its share (base/mig.h). It
+     * counts in the cluster's GPU capacity (fair shares), not in
+     * allocatable.v[GPU] nor in the devices: MIG pods are placed by their
+     * instance counts (scalars). 0: none. */
+    int64_t mig_milli;
 };
 
 /* ---- GPU model pools and lending limits (issue 15, items 1-2) ------
@@ -284,6 +290,12 @@ struct fair_pod {
     /* Requests. v[GPU] is either a multiple of 1000 (whole GPUs) or,
      * below 1000, a fraction of one device. */
     struct fair_resources request;
+    /* v[GPU] is the charge of MIG instances (nvidia.com/mig-<profile> in
+     * scalars, at each profile's share of a GPU; any multiple of 1 milli):
+     * the pod takes no device and no GPU room of its node, its instances
+     * are placed by scalars, and it counts in its queue's GPU figures like
+     * any GPU pod (docs/fractions.md, "MIG"). */
+    bool mig;
     /* BOUND pods: the node and the devices they hold. */
     int32_t node;         /* index into snapshot.nodes; -1 when PENDING */
     uint64_t gpu_devices; /* bit i = device i of the node */

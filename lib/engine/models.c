@@ -121,7 +121,9 @@ int fair_eng_models_setup(struct eng *e)
     for (size_t i = 0; i < s->npods; i++) {
         const struct fair_pod *p = &s->pods[i];
         bool bound = p->state == FAIR_POD_BOUND;
-        int m = bound ? e->nmodel[p->node] : find_model(e, p->gpu_model);
+        /* MIG instances are in no model pool: the pools are made of the
+         * nodes' nvidia.com/gpu devices. */
+        int m = p->mig ? -1 : bound ? e->nmodel[p->node] : find_model(e, p->gpu_model);
         e->pmodel[i] = (int8_t)m;
         int64_t g = r_or0(p->request.v[GPU]);
         if (m < 0 || g == 0)
@@ -393,7 +395,7 @@ int32_t fair_eng_models_place(struct eng *e, const struct fair_pod *p, int pass,
 {
     *why = FAIR_PENDING_NONE;
     int64_t g = p->request.v[GPU];
-    if (e->nm == 0 || g <= 0 || (p->gpu_model && p->gpu_model[0]))
+    if (e->nm == 0 || g <= 0 || p->mig || (p->gpu_model && p->gpu_model[0]))
         return fair_place_find(&e->pl, p, &p->request, pass == 2, mask);
     int32_t qi = p->queue;
     const struct macct *pr0 = pma(e, (size_t)e->q[qi].parent, 0);
@@ -446,7 +448,7 @@ int32_t fair_eng_models_place(struct eng *e, const struct fair_pod *p, int pass,
 void fair_eng_models_bind(struct eng *e, int32_t pi, int32_t node, int sign)
 {
     const struct fair_pod *p = &e->s->pods[pi];
-    if (e->nm == 0 || node < 0 || p->request.v[GPU] <= 0)
+    if (e->nm == 0 || node < 0 || p->request.v[GPU] <= 0 || p->mig)
         return;
     int m = e->nmodel[node];
     if (m < 0)

@@ -264,8 +264,10 @@ static void *place_alloc(struct fair_place *pl, size_t count, size_t size)
 static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t mask)
 {
     struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
+    struct fair_resources tmp;
+    const struct fair_resources *req = fair_place_room(p, &p->request, &tmp);
     for (int r = 0; r < FAIR_RES_COUNT; r++) {
-        int64_t v = p->request.v[r] > 0 ? p->request.v[r] : 0;
+        int64_t v = req->v[r] > 0 ? req->v[r] : 0;
         n->free[r] -= v;
         if (!p->terminating)
             n->ffree[r] -= v;
@@ -275,9 +277,9 @@ static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t m
         n->fpods++;
     else
         n->fdiff = true;
-    dev_apply(n->dev, n->ngpu, p->request.v[FAIR_RES_GPU], mask, 1);
+    dev_apply(n->dev, n->ngpu, req->v[FAIR_RES_GPU], mask, 1);
     if (!p->terminating)
-        dev_apply(n->fdev, n->ngpu, p->request.v[FAIR_RES_GPU], mask, 1);
+        dev_apply(n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, 1);
 }
 
 static void rw_swap(struct fair_ratio_w *v, size_t i, size_t j)
@@ -459,7 +461,7 @@ static int contention_init(struct fair_place *pl, const struct fair_snapshot *sn
     for (size_t i = 0; i < snap->npods; i++) {
         const struct fair_pod *p = &snap->pods[i];
         int64_t gpu = p->request.v[FAIR_RES_GPU];
-        if (gpu <= 0)
+        if (gpu <= 0 || p->mig)
             continue;
         dtotal += gpu;
         if (!restricted(p))
@@ -593,7 +595,7 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
         const struct fair_pod *p = &snap->pods[i];
         if (p->state != FAIR_POD_BOUND || p->node < 0)
             continue;
-        int64_t gpu = p->request.v[FAIR_RES_GPU];
+        int64_t gpu = p->mig ? 0 : p->request.v[FAIR_RES_GPU];
         const struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
         uint64_t valid = n->ngpu >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n->ngpu) - 1);
         if (gpu > 0 && (p->gpu_devices & valid) == 0) {
@@ -611,7 +613,8 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
         size_t k = 0;
         for (size_t i = 0; i < snap->npods; i++) {
             const struct fair_pod *p = &snap->pods[i];
-            if (p->state != FAIR_POD_BOUND || p->node < 0 || p->request.v[FAIR_RES_GPU] <= 0)
+            if (p->state != FAIR_POD_BOUND || p->node < 0 || p->request.v[FAIR_RES_GPU] <= 0 ||
+                p->mig)
                 continue;
             const struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
             uint64_t valid = n->ngpu >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n->ngpu) - 1);
@@ -741,6 +744,8 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
                           const struct fair_resources *req, bool use_fut, uint64_t *mask)
 {
     const struct fair_pnode *n = &pl->nodes[rank];
+    struct fair_resources tmp;
+    req = fair_place_room(pod, req, &tmp);
     if (pl->hold && pl->hold[rank] && pl->hold[rank] != pod)
         return false;
     if (!fair_place_static_ok(pl, rank, pod) || !room_ok(pl, n, req, use_fut))
@@ -1049,6 +1054,8 @@ int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
     bool cacheable = unconstrained(pod) && !fair_cons_pod_constrained(pl->cons, pod);
     int32_t r = -1;
     *mask = 0;
+    struct fair_resources tmp;
+    req = fair_place_room(pod, req, &tmp);
     if (cacheable && known_no_fit(pl, req, use_fut))
         return -1;
     if (pl->policy == FAIR_PLACE_FIRST_FIT) {
@@ -1086,7 +1093,8 @@ void fair_place_commit(struct fair_place *pl, int32_t rank, const struct fair_re
 void fair_place_commit_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
                            uint64_t mask, int sign)
 {
-    fair_place_commit(pl, rank, &pod->request, mask, sign);
+    struct fair_resources tmp;
+    fair_place_commit(pl, rank, fair_place_room(pod, &pod->request, &tmp), mask, sign);
     fair_cons_commit(pl->cons, rank, pod, sign);
 }
 

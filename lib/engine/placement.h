@@ -98,6 +98,21 @@ struct fair_place {
     size_t bytes; /* allocated, for the memory figure */
 };
 
+/* The room pod takes on a node: its request, except that a MIG pod
+ * (engine.h) takes no GPU room and no device, its instances being other
+ * resources (scalars). Returns &pod->request, or tmp filled for a MIG
+ * pod. */
+static inline const struct fair_resources *fair_place_room(const struct fair_pod *pod,
+                                                           const struct fair_resources *req,
+                                                           struct fair_resources *tmp)
+{
+    if (!pod->mig)
+        return req;
+    *tmp = *req;
+    tmp->v[FAIR_RES_GPU] = 0;
+    return tmp;
+}
+
 /* Sets up pl for snap: nodes, their free room from the bound pods (devices
  * from each pod's gpu_devices, or chosen deterministically when a bound pod
  * has none), terminating pods freed in fut. node_ok[i] (by snapshot index)

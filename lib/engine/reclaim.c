@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/mig.h"
 #include "engine/constraints.h"
 #include "engine/cycle.h"
 #include "engine/share.h"
@@ -127,11 +128,20 @@ static void brief(struct eng *e, int32_t rank)
     }
 }
 
-/* fair_place_fut, with the node's brief kept up to date. */
-static void fut_apply(struct eng *e, int32_t rank, const struct fair_resources *req, uint64_t mask,
+/* The GPU room (devices) pod takes on a node: none for a MIG pod, whose
+ * request.v[GPU] is a charge only (engine.h). */
+static int64_t room_gpu(const struct fair_pod *p)
+{
+    return p->mig ? 0 : p->request.v[GPU];
+}
+
+/* fair_place_fut of pod's room (a MIG pod's GPU charge takes no room),
+ * with the node's brief kept up to date. */
+static void fut_apply(struct eng *e, int32_t rank, const struct fair_pod *pod, uint64_t mask,
                       int sign)
 {
-    fair_place_fut(&e->pl, rank, req, mask, sign);
+    struct fair_resources tmp;
+    fair_place_fut(&e->pl, rank, fair_place_room(pod, &pod->request, &tmp), mask, sign);
     brief(e, rank);
 }
 
@@ -177,7 +187,7 @@ static int rank_pool(const struct eng *e, int32_t rank)
 static void pool_move(struct eng *e, int32_t vi, int sign)
 {
     const struct fair_pod *v = &e->s->pods[vi];
-    int m = e->nm && v->request.v[GPU] > 0 ? e->nmodel[v->node] : -1;
+    int m = e->nm && v->request.v[GPU] > 0 && !v->mig ? e->nmodel[v->node] : -1;
     if (m < 0)
         return;
     eng_qm(e, (size_t)v->queue, (size_t)m)->live += sign * v->request.v[GPU];
@@ -188,7 +198,7 @@ static void pool_move(struct eng *e, int32_t vi, int sign)
 static void pool_reserve(struct eng *e, int32_t pi, int32_t rank, int sign)
 {
     const struct fair_pod *p = &e->s->pods[pi];
-    int m = p->request.v[GPU] > 0 ? rank_pool(e, rank) : -1;
+    int m = p->request.v[GPU] > 0 && !p->mig ? rank_pool(e, rank) : -1;
     if (m >= 0)
         eng_qm(e, (size_t)p->queue, (size_t)m)->resv += sign * p->request.v[GPU];
 }
@@ -368,11 +378,60 @@ static int fail_slot(const struct search *sr)
     return sr->mode == M_PREEMPT ? 1 : sr->fair_share ? 2 : 0;
 }
 
+/* A MIG pod's instances are held by bound pods that reclaim may evict, and
+ * the constraints' check counts only what is free now: for reclaim, the
+ * node checks leave them out (fair_cons_defer_mig) and only ask that the
+ * node has that many at all; fits_with then counts what is free plus what
+ * the victims hold (mig_fits). */
+static bool static_ok_pod(const struct eng *e, int32_t rank, const struct fair_pod *p)
+{
+    if (!p->mig)
+        return fair_place_static_ok(&e->pl, rank, p);
+    const struct fair_node *n = &e->s->nodes[e->pl.nodes[rank].idx];
+    for (size_t k = 0; k < p->nscalars; k++) {
+        if (!fair_mig_is_resource(p->scalars[k].name))
+            continue;
+        int64_t have = 0;
+        for (size_t j = 0; j < n->nscalars; j++)
+            if (!strcmp(n->scalars[j].name, p->scalars[k].name))
+                have = n->scalars[j].value;
+        if (have < p->scalars[k].value)
+            return false;
+    }
+    fair_cons_defer_mig(e->pl.cons, true);
+    bool ok = fair_place_static_ok(&e->pl, rank, p);
+    fair_cons_defer_mig(e->pl.cons, false);
+    return ok;
+}
+
+/* Whether sr's MIG pod finds its instances on node rank with victims
+ * v[0..nv) gone (skip index `skip`). */
+static bool mig_fits(const struct eng *e, const struct search *sr, int32_t rank, const int32_t *v,
+                     int nv, int skip)
+{
+    const struct fair_pod *p = sr->pod;
+    for (size_t k = 0; k < p->nscalars; k++) {
+        const char *name = p->scalars[k].name;
+        if (p->scalars[k].value <= 0 || !fair_mig_is_resource(name))
+            continue;
+        int64_t have = fair_cons_scalar_free(e->pl.cons, rank, name);
+        for (int i = 0; i < nv; i++) {
+            const struct fair_pod *vp = &e->s->pods[v[i]];
+            for (size_t j = 0; i != skip && j < vp->nscalars; j++)
+                if (!strcmp(vp->scalars[j].name, name))
+                    have += vp->scalars[j].value;
+        }
+        if (have < p->scalars[k].value)
+            return false;
+    }
+    return true;
+}
+
 /* fair_place_static_ok for sr's pod on node rank; from e->nplain for a pod
  * without constraints. */
 static bool static_ok(const struct eng *e, const struct search *sr, int32_t rank)
 {
-    return sr->plain ? e->nplain[rank] : fair_place_static_ok(&e->pl, rank, sr->pod);
+    return sr->plain ? e->nplain[rank] : static_ok_pod(e, rank, sr->pod);
 }
 
 /* Whether node rank is held for a pod other than sr's. */
@@ -433,7 +492,7 @@ static bool fits_view(const struct eng *e, const struct search *sr, const struct
     }
     if (sn->max_pods > 0 && pods >= sn->max_pods)
         ok = false;
-    if (!fair_place_pick_devices(dev, n->ngpu, req[GPU], NULL, e->pl.policy, mask)) {
+    if (!fair_place_pick_devices(dev, n->ngpu, room_gpu(sr->pod), NULL, e->pl.policy, mask)) {
         short_by[GPU] = short_by[GPU] > 0 ? short_by[GPU] : 1;
         ok = false;
     }
@@ -455,7 +514,13 @@ static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank
     for (int i = 0; i < nv; i++)
         if (i != skip)
             free_victim(n, dev, freeres, budget, &pods, e->s->pods[v[i]].request.v, e->masks[v[i]]);
-    return fits_view(e, sr, n, dev, freeres, budget, pods, short_by, mask);
+    bool ok = fits_view(e, sr, n, dev, freeres, budget, pods, short_by, mask);
+    if (sr->pod->mig && !mig_fits(e, sr, rank, v, nv, skip)) {
+        /* Short of instances: victims holding GPU (MIG pods) may help. */
+        short_by[GPU] = short_by[GPU] > 0 ? short_by[GPU] : 1;
+        ok = false;
+    }
+    return ok;
 }
 
 /* False when sr's pod surely does not fit on node rank's fut devices, with
@@ -469,7 +534,7 @@ static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank
 static bool gpu_may_fit(const struct eng *e, const struct search *sr, int32_t rank,
                         const struct victim *v)
 {
-    int64_t g = sr->pod->request.v[GPU];
+    int64_t g = room_gpu(sr->pod);
     if (g <= 0)
         return true;
     const struct fbrief *b = &e->fbrief[rank];
@@ -624,7 +689,8 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     t->fitkey = 0;
     const struct fair_pnode *nd = &e->pl.nodes[rank];
     for (int r = 0; r < NRES; r++)
-        if (nd->ffree[r] + (max_nv > 0 ? e->vsum[rank][r] : 0) < sr->pod->request.v[r])
+        if (nd->ffree[r] + (max_nv > 0 ? e->vsum[rank][r] : 0) <
+            (r == GPU ? room_gpu(sr->pod) : sr->pod->request.v[r]))
             return false;
     if (!static_ok(e, sr, rank))
         return false;
@@ -662,7 +728,7 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
     if (t->nv == 0) {
         /* Among nodes that need no new victim, the fullest fut view wins. */
         const struct fair_pnode *n = &e->pl.nodes[rank];
-        int64_t g = sr->pod->request.v[GPU];
+        int64_t g = room_gpu(sr->pod);
         if (g > 0 && g < FAIR_GPU_DEVICE_MILLI) {
             for (int d = 0; d < n->ngpu; d++)
                 if (mask >> d & 1)
@@ -711,7 +777,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
             vq->evicted[r] += v->request.v[r];
             vp->evicted[r] += v->request.v[r];
         }
-        fut_apply(e, t->rank, &v->request, e->masks[vi], -1);
+        fut_apply(e, t->rank, v, e->masks[vi], -1);
         struct fair_action a = {FAIR_ACTION_EVICT,
                                 vi,
                                 v->node,
@@ -727,8 +793,8 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
     }
     const struct fair_pnode *n = &e->pl.nodes[t->rank];
     uint64_t m = 0;
-    fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &m);
-    fut_apply(e, t->rank, &sr->pod->request, m, 1);
+    fair_place_pick_devices(n->fdev, n->ngpu, room_gpu(sr->pod), NULL, e->pl.policy, &m);
+    fut_apply(e, t->rank, sr->pod, m, 1);
     e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
     e->rrank[sr->pi] = t->rank;
     pool_reserve(e, sr->pi, t->rank, 1);
@@ -931,7 +997,7 @@ static void unreserve(struct eng *e, int32_t pi)
 {
     const struct fair_pod *p = &e->s->pods[pi];
     struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
-    fut_apply(e, e->rrank[pi], &p->request, e->masks[pi], -1);
+    fut_apply(e, e->rrank[pi], p, e->masks[pi], -1);
     pool_reserve(e, pi, e->rrank[pi], -1);
     for (int r = 0; r < NRES; r++) {
         q->resv[r] -= p->request.v[r];
@@ -959,7 +1025,7 @@ static void unevict(struct eng *e, int32_t vi)
         if (listed)
             e->vsum[rank][r] += v->request.v[r];
     }
-    fut_apply(e, rank, &v->request, e->masks[vi], 1);
+    fut_apply(e, rank, v, e->masks[vi], 1);
 }
 
 /* Reclaim for a whole gang owed room: every member gets room (new victims
@@ -1062,12 +1128,12 @@ static bool could_fit(const struct eng *e, const struct fair_pod *p)
         const struct fair_node *n = &e->s->nodes[e->pl.nodes[r].idx];
         bool room = true;
         for (int k = 0; k < NRES; k++)
-            if (n->allocatable.v[k] < p->request.v[k])
+            if (n->allocatable.v[k] < (k == GPU ? room_gpu(p) : p->request.v[k]))
                 room = false;
-        if (room && p->request.v[GPU] >= FAIR_GPU_DEVICE_MILLI &&
+        if (room && room_gpu(p) >= FAIR_GPU_DEVICE_MILLI &&
             p->request.v[GPU] / FAIR_GPU_DEVICE_MILLI > n->gpu_count)
             room = false;
-        if (room && fair_place_static_ok(&e->pl, (int32_t)r, p))
+        if (room && static_ok_pod(e, (int32_t)r, p))
             return true;
     }
     return false;
@@ -1148,13 +1214,13 @@ static bool hold_node_for(struct eng *e, int32_t pi)
     for (size_t r = 0; r < e->pl.nnodes; r++) {
         const struct fair_pnode *pn = &e->pl.nodes[r];
         const struct fair_node *n = &s->nodes[pn->idx];
-        if (!pn->ok || e->hold[r] || !fair_place_static_ok(&e->pl, (int32_t)r, p))
+        if (!pn->ok || e->hold[r] || !static_ok_pod(e, (int32_t)r, p))
             continue;
         bool room = true;
         for (int k = 0; k < NRES; k++)
-            if (n->allocatable.v[k] < p->request.v[k])
+            if (n->allocatable.v[k] < (k == GPU ? room_gpu(p) : p->request.v[k]))
                 room = false;
-        if (!room || (p->request.v[GPU] >= FAIR_GPU_DEVICE_MILLI &&
+        if (!room || (room_gpu(p) >= FAIR_GPU_DEVICE_MILLI &&
                       p->request.v[GPU] / FAIR_GPU_DEVICE_MILLI > n->gpu_count))
             continue;
         int64_t free_room = pn->ffree[GPU] + e->vsum[r][GPU];
@@ -1194,7 +1260,7 @@ void fair_eng_apply_holds(struct eng *e)
         if (p->hold_node < 0 || (size_t)p->hold_node >= s->nnodes)
             continue;
         int32_t rank = e->pl.rank_of[p->hold_node];
-        if (!e->pl.nodes[rank].ok || e->hold[rank] || !fair_place_static_ok(&e->pl, rank, p))
+        if (!e->pl.nodes[rank].ok || e->hold[rank] || !static_ok_pod(e, rank, p))
             continue;
         e->hold[rank] = p;
         e->hold_of[pi] = rank;
@@ -1527,7 +1593,7 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
             vq->evicted[r] += v->request.v[r];
             vp->evicted[r] += v->request.v[r];
         }
-        fut_apply(e, vr, &v->request, e->masks[vi], -1);
+        fut_apply(e, vr, v, e->masks[vi], -1);
         struct fair_action a = {FAIR_ACTION_EVICT, vi, v->node, 0, why, sr->qi, sr->pi};
         int rc = fair_eng_add_action(e, &a);
         if (rc)
@@ -1535,8 +1601,8 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
     }
     const struct fair_pnode *n = &e->pl.nodes[rank];
     uint64_t mask = 0;
-    fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &mask);
-    fut_apply(e, rank, &sr->pod->request, mask, 1);
+    fair_place_pick_devices(n->fdev, n->ngpu, room_gpu(sr->pod), NULL, e->pl.policy, &mask);
+    fut_apply(e, rank, sr->pod, mask, 1);
     e->masks[sr->pi] = mask;
     e->rrank[sr->pi] = rank;
     pool_reserve(e, sr->pi, rank, 1);

@@ -20,6 +20,9 @@ int fair_eng_compute_capacity(struct eng *e)
         if (e->node_ok[i])
             for (int r = 0; r < NRES; r++)
                 cap[r] = fair_sat_add(cap[r], s->nodes[i].allocatable.v[r]);
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (e->node_ok[i] && s->nodes[i].mig_milli > 0)
+            cap[GPU] = fair_sat_add(cap[GPU], s->nodes[i].mig_milli);
     for (size_t i = 0; i < s->npods; i++) {
         const struct fair_pod *p = &s->pods[i];
         if (p->state != FAIR_POD_BOUND)

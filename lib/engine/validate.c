@@ -211,7 +211,7 @@ int fair_eng_check_objects(struct eng *e)
                 f = 0;
             }
         int64_t g = p->request.v[GPU];
-        if ((f & PF_VALID) && g > FAIR_GPU_DEVICE_MILLI && g % FAIR_GPU_DEVICE_MILLI) {
+        if ((f & PF_VALID) && !p->mig && g > FAIR_GPU_DEVICE_MILLI && g % FAIR_GPU_DEVICE_MILLI) {
             rc = fair_eng_add_problem(
                 e, FAIR_PROBLEM_INVALID, FAIR_OBJ_POD, (int32_t)i,
                 "pod %s/%s: gpu request %lld milli is neither a whole number of GPUs "

@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/mig.h"
 #include "base/clock.h"
 #include "base/duration.h"
 #include "base/quantity.h"
@@ -559,6 +560,49 @@ static void container_scalars(const json_t *c, bool init, struct scal_acc *a, ch
             }
         }
     }
+}
+
+/* Most MIG instances one pod may ask for, all profiles together: more than
+ * any node holds (64 GPUs x 7), and it keeps the charge far from overflow. */
+#define FAIR_POD_MAX_MIG 448
+
+/* The charge of the MIG instances in p's other resources (mig_milli). A
+ * profile that does not parse, too many instances, or MIG next to a GPU
+ * request, a fraction or a GPU memory ask makes the pod invalid: its GPU
+ * charge would be ambiguous. */
+static void pod_mig(struct fair_kpod *p)
+{
+    int64_t milli = 0, count = 0;
+    bool bad = false;
+    for (size_t i = 0; i < p->nscalars; i++) {
+        const struct fair_scalar *sc = &p->scalars[i];
+        if (!fair_mig_is_resource(sc->name) || sc->value <= 0)
+            continue;
+        struct fair_error e = {0};
+        int64_t share = 0;
+        if (fair_mig_share_milli(sc->name, &share, &e)) {
+            add_problem(&p->problem, "resources[\"%.80s\"]: %s", sc->name, e.msg);
+            bad = true;
+            continue;
+        }
+        if (sc->value > FAIR_POD_MAX_MIG - count) {
+            add_problem(&p->problem, "resources: more than %d MIG instances in one pod",
+                        FAIR_POD_MAX_MIG);
+            return;
+        }
+        count += sc->value;
+        milli += sc->value * share;
+    }
+    if (bad || count == 0)
+        return;
+    if (p->request.v[FAIR_RES_GPU] > 0 || p->gpu_fraction_milli > 0 || p->gpu_memory_bytes > 0) {
+        add_problem(&p->problem,
+                    "resources: MIG instances (%s<profile>) next to %s, %s or %s; ask for one "
+                    "kind of GPU per pod",
+                    FAIR_MIG_PREFIX, FAIR_RES_NAME_GPU, FAIR_ANN_GPU_FRACTION, FAIR_ANN_GPU_MEMORY);
+        return;
+    }
+    p->mig_milli = milli;
 }
 
 static int pod_scalars_ports(const json_t *spec, struct fair_kpod *p)
@@ -1767,6 +1811,7 @@ static int pod_fill(const json_t *obj, struct fair_kpod *p, struct fair_error *e
         pod_model_affinity(p);
     if ((rc = pod_scalars_ports(spec, p)))
         return fair_error_set(err, rc, "spec.containers: out of memory");
+    pod_mig(p);
     if ((rc = pod_pod_affinity(spec, p)))
         return fair_error_set(err, rc, "spec.affinity: out of memory");
     if ((rc = pod_spread(spec, p)))

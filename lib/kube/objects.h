@@ -44,6 +44,10 @@ struct fair_kpod {
     /* Sum over containers of resources.requests (limits where a request is
      * absent, as Kubernetes defaults them); GPU from nvidia.com/gpu. */
     struct fair_resources request;
+    /* MIG instances asked for (nvidia.com/mig-<profile> in scalars): their
+     * charge, the sum of count x the profile's share (base/mig.h), milli-
+     * GPU; 0: none. Set only when every MIG resource parses. */
+    int64_t mig_milli;
     /* Labels and annotations Fairshare reads, already extracted: */
     char *queue;                /* label fairshare.dev/queue */
     bool preemptible;           /* label fairshare.dev/preemptible != "false" */
