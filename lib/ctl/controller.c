@@ -1139,13 +1139,62 @@ fail:
     fair_ctl_podmem_end(&c->pods, p->uid);
 }
 
+/* Static claims (a WaitForFirstConsumer class without provisioner): as
+ * the volume binder does, the smallest matching volume on the node is
+ * prebound to each (its spec.claimRef, with the resourceVersion read, so a
+ * volume someone else took meanwhile is not taken twice); the PV
+ * controller then binds the claim, and the pod waits until it has. */
+static bool prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
+                           const struct fair_action *a)
+{
+    const struct fair_kpod *k = s->kpods[a->pod];
+    const struct fair_node *node = &s->snap.nodes[a->node];
+    struct fair_ctl_prebind pb[16];
+    int n = fair_ctl_volumes_prebind(&s->vol, k, node, pb, 16);
+    if (n < 0) {
+        /* No volume left on the node this cycle (another pod took it):
+         * the pod stays pending, its other claims untouched. */
+        FAIR_INFO(COMP, "msg=\"no static volume left on the node\" node=%s pod=%s/%s", node->name,
+                  k->meta.namespace_, k->meta.name);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct fair_kpvc *pc = pb[i].claim;
+        const struct fair_kpv *pv = pb[i].pv;
+        json_t *doc = json_pack("{s:{s:s?,s:{s:s}},s:{s:{s:s,s:s,s:s?,s:s?,s:s?}}}", "metadata",
+                                "resourceVersion", pv->meta.resource_version, "annotations",
+                                "pv.kubernetes.io/bound-by-controller", "yes", "spec", "claimRef",
+                                "apiVersion", "v1", "kind", "PersistentVolumeClaim", "namespace",
+                                pc->meta.namespace_, "name", pc->meta.name, "uid", pc->meta.uid);
+        char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        json_decref(doc);
+        struct fair_error err = {0};
+        struct req *r = body ? req_new(c, REQ_OBJ_PATCH) : NULL;
+        if (!r || !(r->name = dup0(pv->meta.name)) ||
+            fair_kclient_merge_patch(c->kc, &fair_kres_pvs, NULL, pv->meta.name, NULL, body,
+                                     on_simple_done, r, &err)) {
+            FAIR_WARN(COMP, "msg=\"volume not prebound\" pv=%s pvc=%s/%s err=\"%s\"", pv->meta.name,
+                      pc->meta.namespace_, pc->meta.name, err.msg);
+            req_free(r);
+        } else {
+            FAIR_INFO(COMP, "msg=\"volume prebound\" pv=%s pvc=%s/%s node=%s pod=%s/%s",
+                      pv->meta.name, pc->meta.namespace_, pc->meta.name, node->name,
+                      k->meta.namespace_, k->meta.name);
+        }
+        free(body);
+    }
+    return true;
+}
+
 /* A pod whose claims wait for their node (ctl/volumes.h): as the volume
  * binder does, the chosen node is written on them (selected-node) and the
  * pod is not bound yet. Their provisioner creates the volumes there; once
  * the claims are bound, the pod is placed where their volumes are. */
-static void select_node(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
                         const struct fair_action *a)
 {
+    if (!prebind_static(c, s, a))
+        return;
     const struct fair_kpod *k = s->kpods[a->pod];
     const char *node = s->snap.nodes[a->node].name;
     const struct fair_kpvc *claims[16];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "engine/constraints.h"
 #include "base/error.h"
 #include "kube/decode.h"
 
@@ -50,7 +51,8 @@ int fair_ctl_volumes_init(struct fair_ctl_volumes *v, const struct fair_kpvc *co
     v->npvs = npvs;
     v->scs = scs;
     v->nscs = nscs;
-    if (index_all(&v->pvc_by_key, (const void *const *)pvcs, npvcs, pvc_key) ||
+    v->pv_taken = fair_calloc(npvs ? npvs : 1, sizeof *v->pv_taken);
+    if (!v->pv_taken || index_all(&v->pvc_by_key, (const void *const *)pvcs, npvcs, pvc_key) ||
         index_all(&v->pv_by_name, (const void *const *)pvs, npvs, pv_key) ||
         index_all(&v->sc_by_name, (const void *const *)scs, nscs, sc_key)) {
         fair_ctl_volumes_release(v);
@@ -69,6 +71,7 @@ void fair_ctl_volumes_release(struct fair_ctl_volumes *v)
     for (size_t i = 0; i < v->nowned; i++)
         fair_free(v->owned[i]);
     fair_free(v->owned);
+    fair_free(v->pv_taken);
     memset(v, 0, sizeof *v);
 }
 
@@ -104,6 +107,161 @@ static const struct fair_ksc *delayed_class(const struct fair_ctl_volumes *v,
         return NULL;
     const struct fair_ksc *sc = find_sc(v, c->storage_class);
     return sc && sc->wait_for_first_consumer ? sc : NULL;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
+/* pv's claimRef names claim c (a uid, when set, must be c's). */
+static bool pv_bound_to(const struct fair_kpv *pv, const struct fair_kpvc *c)
+{
+    return pv->claim_name && str_eq(pv->claim_name, c->meta.name) &&
+           str_eq(pv->claim_ns, c->meta.namespace_) &&
+           (!pv->claim_uid || !*pv->claim_uid || str_eq(pv->claim_uid, c->meta.uid));
+}
+
+static bool has_label(const struct fair_label *l, size_t n, const struct fair_label *want)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(l[i].key, want->key))
+            return !strcmp(l[i].value, want->value);
+    return false;
+}
+
+bool fair_ctl_volume_matches(const struct fair_kpv *pv, const struct fair_kpvc *c,
+                             const struct fair_node *n)
+{
+    if (pv->meta.deletion_ms || pv->problem || c->problem || pv->claim_name || !pv->available)
+        return false;
+    if (!c->storage_class || !pv->storage_class || strcmp(c->storage_class, pv->storage_class))
+        return false;
+    if (pv->capacity_bytes < c->request_bytes || (c->access_modes & ~pv->access_modes) ||
+        pv->block != c->block)
+        return false;
+    for (size_t i = 0; i < c->nselector; i++)
+        if (!has_label(pv->labels, pv->nlabels, &c->selector[i]))
+            return false;
+    const struct fair_node_affinity *a = pv->node_affinity;
+    return !n || !a || !a->required || fair_node_affinity_match(a, n);
+}
+
+/* A term of one In requirement on a label: merged per key. */
+static bool single_in(const struct fair_node_term *t)
+{
+    return t->nreqs == 1 && !t->invalid && t->reqs[0].op == FAIR_SEL_IN && !t->reqs[0].field;
+}
+
+#define STATIC_MAX_KEYS 8
+
+/* Claim c (unbound, of a class without provisioner): *pre, a volume whose
+ * claimRef already names it; else *nmatch candidates and the nodes they
+ * allow: *terms NULL (a candidate reachable from every node) or the OR of
+ * their terms, one-In terms on one key merged into one requirement (local
+ * volumes: hostname In [the nodes]). */
+static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
+                        const struct fair_kpv **pre, size_t *nmatch,
+                        const struct fair_node_affinity **terms, bool *too_many)
+{
+    *pre = NULL;
+    *nmatch = 0;
+    *terms = NULL;
+    *too_many = false;
+    bool anywhere = false;
+    const char *keys[STATIC_MAX_KEYS];
+    size_t nkeys = 0, nraw = 0, nvals = 0;
+    for (size_t i = 0; i < v->npvs; i++) {
+        const struct fair_kpv *pv = v->pvs[i];
+        if (pv_bound_to(pv, c) && !pv->meta.deletion_ms) {
+            *pre = pv;
+            return 0;
+        }
+        if (!fair_ctl_volume_matches(pv, c, NULL))
+            continue;
+        (*nmatch)++;
+        const struct fair_node_affinity *a = pv->node_affinity;
+        if (!a || !a->required) {
+            anywhere = true;
+            continue;
+        }
+        for (size_t t = 0; t < a->nterms; t++) {
+            const struct fair_node_term *x = &a->terms[t];
+            size_t k = 0;
+            if (single_in(x)) {
+                while (k < nkeys && strcmp(keys[k], x->reqs[0].key))
+                    k++;
+                if (k == nkeys && nkeys < STATIC_MAX_KEYS)
+                    keys[nkeys++] = x->reqs[0].key;
+            }
+            if (single_in(x) && k < nkeys)
+                nvals += x->reqs[0].nvalues;
+            else
+                nraw++;
+        }
+    }
+    if (anywhere || !*nmatch)
+        return 0;
+    size_t nt = nkeys + nraw;
+    if (nt > FAIR_CTL_VOLUME_MAX_TERMS) {
+        *too_many = true;
+        return 0;
+    }
+    if (fair_grow((void **)&v->owned, &v->owned_cap, v->nowned + 1, sizeof *v->owned))
+        return FAIR_ENOMEM;
+    size_t size = sizeof(struct fair_node_affinity) + nt * sizeof(struct fair_node_term) +
+                  nkeys * sizeof(struct fair_node_req) + (nvals ? nvals : 1) * sizeof(char *);
+    char *block = fair_calloc(1, size);
+    if (!block)
+        return FAIR_ENOMEM;
+    v->owned[v->nowned++] = block;
+    struct fair_node_affinity *r = (struct fair_node_affinity *)block;
+    struct fair_node_term *tt = (struct fair_node_term *)(block + sizeof *r);
+    struct fair_node_req *reqs = (struct fair_node_req *)(tt + nt);
+    const char **vals = (const char **)(reqs + nkeys);
+    /* The merged terms first (values gathered key by key), then the rest. */
+    size_t q = 0, raw = nkeys;
+    for (size_t k = 0; k < nkeys; k++) {
+        reqs[k].key = keys[k];
+        reqs[k].op = FAIR_SEL_IN;
+        reqs[k].values = &vals[q];
+        tt[k].reqs = &reqs[k];
+        tt[k].nreqs = 1;
+        for (size_t i = 0; i < v->npvs; i++) {
+            const struct fair_kpv *pv = v->pvs[i];
+            if (!fair_ctl_volume_matches(pv, c, NULL))
+                continue;
+            const struct fair_node_affinity *a = pv->node_affinity;
+            for (size_t t = 0; t < a->nterms; t++) {
+                const struct fair_node_term *x = &a->terms[t];
+                if (!single_in(x) || strcmp(x->reqs[0].key, keys[k]))
+                    continue;
+                for (uint32_t j = 0; j < x->reqs[0].nvalues; j++)
+                    vals[q++] = x->reqs[0].values[j];
+                reqs[k].nvalues += x->reqs[0].nvalues;
+            }
+        }
+    }
+    for (size_t i = 0; i < v->npvs; i++) {
+        const struct fair_kpv *pv = v->pvs[i];
+        if (!fair_ctl_volume_matches(pv, c, NULL))
+            continue;
+        const struct fair_node_affinity *a = pv->node_affinity;
+        for (size_t t = 0; t < a->nterms; t++) {
+            const struct fair_node_term *x = &a->terms[t];
+            size_t k = 0;
+            if (single_in(x))
+                while (k < nkeys && strcmp(keys[k], x->reqs[0].key))
+                    k++;
+            if (!single_in(x) || k == nkeys)
+                tt[raw++] = *x;
+        }
+    }
+    r->required = true;
+    r->terms = tt;
+    r->nterms = nt;
+    *terms = r;
+    return 0;
 }
 
 /* a AND b, both required: every pair of terms, their requirements
@@ -233,20 +391,42 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                      name, cls);
             if (sc->problem)
                 WAIT("storageclass \"%s\" (claim \"%s\"): %s", cls, name, sc->problem);
+            if (!sc->provisioner || !strcmp(sc->provisioner, FAIR_NO_PROVISIONER)) {
+                /* Static volumes: the binder's findMatchingVolume. */
+                if (c->problem)
+                    WAIT("claim \"%s\": %s", name, c->problem);
+                const struct fair_kpv *pre;
+                size_t nmatch;
+                bool many;
+                if (static_terms(v, c, &pre, &nmatch, &terms, &many))
+                    return FAIR_ENOMEM;
+                if (pre)
+                    WAIT("waiting for the PV controller to bind claim \"%s\" to "
+                         "persistentvolume \"%s\" (its spec.claimRef names the claim)",
+                         name, pre->meta.name);
+                if (!nmatch)
+                    WAIT("no Available persistentvolume of StorageClass \"%s\" matches claim "
+                         "\"%s\" (capacity, access modes, volume mode, selector; claimRef "
+                         "empty)",
+                         cls, name);
+                if (many)
+                    WAIT("the persistentvolumes that match claim \"%s\" make more than %d node "
+                         "selector terms; Fairshare does not schedule this pod",
+                         name, FAIR_CTL_VOLUME_MAX_TERMS);
+                out->select_node = true;
+                what = "its static volumes' node affinity";
+                goto merge;
+            }
             if (c->selected_node && *c->selected_node)
                 WAIT("waiting for the provisioner %s to create the volume of claim \"%s\" on "
                      "node %s (annotation %s)",
                      sc->provisioner ? sc->provisioner : "(none)", name, c->selected_node,
                      FAIR_ANN_SELECTED_NODE);
-            if (!sc->provisioner || !strcmp(sc->provisioner, FAIR_NO_PROVISIONER))
-                WAIT("claim \"%s\" is unbound and StorageClass \"%s\" has no provisioner: "
-                     "Fairshare does not choose among static PersistentVolumes; bind the "
-                     "claim to one (spec.volumeName)",
-                     name, cls);
             out->select_node = true;
             terms = sc->allowed;
             what = "its StorageClasses' allowedTopologies";
         }
+    merge:
         if (!terms)
             continue;
         bool too_many;
@@ -276,4 +456,55 @@ size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct
             out[n++] = c;
     }
     return n;
+}
+
+static bool static_claim(const struct fair_ctl_volumes *v, const struct fair_kpvc *c)
+{
+    if (!c || c->volume_name || c->meta.deletion_ms)
+        return false;
+    const struct fair_ksc *sc = delayed_class(v, c);
+    return sc && (!sc->provisioner || !strcmp(sc->provisioner, FAIR_NO_PROVISIONER));
+}
+
+int fair_ctl_volumes_prebind(struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                             const struct fair_node *n, struct fair_ctl_prebind *out, size_t max)
+{
+    size_t cnt = 0;
+    int ret = 0;
+    int32_t picked[64];
+    const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
+    for (size_t i = 0; i < k->nclaims; i++) {
+        const struct fair_kpvc *c = find_pvc(v, ns, k->claims[i]);
+        if (!static_claim(v, c))
+            continue;
+        if (cnt == max || cnt == sizeof picked / sizeof *picked) {
+            ret = -1;
+            goto undo;
+        }
+        int32_t best = -1;
+        for (size_t j = 0; j < v->npvs; j++) {
+            const struct fair_kpv *pv = v->pvs[j];
+            if (v->pv_taken[j] || !fair_ctl_volume_matches(pv, c, n))
+                continue;
+            if (best < 0 || pv->capacity_bytes < v->pvs[best]->capacity_bytes ||
+                (pv->capacity_bytes == v->pvs[best]->capacity_bytes &&
+                 strcmp(pv->meta.name ? pv->meta.name : "",
+                        v->pvs[best]->meta.name ? v->pvs[best]->meta.name : "") < 0))
+                best = (int32_t)j;
+        }
+        if (best < 0) {
+            ret = -1;
+            goto undo;
+        }
+        v->pv_taken[best] = true;
+        picked[cnt] = best;
+        out[cnt].claim = c;
+        out[cnt].pv = v->pvs[best];
+        cnt++;
+    }
+    return (int)cnt;
+undo:
+    for (size_t i = 0; i < cnt; i++)
+        v->pv_taken[picked[i]] = false;
+    return ret;
 }

@@ -10,7 +10,11 @@
  *    allow, ANDed with the pod's own required node affinity;
  *  - and whether a claim waits for its node (selected-node): the
  *    controller then writes the chosen node on those claims instead of
- *    binding, as the volume binder does before its bind.
+ *    binding, as the volume binder does before its bind;
+ *  - for an unbound claim of a WaitForFirstConsumer class without
+ *    provisioner (static local volumes): the nodes where an Available
+ *    volume matches it; the controller then prebinds the smallest one on
+ *    the chosen node (spec.claimRef) instead of binding the pod.
  *
  * Ownership: every input is borrowed; node affinities it makes are owned
  * by struct fair_ctl_volumes and live until fair_ctl_volumes_release(). */
@@ -40,6 +44,9 @@ struct fair_ctl_volumes {
     struct fair_ctl_index sc_by_name;
     void **owned; /* node affinities made here */
     size_t nowned, owned_cap;
+    /* Static volumes handed out by fair_ctl_volumes_prebind() this cycle
+     * (npvs entries): one volume never goes to two claims. */
+    bool *pv_taken;
 };
 
 /* Indexes the inputs (borrowed). Returns 0 or FAIR_ENOMEM. */
@@ -64,9 +71,35 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                          struct fair_ctl_volume_verdict *out);
 
 /* The claims of k that wait for a node: unbound, of a WaitForFirstConsumer
- * class with a provisioner, no selected-node yet. Fills out (at most max);
+ * class with a provisioner, no selected-node yet (static claims, of a class
+ * without provisioner, are fair_ctl_volumes_prebind()'s). Fills out (at most max);
  * returns the count. */
 size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
                                   const struct fair_kpvc **out, size_t max);
+
+/* A static volume chosen for a claim (prebind: the controller sets the
+ * volume's spec.claimRef to the claim; the PV controller then binds). */
+struct fair_ctl_prebind {
+    const struct fair_kpvc *claim;
+    const struct fair_kpv *pv;
+};
+
+/* Whether static volume pv can serve claim c on node n (NULL: any node),
+ * as the volume binder's findMatchingVolume reads it: Available and not
+ * claimed, same StorageClass, capacity >= the request, the claim's access
+ * modes among the volume's, same volume mode, the claim's selector
+ * matches the volume's labels, and its node affinity matches n. */
+bool fair_ctl_volume_matches(const struct fair_kpv *pv, const struct fair_kpvc *c,
+                             const struct fair_node *n);
+
+/* For pod k going to node n: per unbound claim of a WaitForFirstConsumer
+ * class without provisioner, the smallest matching volume on n not yet
+ * handed out this cycle (claims in order, as the binder does). All or
+ * nothing: returns the count filled into out (0: k has no such claim), or
+ * -1 when a claim finds no volume left or there are more than max such
+ * claims (nothing is marked then). The volumes returned are marked as
+ * handed out. */
+int fair_ctl_volumes_prebind(struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                             const struct fair_node *n, struct fair_ctl_prebind *out, size_t max);
 
 #endif

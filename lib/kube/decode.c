@@ -2578,6 +2578,65 @@ out:
 
 /* ---- volumes ----------------------------------------------------------- */
 
+/* spec.accessModes as FAIR_KACCESS_* bits; an unknown mode is a problem. */
+static uint8_t access_modes(const json_t *spec, const char *path, char **problem)
+{
+    const json_t *am = spec ? json_object_get(spec, "accessModes") : NULL;
+    uint8_t bits = 0;
+    if (!am || json_is_null(am))
+        return 0;
+    if (!json_is_array(am) || json_array_size(am) > 8) {
+        add_problem(problem, "%s: want at most 8 modes", path);
+        return 0;
+    }
+    size_t i;
+    const json_t *m;
+    json_array_foreach(am, i, m)
+    {
+        const char *s = json_string_value(m);
+        if (s && !strcmp(s, "ReadWriteOnce"))
+            bits |= FAIR_KACCESS_RWO;
+        else if (s && !strcmp(s, "ReadOnlyMany"))
+            bits |= FAIR_KACCESS_ROX;
+        else if (s && !strcmp(s, "ReadWriteMany"))
+            bits |= FAIR_KACCESS_RWX;
+        else if (s && !strcmp(s, "ReadWriteOncePod"))
+            bits |= FAIR_KACCESS_RWOP;
+        else
+            add_problem(problem, "%s: unknown mode", path);
+    }
+    return bits;
+}
+
+/* spec.volumeMode: Block or Filesystem (the default). */
+static bool volume_block(const json_t *spec, const char *path, char **problem)
+{
+    const json_t *vm = spec ? json_object_get(spec, "volumeMode") : NULL;
+    const char *s = json_string_value(vm);
+    if (!vm || json_is_null(vm) || (s && !strcmp(s, "Filesystem")))
+        return false;
+    if (s && !strcmp(s, "Block"))
+        return true;
+    add_problem(problem, "%s: want Block or Filesystem", path);
+    return false;
+}
+
+/* A storage quantity (bytes) at obj[key].storage; 0 when absent. */
+static int64_t storage_of(const json_t *obj, const char *key, const char *path, char **problem)
+{
+    const json_t *m = obj ? json_object_get(obj, key) : NULL;
+    const json_t *v = json_is_object(m) ? json_object_get(m, "storage") : NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    struct fair_error qe = {0};
+    int64_t x = 0;
+    if (fair_kquantity_decode(v, 0, &x, path, &qe) || x < 0) {
+        add_problem(problem, "%s: want a non-negative quantity", path);
+        return 0;
+    }
+    return x;
+}
+
 int fair_kpvc_decode(const json_t *obj, struct fair_kpvc **out, struct fair_error *err)
 {
     int rc = 0;
@@ -2598,6 +2657,31 @@ int fair_kpvc_decode(const json_t *obj, struct fair_kpvc **out, struct fair_erro
         (rc = get_str(json_is_object(ann) ? ann : NULL, FAIR_ANN_SELECTED_NODE,
                       "annotation " FAIR_ANN_SELECTED_NODE, &c->selected_node, err)))
         goto out;
+    problem_lost = false;
+    const json_t *spo = json_is_object(spec) ? spec : NULL;
+    c->access_modes = access_modes(spo, "spec.accessModes", &c->problem);
+    c->block = volume_block(spo, "spec.volumeMode", &c->problem);
+    const json_t *res = spo ? json_object_get(spo, "resources") : NULL;
+    c->request_bytes = storage_of(json_is_object(res) ? res : NULL, "requests",
+                                  "spec.resources.requests.storage", &c->problem);
+    const json_t *sel = spo ? json_object_get(spo, "selector") : NULL;
+    if (sel && !json_is_null(sel)) {
+        const json_t *ml = json_is_object(sel) ? json_object_get(sel, "matchLabels") : NULL;
+        const json_t *me = json_is_object(sel) ? json_object_get(sel, "matchExpressions") : NULL;
+        if (!json_is_object(sel) || (ml && !json_is_null(ml) && !json_is_object(ml)) ||
+            (me && !json_is_null(me) && !json_is_array(me)))
+            add_problem(&c->problem, "spec.selector: want a label selector");
+        else if (json_array_size(me))
+            add_problem(&c->problem, "spec.selector.matchExpressions: not supported by "
+                                     "Fairshare (use matchLabels)");
+        else if (json_is_object(ml) && (rc = decode_labels(ml, "spec.selector.matchLabels", false,
+                                                           &c->selector, &c->nselector, err)))
+            goto out;
+    }
+    if (problem_lost) {
+        rc = fair_error_set(err, FAIR_ENOMEM, "persistentvolumeclaim: out of memory");
+        goto out;
+    }
     if (c->volume_name && !*c->volume_name) {
         fair_free(c->volume_name);
         c->volume_name = NULL;
@@ -2639,8 +2723,30 @@ int fair_kpv_decode(const json_t *obj, struct fair_kpv **out, struct fair_error 
     const json_t *req = json_is_object(na) ? json_object_get(na, "required") : NULL;
     if (req && !json_is_null(req) &&
         (rc = node_selector_build(req, "spec.nodeAffinity.required", &v->problem,
-                                  &v->node_affinity)))
+                                  &v->node_affinity))) {
         rc = fair_error_set(err, rc, "spec.nodeAffinity: out of memory");
+        goto out;
+    }
+    const json_t *md = json_object_get(obj, "metadata");
+    const json_t *labels = json_is_object(md) ? json_object_get(md, "labels") : NULL;
+    if ((rc = decode_labels(json_is_object(labels) ? labels : NULL, "metadata.labels", false,
+                            &v->labels, &v->nlabels, err)) ||
+        (rc = get_str(spec, "storageClassName", "spec.storageClassName", &v->storage_class, err)))
+        goto out;
+    const json_t *cr = spec ? json_object_get(spec, "claimRef") : NULL;
+    if (json_is_object(cr) &&
+        ((rc = get_str(cr, "namespace", "spec.claimRef.namespace", &v->claim_ns, err)) ||
+         (rc = get_str(cr, "name", "spec.claimRef.name", &v->claim_name, err)) ||
+         (rc = get_str(cr, "uid", "spec.claimRef.uid", &v->claim_uid, err))))
+        goto out;
+    if (json_is_object(cr) && !v->claim_name)
+        add_problem(&v->problem, "spec.claimRef: no name");
+    v->capacity_bytes = storage_of(spec, "capacity", "spec.capacity.storage", &v->problem);
+    v->access_modes = access_modes(spec, "spec.accessModes", &v->problem);
+    v->block = volume_block(spec, "spec.volumeMode", &v->problem);
+    const json_t *st = json_object_get(obj, "status");
+    const char *ph = json_is_object(st) ? json_string_value(json_object_get(st, "phase")) : NULL;
+    v->available = ph && !strcmp(ph, "Available");
 out:
     if (!rc && problem_lost)
         rc = FAIR_ENOMEM;
@@ -2924,8 +3030,12 @@ const struct fair_ktype fair_ktype_vc_podgroup = {"PodGroup", dec_vc_podgroup, f
 
 static const struct fair_jfield pvc_ann[] = {{FAIR_ANN_SELECTED_NODE, NULL}, {NULL, NULL}};
 static const struct fair_jfield pvc_meta[] = {META_FIELDS, {"annotations", pvc_ann}, {NULL, NULL}};
+static const struct fair_jfield pvc_requests[] = {{"storage", NULL}, {NULL, NULL}};
+static const struct fair_jfield pvc_resources[] = {{"requests", pvc_requests}, {NULL, NULL}};
 static const struct fair_jfield pvc_spec[] = {
-    {"volumeName", NULL}, {"storageClassName", NULL}, {NULL, NULL}};
+    {"volumeName", NULL},  {"storageClassName", NULL}, {"resources", pvc_resources},
+    {"accessModes", NULL}, {"volumeMode", NULL},       {"selector", NULL},
+    {NULL, NULL}};
 static const struct fair_jfield pvc_status[] = {{"phase", NULL}, {NULL, NULL}};
 static const struct fair_jfield pvc_filter[] = {STATUS_FIELDS,
                                                 {"metadata", pvc_meta},
@@ -2933,9 +3043,23 @@ static const struct fair_jfield pvc_filter[] = {STATUS_FIELDS,
                                                 {"status", pvc_status},
                                                 {NULL, NULL}};
 static const struct fair_jfield pv_meta[] = {META_FIELDS, {NULL, NULL}};
-static const struct fair_jfield pv_spec[] = {{"nodeAffinity", NULL}, {NULL, NULL}};
-static const struct fair_jfield pv_filter[] = {
-    STATUS_FIELDS, {"metadata", pv_meta}, {"spec", pv_spec}, {NULL, NULL}};
+static const struct fair_jfield pv_meta_labels[] = {META_FIELDS, {"labels", NULL}, {NULL, NULL}};
+static const struct fair_jfield pv_claim_ref[] = {
+    {"namespace", NULL}, {"name", NULL}, {"uid", NULL}, {NULL, NULL}};
+static const struct fair_jfield pv_capacity[] = {{"storage", NULL}, {NULL, NULL}};
+static const struct fair_jfield pv_spec[] = {{"nodeAffinity", NULL},
+                                             {"storageClassName", NULL},
+                                             {"claimRef", pv_claim_ref},
+                                             {"capacity", pv_capacity},
+                                             {"accessModes", NULL},
+                                             {"volumeMode", NULL},
+                                             {NULL, NULL}};
+static const struct fair_jfield pv_status[] = {{"phase", NULL}, {NULL, NULL}};
+static const struct fair_jfield pv_filter[] = {STATUS_FIELDS,
+                                               {"metadata", pv_meta_labels},
+                                               {"spec", pv_spec},
+                                               {"status", pv_status},
+                                               {NULL, NULL}};
 static const struct fair_jfield sc_filter[] = {STATUS_FIELDS,
                                                {"metadata", pv_meta},
                                                {"provisioner", NULL},

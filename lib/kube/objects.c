@@ -131,6 +131,8 @@ void fair_kpvc_free(struct fair_kpvc *c)
     fair_free(c->volume_name);
     fair_free(c->storage_class);
     fair_free(c->selected_node);
+    free_labels(c->selector, c->nselector);
+    fair_free(c->problem);
     fair_free(c);
 }
 
@@ -141,6 +143,11 @@ void fair_kpv_free(struct fair_kpv *v)
     fair_kmeta_release(&v->meta);
     fair_free(v->node_affinity);
     fair_free(v->problem);
+    fair_free(v->storage_class);
+    fair_free(v->claim_ns);
+    fair_free(v->claim_name);
+    fair_free(v->claim_uid);
+    free_labels(v->labels, v->nlabels);
     fair_free(v);
 }
 

@@ -158,7 +158,20 @@ struct fair_kpvc {
     bool bound;          /* status.phase Bound */
     bool lost;           /* status.phase Lost */
     char *selected_node; /* annotation volume.kubernetes.io/selected-node */
+    /* What a static volume must offer (findMatchingVolume): */
+    int64_t request_bytes;       /* spec.resources.requests.storage; 0: none */
+    uint8_t access_modes;        /* spec.accessModes, FAIR_KACCESS_* bits */
+    bool block;                  /* spec.volumeMode Block (default Filesystem) */
+    struct fair_label *selector; /* spec.selector.matchLabels (owned) */
+    size_t nselector;
+    char *problem; /* a selector or field Fairshare does not read */
 };
+
+/* PersistentVolume access modes, as bits. */
+#define FAIR_KACCESS_RWO 1u
+#define FAIR_KACCESS_ROX 2u
+#define FAIR_KACCESS_RWX 4u
+#define FAIR_KACCESS_RWOP 8u
 
 /* A PersistentVolume: where it can be reached. */
 struct fair_kpv {
@@ -167,6 +180,17 @@ struct fair_kpv {
      * allocation); NULL: reachable from every node. */
     struct fair_node_affinity *node_affinity;
     char *problem; /* a nodeAffinity over the limits or of a bad shape */
+    /* For static binding (findMatchingVolume): */
+    char *storage_class; /* spec.storageClassName; NULL: none */
+    char *claim_ns;      /* spec.claimRef; NULL: not claimed */
+    char *claim_name;
+    char *claim_uid;           /* NULL: pre-bound by name only */
+    int64_t capacity_bytes;    /* spec.capacity.storage */
+    uint8_t access_modes;      /* FAIR_KACCESS_* bits */
+    bool block;                /* spec.volumeMode Block */
+    bool available;            /* status.phase Available */
+    struct fair_label *labels; /* metadata.labels (owned) */
+    size_t nlabels;
 };
 
 /* A StorageClass: when its volumes are bound. */

@@ -519,6 +519,41 @@ static void create_tracked(const char *coll, const char *name, const char *body)
     e2e_track(path);
 }
 
+/* A static local PersistentVolume of class cls on node, of size, claimed
+ * by nobody (the admin's local NVMe). */
+static void mk_static_pv(const char *name, const char *cls, const char *node, const char *size)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{\"capacity\":{\"storage\":\"%s\"},\"accessModes\":[\"ReadWriteOnce\"],"
+             "\"storageClassName\":\"%s\",\"local\":{\"path\":\"/mnt/e2e\"},"
+             "\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{"
+             "\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}}",
+             name, size, cls, node);
+    create_tracked("/api/v1/persistentvolumes", name, body);
+}
+
+/* The name in the volume's spec.claimRef (malloc'd, "" if none). */
+static char *pv_claim(const char *pv)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/persistentvolumes/%s", pv);
+    json_t *v = e2e_get(path);
+    const char *s = v ? e2e_str(v, "spec.claimRef.name") : NULL;
+    char *out = strdup(s ? s : "");
+    json_decref(v);
+    return out;
+}
+
+static bool pv_claimed_by(const char *pv, const char *claim)
+{
+    char *s = pv_claim(pv);
+    bool ok = !strcmp(s, claim);
+    free(s);
+    return ok;
+}
+
 /* A local PersistentVolume of class cls on node, bound ahead to claim
  * ns/claim (claimRef), as an admin or a provisioner makes it. */
 static void mk_local_pv(const char *name, const char *cls, const char *node, const char *ns,
@@ -622,7 +657,9 @@ static bool claim_has_selected(const char *ns, const char *name)
  * the test plays the provisioner (a volume on that node, bound ahead to
  * the claim, which the PV controller then binds), and the pod is bound
  * where the volume is; a missing claim keeps its pod waiting with
- * VolumeNotReady. */
+ * VolumeNotReady; a claim of a class without provisioner gets the smaller
+ * of two static local volumes on the second node prebound, the real PV
+ * controller binds it, and the pod goes there. */
 static void test_volumes(void **state)
 {
     (void)state;
@@ -676,6 +713,38 @@ static void test_volumes(void **state)
     }
     free(node);
     assert_true(pod_on(pre, "orphan", ""));
+
+    /* Static local volumes (kubernetes.io/no-provisioner): two on the
+     * second node, 50Gi and 2Gi. The claim of 1Gi gets the smaller one
+     * prebound (its claimRef), the real PV controller binds the claim,
+     * and the pod is bound on the second node. */
+    char scls[160], sbig[160], ssmall[160];
+    snprintf(scls, sizeof scls, "%s-static", pre);
+    snprintf(sbig, sizeof sbig, "%s-s-big", pre);
+    snprintf(ssmall, sizeof ssmall, "%s-s-small", pre);
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{"
+             "\"name\":\"%s\"},\"provisioner\":\"kubernetes.io/no-provisioner\","
+             "\"volumeBindingMode\":\"WaitForFirstConsumer\"}",
+             scls);
+    create_tracked("/apis/storage.k8s.io/v1/storageclasses", scls, body);
+    mk_static_pv(sbig, scls, e2e_node(1), "50Gi");
+    mk_static_pv(ssmall, scls, e2e_node(1), "2Gi");
+    mk_claim(pre, "sdata", scls, NULL);
+    mk_claim_pod(pre, "static", pre, "sdata");
+    if (!E2E_WAIT(pv_claimed_by(ssmall, "sdata"), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the 2Gi static volume was not prebound to the claim");
+    }
+    if (!E2E_WAIT(pod_on(pre, "static", e2e_node(1)), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the pod of the static claim is on \"%s\", want %s", pod_node_of(pre, "static"),
+                 e2e_node(1));
+    }
+    assert_true(pv_claimed_by(sbig, ""));
+    assert_false(claim_has_selected(pre, "sdata"));
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }

@@ -4,7 +4,10 @@
  * gets the chosen node (selected-node) before the pod is bound, and the
  * pod is bound once the test, playing the provisioner, binds the claim;
  * a missing claim or an Immediate one keeps the pod waiting with
- * VolumeNotReady. */
+ * VolumeNotReady; a claim of a class without provisioner (static local
+ * volumes) gets the smallest matching volume on the chosen node prebound
+ * (the volume's claimRef), and the pod is bound once the test, playing the
+ * PV controller (fakekube has none), binds the claim. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,6 +52,70 @@ static void mk_class(struct fair_fake *f, const char *name, const char *mode)
              "\"name\":\"%s\"},\"provisioner\":\"example.com/csi\",\"volumeBindingMode\":\"%s\"}",
              name, mode);
     must_create(f, "/apis/storage.k8s.io/v1/storageclasses", body);
+}
+
+/* A static local volume of class local-nvme on node, Available. */
+static void mk_local_pv(struct fair_fake *f, const char *name, const char *node, const char *size)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{\"capacity\":{\"storage\":\"%s\"},\"accessModes\":[\"ReadWriteOnce\"],"
+             "\"storageClassName\":\"local-nvme\",\"local\":{\"path\":\"/mnt/x\"},"
+             "\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{"
+             "\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}}",
+             name, size, node);
+    must_create(f, "/api/v1/persistentvolumes", body);
+}
+
+/* The name in the volume's spec.claimRef (malloc'd; "" when none), and its
+ * uid into uid (malloc'd) when asked. */
+static char *claim_ref(struct fair_fake *f, const char *pv, char **uid)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/persistentvolumes/%s", pv);
+    long code = 0;
+    char *resp = NULL, *out = NULL;
+    if (uid)
+        *uid = NULL;
+    if (fair_fake_request(f, "GET", path, NULL, &code, &resp) == 0 && code == 200) {
+        json_t *j = json_loads(resp, 0, NULL);
+        const json_t *cr = json_object_get(json_object_get(j, "spec"), "claimRef");
+        const char *s = json_string_value(json_object_get(cr, "name"));
+        out = strdup(s ? s : "");
+        if (uid) {
+            const char *u = json_string_value(json_object_get(cr, "uid"));
+            *uid = strdup(u ? u : "");
+        }
+        json_decref(j);
+    }
+    free(resp);
+    return out ? out : strdup("");
+}
+
+static bool claimed_by(struct fair_fake *f, const char *pv, const char *claim)
+{
+    char *s = claim_ref(f, pv, NULL);
+    bool ok = !strcmp(s, claim);
+    free(s);
+    return ok;
+}
+
+/* The claim's metadata.uid (malloc'd). */
+static char *claim_uid(struct fair_fake *f, const char *claim)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/team-a/persistentvolumeclaims/%s", claim);
+    long code = 0;
+    char *resp = NULL, *out = NULL;
+    if (fair_fake_request(f, "GET", path, NULL, &code, &resp) == 0 && code == 200) {
+        json_t *j = json_loads(resp, 0, NULL);
+        const char *u = json_string_value(json_object_get(json_object_get(j, "metadata"), "uid"));
+        out = strdup(u ? u : "");
+        json_decref(j);
+    }
+    free(resp);
+    return out ? out : strdup("");
 }
 
 /* A one-GPU pod of queue qa using claim. */
@@ -185,6 +252,61 @@ static void test_volumes(void **state)
         fail_msg("the pod whose claim appeared was not bound where its volume is");
     }
     assert_true(node_is(&fake, "slow", ""));
+
+    /* Static local volumes (a class without provisioner): 5Gi on
+     * node-0000 (too small), 100Gi and 10Gi on node-0001. The pod of an
+     * 8Gi claim goes to node-0001, whose 10Gi volume (the smallest that
+     * fits) is prebound to the claim; the pod is not bound yet. */
+    must_create(&fake, "/apis/storage.k8s.io/v1/storageclasses",
+                "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":"
+                "{\"name\":\"local-nvme\"},\"provisioner\":\"kubernetes.io/no-provisioner\","
+                "\"volumeBindingMode\":\"WaitForFirstConsumer\"}");
+    const char *const local[][3] = {{"nvme-0-5g", "node-0000", "5Gi"},
+                                    {"nvme-1-100g", "node-0001", "100Gi"},
+                                    {"nvme-1-10g", "node-0001", "10Gi"}};
+    for (size_t i = 0; i < 3; i++) {
+        char path[128];
+        mk_local_pv(&fake, local[i][0], local[i][1], local[i][2]);
+        snprintf(path, sizeof path, "/api/v1/persistentvolumes/%s/status", local[i][0]);
+        patch(&fake, path, "{\"status\":{\"phase\":\"Available\"}}");
+    }
+    must_create(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims",
+                "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{"
+                "\"name\":\"scratch\",\"namespace\":\"team-a\"},\"spec\":{\"accessModes\":["
+                "\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":\"8Gi\"}},"
+                "\"storageClassName\":\"local-nvme\"}}");
+    mk_claim_pod(&fake, "static", "scratch");
+    if (!WAIT_UNTIL(claimed_by(&fake, "nvme-1-10g", "scratch"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the 10Gi volume on node-0001 was not prebound to the static claim");
+    }
+    char *uid = NULL, *name = claim_ref(&fake, "nvme-1-10g", &uid);
+    char *want_uid = claim_uid(&fake, "scratch");
+    assert_string_equal(uid, want_uid);
+    free(uid);
+    free(want_uid);
+    free(name);
+    assert_true(claimed_by(&fake, "nvme-1-100g", ""));
+    assert_true(claimed_by(&fake, "nvme-0-5g", ""));
+    assert_false(selected_is_set(&fake, "scratch"));
+    nap(1500);
+    assert_true(node_is(&fake, "static", ""));
+    assert_true(WAIT_UNTIL(
+        pod_condition_is(&fake, "team-a", "static", "PodScheduled", "VolumeNotReady"), WAIT_MS));
+    assert_true(claimed_by(&fake, "nvme-1-100g", ""));
+
+    /* The PV controller (the test) binds the claim to the prebound
+     * volume: the pod is bound to node-0001. */
+    patch(&fake, "/api/v1/persistentvolumes/nvme-1-10g/status",
+          "{\"status\":{\"phase\":\"Bound\"}}");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/scratch",
+          "{\"spec\":{\"volumeName\":\"nvme-1-10g\"}}");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/scratch/status",
+          "{\"status\":{\"phase\":\"Bound\"}}");
+    if (!WAIT_UNTIL(node_is(&fake, "static", "node-0001"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the pod was not bound where its static volume is");
+    }
     stop_all(&fake, &c);
 }
 

@@ -411,6 +411,7 @@ static void synthetic_requests(struct req_set *s)
     add_req(s, "PATCH", "/api/v1/namespaces/a/persistentvolumeclaims/c");
     add_req(s, "GET", "/api/v1/persistentvolumes?limit=500");
     add_req(s, "GET", "/api/v1/persistentvolumes?watch=1");
+    add_req(s, "PATCH", "/api/v1/persistentvolumes/v");
     add_req(s, "GET", "/apis/storage.k8s.io/v1/storageclasses?limit=500");
     add_req(s, "GET", "/apis/storage.k8s.io/v1/storageclasses?watch=1");
     add_req(s, "POST", "/apis/coordination.k8s.io/v1/namespaces/fairshare-system/leases");

@@ -36,6 +36,19 @@ static const struct fair_node nodes[3] = {
     "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","          \
     "\"operator\":\"In\",\"values\":[" __VA_ARGS__ "]}]}]}"
 
+/* An unbound claim of the class "local" in namespace t, more of its spec. */
+#define LOCAL_PVC(name, spec)                                                                      \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"t\",\"uid\":\"uid-" name "\"},"          \
+    "\"spec\":{\"storageClassName\":\"local\"," spec "},\"status\":{\"phase\":\"Pending\"}}"
+
+/* A local volume of the class "local" on one node. */
+#define LOCAL_PV(name, labels, node, size, more, phase)                                            \
+    "{\"metadata\":{\"name\":\"" name "\",\"labels\":{" labels "}},\"spec\":{"                     \
+    "\"storageClassName\":\"local\",\"capacity\":{\"storage\":\"" size "\"},"                      \
+    "\"nodeAffinity\":{\"required\":" HOST_IN("\"" node "\"") "}" more "},"                        \
+                                                              "\"status\":{\"phase\":\"" phase     \
+                                                              "\"}}"
+
 /* The objects of every case. */
 static const char *const pvcs_json[] = {
     "{\"metadata\":{\"name\":\"on-n1\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":\"pv-n1\","
@@ -69,6 +82,21 @@ static const char *const pvcs_json[] = {
     "\"pv-n1\"},\"status\":{\"phase\":\"Bound\"}}",
     "{\"metadata\":{\"name\":\"on-n1\",\"namespace\":\"other\"},\"spec\":{\"volumeName\":"
     "\"pv-n0n2\"},\"status\":{\"phase\":\"Bound\"}}",
+    /* Static claims of the class "local" (no provisioner). */
+    LOCAL_PVC("local-8g", "\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":"
+                          "{\"storage\":\"8Gi\"}}"),
+    LOCAL_PVC("local-15g", "\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":"
+                           "{\"storage\":\"15Gi\"}}"),
+    LOCAL_PVC("local-rwx", "\"accessModes\":[\"ReadWriteMany\"],\"resources\":{\"requests\":"
+                           "{\"storage\":\"1Gi\"}}"),
+    LOCAL_PVC("local-100g", "\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":"
+                            "{\"storage\":\"100Gi\"}}"),
+    LOCAL_PVC("local-block", "\"volumeMode\":\"Block\",\"resources\":{\"requests\":"
+                             "{\"storage\":\"50Gi\"}}"),
+    LOCAL_PVC("prebound", "\"accessModes\":[\"ReadWriteOnce\"]"),
+    LOCAL_PVC("local-sel", "\"selector\":{\"matchLabels\":{\"disk\":\"nvme\"}}"),
+    LOCAL_PVC("local-expr", "\"selector\":{\"matchExpressions\":[{\"key\":\"disk\","
+                            "\"operator\":\"Exists\"}]}"),
 };
 static const char *const pvs_json[] = {
     "{\"metadata\":{\"name\":\"pv-n1\"},\"spec\":{\"nodeAffinity\":{\"required\":" HOST_IN(
@@ -79,6 +107,22 @@ static const char *const pvs_json[] = {
     "\"operator\":\"In\",\"values\":[\"n0\"]}]},{\"matchFields\":[{\"key\":\"metadata.name\","
     "\"operator\":\"In\",\"values\":[\"n2\"]}]}]}}}}",
     "{\"metadata\":{\"name\":\"pv-any\"},\"spec\":{}}",
+    LOCAL_PV("lpv-n0-10", "", "n0", "10Gi", ",\"accessModes\":[\"ReadWriteOnce\"]", "Available"),
+    LOCAL_PV("lpv-n2-20", "\"disk\":\"nvme\"", "n2", "20Gi",
+             ",\"accessModes\":[\"ReadWriteOnce\",\"ReadWriteMany\"]", "Available"),
+    LOCAL_PV("lpv-n2-5", "", "n2", "5Gi", ",\"accessModes\":[\"ReadWriteOnce\"]", "Available"),
+    LOCAL_PV("lpv-n1-claimed", "\"disk\":\"nvme\"", "n1", "100Gi",
+             ",\"accessModes\":[\"ReadWriteOnce\",\"ReadWriteMany\"],\"claimRef\":{"
+             "\"namespace\":\"other\",\"name\":\"x\",\"uid\":\"ux\"}",
+             "Bound"),
+    LOCAL_PV("lpv-n1-block", "", "n1", "100Gi",
+             ",\"accessModes\":[\"ReadWriteOnce\"],\"volumeMode\":\"Block\"", "Available"),
+    LOCAL_PV("lpv-n1-prebound", "", "n1", "1Gi",
+             ",\"accessModes\":[\"ReadWriteOnce\"],\"claimRef\":{\"namespace\":\"t\","
+             "\"name\":\"prebound\"}",
+             "Available"),
+    LOCAL_PV("lpv-n0-released", "", "n0", "100Gi", ",\"accessModes\":[\"ReadWriteOnce\"]",
+             "Released"),
 };
 static const char *const scs_json[] = {
     "{\"metadata\":{\"name\":\"standard\"},\"provisioner\":\"example.com/csi\","
@@ -191,8 +235,31 @@ static const struct vcase cases[] = {
      true},
     {"WaitForFirstConsumer, being provisioned", "[" CLAIM("wffc-selected") "]", NULL,
      "waiting for the provisioner example.com/csi", NULL, false},
-    {"WaitForFirstConsumer, no provisioner", "[" CLAIM("static-local") "]", NULL,
-     "has no provisioner", NULL, false},
+    /* Static volumes (no provisioner): where a matching Available one is. */
+    {"static: any size, any mode: n0 and n2 (n1's are Block or claimed)",
+     "[" CLAIM("static-local") "]", NULL, NULL, "n0n2", true},
+    {"static: capacity 8Gi: 10Gi on n0, 20Gi on n2", "[" CLAIM("local-8g") "]", NULL, NULL, "n0n2",
+     true},
+    {"static: capacity 15Gi: n2 only", "[" CLAIM("local-15g") "]", NULL, NULL, "n2", true},
+    {"static: ReadWriteMany: n2's volume has it", "[" CLAIM("local-rwx") "]", NULL, NULL, "n2",
+     true},
+    {"static: 100Gi: claimed, Block and Released volumes are no match", "[" CLAIM("local-100g") "]",
+     NULL, "no Available persistentvolume of StorageClass \"local\" matches claim \"local-100g\"",
+     NULL, false},
+    {"static: volume mode Block", "[" CLAIM("local-block") "]", NULL, NULL, "n1", true},
+    {"static: selector matchLabels", "[" CLAIM("local-sel") "]", NULL, NULL, "n2", true},
+    {"static: selector matchExpressions", "[" CLAIM("local-expr") "]", NULL,
+     "matchExpressions: not supported", NULL, false},
+    {"static: a volume's claimRef names the claim: wait for the PV controller",
+     "[" CLAIM("prebound") "]", NULL,
+     "waiting for the PV controller to bind claim \"prebound\" to persistentvolume "
+     "\"lpv-n1-prebound\"",
+     NULL, false},
+    {"static, ANDed with the pod's own affinity (zone a)", "[" CLAIM("local-8g") "]",
+     "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+     "\"matchExpressions\":[{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\","
+     "\"values\":[\"a\"]}]}]}}",
+     NULL, "n0", true},
     {"a generic ephemeral volume's claim",
      "[{\"name\":\"scratch\",\"ephemeral\":{"
      "\"volumeClaimTemplate\":{\"spec\":{}}}}]",
@@ -244,10 +311,87 @@ static void test_table(void **state)
         /* The claims the controller writes selected-node on. */
         const struct fair_kpvc *sel[4];
         size_t ns = fair_ctl_volumes_to_select(&v, k, sel, 4);
-        assert_int_equal(ns, vc->select ? 1 : 0);
+        /* Static claims ("static" cases) are prebound instead. */
+        bool stat = !strncmp(vc->name, "static", 6);
+        assert_int_equal(ns, vc->select && !stat ? 1 : 0);
         fair_ctl_volumes_release(&v);
         fair_kpod_free(k);
     }
+}
+
+static const char *prebind_one(struct fair_ctl_volumes *v, const char *claims, size_t node,
+                               char *out, size_t n)
+{
+    char pod[1024];
+    snprintf(pod, sizeof pod,
+             "{\"metadata\":{\"name\":\"p\",\"namespace\":\"t\",\"uid\":\"u\"},"
+             "\"spec\":{\"volumes\":[%s],\"containers\":[{\"name\":\"c\"}]}}",
+             claims);
+    json_t *j = load(pod);
+    struct fair_kpod *k = NULL;
+    assert_int_equal(fair_kpod_decode(j, &k, NULL), 0);
+    json_decref(j);
+    struct fair_ctl_prebind pb[4];
+    int r = fair_ctl_volumes_prebind(v, k, &nodes[node], pb, 4);
+    if (r < 0)
+        snprintf(out, n, "none");
+    else
+        out[0] = 0;
+    for (int i = 0; i < r; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s=%s", i ? " " : "",
+                 pb[i].claim->meta.name, pb[i].pv->meta.name);
+    fair_kpod_free(k);
+    return out;
+}
+
+/* The volume chosen on the node: the smallest that matches, not one handed
+ * out earlier in the cycle, two claims of a pod never the same one. */
+static void test_prebind(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *claims;
+        size_t node;
+        const char *want; /* "claim=pv ...", "" (no static claim) or "none" */
+        bool fresh;       /* a new cycle (nothing handed out yet) */
+    } rows[] = {
+        {CLAIM("static-local"), 2, "static-local=lpv-n2-5", true},
+        {CLAIM("local-8g"), 2, "local-8g=lpv-n2-20", true},
+        {CLAIM("local-8g"), 0, "local-8g=lpv-n0-10", true},
+        {CLAIM("local-8g"), 1, "none", true},
+        {CLAIM("local-block"), 1, "local-block=lpv-n1-block", true},
+        {CLAIM("wffc"), 1, "", true},
+        {CLAIM("on-n1"), 1, "", true},
+        /* two claims, two volumes */
+        {CLAIM("static-local") "," CLAIM("local-8g"), 2, "static-local=lpv-n2-5 local-8g=lpv-n2-20",
+         true},
+        /* both need the one 20Gi volume: all or nothing */
+        {CLAIM("local-15g") "," CLAIM("local-rwx"), 2, "none", true},
+        /* ... and nothing was kept for the failed pod */
+        {CLAIM("local-rwx"), 2, "local-rwx=lpv-n2-20", false},
+        /* the same cycle: the 20Gi volume is handed out, the 5Gi one left */
+        {CLAIM("local-15g"), 2, "none", false},
+        {CLAIM("static-local"), 2, "static-local=lpv-n2-5", false},
+        {CLAIM("static-local"), 2, "none", false},
+    };
+    struct fair_ctl_volumes v;
+    bool live = false;
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        if (rows[i].fresh || !live) {
+            if (live)
+                fair_ctl_volumes_release(&v);
+            assert_int_equal(fair_ctl_volumes_init(&v, (const struct fair_kpvc *const *)pvcs, NPVC,
+                                                   (const struct fair_kpv *const *)pvs, NPV,
+                                                   (const struct fair_ksc *const *)scs, NSC),
+                             0);
+            live = true;
+        }
+        char got[256];
+        prebind_one(&v, rows[i].claims, rows[i].node, got, sizeof got);
+        if (strcmp(got, rows[i].want))
+            fail_msg("row %zu: got \"%s\", want \"%s\"", i, got, rows[i].want);
+    }
+    fair_ctl_volumes_release(&v);
 }
 
 /* Terms multiply: a pod of 8 ORed terms with a volume of 8 would make 64,
@@ -375,6 +519,12 @@ static void test_filters_keep_what_is_read(void **state)
         assert_int_equal(c->bound, pvcs[i]->bound);
         assert_int_equal(c->lost, pvcs[i]->lost);
         assert_int_equal(c->meta.deletion_ms, pvcs[i]->meta.deletion_ms);
+        assert_true(same_str(c->meta.uid, pvcs[i]->meta.uid));
+        assert_int_equal(c->request_bytes, pvcs[i]->request_bytes);
+        assert_int_equal(c->access_modes, pvcs[i]->access_modes);
+        assert_int_equal(c->block, pvcs[i]->block);
+        assert_int_equal(c->nselector, pvcs[i]->nselector);
+        assert_true(same_str(c->problem, pvcs[i]->problem));
         fair_kpvc_free(c);
     }
     for (size_t i = 0; i < NPV; i++) {
@@ -388,6 +538,16 @@ static void test_filters_keep_what_is_read(void **state)
         for (size_t n = 0; n < 3; n++)
             assert_int_equal(fair_node_affinity_match(v->node_affinity, &nodes[n]),
                              fair_node_affinity_match(pvs[i]->node_affinity, &nodes[n]));
+        assert_true(same_str(v->storage_class, pvs[i]->storage_class));
+        assert_true(same_str(v->claim_ns, pvs[i]->claim_ns));
+        assert_true(same_str(v->claim_name, pvs[i]->claim_name));
+        assert_true(same_str(v->claim_uid, pvs[i]->claim_uid));
+        assert_int_equal(v->capacity_bytes, pvs[i]->capacity_bytes);
+        assert_int_equal(v->access_modes, pvs[i]->access_modes);
+        assert_int_equal(v->block, pvs[i]->block);
+        assert_int_equal(v->available, pvs[i]->available);
+        assert_int_equal(v->nlabels, pvs[i]->nlabels);
+        assert_true(same_str(v->problem, pvs[i]->problem));
         fair_kpv_free(v);
     }
     for (size_t i = 0; i < NSC; i++) {
@@ -427,6 +587,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_prebind),
         cmocka_unit_test(test_too_many_terms),
         cmocka_unit_test(test_bad_volume),
         cmocka_unit_test(test_filters_keep_what_is_read),
