@@ -75,6 +75,18 @@ void fair_ctl_volumes_release(struct fair_ctl_volumes *v)
     memset(v, 0, sizeof *v);
 }
 
+/* A zeroed block of size bytes owned by v (freed by
+ * fair_ctl_volumes_release), or NULL. */
+static void *owned_alloc(struct fair_ctl_volumes *v, size_t size)
+{
+    if (fair_grow((void **)&v->owned, &v->owned_cap, v->nowned + 1, sizeof *v->owned))
+        return NULL;
+    void *p = fair_calloc(1, size);
+    if (p)
+        v->owned[v->nowned++] = p;
+    return p;
+}
+
 static const struct fair_kpvc *find_pvc(const struct fair_ctl_volumes *v, const char *ns,
                                         const char *name)
 {
@@ -207,14 +219,11 @@ static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
         *too_many = true;
         return 0;
     }
-    if (fair_grow((void **)&v->owned, &v->owned_cap, v->nowned + 1, sizeof *v->owned))
-        return FAIR_ENOMEM;
-    size_t size = sizeof(struct fair_node_affinity) + nt * sizeof(struct fair_node_term) +
-                  nkeys * sizeof(struct fair_node_req) + (nvals ? nvals : 1) * sizeof(char *);
-    char *block = fair_calloc(1, size);
+    char *block = owned_alloc(
+        v, sizeof(struct fair_node_affinity) + nt * sizeof(struct fair_node_term) +
+               nkeys * sizeof(struct fair_node_req) + (nvals ? nvals : 1) * sizeof(char *));
     if (!block)
         return FAIR_ENOMEM;
-    v->owned[v->nowned++] = block;
     struct fair_node_affinity *r = (struct fair_node_affinity *)block;
     struct fair_node_term *tt = (struct fair_node_term *)(block + sizeof *r);
     struct fair_node_req *reqs = (struct fair_node_req *)(tt + nt);
@@ -274,12 +283,9 @@ static int and_affinity(struct fair_ctl_volumes *v, const struct fair_node_affin
     *too_many = false;
     if (a && !a->required && a->npreferred && b) {
         /* The pod's preferred terms stay, b's required ones come in. */
-        if (fair_grow((void **)&v->owned, &v->owned_cap, v->nowned + 1, sizeof *v->owned))
-            return FAIR_ENOMEM;
-        struct fair_node_affinity *r = fair_calloc(1, sizeof *r);
+        struct fair_node_affinity *r = owned_alloc(v, sizeof *r);
         if (!r)
             return FAIR_ENOMEM;
-        v->owned[v->nowned++] = r;
         *r = *b;
         r->preferred = a->preferred;
         r->npreferred = a->npreferred;
@@ -304,14 +310,11 @@ static int and_affinity(struct fair_ctl_volumes *v, const struct fair_node_affin
     for (size_t i = 0; i < a->nterms; i++)
         for (size_t j = 0; j < b->nterms; j++)
             nr += a->terms[i].nreqs + b->terms[j].nreqs;
-    if (fair_grow((void **)&v->owned, &v->owned_cap, v->nowned + 1, sizeof *v->owned))
-        return FAIR_ENOMEM;
-    size_t size = sizeof(struct fair_node_affinity) + nt * sizeof(struct fair_node_term) +
-                  nr * sizeof(struct fair_node_req);
-    char *block = fair_calloc(1, size);
+    char *block =
+        owned_alloc(v, sizeof(struct fair_node_affinity) + nt * sizeof(struct fair_node_term) +
+                           nr * sizeof(struct fair_node_req));
     if (!block)
         return FAIR_ENOMEM;
-    v->owned[v->nowned++] = block;
     struct fair_node_affinity *r = (struct fair_node_affinity *)block;
     struct fair_node_term *terms = (struct fair_node_term *)(block + sizeof *r);
     struct fair_node_req *reqs = (struct fair_node_req *)(terms + nt);

@@ -270,6 +270,16 @@ static inline int cmp_str(const char *a, const char *b)
 
 /* A quota's guarantee of resource r: on GPU, at least the sum of its
  * per-model guarantees (a guarantee of H100s only is also a GPU one). */
+/* Whether snapshot pod i is a running member of a gang of a valid queue:
+ * the pods that running gang units (reclaim.c) and the running
+ * non-preemptible totals of shielded gangs (shares.c) are made of. */
+static inline bool eng_running_gang_member(const struct eng *e, size_t i)
+{
+    const struct fair_pod *p = &e->s->pods[i];
+    return p->state == FAIR_POD_BOUND && !p->terminating && p->gang && p->gang[0] &&
+           (e->pflags[i] & (PF_MANAGED | PF_VALID)) == (PF_MANAGED | PF_VALID);
+}
+
 static inline int64_t quota_g(const struct fair_quota *q, int r)
 {
     int64_t g = q->guaranteed.v[r];

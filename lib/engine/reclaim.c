@@ -1422,14 +1422,6 @@ static int cmp_gunit(const void *pa, const void *pb)
     return (a->queue > b->queue) - (a->queue < b->queue);
 }
 
-/* Whether pod i is a running member of a gang of a valid queue. */
-static bool gang_member(const struct eng *e, size_t i)
-{
-    const struct fair_pod *p = &e->s->pods[i];
-    return p->state == FAIR_POD_BOUND && !p->terminating && p->gang && p->gang[0] &&
-           (e->pflags[i] & (PF_MANAGED | PF_VALID)) == (PF_MANAGED | PF_VALID);
-}
-
 /* Groups the running gang members by (queue, gang) into e->gunits, marks
  * each member core or extra, and sorts the units in unit victim order. */
 static int build_gang_units(struct eng *e)
@@ -1437,7 +1429,7 @@ static int build_gang_units(struct eng *e)
     const struct fair_snapshot *s = e->s;
     size_t n = 0;
     for (size_t i = 0; i < s->npods; i++)
-        if (gang_member(e, i))
+        if (eng_running_gang_member(e, i))
             n++;
     if (!n)
         return 0;
@@ -1452,7 +1444,7 @@ static int build_gang_units(struct eng *e)
     e->bytes += n * sizeof(*k);
     size_t nk = 0;
     for (size_t i = 0; i < s->npods; i++) {
-        if (!gang_member(e, i))
+        if (!eng_running_gang_member(e, i))
             continue;
         const struct fair_pod *p = &s->pods[i];
         k[nk++] = (struct gukey){p->queue, p->gang, p->started_ms, p->uid, (int32_t)i};

@@ -41,14 +41,6 @@ int fair_eng_compute_capacity(struct eng *e)
     return 0;
 }
 
-/* A running gang member of a valid queue, as reclaim.c groups them. */
-static bool running_gang_member(const struct eng *e, size_t i)
-{
-    const struct fair_pod *p = &e->s->pods[i];
-    return p->state == FAIR_POD_BOUND && !p->terminating && p->gang && p->gang[0] &&
-           (e->pflags[i] & (PF_MANAGED | PF_VALID)) == (PF_MANAGED | PF_VALID);
-}
-
 struct npkey {
     int32_t queue;
     const char *gang;
@@ -76,7 +68,7 @@ static int account_shielded_gangs(struct eng *e)
     const struct fair_snapshot *s = e->s;
     size_t n = 0;
     for (size_t i = 0; i < s->npods; i++)
-        if (running_gang_member(e, i))
+        if (eng_running_gang_member(e, i))
             n++;
     if (n < 2)
         return 0;
@@ -85,7 +77,7 @@ static int account_shielded_gangs(struct eng *e)
         return FAIR_ENOMEM;
     size_t nk = 0;
     for (size_t i = 0; i < s->npods; i++)
-        if (running_gang_member(e, i))
+        if (eng_running_gang_member(e, i))
             k[nk++] = (struct npkey){s->pods[i].queue, s->pods[i].gang, (int32_t)i};
     qsort(k, n, sizeof(*k), cmp_npkey);
     for (size_t i = 0, j; i < n; i = j) {

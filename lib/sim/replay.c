@@ -251,6 +251,18 @@ static const struct fair_ktime *budget_of(const struct replay *r, size_t p)
     return kp->time;
 }
 
+/* r->palloc: each project's GPU allocation now, summed over its queues. */
+static void sum_project_alloc(struct replay *r)
+{
+    size_t np = r->cfg->nprojects;
+    memset(r->palloc, 0, (np ? np : 1) * sizeof(*r->palloc));
+    for (size_t q = 0; q < r->nq; q++) {
+        int32_t p = r->cfg->queues[q].project;
+        if (p >= 0 && (size_t)p < np)
+            r->palloc[p] += r->q[q].alloc;
+    }
+}
+
 /* Records the budget alerts of project p whose level its use reached in
  * [t0, t1], where it went from used0 at the rate palloc (milli-GPU): each
  * level once per period, at the exact instant, as the controller's
@@ -380,12 +392,7 @@ static int advance(struct replay *r, int64_t T)
         r->run->held_idle_gpu_ms += r->idle_held * dt;
         if (r->any_budget) {
             size_t np = r->cfg->nprojects;
-            memset(r->palloc, 0, (np ? np : 1) * sizeof(*r->palloc));
-            for (size_t q = 0; q < r->nq; q++) {
-                int32_t p = r->cfg->queues[q].project;
-                if (p >= 0 && (size_t)p < np)
-                    r->palloc[p] += r->q[q].alloc;
-            }
+            sum_project_alloc(r);
             for (size_t p = 0; p < np; p++) {
                 int64_t used0 = r->bused[p];
                 r->bused[p] += r->palloc[p] * dt;
@@ -851,12 +858,7 @@ static int64_t tq_next(struct replay *r)
     if (!r->any_budget)
         return t;
     size_t np = r->cfg->nprojects;
-    memset(r->palloc, 0, (np ? np : 1) * sizeof(*r->palloc));
-    for (size_t q = 0; q < r->nq; q++) {
-        int32_t p = r->cfg->queues[q].project;
-        if (p >= 0 && (size_t)p < np)
-            r->palloc[p] += r->q[q].alloc;
-    }
+    sum_project_alloc(r);
     for (size_t p = 0; p < np; p++) {
         const struct fair_kproject *kp = r->cfg->kprojects ? r->cfg->kprojects[p] : NULL;
         if (!kp || !kp->time || kp->time->budget_period == FAIR_KBUDGET_NONE || r->spent[p])
