@@ -153,16 +153,46 @@ table() {
 
 # ---- the controller ---------------------------------------------------------
 bold "Starting fairshare-controller against it"
-mport=$(( (port % 20000) + 30000 ))
-hport=$((mport + 1))
-"$build/fairshare-controller" --kubeconfig "$work/cluster/kubeconfig" \
-  --config "$here/examples/demo/controller-config.yaml" --ledger "$work/ledger.db" \
-  --listen "127.0.0.1:$mport" --health-listen "127.0.0.1:$hport" \
-  --tls-cert-file "$work/cluster/server.crt" --tls-key-file "$work/cluster/server.key" \
-  >"$work/controller.log" 2>&1 &
-ctl_pid=$!
+# Two ports next to the API server's; another program may hold them, so a
+# controller that cannot listen is started again on the next pair.
 ready() { curl -sf "http://127.0.0.1:$hport/readyz" >/dev/null 2>&1; }
-wait_for "the controller to be ready" ready
+# Ready, or stopped by a port someone else holds (then 2).
+up_or_port_taken() {
+  ready && return 0
+  if grep -q 'cannot listen' "$work/controller.log"; then
+    wait "$ctl_pid" 2>/dev/null || :
+    return 2
+  fi
+  return 1
+}
+attempt=0
+while :; do
+  mport=$(( ((port + 2 * attempt) % 20000) + 30000 ))
+  hport=$((mport + 1))
+  "$build/fairshare-controller" --kubeconfig "$work/cluster/kubeconfig" \
+    --config "$here/examples/demo/controller-config.yaml" --ledger "$work/ledger.db" \
+    --listen "127.0.0.1:$mport" --health-listen "127.0.0.1:$hport" \
+    --tls-cert-file "$work/cluster/server.crt" --tls-key-file "$work/cluster/server.key" \
+    >"$work/controller.log" 2>&1 &
+  ctl_pid=$!
+  i=0
+  rc=1
+  while [ $i -le 150 ]; do
+    rc=0
+    up_or_port_taken || rc=$?
+    [ $rc -ne 1 ] && break
+    i=$((i + 1))
+    sleep 0.2
+  done
+  [ $rc -eq 0 ] && break
+  attempt=$((attempt + 1))
+  if [ $rc -ne 2 ] || [ $attempt -ge 5 ]; then
+    echo "demo: timed out waiting for the controller to be ready" >&2
+    tail -n 20 "$work/controller.log" >&2
+    exit 1
+  fi
+  say "ports $mport/$hport are taken; trying the next two"
+done
 say "ready: informers synced; health on http://127.0.0.1:$hport/readyz, metrics and"
 say "reports on https://127.0.0.1:$mport (each request authorised by the API server)"
 
