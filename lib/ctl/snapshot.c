@@ -360,6 +360,17 @@ static int64_t node_mig_milli(const struct fair_knode *k)
     return sum;
 }
 
+int64_t fair_ctl_memory_milli(int64_t bytes, int64_t gpu_mib, int64_t min_fraction)
+{
+    int64_t mib = (bytes + (1LL << 20) - 1) >> 20;
+    if (bytes <= 0 || gpu_mib <= 0 || mib >= gpu_mib)
+        return -1;
+    int64_t milli = (mib * FAIR_GPU_DEVICE_MILLI + gpu_mib - 1) / gpu_mib;
+    if (milli < 1)
+        milli = 1;
+    return milli < min_fraction ? min_fraction : milli;
+}
+
 static int pod_gpu(const struct fair_kpod *p, int64_t min_fraction, int64_t gpu_mib, int64_t *gpu,
                    char *msg, size_t msglen)
 {
@@ -1117,6 +1128,15 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
                                                      : k->gpu_fraction_milli;
                 if (gpu > 0 && gpu < in->min_fraction_milli)
                     gpu = in->min_fraction_milli;
+            } else if (k->gpu_memory_bytes > 0) {
+                /* Memory through its own node's GPU, when labelled. */
+                int32_t ni = fair_ctl_index_get(&out->node_by_name, node);
+                int64_t nm =
+                    ni >= 0 ? fair_ctl_node_gpu_mib(out->nodes[ni].labels, out->nodes[ni].nlabels)
+                            : 0;
+                int64_t g = fair_ctl_memory_milli(k->gpu_memory_bytes, nm, in->min_fraction_milli);
+                if (g > 0 && g < gpu)
+                    gpu = g;
             }
             queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
         } else if (in->charge_other_schedulers && gpu > 0) {

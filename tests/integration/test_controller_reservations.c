@@ -721,6 +721,64 @@ static void test_reserve_refuses_bad_env(void **state)
     assert_int_equal(run_reserve_env("GPU-1", "p", "ns"), 2);
 }
 
+static bool queue_gpu_in(struct fair_fake *f, const char *queue, const char *field, const char *a,
+                         const char *b)
+{
+    return queue_gpu_is(f, queue, field, a) || queue_gpu_is(f, queue, field, b);
+}
+
+/* fairshare.dev/gpu-memory: 10Gi on a node labelled 80 GiB is charged
+ * 0.125, on one labelled 40 GiB 0.25 (docs/fractions.md, "Asking for
+ * memory instead of a fraction"). Each pod is kept on its node by a node
+ * selector on the label itself, so the labels are known when it is placed. */
+static void test_memory_per_node(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    setup(&fake, &c, 2, 1, "memory");
+    static const char *const mib[] = {"81920", "40960"};
+    for (int i = 0; i < 2; i++) {
+        char path[64], body[160];
+        long code = 0;
+        snprintf(path, sizeof path, "/api/v1/nodes/node-000%d", i);
+        snprintf(body, sizeof body,
+                 "{\"metadata\":{\"labels\":{\"nvidia.com/gpu.memory\":\"%s\"}}}", mib[i]);
+        assert_int_equal(fair_fake_request_ct(&fake, "PATCH", path, "application/merge-patch+json",
+                                              body, &code, NULL),
+                         0);
+        assert_int_equal(code, 200);
+    }
+    const char *mem = ",\"fairshare.dev/gpu-memory\":\"10Gi\"";
+    mk_pod_spec(&fake, "team-a", "m80", "qa", NULL, NULL, NULL, mem,
+                ",\"nodeSelector\":{\"nvidia.com/gpu.memory\":\"81920\"}", 0);
+    if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 1, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("m80 was not bound");
+    }
+    char *node = pod_node(&fake, "team-a", "m80", NULL);
+    assert_string_equal(node, "node-0000");
+    free(node);
+    if (!WAIT_UNTIL(queue_gpu_in(&fake, "qa", "allocated", "125m", "0.125"), WAIT_MS)) {
+        json_t *st = queue_status(&fake, "qa");
+        char *dump = json_dumps(st, JSON_COMPACT);
+        fail_msg("qa status after m80: %s", dump ? dump : "(none)");
+    }
+    mk_pod_spec(&fake, "team-a", "m40", "qa", NULL, NULL, NULL, mem,
+                ",\"nodeSelector\":{\"nvidia.com/gpu.memory\":\"40960\"}", 0);
+    if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 2, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("m40 was not bound");
+    }
+    if (!WAIT_UNTIL(queue_gpu_in(&fake, "qa", "allocated", "375m", "0.375"), WAIT_MS)) {
+        json_t *st = queue_status(&fake, "qa");
+        char *dump = json_dumps(st, JSON_COMPACT);
+        fail_msg("qa status after m40: %s", dump ? dump : "(none)");
+    }
+    rt_reset(&fake);
+    stop_all(&fake, &c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -731,6 +789,7 @@ int main(void)
         cmocka_unit_test_teardown(test_random_never_share, rt_teardown),
         cmocka_unit_test_teardown(test_hami_limits, rt_teardown),
         cmocka_unit_test_teardown(test_isolation_required, rt_teardown),
+        cmocka_unit_test_teardown(test_memory_per_node, rt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
