@@ -1063,6 +1063,17 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     const struct fair_node *node = &s->snap.nodes[a->node];
     char devices[200] = "";
     int64_t gpu = p->request.v[FAIR_RES_GPU];
+    /* fairshare.dev/gpu-memory: placed as its fraction of the smallest GPU
+     * (the most it can be), charged from now on as its fraction of this
+     * node's GPU (nvidia.com/gpu.memory), when the node has the label. */
+    const struct fair_kpod *kpm = s->kpods[a->pod];
+    if (kpm && kpm->gpu_memory_bytes > 0 && gpu > 0 && gpu < FAIR_GPU_DEVICE_MILLI) {
+        int64_t g = fair_ctl_memory_milli(kpm->gpu_memory_bytes,
+                                          fair_ctl_node_gpu_mib(node->labels, node->nlabels),
+                                          c->cfg->min_fraction_milli);
+        if (g > 0 && g < gpu)
+            gpu = g;
+    }
     if (gpu > 0)
         fair_ctl_format_devices(a->gpu_devices, devices, sizeof devices);
     if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_BINDING, node->name, a->gpu_devices,

@@ -340,6 +340,17 @@ static int memory_fraction(const struct fair_kpod *p, int64_t gpu_mib, int64_t *
     return 0;
 }
 
+int64_t fair_ctl_memory_milli(int64_t bytes, int64_t gpu_mib, int64_t min_fraction)
+{
+    int64_t mib = (bytes + (1LL << 20) - 1) >> 20;
+    if (bytes <= 0 || gpu_mib <= 0 || mib >= gpu_mib)
+        return -1;
+    int64_t milli = (mib * FAIR_GPU_DEVICE_MILLI + gpu_mib - 1) / gpu_mib;
+    if (milli < 1)
+        milli = 1;
+    return milli < min_fraction ? min_fraction : milli;
+}
+
 static int pod_gpu(const struct fair_kpod *p, int64_t min_fraction, int64_t gpu_mib, int64_t *gpu,
                    char *msg, size_t msglen)
 {
@@ -872,6 +883,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         quota_from(&out->projects[p_out].q, k->meta.name, pq_eff);
         models_from(out, in, &out->projects[p_out].q, pq_eff);
         out->projects[p_out].usage = in->project_usage ? in->project_usage[i] : 0;
+        out->projects[p_out].share_fractions = k->share_fractions;
         out->project_note[p_out] = in->project_note ? in->project_note[i] : NULL;
         out->kprojects[p_out] = k;
         out->project_index[i] = (int32_t)p_out++;
@@ -1089,6 +1101,15 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
                                                      : k->gpu_fraction_milli;
                 if (gpu > 0 && gpu < in->min_fraction_milli)
                     gpu = in->min_fraction_milli;
+            } else if (k->gpu_memory_bytes > 0) {
+                /* Memory through its own node's GPU, when labelled. */
+                int32_t ni = fair_ctl_index_get(&out->node_by_name, node);
+                int64_t nm =
+                    ni >= 0 ? fair_ctl_node_gpu_mib(out->nodes[ni].labels, out->nodes[ni].nlabels)
+                            : 0;
+                int64_t g = fair_ctl_memory_milli(k->gpu_memory_bytes, nm, in->min_fraction_milli);
+                if (g > 0 && g < gpu)
+                    gpu = g;
             }
             queue = resolve_queue(&b, k, &reason, msg, sizeof msg);
         } else if (in->charge_other_schedulers && gpu > 0) {

@@ -302,6 +302,15 @@ const char *fair_ctl_reason_str(enum fair_ctl_reason r);
  * feature discovery's unit); 0 when absent or not a number. */
 int64_t fair_ctl_node_gpu_mib(const struct fair_label *labels, size_t n);
 
+/* A fairshare.dev/gpu-memory request (bytes) as milli-GPU of a GPU of
+ * gpu_mib MiB: rounded up to the next thousandth, at least min_fraction;
+ * -1 when gpu_mib <= 0 or the request is not below it. The snapshot
+ * converts a pending pod through the smallest GPU any node reports (the
+ * largest fraction it can be: what quota admission counts), a bound pod
+ * and the bind's charge through the GPU of its node (docs/fractions.md,
+ * "Asking for memory instead of a fraction"). */
+int64_t fair_ctl_memory_milli(int64_t bytes, int64_t gpu_mib, int64_t min_fraction);
+
 /* The gang name of snapshot pod i (its key without "namespace/"), as a
  * charge keeps it; NULL when the pod is in no gang. Borrowed. */
 static inline const char *fair_ctl_snapshot_gang_name(const struct fair_ctl_snapshot *s, size_t i)

@@ -175,8 +175,51 @@ static void dev_apply(int16_t *dev, int ngpu, int64_t gpu, uint64_t mask, int si
             dev[d] = clamp_dev(dev[d] - sign * DEV_MILLI);
 }
 
+int32_t fair_place_tenant(const struct fair_snapshot *snap, const struct fair_pod *pod)
+{
+    /* Only the queue, which the controller derives from the namespace and
+     * its Project, counts: nothing else a pod says changes its key. */
+    if (pod->queue < 0 || (size_t)pod->queue >= snap->nqueues)
+        return FAIR_TENANT_FOREIGN;
+    int32_t p = snap->queues[pod->queue].project;
+    if (p < 0 || (size_t)p >= snap->nprojects)
+        return FAIR_TENANT_FOREIGN;
+    return snap->projects[p].share_fractions ? FAIR_TENANT_SHARED : p;
+}
+
+/* Records that a fraction of key takes device (the lowest of mask) of a
+ * view, before dev_apply: a fully free device becomes key's; a device of
+ * another key holds several keys from now on (only pods bound before can
+ * do that), which closes it to new fractions until it is fully free. */
+static void tenant_take(int32_t *ten, const int16_t *dev, int ngpu, int64_t gpu, uint64_t mask,
+                        int32_t key)
+{
+    if (!ten || gpu <= 0 || gpu >= DEV_MILLI || !mask)
+        return;
+    int d = __builtin_ctzll(mask);
+    if (d >= ngpu)
+        return;
+    if (dev[d] >= DEV_MILLI)
+        ten[d] = key;
+    else if (ten[d] != key)
+        ten[d] = FAIR_TENANT_MIXED;
+}
+
+/* Whether a fraction of key may go to device d of a view. */
+static bool tenant_ok(const int16_t *dev, const int32_t *ten, int d, int32_t key)
+{
+    return !ten || dev[d] >= DEV_MILLI || (ten[d] == key && key >= FAIR_TENANT_SHARED);
+}
+
 bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
                              enum fair_place_policy policy, uint64_t *mask)
+{
+    return fair_place_pick_devices_tenant(dev, ngpu, gpu, dev2, policy, NULL, NULL, 0, mask);
+}
+
+bool fair_place_pick_devices_tenant(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                                    enum fair_place_policy policy, const int32_t *ten,
+                                    const int32_t *ten2, int32_t key, uint64_t *mask)
 {
     *mask = 0;
     if (gpu <= 0)
@@ -199,7 +242,7 @@ bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const in
         int f = dev[d];
         if (dev2 && dev2[d] < f)
             f = dev2[d];
-        if (f < gpu)
+        if (f < gpu || !tenant_ok(dev, ten, d, key) || (dev2 && !tenant_ok(dev2, ten2, d, key)))
             continue;
         if (best < 0) {
             best = d;
@@ -261,9 +304,23 @@ static void *place_alloc(struct fair_place *pl, size_t count, size_t size)
 }
 
 /* Takes a bound pod's room in the node views it occupies. */
+/* The tenancy rows of rank (NULL when not kept). */
+static int32_t *ten_row(int32_t *ten, int32_t rank)
+{
+    return ten ? ten + (size_t)rank * FAIR_MAX_GPUS_PER_NODE : NULL;
+}
+
 static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t mask)
 {
-    struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
+    int32_t rank = pl->rank_of[p->node];
+    struct fair_pnode *n = &pl->nodes[rank];
+    if (pl->ten) {
+        int32_t key = fair_place_tenant(pl->snap, p);
+        tenant_take(ten_row(pl->ten, rank), n->dev, n->ngpu, p->request.v[FAIR_RES_GPU], mask, key);
+        if (!p->terminating)
+            tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, p->request.v[FAIR_RES_GPU], mask,
+                        key);
+    }
     for (int r = 0; r < FAIR_RES_COUNT; r++) {
         int64_t v = p->request.v[r] > 0 ? p->request.v[r] : 0;
         n->free[r] -= v;
@@ -586,6 +643,18 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
         for (int res = 0; res < FAIR_RES_COUNT; res++)
             n->free[res] = n->ffree[res] = sn->allocatable.v[res] > 0 ? sn->allocatable.v[res] : 0;
     }
+    /* Tenancy only matters, and costs memory, with fractional pods. */
+    for (size_t i = 0; i < snap->npods; i++) {
+        int64_t g = snap->pods[i].request.v[FAIR_RES_GPU];
+        if (g > 0 && g < DEV_MILLI) {
+            size_t cells = (snap->nnodes ? snap->nnodes : 1) * FAIR_MAX_GPUS_PER_NODE;
+            pl->ten = place_alloc(pl, cells, sizeof(*pl->ten));
+            pl->ften = place_alloc(pl, cells, sizeof(*pl->ften));
+            if (!pl->ten || !pl->ften)
+                goto out;
+            break;
+        }
+    }
     /* Bound pods with devices first; those without (placed by another
      * scheduler) then get devices chosen in uid order, deterministically. */
     size_t nn = 0;
@@ -663,6 +732,8 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->part);
     fair_free(pl->strand);
     fair_free(pl->tiers);
+    fair_free(pl->ten);
+    fair_free(pl->ften);
     fair_cons_free(pl->cons);
     memset(pl, 0, sizeof(*pl));
 }
@@ -745,8 +816,13 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
         return false;
     if (!fair_place_static_ok(pl, rank, pod) || !room_ok(pl, n, req, use_fut))
         return false;
-    return fair_place_pick_devices(n->dev, n->ngpu, req->v[FAIR_RES_GPU],
-                                   use_fut && n->fdiff ? n->fdev : NULL, pl->policy, mask);
+    bool fut = use_fut && n->fdiff;
+    int64_t gpu = req->v[FAIR_RES_GPU];
+    if (pl->ten && gpu > 0 && gpu < DEV_MILLI)
+        return fair_place_pick_devices_tenant(
+            n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, ten_row(pl->ten, rank),
+            fut ? ten_row(pl->ften, rank) : NULL, fair_place_tenant(pl->snap, pod), mask);
+    return fair_place_pick_devices(n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, mask);
 }
 
 static bool unconstrained(const struct fair_pod *p)
@@ -760,13 +836,13 @@ static int gpu_class(int64_t g)
 }
 
 static bool known_no_fit(const struct fair_place *pl, const struct fair_resources *req,
-                         bool use_fut)
+                         bool use_fut, int32_t key)
 {
     for (size_t i = 0; i < pl->nfail; i++) {
         const struct fair_place_fail *f = &pl->fail[i];
         if (f->use_fut && !use_fut)
             continue;
-        if (gpu_class(f->req[0]) != gpu_class(req->v[0]))
+        if (gpu_class(f->req[0]) != gpu_class(req->v[0]) || f->key != key)
             continue;
         bool ge = true;
         for (int r = 0; r < FAIR_RES_COUNT; r++)
@@ -778,11 +854,13 @@ static bool known_no_fit(const struct fair_place *pl, const struct fair_resource
     return false;
 }
 
-static void remember_no_fit(struct fair_place *pl, const struct fair_resources *req, bool use_fut)
+static void remember_no_fit(struct fair_place *pl, const struct fair_resources *req, bool use_fut,
+                            int32_t key)
 {
     struct fair_place_fail *f = &pl->fail[pl->fail_next];
     memcpy(f->req, req->v, sizeof(f->req));
     f->use_fut = use_fut;
+    f->key = key;
     pl->fail_next = (pl->fail_next + 1) % FAIR_PLACE_FAIL_CACHE;
     if (pl->nfail < FAIR_PLACE_FAIL_CACHE)
         pl->nfail++;
@@ -1049,7 +1127,11 @@ int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
     bool cacheable = unconstrained(pod) && !fair_cons_pod_constrained(pl->cons, pod);
     int32_t r = -1;
     *mask = 0;
-    if (cacheable && known_no_fit(pl, req, use_fut))
+    /* A fraction that fits nowhere may still fit beside its own
+     * project's fractions: the no-fit cache is per tenant key. */
+    int64_t g = req->v[FAIR_RES_GPU];
+    int32_t key = pl->ten && g > 0 && g < DEV_MILLI ? fair_place_tenant(pl->snap, pod) : 0;
+    if (cacheable && known_no_fit(pl, req, use_fut, key))
         return -1;
     if (pl->policy == FAIR_PLACE_FIRST_FIT) {
         for (size_t i = 0; i < pl->nnodes && r < 0; i++)
@@ -1063,7 +1145,7 @@ int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
         r = find_pack(pl, pod, req, use_fut, mask, NULL, NULL);
     }
     if (r < 0 && cacheable)
-        remember_no_fit(pl, req, use_fut);
+        remember_no_fit(pl, req, use_fut, key);
     return r;
 }
 
@@ -1086,6 +1168,13 @@ void fair_place_commit(struct fair_place *pl, int32_t rank, const struct fair_re
 void fair_place_commit_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
                            uint64_t mask, int sign)
 {
+    if (pl->ten && sign > 0) {
+        struct fair_pnode *n = &pl->nodes[rank];
+        int32_t key = fair_place_tenant(pl->snap, pod);
+        int64_t g = pod->request.v[FAIR_RES_GPU];
+        tenant_take(ten_row(pl->ten, rank), n->dev, n->ngpu, g, mask, key);
+        tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, g, mask, key);
+    }
     fair_place_commit(pl, rank, &pod->request, mask, sign);
     fair_cons_commit(pl->cons, rank, pod, sign);
 }
@@ -1099,4 +1188,15 @@ void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resou
     n->fpods += sign;
     dev_apply(n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, sign);
     n->fdiff = true;
+}
+
+void fair_place_fut_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                        uint64_t mask, int sign)
+{
+    if (pl->ften && sign > 0) {
+        struct fair_pnode *n = &pl->nodes[rank];
+        tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, pod->request.v[FAIR_RES_GPU], mask,
+                    fair_place_tenant(pl->snap, pod));
+    }
+    fair_place_fut(pl, rank, &pod->request, mask, sign);
 }

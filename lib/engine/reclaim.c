@@ -128,10 +128,10 @@ static void brief(struct eng *e, int32_t rank)
 }
 
 /* fair_place_fut, with the node's brief kept up to date. */
-static void fut_apply(struct eng *e, int32_t rank, const struct fair_resources *req, uint64_t mask,
+static void fut_apply(struct eng *e, int32_t rank, const struct fair_pod *pod, uint64_t mask,
                       int sign)
 {
-    fair_place_fut(&e->pl, rank, req, mask, sign);
+    fair_place_fut_pod(&e->pl, rank, pod, mask, sign);
     brief(e, rank);
 }
 
@@ -411,6 +411,22 @@ static void free_victim(const struct fair_pnode *n, int16_t *dev, int64_t *freer
         }
 }
 
+/* Devices for pod in dev, a fut view of node n (victims gone or not):
+ * fractions keep to their tenancy (docs/fractions.md, "Tenancy"); a device
+ * that the victims leave fully free is open to any project. */
+static bool pick_fut(const struct eng *e, const struct fair_pnode *n, const int16_t *dev,
+                     const struct fair_pod *pod, uint64_t *mask)
+{
+    int64_t g = pod->request.v[GPU];
+    if (e->pl.ften && g > 0 && g < FAIR_GPU_DEVICE_MILLI) {
+        size_t rank = (size_t)(n - e->pl.nodes);
+        return fair_place_pick_devices_tenant(dev, n->ngpu, g, NULL, e->pl.policy,
+                                              e->pl.ften + rank * FAIR_MAX_GPUS_PER_NODE, NULL,
+                                              fair_place_tenant(e->s, pod), mask);
+    }
+    return fair_place_pick_devices(dev, n->ngpu, g, NULL, e->pl.policy, mask);
+}
+
 /* Whether sr's pod fits in that view (freeres, budget, pods, dev), with
  * the preemption budget covered; short_by says by how much it does not. */
 static bool fits_view(const struct eng *e, const struct search *sr, const struct fair_pnode *n,
@@ -433,7 +449,7 @@ static bool fits_view(const struct eng *e, const struct search *sr, const struct
     }
     if (sn->max_pods > 0 && pods >= sn->max_pods)
         ok = false;
-    if (!fair_place_pick_devices(dev, n->ngpu, req[GPU], NULL, e->pl.policy, mask)) {
+    if (!pick_fut(e, n, dev, sr->pod, mask)) {
         short_by[GPU] = short_by[GPU] > 0 ? short_by[GPU] : 1;
         ok = false;
     }
@@ -711,7 +727,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
             vq->evicted[r] += v->request.v[r];
             vp->evicted[r] += v->request.v[r];
         }
-        fut_apply(e, t->rank, &v->request, e->masks[vi], -1);
+        fut_apply(e, t->rank, v, e->masks[vi], -1);
         struct fair_action a = {FAIR_ACTION_EVICT,
                                 vi,
                                 v->node,
@@ -727,8 +743,8 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
     }
     const struct fair_pnode *n = &e->pl.nodes[t->rank];
     uint64_t m = 0;
-    fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &m);
-    fut_apply(e, t->rank, &sr->pod->request, m, 1);
+    pick_fut(e, n, n->fdev, sr->pod, &m);
+    fut_apply(e, t->rank, sr->pod, m, 1);
     e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
     e->rrank[sr->pi] = t->rank;
     pool_reserve(e, sr->pi, t->rank, 1);
@@ -931,7 +947,7 @@ static void unreserve(struct eng *e, int32_t pi)
 {
     const struct fair_pod *p = &e->s->pods[pi];
     struct acct *q = &e->q[p->queue], *pr = &e->p[q->parent];
-    fut_apply(e, e->rrank[pi], &p->request, e->masks[pi], -1);
+    fut_apply(e, e->rrank[pi], p, e->masks[pi], -1);
     pool_reserve(e, pi, e->rrank[pi], -1);
     for (int r = 0; r < NRES; r++) {
         q->resv[r] -= p->request.v[r];
@@ -959,7 +975,7 @@ static void unevict(struct eng *e, int32_t vi)
         if (listed)
             e->vsum[rank][r] += v->request.v[r];
     }
-    fut_apply(e, rank, &v->request, e->masks[vi], 1);
+    fut_apply(e, rank, v, e->masks[vi], 1);
 }
 
 /* Reclaim for a whole gang owed room: every member gets room (new victims
@@ -1527,7 +1543,7 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
             vq->evicted[r] += v->request.v[r];
             vp->evicted[r] += v->request.v[r];
         }
-        fut_apply(e, vr, &v->request, e->masks[vi], -1);
+        fut_apply(e, vr, v, e->masks[vi], -1);
         struct fair_action a = {FAIR_ACTION_EVICT, vi, v->node, 0, why, sr->qi, sr->pi};
         int rc = fair_eng_add_action(e, &a);
         if (rc)
@@ -1535,8 +1551,8 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
     }
     const struct fair_pnode *n = &e->pl.nodes[rank];
     uint64_t mask = 0;
-    fair_place_pick_devices(n->fdev, n->ngpu, sr->pod->request.v[GPU], NULL, e->pl.policy, &mask);
-    fut_apply(e, rank, &sr->pod->request, mask, 1);
+    pick_fut(e, n, n->fdev, sr->pod, &mask);
+    fut_apply(e, rank, sr->pod, mask, 1);
     e->masks[sr->pi] = mask;
     e->rrank[sr->pi] = rank;
     pool_reserve(e, sr->pi, rank, 1);

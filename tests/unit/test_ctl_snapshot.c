@@ -511,6 +511,32 @@ static void test_gpu_memory(void **state)
             assert_non_null(strstr(s.rejected[r].message, "40960 MiB"));
     }
     fair_ctl_snapshot_release(&s);
+
+    /* Bound (charged as it asks, no charge recorded): through its own
+     * node's GPU, 10240 of 81920 MiB and of 40960 MiB; a node without the
+     * label: through the smallest GPU, as a pending pod. The conversion
+     * itself, per node size. */
+    static char bare[] = "n-bare";
+    add_node(bare, 8, true);
+    add_pod("mem-on-80", "team-a", "fairshare", "a-train", 0, knodes[0].meta.name)
+        ->gpu_memory_bytes = 10LL << 30;
+    add_pod("mem-on-40", "team-a", "fairshare", "a-train", 0, knodes[1].meta.name)
+        ->gpu_memory_bytes = 10LL << 30;
+    add_pod("mem-on-bare", "team-a", "fairshare", "a-train", 0, bare)->gpu_memory_bytes = 10LL
+                                                                                          << 30;
+    build(&s);
+    assert_int_equal(s.snap.pods[pod_index(&s, "mem-on-80")].request.v[FAIR_RES_GPU], 125);
+    assert_int_equal(s.snap.pods[pod_index(&s, "mem-on-40")].request.v[FAIR_RES_GPU], 250);
+    assert_int_equal(s.snap.pods[pod_index(&s, "mem-on-bare")].request.v[FAIR_RES_GPU], 250);
+    assert_int_equal(s.snap.pods[pod_index(&s, "mem-10g")].request.v[FAIR_RES_GPU], 250);
+    fair_ctl_snapshot_release(&s);
+    assert_int_equal(fair_ctl_memory_milli(10LL << 30, 81920, 50), 125);
+    assert_int_equal(fair_ctl_memory_milli(10LL << 30, 40960, 50), 250);
+    assert_int_equal(fair_ctl_memory_milli(1LL << 20, 81920, 50), 50);
+    assert_int_equal(fair_ctl_memory_milli((10LL << 30) + 1, 81920, 0), 126); /* rounded up */
+    assert_int_equal(fair_ctl_memory_milli(80LL << 30, 81920, 50), -1);
+    assert_int_equal(fair_ctl_memory_milli(10LL << 30, 0, 50), -1);
+
     knodes[0].nlabels = knodes[1].nlabels = 0;
     build(&s);
     assert_int_equal(pod_index(&s, "mem-10g"), -1);
