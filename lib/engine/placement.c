@@ -77,6 +77,16 @@ static int64_t strand_delta(const struct fair_place *pl, const struct fair_pnode
            node_stranded(pl, n, fut);
 }
 
+/* The bitset of tenant key (tenbits), or NULL for a key that shares with
+ * no other fraction. */
+static uint64_t *ten_bits(const struct fair_place *pl, int32_t key)
+{
+    if (!pl->tenbits || key < FAIR_TENANT_SHARED || (key >= 0 && (size_t)key + 1 >= pl->ntenkeys))
+        return NULL;
+    size_t i = key == FAIR_TENANT_SHARED ? 0 : (size_t)key + 1;
+    return pl->tenbits + i * pl->words;
+}
+
 static void bucket_out(struct fair_place *pl, int32_t r)
 {
     struct fair_pnode *n = &pl->nodes[r];
@@ -116,6 +126,11 @@ static void bucket_in(struct fair_place *pl, int32_t r)
     }
     for (int d = 0; d < n->ngpu; d++) {
         int f = n->dev[d];
+        if (pl->tenbits && f < DEV_MILLI) {
+            uint64_t *tb = ten_bits(pl, pl->ten[(size_t)r * FAIR_MAX_GPUS_PER_NODE + (size_t)d]);
+            if (tb)
+                bit_set(tb, r);
+        }
         if (f > 0 && f < DEV_MILLI && !bit_test(part_bits(pl, f), r)) {
             bit_set(part_bits(pl, f), r);
             if (pl->part_cnt[f]++ == 0)
@@ -652,6 +667,13 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
             pl->ften = place_alloc(pl, cells, sizeof(*pl->ften));
             if (!pl->ten || !pl->ften)
                 goto out;
+            if (snap->nprojects < SIZE_MAX / pl->words - 1) {
+                pl->ntenkeys = snap->nprojects + 1;
+                pl->tenbits = place_alloc(pl, pl->ntenkeys * pl->words, sizeof(uint64_t));
+                pl->tenscratch = place_alloc(pl, pl->words, sizeof(uint64_t));
+                if (!pl->tenbits || !pl->tenscratch)
+                    goto out;
+            }
             break;
         }
     }
@@ -734,6 +756,8 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->tiers);
     fair_free(pl->ten);
     fair_free(pl->ften);
+    fair_free(pl->tenbits);
+    fair_free(pl->tenscratch);
     fair_cons_free(pl->cons);
     memset(pl, 0, sizeof(*pl));
 }
@@ -814,15 +838,22 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
     const struct fair_pnode *n = &pl->nodes[rank];
     if (pl->hold && pl->hold[rank] && pl->hold[rank] != pod)
         return false;
-    if (!fair_place_static_ok(pl, rank, pod) || !room_ok(pl, n, req, use_fut))
+    if (!room_ok(pl, n, req, use_fut))
         return false;
+    /* The devices before the static filters: all must pass, and the
+     * devices are the cheaper test (with tenancy, the one that most often
+     * says no). */
     bool fut = use_fut && n->fdiff;
     int64_t gpu = req->v[FAIR_RES_GPU];
+    bool dev_ok;
     if (pl->ten && gpu > 0 && gpu < DEV_MILLI)
-        return fair_place_pick_devices_tenant(
+        dev_ok = fair_place_pick_devices_tenant(
             n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, ten_row(pl->ten, rank),
             fut ? ten_row(pl->ften, rank) : NULL, fair_place_tenant(pl->snap, pod), mask);
-    return fair_place_pick_devices(n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, mask);
+    else
+        dev_ok =
+            fair_place_pick_devices(n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, mask);
+    return dev_ok && fair_place_static_ok(pl, rank, pod);
 }
 
 static bool unconstrained(const struct fair_pod *p)
@@ -1036,14 +1067,28 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
     int32_t r;
     struct bal_cand fbs = {.rank = -1, .delta = INT64_MAX};
     struct bal_cand *fb = pl->bal ? &fbs : NULL;
+    /* Tenancy: a fraction fits only on a node with a fully free device or
+     * a partly used one of its tenant key (tenbits); the other nodes of
+     * the buckets would all say no. */
+    const uint64_t *open = within;
+    if (pl->tenbits && gpu > 0 && gpu < DEV_MILLI) {
+        const uint64_t *tb = ten_bits(pl, fair_place_tenant(pl->snap, pod));
+        for (size_t w = 0; w < pl->words; w++) {
+            /* Not in whole[0]: a fully free device, or not ok (then in no
+             * bucket, strand included). */
+            uint64_t x = (tb ? tb[w] : 0) | ~whole_bits(pl, 0)[w];
+            pl->tenscratch[w] = x & (within ? within[w] : ~(uint64_t)0);
+        }
+        open = pl->tenscratch;
+    }
     if (fb && pl->strand_cnt > 0) {
-        r = find_unstrand(pl, pod, req, use_fut, mask, within);
+        r = find_unstrand(pl, pod, req, use_fut, mask, open);
         if (r >= 0)
             return r;
     }
     if (gpu > 0 && gpu < DEV_MILLI) {
         for (int f = part_next(pl, (int)gpu); f < DEV_MILLI; f = part_next(pl, f + 1)) {
-            r = scan_fullest(pl, part_bits(pl, f), within, pod, req, use_fut, mask, fb);
+            r = scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
             if (r >= 0)
                 return r;
         }

@@ -100,6 +100,15 @@ struct fair_place {
      * pod: nothing to keep apart. */
     int32_t *ten;
     int32_t *ften;
+    /* With ten: per tenant key that may share (FAIR_TENANT_SHARED, then
+     * the projects), a bitset of the nodes (ok only) that had a partly
+     * used device (cur) of that key at their last bucket update; it may
+     * hold nodes that no longer have one, never misses one. Placement of a
+     * fraction only looks at those nodes and at nodes with a fully free
+     * device (tenscratch, words). */
+    uint64_t *tenbits;
+    size_t ntenkeys;
+    uint64_t *tenscratch;
     /* Scheduling constraints of this cycle (constraints.h); NULL: no pod
      * carries any. */
     struct fair_cons *cons;
