@@ -8,6 +8,7 @@
 
 #include "base/quantity.h"
 #include "engine/constraints.h"
+#include "engine/placement.h"
 
 const char *fair_ctl_why_reason(int why)
 {
@@ -183,6 +184,43 @@ static bool gang_too_large(const struct fair_ctl_snapshot *s, const struct fair_
 
 static void pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
                             size_t pod, char *out, size_t n);
+
+/* Whether fractional pod p is kept off a device that has room for it by
+ * the tenancy rule (docs/fractions.md, "Tenancy"): a bound fraction of
+ * another tenant key sits on a device with at least p's request free. A
+ * few such devices are looked at (each costs a pass over the pods). */
+static bool tenancy_blocks(const struct fair_ctl_snapshot *s, const struct fair_pod *p)
+{
+    const int64_t dev_milli = FAIR_GPU_DEVICE_MILLI;
+    int64_t g = p->request.v[FAIR_RES_GPU];
+    if (g <= 0 || g >= dev_milli)
+        return false;
+    int32_t key = fair_place_tenant(&s->snap, p);
+    int tried = 0;
+    for (size_t i = 0; i < s->snap.npods && tried < 16; i++) {
+        const struct fair_pod *c = &s->snap.pods[i];
+        int64_t cg = c->request.v[FAIR_RES_GPU];
+        if (c->state != FAIR_POD_BOUND || c->node < 0 || cg <= 0 || cg >= dev_milli ||
+            !c->gpu_devices)
+            continue;
+        int32_t ck = fair_place_tenant(&s->snap, c);
+        if (ck == key && key >= FAIR_TENANT_SHARED)
+            continue;
+        tried++;
+        uint64_t bit = c->gpu_devices & -c->gpu_devices;
+        int64_t used = 0;
+        for (size_t j = 0; j < s->snap.npods; j++) {
+            const struct fair_pod *o = &s->snap.pods[j];
+            int64_t og = o->request.v[FAIR_RES_GPU];
+            if (o->state == FAIR_POD_BOUND && o->node == c->node && (o->gpu_devices & bit) &&
+                og > 0)
+                used += og < dev_milli ? og : dev_milli;
+        }
+        if (dev_milli - used >= g)
+            return true;
+    }
+    return false;
+}
 
 void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
                               size_t pod, char *out, size_t n)
@@ -363,7 +401,15 @@ static void pending_message(const struct fair_ctl_snapshot *s, const struct fair
                            "reclaim is tried again every cycle");
             return;
         }
-        if (p->request.v[FAIR_RES_GPU] > 0 && p->request.v[FAIR_RES_GPU] < FAIR_GPU_DEVICE_MILLI)
+        if (tenancy_blocks(s, p))
+            snprintf(out, n,
+                     "no node fits: the GPU devices with %s free hold fractions of other "
+                     "projects, and fractions of different projects share no device unless "
+                     "each of those projects sets spec.fractions.shareAcrossProjects "
+                     "(docs/fractions.md, \"Tenancy\")",
+                     req);
+        else if (p->request.v[FAIR_RES_GPU] > 0 &&
+                 p->request.v[FAIR_RES_GPU] < FAIR_GPU_DEVICE_MILLI)
             snprintf(out, n,
                      "no node fits: no GPU device has %s free on a node that matches the pod's "
                      "node selector, tolerations and CPU/memory request",
@@ -401,8 +447,13 @@ static void pending_message(const struct fair_ctl_snapshot *s, const struct fair
         snprintf(out, n,
                  "waiting for node %s, held for this pod: no node has %s GPUs free and no set "
                  "of borrowed pods frees them, so no other pod is placed on %s until it has "
-                 "room for this one (at most reservation.timeout)",
-                 nn, req, nn);
+                 "room for this one (at most reservation.timeout)%s",
+                 nn, req, nn,
+                 tenancy_blocks(s, p)
+                     ? "; the GPU devices with that much free hold fractions of other projects, "
+                       "which share no device with this project's (docs/fractions.md, "
+                       "\"Tenancy\")"
+                     : "");
         return;
     }
     case FAIR_PENDING_GANG_INCOMPLETE: {

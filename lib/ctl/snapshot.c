@@ -910,6 +910,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         quota_from(&out->projects[p_out].q, k->meta.name, pq_eff);
         models_from(out, in, &out->projects[p_out].q, pq_eff);
         out->projects[p_out].usage = in->project_usage ? in->project_usage[i] : 0;
+        out->projects[p_out].share_fractions = k->share_fractions;
         out->project_note[p_out] = in->project_note ? in->project_note[i] : NULL;
         out->kprojects[p_out] = k;
         out->project_index[i] = (int32_t)p_out++;

@@ -120,6 +120,11 @@ struct fair_project {
      * "Decayed usage"); >= 0. 0 for every project: the over-quota weights
      * are used as they are. */
     int64_t usage;
+    /* spec.fractions.shareAcrossProjects: its fractions may share a GPU
+     * device with fractions of other projects that set it too. false (the
+     * default): a device holds fractions of this project only
+     * (docs/fractions.md, "Tenancy"). */
+    bool share_fractions;
 };
 
 /* How far a queue's pending pods may take room back from queues that

@@ -77,6 +77,16 @@ static int64_t strand_delta(const struct fair_place *pl, const struct fair_pnode
            node_stranded(pl, n, fut);
 }
 
+/* The bitset of tenant key (tenbits), or NULL for a key that shares with
+ * no other fraction. */
+static uint64_t *ten_bits(const struct fair_place *pl, int32_t key)
+{
+    if (!pl->tenbits || key < FAIR_TENANT_SHARED || (key >= 0 && (size_t)key + 1 >= pl->ntenkeys))
+        return NULL;
+    size_t i = key == FAIR_TENANT_SHARED ? 0 : (size_t)key + 1;
+    return pl->tenbits + i * pl->words;
+}
+
 static void bucket_out(struct fair_place *pl, int32_t r)
 {
     struct fair_pnode *n = &pl->nodes[r];
@@ -116,6 +126,11 @@ static void bucket_in(struct fair_place *pl, int32_t r)
     }
     for (int d = 0; d < n->ngpu; d++) {
         int f = n->dev[d];
+        if (pl->tenbits && f < DEV_MILLI) {
+            uint64_t *tb = ten_bits(pl, pl->ten[(size_t)r * FAIR_MAX_GPUS_PER_NODE + (size_t)d]);
+            if (tb)
+                bit_set(tb, r);
+        }
         if (f > 0 && f < DEV_MILLI && !bit_test(part_bits(pl, f), r)) {
             bit_set(part_bits(pl, f), r);
             if (pl->part_cnt[f]++ == 0)
@@ -175,8 +190,51 @@ static void dev_apply(int16_t *dev, int ngpu, int64_t gpu, uint64_t mask, int si
             dev[d] = clamp_dev(dev[d] - sign * DEV_MILLI);
 }
 
+int32_t fair_place_tenant(const struct fair_snapshot *snap, const struct fair_pod *pod)
+{
+    /* Only the queue, which the controller derives from the namespace and
+     * its Project, counts: nothing else a pod says changes its key. */
+    if (pod->queue < 0 || (size_t)pod->queue >= snap->nqueues)
+        return FAIR_TENANT_FOREIGN;
+    int32_t p = snap->queues[pod->queue].project;
+    if (p < 0 || (size_t)p >= snap->nprojects)
+        return FAIR_TENANT_FOREIGN;
+    return snap->projects[p].share_fractions ? FAIR_TENANT_SHARED : p;
+}
+
+/* Records that a fraction of key takes device (the lowest of mask) of a
+ * view, before dev_apply: a fully free device becomes key's; a device of
+ * another key holds several keys from now on (only pods bound before can
+ * do that), which closes it to new fractions until it is fully free. */
+static void tenant_take(int32_t *ten, const int16_t *dev, int ngpu, int64_t gpu, uint64_t mask,
+                        int32_t key)
+{
+    if (!ten || gpu <= 0 || gpu >= DEV_MILLI || !mask)
+        return;
+    int d = __builtin_ctzll(mask);
+    if (d >= ngpu)
+        return;
+    if (dev[d] >= DEV_MILLI)
+        ten[d] = key;
+    else if (ten[d] != key)
+        ten[d] = FAIR_TENANT_MIXED;
+}
+
+/* Whether a fraction of key may go to device d of a view. */
+static bool tenant_ok(const int16_t *dev, const int32_t *ten, int d, int32_t key)
+{
+    return !ten || dev[d] >= DEV_MILLI || (ten[d] == key && key >= FAIR_TENANT_SHARED);
+}
+
 bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
                              enum fair_place_policy policy, uint64_t *mask)
+{
+    return fair_place_pick_devices_tenant(dev, ngpu, gpu, dev2, policy, NULL, NULL, 0, mask);
+}
+
+bool fair_place_pick_devices_tenant(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                                    enum fair_place_policy policy, const int32_t *ten,
+                                    const int32_t *ten2, int32_t key, uint64_t *mask)
 {
     *mask = 0;
     if (gpu <= 0)
@@ -199,7 +257,7 @@ bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const in
         int f = dev[d];
         if (dev2 && dev2[d] < f)
             f = dev2[d];
-        if (f < gpu)
+        if (f < gpu || !tenant_ok(dev, ten, d, key) || (dev2 && !tenant_ok(dev2, ten2, d, key)))
             continue;
         if (best < 0) {
             best = d;
@@ -261,11 +319,25 @@ static void *place_alloc(struct fair_place *pl, size_t count, size_t size)
 }
 
 /* Takes a bound pod's room in the node views it occupies. */
+/* The tenancy rows of rank (NULL when not kept). */
+static int32_t *ten_row(int32_t *ten, int32_t rank)
+{
+    return ten ? ten + (size_t)rank * FAIR_MAX_GPUS_PER_NODE : NULL;
+}
+
 static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t mask)
 {
-    struct fair_pnode *n = &pl->nodes[pl->rank_of[p->node]];
+    int32_t rank = pl->rank_of[p->node];
+    struct fair_pnode *n = &pl->nodes[rank];
     struct fair_resources tmp;
     const struct fair_resources *req = fair_place_room(p, &p->request, &tmp);
+    if (pl->ten) {
+        /* The room, not the charge: a MIG pod takes no device. */
+        int32_t key = fair_place_tenant(pl->snap, p);
+        tenant_take(ten_row(pl->ten, rank), n->dev, n->ngpu, req->v[FAIR_RES_GPU], mask, key);
+        if (!p->terminating)
+            tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, key);
+    }
     for (int r = 0; r < FAIR_RES_COUNT; r++) {
         int64_t v = req->v[r] > 0 ? req->v[r] : 0;
         n->free[r] -= v;
@@ -588,6 +660,25 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
         for (int res = 0; res < FAIR_RES_COUNT; res++)
             n->free[res] = n->ffree[res] = sn->allocatable.v[res] > 0 ? sn->allocatable.v[res] : 0;
     }
+    /* Tenancy only matters, and costs memory, with fractional pods. */
+    for (size_t i = 0; i < snap->npods; i++) {
+        int64_t g = snap->pods[i].mig ? 0 : snap->pods[i].request.v[FAIR_RES_GPU];
+        if (g > 0 && g < DEV_MILLI) {
+            size_t cells = (snap->nnodes ? snap->nnodes : 1) * FAIR_MAX_GPUS_PER_NODE;
+            pl->ten = place_alloc(pl, cells, sizeof(*pl->ten));
+            pl->ften = place_alloc(pl, cells, sizeof(*pl->ften));
+            if (!pl->ten || !pl->ften)
+                goto out;
+            if (snap->nprojects < SIZE_MAX / pl->words - 1) {
+                pl->ntenkeys = snap->nprojects + 1;
+                pl->tenbits = place_alloc(pl, pl->ntenkeys * pl->words, sizeof(uint64_t));
+                pl->tenscratch = place_alloc(pl, pl->words, sizeof(uint64_t));
+                if (!pl->tenbits || !pl->tenscratch)
+                    goto out;
+            }
+            break;
+        }
+    }
     /* Bound pods with devices first; those without (placed by another
      * scheduler) then get devices chosen in uid order, deterministically. */
     size_t nn = 0;
@@ -666,6 +757,10 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->part);
     fair_free(pl->strand);
     fair_free(pl->tiers);
+    fair_free(pl->ten);
+    fair_free(pl->ften);
+    fair_free(pl->tenbits);
+    fair_free(pl->tenscratch);
     fair_cons_free(pl->cons);
     memset(pl, 0, sizeof(*pl));
 }
@@ -748,10 +843,22 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
     req = fair_place_room(pod, req, &tmp);
     if (pl->hold && pl->hold[rank] && pl->hold[rank] != pod)
         return false;
-    if (!fair_place_static_ok(pl, rank, pod) || !room_ok(pl, n, req, use_fut))
+    if (!room_ok(pl, n, req, use_fut))
         return false;
-    return fair_place_pick_devices(n->dev, n->ngpu, req->v[FAIR_RES_GPU],
-                                   use_fut && n->fdiff ? n->fdev : NULL, pl->policy, mask);
+    /* The devices before the static filters: all must pass, and the
+     * devices are the cheaper test (with tenancy, the one that most often
+     * says no). */
+    bool fut = use_fut && n->fdiff;
+    int64_t gpu = req->v[FAIR_RES_GPU];
+    bool dev_ok;
+    if (pl->ten && gpu > 0 && gpu < DEV_MILLI)
+        dev_ok = fair_place_pick_devices_tenant(
+            n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, ten_row(pl->ten, rank),
+            fut ? ten_row(pl->ften, rank) : NULL, fair_place_tenant(pl->snap, pod), mask);
+    else
+        dev_ok =
+            fair_place_pick_devices(n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, mask);
+    return dev_ok && fair_place_static_ok(pl, rank, pod);
 }
 
 static bool unconstrained(const struct fair_pod *p)
@@ -765,13 +872,13 @@ static int gpu_class(int64_t g)
 }
 
 static bool known_no_fit(const struct fair_place *pl, const struct fair_resources *req,
-                         bool use_fut)
+                         bool use_fut, int32_t key)
 {
     for (size_t i = 0; i < pl->nfail; i++) {
         const struct fair_place_fail *f = &pl->fail[i];
         if (f->use_fut && !use_fut)
             continue;
-        if (gpu_class(f->req[0]) != gpu_class(req->v[0]))
+        if (gpu_class(f->req[0]) != gpu_class(req->v[0]) || f->key != key)
             continue;
         bool ge = true;
         for (int r = 0; r < FAIR_RES_COUNT; r++)
@@ -783,11 +890,13 @@ static bool known_no_fit(const struct fair_place *pl, const struct fair_resource
     return false;
 }
 
-static void remember_no_fit(struct fair_place *pl, const struct fair_resources *req, bool use_fut)
+static void remember_no_fit(struct fair_place *pl, const struct fair_resources *req, bool use_fut,
+                            int32_t key)
 {
     struct fair_place_fail *f = &pl->fail[pl->fail_next];
     memcpy(f->req, req->v, sizeof(f->req));
     f->use_fut = use_fut;
+    f->key = key;
     pl->fail_next = (pl->fail_next + 1) % FAIR_PLACE_FAIL_CACHE;
     if (pl->nfail < FAIR_PLACE_FAIL_CACHE)
         pl->nfail++;
@@ -963,14 +1072,28 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
     int32_t r;
     struct bal_cand fbs = {.rank = -1, .delta = INT64_MAX};
     struct bal_cand *fb = pl->bal ? &fbs : NULL;
+    /* Tenancy: a fraction fits only on a node with a fully free device or
+     * a partly used one of its tenant key (tenbits); the other nodes of
+     * the buckets would all say no. */
+    const uint64_t *open = within;
+    if (pl->tenbits && gpu > 0 && gpu < DEV_MILLI) {
+        const uint64_t *tb = ten_bits(pl, fair_place_tenant(pl->snap, pod));
+        for (size_t w = 0; w < pl->words; w++) {
+            /* Not in whole[0]: a fully free device, or not ok (then in no
+             * bucket, strand included). */
+            uint64_t x = (tb ? tb[w] : 0) | ~whole_bits(pl, 0)[w];
+            pl->tenscratch[w] = x & (within ? within[w] : ~(uint64_t)0);
+        }
+        open = pl->tenscratch;
+    }
     if (fb && pl->strand_cnt > 0) {
-        r = find_unstrand(pl, pod, req, use_fut, mask, within);
+        r = find_unstrand(pl, pod, req, use_fut, mask, open);
         if (r >= 0)
             return r;
     }
     if (gpu > 0 && gpu < DEV_MILLI) {
         for (int f = part_next(pl, (int)gpu); f < DEV_MILLI; f = part_next(pl, f + 1)) {
-            r = scan_fullest(pl, part_bits(pl, f), within, pod, req, use_fut, mask, fb);
+            r = scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
             if (r >= 0)
                 return r;
         }
@@ -1056,7 +1179,11 @@ int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
     *mask = 0;
     struct fair_resources tmp;
     req = fair_place_room(pod, req, &tmp);
-    if (cacheable && known_no_fit(pl, req, use_fut))
+    /* A fraction that fits nowhere may still fit beside its own
+     * project's fractions: the no-fit cache is per tenant key. */
+    int64_t g = req->v[FAIR_RES_GPU];
+    int32_t key = pl->ten && g > 0 && g < DEV_MILLI ? fair_place_tenant(pl->snap, pod) : 0;
+    if (cacheable && known_no_fit(pl, req, use_fut, key))
         return -1;
     if (pl->policy == FAIR_PLACE_FIRST_FIT) {
         for (size_t i = 0; i < pl->nnodes && r < 0; i++)
@@ -1070,7 +1197,7 @@ int32_t fair_place_find(struct fair_place *pl, const struct fair_pod *pod,
         r = find_pack(pl, pod, req, use_fut, mask, NULL, NULL);
     }
     if (r < 0 && cacheable)
-        remember_no_fit(pl, req, use_fut);
+        remember_no_fit(pl, req, use_fut, key);
     return r;
 }
 
@@ -1094,7 +1221,15 @@ void fair_place_commit_pod(struct fair_place *pl, int32_t rank, const struct fai
                            uint64_t mask, int sign)
 {
     struct fair_resources tmp;
-    fair_place_commit(pl, rank, fair_place_room(pod, &pod->request, &tmp), mask, sign);
+    const struct fair_resources *room = fair_place_room(pod, &pod->request, &tmp);
+    if (pl->ten && sign > 0) {
+        struct fair_pnode *n = &pl->nodes[rank];
+        int32_t key = fair_place_tenant(pl->snap, pod);
+        int64_t g = room->v[FAIR_RES_GPU];
+        tenant_take(ten_row(pl->ten, rank), n->dev, n->ngpu, g, mask, key);
+        tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, g, mask, key);
+    }
+    fair_place_commit(pl, rank, room, mask, sign);
     fair_cons_commit(pl->cons, rank, pod, sign);
 }
 
@@ -1107,4 +1242,17 @@ void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resou
     n->fpods += sign;
     dev_apply(n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, sign);
     n->fdiff = true;
+}
+
+void fair_place_fut_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                        uint64_t mask, int sign)
+{
+    struct fair_resources tmp;
+    const struct fair_resources *room = fair_place_room(pod, &pod->request, &tmp);
+    if (pl->ften && sign > 0) {
+        struct fair_pnode *n = &pl->nodes[rank];
+        tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, room->v[FAIR_RES_GPU], mask,
+                    fair_place_tenant(pl->snap, pod));
+    }
+    fair_place_fut(pl, rank, room, mask, sign);
 }

@@ -46,6 +46,7 @@ struct fair_pnode {
 struct fair_place_fail {
     int64_t req[FAIR_RES_COUNT];
     bool use_fut;
+    int32_t key; /* fractions: the tenant key (fair_place_tenant); else 0 */
 };
 
 struct fair_place {
@@ -92,6 +93,22 @@ struct fair_place {
     /* Nodes held for one pending pod (by rank; NULL: none): no other pod
      * fits there. Borrowed from the caller, may be NULL. */
     const struct fair_pod *const *hold;
+    /* Tenancy of the fractions (docs/fractions.md, "Tenancy"): per rank,
+     * FAIR_MAX_GPUS_PER_NODE entries each, the tenant key (fair_place_
+     * tenant) of the fractions on each device that is not fully free, in
+     * cur (ten) and fut (ften). NULL when the snapshot has no fractional
+     * pod: nothing to keep apart. */
+    int32_t *ten;
+    int32_t *ften;
+    /* With ten: per tenant key that may share (FAIR_TENANT_SHARED, then
+     * the projects), a bitset of the nodes (ok only) that had a partly
+     * used device (cur) of that key at their last bucket update; it may
+     * hold nodes that no longer have one, never misses one. Placement of a
+     * fraction only looks at those nodes and at nodes with a fully free
+     * device (tenscratch, words). */
+    uint64_t *tenbits;
+    size_t ntenkeys;
+    uint64_t *tenscratch;
     /* Scheduling constraints of this cycle (constraints.h); NULL: no pod
      * carries any. */
     struct fair_cons *cons;
@@ -151,6 +168,27 @@ void fair_place_commit_pod(struct fair_place *pl, int32_t rank, const struct fai
 /* Changes the fut view only: sign -1 frees (an evicted pod), 1 reserves. */
 void fair_place_fut(struct fair_place *pl, int32_t rank, const struct fair_resources *req,
                     uint64_t mask, int sign);
+
+/* Tenant keys of fractions: a project's index, or one of these. Fractions
+ * of one key only may share a device. */
+#define FAIR_TENANT_SHARED (-2)  /* projects with share_fractions, together */
+#define FAIR_TENANT_FOREIGN (-3) /* another scheduler's, or no project: alone */
+#define FAIR_TENANT_MIXED (-4)   /* several keys already (pods bound before): closed */
+
+/* The tenant key of pod's fractions in snap. */
+int32_t fair_place_tenant(const struct fair_snapshot *snap, const struct fair_pod *pod);
+
+/* fair_place_pick_devices for a fraction of tenant key `key`, where
+ * ten/ten2 (NULL: no check) are the tenant keys of dev/dev2: only a device
+ * that is fully free, or whose fractions have the same key, is taken
+ * (in both views when dev2 is given). */
+bool fair_place_pick_devices_tenant(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                                    enum fair_place_policy policy, const int32_t *ten,
+                                    const int32_t *ten2, int32_t key, uint64_t *mask);
+
+/* fair_place_fut of pod's request, keeping the fut tenancy. */
+void fair_place_fut_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                        uint64_t mask, int sign);
 
 /* Device choice on one device array: whole GPUs (lowest fully free
  * devices) or a fraction (best fit: the fullest device that still fits,

@@ -135,13 +135,13 @@ static int64_t room_gpu(const struct fair_pod *p)
     return p->mig ? 0 : p->request.v[GPU];
 }
 
-/* fair_place_fut of pod's room (a MIG pod's GPU charge takes no room),
- * with the node's brief kept up to date. */
+/* fair_place_fut of pod's room (a MIG pod's GPU charge takes no room;
+ * a fraction's device keeps its tenancy), with the node's brief kept up
+ * to date. */
 static void fut_apply(struct eng *e, int32_t rank, const struct fair_pod *pod, uint64_t mask,
                       int sign)
 {
-    struct fair_resources tmp;
-    fair_place_fut(&e->pl, rank, fair_place_room(pod, &pod->request, &tmp), mask, sign);
+    fair_place_fut_pod(&e->pl, rank, pod, mask, sign);
     brief(e, rank);
 }
 
@@ -369,6 +369,7 @@ struct search {
      * queue is owed room there): victims are judged on their fair share
      * of the pool instead of the GPU total; -1: on the total. */
     int pool;
+    int32_t tkey; /* set by search_for: fair_place_tenant of the pod */
 };
 
 /* Index of a search's failure cache: guarantee reclaim, preemption, or
@@ -470,6 +471,22 @@ static void free_victim(const struct fair_pnode *n, int16_t *dev, int64_t *freer
         }
 }
 
+/* Devices for pod in dev, a fut view of node n (victims gone or not):
+ * fractions keep to their tenancy (docs/fractions.md, "Tenancy"); a device
+ * that the victims leave fully free is open to any project. */
+static bool pick_fut(const struct eng *e, const struct fair_pnode *n, const int16_t *dev,
+                     const struct fair_pod *pod, uint64_t *mask)
+{
+    int64_t g = room_gpu(pod);
+    if (e->pl.ften && g > 0 && g < FAIR_GPU_DEVICE_MILLI) {
+        size_t rank = (size_t)(n - e->pl.nodes);
+        return fair_place_pick_devices_tenant(dev, n->ngpu, g, NULL, e->pl.policy,
+                                              e->pl.ften + rank * FAIR_MAX_GPUS_PER_NODE, NULL,
+                                              fair_place_tenant(e->s, pod), mask);
+    }
+    return fair_place_pick_devices(dev, n->ngpu, g, NULL, e->pl.policy, mask);
+}
+
 /* Whether sr's pod fits in that view (freeres, budget, pods, dev), with
  * the preemption budget covered; short_by says by how much it does not. */
 static bool fits_view(const struct eng *e, const struct search *sr, const struct fair_pnode *n,
@@ -492,7 +509,7 @@ static bool fits_view(const struct eng *e, const struct search *sr, const struct
     }
     if (sn->max_pods > 0 && pods >= sn->max_pods)
         ok = false;
-    if (!fair_place_pick_devices(dev, n->ngpu, room_gpu(sr->pod), NULL, e->pl.policy, mask)) {
+    if (!pick_fut(e, n, dev, sr->pod, mask)) {
         short_by[GPU] = short_by[GPU] > 0 ? short_by[GPU] : 1;
         ok = false;
     }
@@ -521,6 +538,49 @@ static bool fits_with(const struct eng *e, const struct search *sr, int32_t rank
         ok = false;
     }
     return ok;
+}
+
+/* Tenancy (docs/fractions.md, "Tenancy"): whether sr's pod, a fraction,
+ * may find a device on node rank when each device d has at most up[d]
+ * free milli: one that ends fully free, or one that holds fractions of
+ * its tenant key alone (pick_fut). */
+static bool tenant_open(const struct eng *e, const struct search *sr, int32_t rank,
+                        const int64_t *up)
+{
+    int64_t g = room_gpu(sr->pod);
+    const int32_t *ten = e->pl.ften + (size_t)rank * FAIR_MAX_GPUS_PER_NODE;
+    int32_t key = sr->tkey;
+    for (int d = 0; d < e->pl.nodes[rank].ngpu; d++)
+        if (up[d] >= g &&
+            (up[d] >= FAIR_GPU_DEVICE_MILLI || (ten[d] == key && key >= FAIR_TENANT_SHARED)))
+            return true;
+    return false;
+}
+
+/* Adds what a victim holding gpu on the devices of mask frees to up. */
+static void up_add(int64_t *up, int ngpu, int64_t gpu, uint64_t mask)
+{
+    for (int d = 0; d < ngpu && gpu > 0; d++)
+        if (mask >> d & 1) {
+            up[d] += gpu < FAIR_GPU_DEVICE_MILLI ? gpu : FAIR_GPU_DEVICE_MILLI;
+            if (gpu < FAIR_GPU_DEVICE_MILLI)
+                break;
+        }
+}
+
+/* Tenancy: false when sr's pod, a fraction, surely finds no device on node
+ * rank's fut view with victim v's devices freed (v NULL: none), the
+ * tenancy-aware form of gpu_may_fit below. */
+static bool tenant_may_fit(const struct eng *e, const struct search *sr, int32_t rank,
+                           const struct victim *v)
+{
+    const struct fair_pnode *n = &e->pl.nodes[rank];
+    int64_t up[FAIR_MAX_GPUS_PER_NODE];
+    for (int d = 0; d < n->ngpu; d++)
+        up[d] = n->fdev[d];
+    if (v)
+        up_add(up, n->ngpu, v->req[GPU], v->mask);
+    return tenant_open(e, sr, rank, up);
 }
 
 /* False when sr's pod surely does not fit on node rank's fut devices, with
@@ -555,7 +615,9 @@ static bool gpu_may_fit(const struct eng *e, const struct search *sr, int32_t ra
     }
     if (g >= FAIR_GPU_DEVICE_MILLI)
         return nfull >= g / FAIR_GPU_DEVICE_MILLI;
-    return maxf >= g;
+    /* The brief first (it knows no tenancy, and costs less), then the
+     * devices open to the fraction. */
+    return maxf >= g && (!e->pl.ften || tenant_may_fit(e, sr, rank, v));
 }
 
 /* With queue_may_lose, victim_ok's own test on GPU: a GPU victim of
@@ -676,6 +738,45 @@ static bool victim_ok(const struct eng *e, const struct search *sr, int32_t vi,
                         s->now_ms - v->started_ms >= s->over_quota_min_runtime_ms, taken, nt);
 }
 
+/* The questions of victim_ok that search_for's walk asks from a victim's
+ * records (GPU victims; all of victim_ok's but PF_EVICTED and, for
+ * preemption, the priority): true when v cannot be a victim for sr. */
+static bool victim_skipped(const struct eng *e, const struct search *sr, const struct vpos *w,
+                           const struct victim *v)
+{
+    bool pre = sr->mode == M_PREEMPT;
+    bool pooled = !pre && sr->pool >= 0;
+    if (pre)
+        return w->queue != sr->qi;
+    return w->queue == sr->qi || (v->capped && !capped_may_go(e, w)) ||
+           (!pooled && (!queue_may_lose(e, w) || !project_may_lose(e, sr, w))) ||
+           (e->nm && !pool_may_lose(e, sr, w->queue, w->rank, w->gpu, 0, 0)) ||
+           (sr->fair_share && !v->old);
+}
+
+/* Tenancy: false when sr's pod, a fraction, surely finds no device on node
+ * rank whatever victims try_node takes there: each device's free milli
+ * counted with every victim on it that victim_ok could accept. A node
+ * whose devices its tenancy keeps shut (another project's fractions, or
+ * pods that may not go) is passed over without trying victims. */
+static bool tenant_may_fit_any(const struct eng *e, const struct search *sr, int32_t rank)
+{
+    const struct fair_pnode *n = &e->pl.nodes[rank];
+    int64_t up[FAIR_MAX_GPUS_PER_NODE];
+    for (int d = 0; d < n->ngpu; d++)
+        up[d] = n->fdev[d];
+    for (size_t i = e->voff[rank]; i < e->voff[rank + 1]; i++) {
+        int32_t vi = e->vlist[i];
+        size_t k = (size_t)e->vrank[vi];
+        const struct vpos *w = &e->vpos[k];
+        const struct victim *v = &e->vict[k];
+        if (w->gpu <= 0 || (e->pflags[vi] & PF_EVICTED) || victim_skipped(e, sr, w, v))
+            continue;
+        up_add(up, n->ngpu, v->req[GPU], v->mask);
+    }
+    return tenant_open(e, sr, rank, up);
+}
+
 /* Greedy victim choice on one node, then pruned to a minimal set. */
 static bool try_node(const struct eng *e, const struct search *sr, int32_t rank, struct trial *t,
                      int max_nv)
@@ -692,9 +793,28 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
         if (nd->ffree[r] + (max_nv > 0 ? e->vsum[rank][r] : 0) <
             (r == GPU ? room_gpu(sr->pod) : sr->pod->request.v[r]))
             return false;
-    if (!static_ok(e, sr, rank))
+    int64_t tg = room_gpu(sr->pod);
+    if (max_nv > 0 && e->pl.ften && tg > 0 && tg < FAIR_GPU_DEVICE_MILLI &&
+        !tenant_may_fit_any(e, sr, rank))
         return false;
-    bool ok = fits_with(e, sr, rank, t->v, 0, -1, short_by, &mask);
+    /* No victim allowed and node constraints to check: the room alone
+     * first, then the costlier static filters (both must pass). */
+    bool room_first = max_nv == 0 && !sr->plain;
+    bool ok = room_first && fits_with(e, sr, rank, t->v, 0, -1, short_by, &mask);
+    if ((room_first && !ok) || !static_ok(e, sr, rank))
+        return false;
+    if (!room_first)
+        ok = fits_with(e, sr, rank, t->v, 0, -1, short_by, &mask);
+    /* The fut view with the victims so far freed, one more each time (as
+     * fits_with would rebuild it, in the same order). */
+    int16_t dev[FAIR_MAX_GPUS_PER_NODE];
+    int64_t freeres[NRES], budget[NRES];
+    int32_t pods = nd->fpods;
+    if (!ok) {
+        memcpy(dev, nd->fdev, sizeof(dev));
+        memcpy(freeres, nd->ffree, sizeof(freeres));
+        memcpy(budget, sr->budget, sizeof(budget));
+    }
     for (size_t i = e->voff[rank]; i < e->voff[rank + 1] && !ok && !e->damp; i++) {
         int32_t vi = e->vlist[i];
         const struct fair_pod *v = &e->s->pods[vi];
@@ -710,7 +830,8 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
         if (t->nv == MAX_VICTIMS || t->nv >= max_nv)
             return false;
         t->v[t->nv++] = vi;
-        ok = fits_with(e, sr, rank, t->v, t->nv, -1, short_by, &mask);
+        free_victim(nd, dev, freeres, budget, &pods, v->request.v, e->masks[vi]);
+        ok = fits_view(e, sr, nd, dev, freeres, budget, pods, short_by, &mask);
     }
     if (!ok)
         return false;
@@ -793,7 +914,7 @@ static int apply_trial(struct eng *e, const struct search *sr, const struct tria
     }
     const struct fair_pnode *n = &e->pl.nodes[t->rank];
     uint64_t m = 0;
-    fair_place_pick_devices(n->fdev, n->ngpu, room_gpu(sr->pod), NULL, e->pl.policy, &m);
+    pick_fut(e, n, n->fdev, sr->pod, &m);
     fut_apply(e, t->rank, sr->pod, m, 1);
     e->masks[sr->pi] = m; /* a pending pod's mask: its reserved devices */
     e->rrank[sr->pi] = t->rank;
@@ -879,6 +1000,7 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
      * failed search says nothing of another pod's. */
     bool cons = fair_cons_pod_constrained(e->pl.cons, sr->pod);
     *found = false;
+    sr->tkey = fair_place_tenant(e->s, sr->pod);
     sr->plain = sr->pod->nnode_selector == 0 && sr->pod->ntolerations == 0 &&
                 (!sr->pod->gpu_model || !sr->pod->gpu_model[0]) && !cons;
     for (int i = 0; i < q->nfail[m] && !holder && !cons; i++)
@@ -912,8 +1034,12 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
          * the pods are not read until a node is worth a look. */
         size_t k = (size_t)(pre ? e->qvlist[i] : pooled ? e->mvlist[i] : e->vwalk[i]);
         const struct vpos *w = &e->vpos[k];
-        const struct victim *v = &e->vict[k];
         int32_t r = w->rank;
+        /* A node already looked at in this search: nothing below would
+         * change (the tests before the stamp only skip). */
+        if (e->nstamp[r] == e->stamp)
+            continue;
+        const struct victim *v = &e->vict[k];
         /* Reclaim asks victim_ok's questions about a victim's queue and
          * project first, before its node: a node only counts once a
          * victim there passes victim_ok, so the order changes nothing. For
@@ -930,8 +1056,6 @@ static int search_for(struct eng *e, struct search *sr, bool *found)
         } else {
             known_ok = w->gpu > 0 && !v->capped;
         }
-        if (e->nstamp[r] == e->stamp)
-            continue;
         int32_t vi = v->pod;
         if ((e->pflags[vi] & PF_EVICTED) ||
             (pre && fair_eng_eff_prio(e, &e->s->pods[vi]) >= fair_eng_eff_prio(e, sr->pod)))
@@ -1061,7 +1185,7 @@ static int gang_reclaim(struct eng *e, int32_t gi)
     size_t j = 0;
     for (; j < nu; j++) {
         int32_t mi = e->order[e->gmem[g->first + j]];
-        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false, false, -1};
+        struct search sr = {&s->pods[mi], mi, qi, M_RECLAIM, {0}, false, false, -1, 0};
         bool found = false;
         int rc = search_for(e, &sr, &found);
         if (rc)
@@ -1304,7 +1428,7 @@ int fair_eng_reclaim_phase(struct eng *e)
             }
             if (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_FAIR_SHARE)
                 continue;
-            struct search sr = {p, pi, qi, M_RECLAIM, {0}, false, false, -1};
+            struct search sr = {p, pi, qi, M_RECLAIM, {0}, false, false, -1, 0};
             bool found = false, owed = false, held = false;
             if (why == FAIR_PENDING_NO_NODE_FITS) {
                 owed = entitled(e, qi, p) && !fair_eng_over(q->live, q->resv, p->request.v, q->fs);
@@ -1593,7 +1717,7 @@ static int apply_unit(struct eng *e, const struct search *sr, const struct gunit
     }
     const struct fair_pnode *n = &e->pl.nodes[rank];
     uint64_t mask = 0;
-    fair_place_pick_devices(n->fdev, n->ngpu, room_gpu(sr->pod), NULL, e->pl.policy, &mask);
+    pick_fut(e, n, n->fdev, sr->pod, &mask);
     fut_apply(e, rank, sr->pod, mask, 1);
     e->masks[sr->pi] = mask;
     e->rrank[sr->pi] = rank;

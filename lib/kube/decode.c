@@ -2364,6 +2364,16 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
         goto out;
     if (!p->team && (rc = dup_str(p->meta.name, &p->team)))
         goto out;
+    {
+        const json_t *fr = spec ? json_object_get(spec, "fractions") : NULL;
+        const json_t *sh = json_is_object(fr) ? json_object_get(fr, "shareAcrossProjects") : NULL;
+        if (fr && !json_is_null(fr) && !json_is_object(fr))
+            add_problem(&p->problem, "spec.fractions: want an object");
+        else if (sh && !json_is_null(sh) && !json_is_boolean(sh))
+            add_problem(&p->problem, "spec.fractions.shareAcrossProjects: want true or false");
+        else
+            p->share_fractions = json_is_true(sh);
+    }
     { /* usageHalfLife, budget, schedule (kube/timequota.c) */
         char tmsg[512] = "";
         if ((rc = fair_ktime_decode(spec, true, &p->time, tmsg, sizeof tmsg)))

@@ -315,6 +315,9 @@ struct fair_kproject {
     char **namespaces;
     size_t nnamespaces;
     char *default_queue;
+    /* spec.fractions.shareAcrossProjects: its fractions may share a GPU
+     * with those of other projects that set it too. */
+    bool share_fractions;
     char *problem; /* validation failure, reported as an Invalid condition */
 };
 

@@ -114,6 +114,7 @@ static int parse_docs(struct fair_sim_config *c, const char *name, json_t *docs,
                 return fair_error_prefix(err, "%s: document %zu (Project): ", name, i + 1);
             c->kprojects[c->nprojects] = p;
             quota_from(&c->projects[c->nprojects].q, p->meta.name, &p->quota);
+            c->projects[c->nprojects].share_fractions = p->share_fractions;
             c->nprojects++;
             if (p->problem)
                 return fair_error_set(err, FAIR_EINVAL, "%s: Project %s: %s", name, p->meta.name,

@@ -168,10 +168,163 @@ static void test_quarters_on_a_reservation(void **state)
     e2e_scenario_end();
 }
 
+/* The reservation pods of the scenario (new reference: a list of pods). */
+static json_t *reservations(void)
+{
+    char path[256];
+    snprintf(path, sizeof path,
+             "/api/v1/namespaces/%s/pods?labelSelector=fairshare.dev%%2Freservation%%3Dtrue",
+             resv_ns);
+    json_t *l = e2e_get(path);
+    json_t *items = json_incref(json_object_get(l, "items"));
+    json_decref(l);
+    return items;
+}
+
+/* The device of a bound fractional pod, "" if none yet (static buffer). */
+static const char *pod_device(const char *ns, const char *name)
+{
+    static char out[2][160];
+    static int k;
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    json_t *p = e2e_get(path);
+    const char *d = p && e2e_str(p, "spec.nodeName") ? ann(p, "fairshare.dev/gpu-devices") : NULL;
+    k ^= 1;
+    snprintf(out[k], sizeof out[k], "%s", d ? d : "");
+    json_decref(p);
+    return out[k];
+}
+
+/* Plays the device plugin for every reservation pod not yet started:
+ * fairshare-reserve with a distinct device each. */
+static int start_reserves(pid_t *pids, char (*names)[256], int n, int max)
+{
+    json_t *items = reservations();
+    size_t i;
+    json_t *r;
+    json_array_foreach(items, i, r)
+    {
+        const char *name = e2e_str(r, "metadata.name");
+        bool seen = false;
+        for (int k = 0; k < n && name; k++)
+            seen = seen || !strcmp(names[k], name);
+        if (!name || seen || n >= max)
+            continue;
+        char dev[128];
+        snprintf(dev, sizeof dev, "GPU-%s-0000-4000-8000-%012d", e2e_runid(), 100 + n);
+        snprintf(names[n], sizeof names[n], "%s", name);
+        pids[n++] = run_reserve(name, dev);
+    }
+    json_decref(items);
+    return n;
+}
+
+/* Tenancy (docs/fractions.md, "Tenancy"): a quarter of each of two
+ * projects gets a device of its own (two reservations, two devices) unless
+ * both projects set spec.fractions.shareAcrossProjects, when they share
+ * one reservation's device. The real API server accepts the new field. */
+static void tenancy_case(bool share)
+{
+    char pre[128], ns[2][160];
+    e2e_scenario_begin(share ? "tshare" : "tapart", pre, sizeof pre);
+    snprintf(resv_ns, sizeof resv_ns, "%s-resv", pre);
+    e2e_namespace(resv_ns);
+    for (int i = 0; i < 2; i++) {
+        snprintf(ns[i], sizeof ns[i], "%s-%c", pre, 'a' + i);
+        e2e_namespace(ns[i]);
+        e2e_create("/apis/fairshare.dev/v1alpha1/projects",
+                   "{\"apiVersion\":\"fairshare.dev/v1alpha1\",\"kind\":\"Project\","
+                   "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"namespaces\":[\"%s\"],"
+                   "\"guaranteed\":{\"gpu\":\"1\"},\"fractions\":{\"shareAcrossProjects\":%s}}}",
+                   ns[i], ns[i], share ? "true" : "false");
+        char path[512];
+        snprintf(path, sizeof path, "/apis/fairshare.dev/v1alpha1/projects/%s", ns[i]);
+        e2e_track(path);
+        json_t *pj = e2e_get(path);
+        assert_non_null(pj);
+        /* Kept by the real API server (not pruned). */
+        assert_true(json_is_boolean(json_object_get(
+            json_object_get(json_object_get(pj, "spec"), "fractions"), "shareAcrossProjects")));
+        json_decref(pj);
+        e2e_queue(ns[i], ns[i], "1", 0);
+    }
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "fractions:\n  reservations: true\n  reservationNamespace: %s\n"
+             "  reservationServiceAccount: \"\"\n",
+             resv_ns);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, share ? "tshare" : "tapart", extra);
+    /* One quarter first, so that the second has a device to join or not. */
+    e2e_pod(ns[0], "t-0", ns[0], NULL, NULL, ",\"fairshare.dev/gpu-fraction\":\"0.25\"");
+    pid_t pids[4];
+    char names[4][256];
+    int n = 0;
+    if (!E2E_WAIT((n = start_reserves(pids, names, n, 4), pod_device(ns[0], "t-0")[0] != 0),
+                  E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 200);
+        e2e_dump_pods(resv_ns);
+        fail_msg("the first quarter was not bound");
+    }
+    e2e_pod(ns[1], "t-1", ns[1], NULL, NULL, ",\"fairshare.dev/gpu-fraction\":\"0.25\"");
+    if (!E2E_WAIT((n = start_reserves(pids, names, n, 4), pod_device(ns[1], "t-1")[0] != 0),
+                  E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 200);
+        e2e_dump_pods(resv_ns);
+        fail_msg("the second quarter was not bound");
+    }
+    char d0[160];
+    snprintf(d0, sizeof d0, "%s", pod_device(ns[0], "t-0"));
+    const char *d1 = pod_device(ns[1], "t-1");
+    if (share)
+        assert_string_equal(d0, d1);
+    else
+        assert_string_not_equal(d0, d1);
+    assert_int_equal(count_reservations(), share ? 1 : 2);
+    assert_int_equal(n, share ? 1 : 2);
+    for (int i = 0; i < 2; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/t-%d", ns[i], i);
+        long st = e2e_req("DELETE", path, "{\"gracePeriodSeconds\":0}", NULL);
+        assert_true(st == 200 || st == 202);
+    }
+    bool gone = E2E_WAIT(count_reservations() ==
+                             e2e_count(resv_ns, "fairshare.dev/reservation=true").terminating,
+                         E2E_WAIT_MS);
+    for (int i = 0; i < n; i++) { /* the kubelet would stop them now */
+        kill(pids[i], SIGTERM);
+        waitpid(pids[i], NULL, 0);
+    }
+    if (!gone) {
+        e2e_ctl_dump(&ctl, 200);
+        fail_msg("a reservation outlived its last fraction");
+    }
+    if (!E2E_WAIT(count_reservations() == 0, E2E_WAIT_MS))
+        fail_msg("a reservation pod was not removed");
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+static void test_tenancy_apart(void **state)
+{
+    (void)state;
+    tenancy_case(false);
+}
+
+static void test_tenancy_shared(void **state)
+{
+    (void)state;
+    tenancy_case(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_quarters_on_a_reservation, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_tenancy_apart, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_tenancy_shared, e2e_scenario_teardown),
     };
     return cmocka_run_group_tests_name("e2e/fractions", tests, e2e_setup, e2e_teardown);
 }

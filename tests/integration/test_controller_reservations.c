@@ -606,6 +606,215 @@ static void test_isolation_required(void **state)
     stop_all(&fake, &c);
 }
 
+/* The message of the pod's condition of type (malloc'd), or NULL. */
+static char *pod_condition_message(struct fair_fake *f, const char *ns, const char *name,
+                                   const char *type)
+{
+    json_t *p = get_pod(f, ns, name);
+    char *out = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *m = json_string_value(json_object_get(c, "message"));
+        if (t && !strcmp(t, type) && m) {
+            free(out);
+            out = strdup(m);
+        }
+    }
+    json_decref(p);
+    return out;
+}
+
+static bool pod_condition_message_has(struct fair_fake *f, const char *ns, const char *name,
+                                      const char *type, const char *part)
+{
+    char *m = pod_condition_message(f, ns, name, type);
+    bool ok = m && strstr(m, part);
+    free(m);
+    return ok;
+}
+
+/* Two projects, a (team-a, qa) and b (team-b, qb), on one node of two
+ * GPUs; share: both set spec.fractions.shareAcrossProjects (before the
+ * controller starts, so that it reads them with its first cycle). */
+static void setup_tenants(struct fair_fake *f, struct ctl *c, bool share_a, bool share_b,
+                          const char *tag)
+{
+    struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 2, .kubelet = 1, .grace_seconds = -1};
+    assert_int_equal(tc_fake_start(f, &o), 0);
+    rt_reset(f);
+    const char *ns[] = {"team-a", "team-b", RESV_NS, NULL};
+    mk_namespaces(f, ns);
+    char body[512];
+    const char *names[] = {"a", "b"};
+    bool share[] = {share_a, share_b};
+    for (int i = 0; i < 2; i++) {
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"fairshare.dev/v1alpha1\",\"kind\":\"Project\",\"metadata\":"
+                 "{\"name\":\"%s\"},\"spec\":{\"namespaces\":[\"team-%s\"],\"guaranteed\":"
+                 "{\"gpu\":\"1\"},\"fractions\":{\"shareAcrossProjects\":%s}}}",
+                 names[i], names[i], share[i] ? "true" : "false");
+        must_create(f, "/apis/fairshare.dev/v1alpha1/projects", body);
+    }
+    mk_queue(f, "qa", "a", "1", 1);
+    mk_queue(f, "qb", "b", "1", 1);
+    memset(c, 0, sizeof *c);
+    snprintf(c->config, sizeof c->config, "%s/config-%s.yaml", f->dir, tag);
+    FILE *cf = fopen(c->config, "w");
+    assert_non_null(cf);
+    fprintf(cf, "apiVersion: config.fairshare.dev/v1alpha1\n"
+                "kind: ControllerConfig\n"
+                "fractions:\n"
+                "  reservations: true\n"
+                "  reservationNamespace: " RESV_NS "\n"
+                "  reservationServiceAccount: \"\"\n");
+    fclose(cf);
+    assert_int_equal(ctl_start(c, f, tag), 0);
+    if (!WAIT_UNTIL(ctl_ready(c), WAIT_MS)) {
+        ctl_dump_log(c, 40);
+        fail_msg("controller not ready");
+    }
+}
+
+/* Quarters of projects a and b, alternating: the devices of a's and b's
+ * fractions (fairshare.dev/gpu-devices, from the reservations) differ
+ * unless both projects opted in, when all four share one reservation.
+ * Apart, once a's device is full, a's next half finds no device (b's has
+ * 0.5 free but is b's) and its condition says why. */
+static void tenants_case(bool share_a, bool share_b)
+{
+    static struct fair_fake fake;
+    static struct ctl c;
+    bool shared = share_a && share_b;
+    setup_tenants(&fake, &c, share_a, share_b, shared ? "tenants-shared" : "tenants-apart");
+    char name[32];
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "f-%d", i);
+        mk_pod_full(&fake, i % 2 ? "team-b" : "team-a", name, i % 2 ? "qb" : "qa", NULL, "0.25",
+                    NULL, NULL, 0);
+    }
+    if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 2 &&
+                        count_pods(&fake, "team-b", 1) == 2,
+                    WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("the quarters were not bound");
+    }
+    assert_int_equal(count_all_reservations(&fake), shared ? 1 : 2);
+    char *dev[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "f-%d", i);
+        dev[i] = pod_ann(&fake, i % 2 ? "team-b" : "team-a", name, "fairshare.dev/gpu-devices");
+        assert_non_null(dev[i]);
+        assert_true(strncmp(dev[i], "GPU-", 4) == 0);
+    }
+    assert_string_equal(dev[0], dev[2]); /* a with a */
+    assert_string_equal(dev[1], dev[3]); /* b with b */
+    if (shared)
+        assert_string_equal(dev[0], dev[1]);
+    else
+        assert_string_not_equal(dev[0], dev[1]);
+    if (!shared) {
+        /* a's device full; b's has 0.5 free, which a's next half may not use. */
+        mk_pod_full(&fake, "team-a", "fill", "qa", NULL, "0.5", NULL, NULL, 0);
+        assert_true(WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 3, WAIT_MS));
+        mk_pod_full(&fake, "team-a", "big", "qa", NULL, "0.5", NULL, NULL, 0);
+        if (!WAIT_UNTIL(rt_step() && pod_condition_message_has(&fake, "team-a", "big",
+                                                               "PodScheduled", "other projects"),
+                        WAIT_MS)) {
+            char *msg = pod_condition_message(&fake, "team-a", "big", "PodScheduled");
+            ctl_dump_log(&c, 60);
+            fail_msg("big: PodScheduled message %s does not name the tenancy",
+                     msg ? msg : "(none)");
+        }
+        char *n = pod_node(&fake, "team-a", "big", NULL);
+        assert_string_equal(n, "");
+        free(n);
+    }
+    for (int i = 0; i < 4; i++)
+        free(dev[i]);
+    rt_reset(&fake);
+    stop_all(&fake, &c);
+}
+
+static void test_tenants_apart(void **state)
+{
+    (void)state;
+    tenants_case(false, false);
+}
+
+/* Only one of the two opted in: still apart. */
+static void test_tenants_one_opted_in(void **state)
+{
+    (void)state;
+    tenants_case(true, false);
+}
+
+static void test_tenants_both_opted_in(void **state)
+{
+    (void)state;
+    tenants_case(true, true);
+}
+
+static bool queue_gpu_in(struct fair_fake *f, const char *queue, const char *field, const char *a,
+                         const char *b)
+{
+    return queue_gpu_is(f, queue, field, a) || queue_gpu_is(f, queue, field, b);
+}
+
+/* fairshare.dev/gpu-memory: 10Gi on a node labelled 80 GiB is charged
+ * 0.125, on one labelled 40 GiB 0.25 (docs/fractions.md, "Asking for
+ * memory instead of a fraction"). Each pod is kept on its node by a node
+ * selector on the label itself, so the labels are known when it is placed. */
+static void test_memory_per_node(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    setup(&fake, &c, 2, 1, "memory");
+    static const char *const mib[] = {"81920", "40960"};
+    for (int i = 0; i < 2; i++) {
+        char path[64], body[160];
+        long code = 0;
+        snprintf(path, sizeof path, "/api/v1/nodes/node-000%d", i);
+        snprintf(body, sizeof body,
+                 "{\"metadata\":{\"labels\":{\"nvidia.com/gpu.memory\":\"%s\"}}}", mib[i]);
+        assert_int_equal(fair_fake_request_ct(&fake, "PATCH", path, "application/merge-patch+json",
+                                              body, &code, NULL),
+                         0);
+        assert_int_equal(code, 200);
+    }
+    const char *mem = ",\"fairshare.dev/gpu-memory\":\"10Gi\"";
+    mk_pod_spec(&fake, "team-a", "m80", "qa", NULL, NULL, NULL, mem,
+                ",\"nodeSelector\":{\"nvidia.com/gpu.memory\":\"81920\"}", 0);
+    if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 1, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("m80 was not bound");
+    }
+    char *node = pod_node(&fake, "team-a", "m80", NULL);
+    assert_string_equal(node, "node-0000");
+    free(node);
+    if (!WAIT_UNTIL(queue_gpu_in(&fake, "qa", "allocated", "125m", "0.125"), WAIT_MS)) {
+        json_t *st = queue_status(&fake, "qa");
+        char *dump = json_dumps(st, JSON_COMPACT);
+        fail_msg("qa status after m80: %s", dump ? dump : "(none)");
+    }
+    mk_pod_spec(&fake, "team-a", "m40", "qa", NULL, NULL, NULL, mem,
+                ",\"nodeSelector\":{\"nvidia.com/gpu.memory\":\"40960\"}", 0);
+    if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 2, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("m40 was not bound");
+    }
+    if (!WAIT_UNTIL(queue_gpu_in(&fake, "qa", "allocated", "375m", "0.375"), WAIT_MS)) {
+        json_t *st = queue_status(&fake, "qa");
+        char *dump = json_dumps(st, JSON_COMPACT);
+        fail_msg("qa status after m40: %s", dump ? dump : "(none)");
+    }
+    rt_reset(&fake);
+    stop_all(&fake, &c);
+}
+
 /* fakekube's device plugin alone (no controller): pods created bound get
  * distinct devices of their node, a pod asking for more than is free is
  * refused as the kubelet refuses it, the assignment survives a restart of
@@ -721,64 +930,6 @@ static void test_reserve_refuses_bad_env(void **state)
     assert_int_equal(run_reserve_env("GPU-1", "p", "ns"), 2);
 }
 
-static bool queue_gpu_in(struct fair_fake *f, const char *queue, const char *field, const char *a,
-                         const char *b)
-{
-    return queue_gpu_is(f, queue, field, a) || queue_gpu_is(f, queue, field, b);
-}
-
-/* fairshare.dev/gpu-memory: 10Gi on a node labelled 80 GiB is charged
- * 0.125, on one labelled 40 GiB 0.25 (docs/fractions.md, "Asking for
- * memory instead of a fraction"). Each pod is kept on its node by a node
- * selector on the label itself, so the labels are known when it is placed. */
-static void test_memory_per_node(void **state)
-{
-    (void)state;
-    static struct fair_fake fake;
-    static struct ctl c;
-    setup(&fake, &c, 2, 1, "memory");
-    static const char *const mib[] = {"81920", "40960"};
-    for (int i = 0; i < 2; i++) {
-        char path[64], body[160];
-        long code = 0;
-        snprintf(path, sizeof path, "/api/v1/nodes/node-000%d", i);
-        snprintf(body, sizeof body,
-                 "{\"metadata\":{\"labels\":{\"nvidia.com/gpu.memory\":\"%s\"}}}", mib[i]);
-        assert_int_equal(fair_fake_request_ct(&fake, "PATCH", path, "application/merge-patch+json",
-                                              body, &code, NULL),
-                         0);
-        assert_int_equal(code, 200);
-    }
-    const char *mem = ",\"fairshare.dev/gpu-memory\":\"10Gi\"";
-    mk_pod_spec(&fake, "team-a", "m80", "qa", NULL, NULL, NULL, mem,
-                ",\"nodeSelector\":{\"nvidia.com/gpu.memory\":\"81920\"}", 0);
-    if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 1, WAIT_MS)) {
-        ctl_dump_log(&c, 60);
-        fail_msg("m80 was not bound");
-    }
-    char *node = pod_node(&fake, "team-a", "m80", NULL);
-    assert_string_equal(node, "node-0000");
-    free(node);
-    if (!WAIT_UNTIL(queue_gpu_in(&fake, "qa", "allocated", "125m", "0.125"), WAIT_MS)) {
-        json_t *st = queue_status(&fake, "qa");
-        char *dump = json_dumps(st, JSON_COMPACT);
-        fail_msg("qa status after m80: %s", dump ? dump : "(none)");
-    }
-    mk_pod_spec(&fake, "team-a", "m40", "qa", NULL, NULL, NULL, mem,
-                ",\"nodeSelector\":{\"nvidia.com/gpu.memory\":\"40960\"}", 0);
-    if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 2, WAIT_MS)) {
-        ctl_dump_log(&c, 60);
-        fail_msg("m40 was not bound");
-    }
-    if (!WAIT_UNTIL(queue_gpu_in(&fake, "qa", "allocated", "375m", "0.375"), WAIT_MS)) {
-        json_t *st = queue_status(&fake, "qa");
-        char *dump = json_dumps(st, JSON_COMPACT);
-        fail_msg("qa status after m40: %s", dump ? dump : "(none)");
-    }
-    rt_reset(&fake);
-    stop_all(&fake, &c);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -789,6 +940,9 @@ int main(void)
         cmocka_unit_test_teardown(test_random_never_share, rt_teardown),
         cmocka_unit_test_teardown(test_hami_limits, rt_teardown),
         cmocka_unit_test_teardown(test_isolation_required, rt_teardown),
+        cmocka_unit_test_teardown(test_tenants_apart, rt_teardown),
+        cmocka_unit_test_teardown(test_tenants_one_opted_in, rt_teardown),
+        cmocka_unit_test_teardown(test_tenants_both_opted_in, rt_teardown),
         cmocka_unit_test_teardown(test_memory_per_node, rt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

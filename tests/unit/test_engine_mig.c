@@ -268,12 +268,46 @@ static void test_reclaimed_as_borrower(void **state)
     ts_free(t);
 }
 
+/* MIG pods and fraction tenancy (docs/fractions.md, "Tenancy"): a MIG
+ * pod's GPU figure is a charge, not a fraction of a device, so another
+ * project's fraction on a device keeps no MIG pod out, while that
+ * project's fractions still keep other projects' fractions off the
+ * device. */
+static void test_mig_not_a_fraction(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    int n = mig_node(t, "mig0");
+    int f = ts_node(t, "frac0", 1);
+    int a = ts_team(t, "a", 0, 1);
+    int b = ts_team(t, "b", 0, 1);
+    ts_bound(t, a, 500, f, 1, 1000);
+    int m = mig_pod(t, b, &one_1g, 143);
+    int q = ts_pod(t, b, 250);
+    assert_int_equal(ts_run(t), 0);
+    bool mig_bound = false, frac_bound = false;
+    for (size_t i = 0; i < t->res.nactions; i++) {
+        const struct fair_action *x = &t->res.actions[i];
+        if (x->kind == FAIR_ACTION_BIND && x->pod == m) {
+            mig_bound = true;
+            assert_int_equal(x->node, n);
+            assert_int_equal(x->gpu_devices, 0);
+        }
+        if (x->kind == FAIR_ACTION_BIND && x->pod == q)
+            frac_bound = true;
+    }
+    assert_true(mig_bound);
+    assert_false(frac_bound); /* a's fraction holds the only device */
+    ts_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_table),        cmocka_unit_test(test_place_and_charge),
         cmocka_unit_test(test_no_instance_no_place), cmocka_unit_test(test_limit),
         cmocka_unit_test(test_odd_share_valid),      cmocka_unit_test(test_reclaimed_as_borrower),
+        cmocka_unit_test(test_mig_not_a_fraction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -989,8 +989,35 @@ static void test_project(void **state)
     assert_int_equal(p->quota.guaranteed.v[FAIR_RES_GPU], 0);
     assert_true(p->quota.limit.v[FAIR_RES_GPU] == FAIR_UNLIMITED);
     assert_string_equal(p->team, "bare");
+    assert_false(p->share_fractions);
     assert_null(p->problem);
     fair_kproject_free(p);
+
+    /* spec.fractions.shareAcrossProjects: true, false, absent, or bad. */
+    static const struct {
+        const char *fr;
+        bool share, bad;
+    } frs[] = {
+        {"{\"shareAcrossProjects\":true}", true, false},
+        {"{\"shareAcrossProjects\":false}", false, false},
+        {"{}", false, false},
+        {"{\"shareAcrossProjects\":\"yes\"}", false, true},
+        {"\"shared\"", false, true},
+    };
+    for (size_t i = 0; i < sizeof frs / sizeof *frs; i++) {
+        char b[256];
+        snprintf(b, sizeof b, "{\"metadata\":{\"name\":\"f\"},\"spec\":{\"fractions\":%s}}",
+                 frs[i].fr);
+        j = load(b);
+        assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+        json_decref(j);
+        assert_int_equal(p->share_fractions, frs[i].share);
+        if (frs[i].bad)
+            assert_non_null(strstr(p->problem, "spec.fractions"));
+        else
+            assert_null(p->problem);
+        fair_kproject_free(p);
+    }
 
     /* Bad values: readable, with problems. */
     static const struct {
