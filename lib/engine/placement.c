@@ -325,19 +325,30 @@ static int32_t *ten_row(int32_t *ten, int32_t rank)
     return ten ? ten + (size_t)rank * FAIR_MAX_GPUS_PER_NODE : NULL;
 }
 
+/* Records that pod, taking room g (milli-GPU) on the devices of mask,
+ * holds its tenant key on node rank: in the current view when now, in
+ * the future view (victims gone) when fut. */
+static void tenant_take_pod(struct fair_place *pl, int32_t rank, const struct fair_pod *pod,
+                            int64_t g, uint64_t mask, bool now, bool fut)
+{
+    if (!pl->ten)
+        return;
+    struct fair_pnode *n = &pl->nodes[rank];
+    int32_t key = fair_place_tenant(pl->snap, pod);
+    if (now)
+        tenant_take(ten_row(pl->ten, rank), n->dev, n->ngpu, g, mask, key);
+    if (fut)
+        tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, g, mask, key);
+}
+
 static void hold_pod(struct fair_place *pl, const struct fair_pod *p, uint64_t mask)
 {
     int32_t rank = pl->rank_of[p->node];
     struct fair_pnode *n = &pl->nodes[rank];
     struct fair_resources tmp;
     const struct fair_resources *req = fair_place_room(p, &p->request, &tmp);
-    if (pl->ten) {
-        /* The room, not the charge: a MIG pod takes no device. */
-        int32_t key = fair_place_tenant(pl->snap, p);
-        tenant_take(ten_row(pl->ten, rank), n->dev, n->ngpu, req->v[FAIR_RES_GPU], mask, key);
-        if (!p->terminating)
-            tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, req->v[FAIR_RES_GPU], mask, key);
-    }
+    /* The room, not the charge: a MIG pod takes no device. */
+    tenant_take_pod(pl, rank, p, req->v[FAIR_RES_GPU], mask, true, !p->terminating);
     for (int r = 0; r < FAIR_RES_COUNT; r++) {
         int64_t v = req->v[r] > 0 ? req->v[r] : 0;
         n->free[r] -= v;
@@ -1222,13 +1233,8 @@ void fair_place_commit_pod(struct fair_place *pl, int32_t rank, const struct fai
 {
     struct fair_resources tmp;
     const struct fair_resources *room = fair_place_room(pod, &pod->request, &tmp);
-    if (pl->ten && sign > 0) {
-        struct fair_pnode *n = &pl->nodes[rank];
-        int32_t key = fair_place_tenant(pl->snap, pod);
-        int64_t g = room->v[FAIR_RES_GPU];
-        tenant_take(ten_row(pl->ten, rank), n->dev, n->ngpu, g, mask, key);
-        tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, g, mask, key);
-    }
+    if (sign > 0)
+        tenant_take_pod(pl, rank, pod, room->v[FAIR_RES_GPU], mask, true, true);
     fair_place_commit(pl, rank, room, mask, sign);
     fair_cons_commit(pl->cons, rank, pod, sign);
 }
@@ -1249,10 +1255,7 @@ void fair_place_fut_pod(struct fair_place *pl, int32_t rank, const struct fair_p
 {
     struct fair_resources tmp;
     const struct fair_resources *room = fair_place_room(pod, &pod->request, &tmp);
-    if (pl->ften && sign > 0) {
-        struct fair_pnode *n = &pl->nodes[rank];
-        tenant_take(ten_row(pl->ften, rank), n->fdev, n->ngpu, room->v[FAIR_RES_GPU], mask,
-                    fair_place_tenant(pl->snap, pod));
-    }
+    if (sign > 0)
+        tenant_take_pod(pl, rank, pod, room->v[FAIR_RES_GPU], mask, false, true);
     fair_place_fut(pl, rank, room, mask, sign);
 }
