@@ -1189,7 +1189,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->tolerations = k->tolerations;
         p->ntolerations = k->ntolerations;
         p->gpu_model = fair_ctl_gpu_product(in->gpu_aliases, in->ngpu_aliases, k->gpu_model);
-        p->node_affinity = node ? k->node_affinity : vol.affinity;
+        p->node_affinity = vol.affinity; /* k's own, unless its claims add terms */
         out->pod_select[pod_out] = !node && vol.select_node;
         p->scalars = k->scalars;
         p->nscalars = k->nscalars;

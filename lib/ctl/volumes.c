@@ -110,8 +110,8 @@ static const struct fair_ksc *find_sc(const struct fair_ctl_volumes *v, const ch
     return i >= 0 ? v->scs[i] : NULL;
 }
 
-/* An unbound claim of a WaitForFirstConsumer class that a provisioner
- * serves: the class, or NULL. */
+/* The class of an unbound claim when it binds WaitForFirstConsumer (with
+ * a provisioner or not), or NULL. */
 static const struct fair_ksc *delayed_class(const struct fair_ctl_volumes *v,
                                             const struct fair_kpvc *c)
 {
@@ -119,6 +119,13 @@ static const struct fair_ksc *delayed_class(const struct fair_ctl_volumes *v,
         return NULL;
     const struct fair_ksc *sc = find_sc(v, c->storage_class);
     return sc && sc->wait_for_first_consumer ? sc : NULL;
+}
+
+/* Whether a provisioner creates the class's volumes (else they are static,
+ * made by an admin: kubernetes.io/no-provisioner). */
+static bool provisioned(const struct fair_ksc *sc)
+{
+    return sc->provisioner && strcmp(sc->provisioner, FAIR_NO_PROVISIONER) != 0;
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -394,7 +401,7 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                      name, cls);
             if (sc->problem)
                 WAIT("storageclass \"%s\" (claim \"%s\"): %s", cls, name, sc->problem);
-            if (!sc->provisioner || !strcmp(sc->provisioner, FAIR_NO_PROVISIONER)) {
+            if (!provisioned(sc)) {
                 /* Static volumes: the binder's findMatchingVolume. */
                 if (c->problem)
                     WAIT("claim \"%s\": %s", name, c->problem);
@@ -455,7 +462,7 @@ size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct
         if (!c || c->meta.deletion_ms || (c->selected_node && *c->selected_node))
             continue;
         const struct fair_ksc *sc = delayed_class(v, c);
-        if (sc && sc->provisioner && strcmp(sc->provisioner, FAIR_NO_PROVISIONER))
+        if (sc && provisioned(sc))
             out[n++] = c;
     }
     return n;
@@ -466,7 +473,7 @@ static bool static_claim(const struct fair_ctl_volumes *v, const struct fair_kpv
     if (!c || c->volume_name || c->meta.deletion_ms)
         return false;
     const struct fair_ksc *sc = delayed_class(v, c);
-    return sc && (!sc->provisioner || !strcmp(sc->provisioner, FAIR_NO_PROVISIONER));
+    return sc && !provisioned(sc);
 }
 
 int fair_ctl_volumes_prebind(struct fair_ctl_volumes *v, const struct fair_kpod *k,

@@ -2696,7 +2696,6 @@ int fair_kpvc_decode(const json_t *obj, struct fair_kpvc **out, struct fair_erro
         fair_free(c->volume_name);
         c->volume_name = NULL;
     }
-    c->class_set = c->storage_class != NULL;
     const char *ph = json_is_object(st) ? json_string_value(json_object_get(st, "phase")) : NULL;
     c->bound = ph && !strcmp(ph, "Bound");
     c->lost = ph && !strcmp(ph, "Lost");

@@ -154,7 +154,6 @@ struct fair_kpvc {
     char *key;           /* "namespace/name", for lookups */
     char *volume_name;   /* spec.volumeName; NULL: not bound to a volume */
     char *storage_class; /* spec.storageClassName; NULL: absent */
-    bool class_set;      /* spec.storageClassName present (even "") */
     bool bound;          /* status.phase Bound */
     bool lost;           /* status.phase Lost */
     char *selected_node; /* annotation volume.kubernetes.io/selected-node */
