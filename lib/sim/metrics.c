@@ -184,6 +184,7 @@ void fair_sim_fit_scratch_release(struct fair_sim_fit_scratch *s)
     fair_free(s->shape_of);
     fair_free(s->all);
     fair_free(s->touched);
+    fair_free(s->keyed);
     memset(s, 0, sizeof(*s));
 }
 
@@ -327,7 +328,7 @@ static int scratch_shapes(struct fair_sim_fit_scratch *s, const struct fair_sim_
         of[i] = -1;
         if (j->gpu_milli > 0 && j->gang_size <= 1)
             all[n++] = (struct fair_sim_shape){
-                j->gpu_milli, j->cpu_milli, j->memory_bytes, j->model_mask, 0, false};
+                j->gpu_milli, j->cpu_milli, j->memory_bytes, j->model_mask, 0, false, 0};
     }
     qsort(all, n, sizeof(*all), shape_cmp);
     size_t u = 0;
@@ -338,8 +339,8 @@ static int scratch_shapes(struct fair_sim_fit_scratch *s, const struct fair_sim_
         const struct fair_sim_job *j = &t->jobs[i];
         if (j->gpu_milli <= 0 || j->gang_size > 1)
             continue;
-        struct fair_sim_shape key = {j->gpu_milli, j->cpu_milli, j->memory_bytes, j->model_mask, 0,
-                                     false};
+        struct fair_sim_shape key = {
+            j->gpu_milli, j->cpu_milli, j->memory_bytes, j->model_mask, 0, false, 0};
         const struct fair_sim_shape *hit = bsearch(&key, all, u, sizeof(*all), shape_cmp);
         of[i] = (int32_t)(hit - all);
     }
@@ -357,6 +358,72 @@ static int scratch_shapes(struct fair_sim_fit_scratch *s, const struct fair_sim_
     return 0;
 }
 
+/* Fills s->shapes with this call's shapes and their counts; returns how
+ * many. */
+static size_t count_shapes(struct fair_sim_fit_scratch *s, const int32_t *pods, size_t n)
+{
+    size_t ntouched = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = s->shape_of[pods[i]];
+        if (id < 0)
+            continue;
+        if (s->all[id].count++ == 0)
+            s->touched[ntouched++] = id;
+    }
+    qsort(s->touched, ntouched, sizeof(*s->touched), i32_cmp);
+    for (size_t h = 0; h < ntouched; h++) {
+        struct fair_sim_shape *a = &s->all[s->touched[h]];
+        s->shapes[h] = *a;
+        s->shapes[h].fits = false;
+        a->count = 0;
+    }
+    return ntouched;
+}
+
+static int keyed_cmp(const void *a, const void *b)
+{
+    const struct fair_sim_keyed *x = a, *y = b;
+    if (x->shape != y->shape)
+        return x->shape < y->shape ? -1 : 1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+/* count_shapes() with tenancy: a fraction's shape counts per tenant key
+ * (whole GPUs under one key). SIZE_MAX: out of memory. */
+static size_t count_keyed(struct fair_sim_fit_scratch *s, const int32_t *pods, size_t n)
+{
+    if (n > s->keyedcap) {
+        struct fair_sim_keyed *k = fair_realloc(s->keyed, n * sizeof(*k));
+        if (!k)
+            return SIZE_MAX;
+        s->keyed = k;
+        s->keyedcap = n;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = s->shape_of[pods[i]];
+        if (id < 0)
+            continue;
+        s->keyed[m++] =
+            (struct fair_sim_keyed){id, s->all[id].gpu < FULL ? s->job_key[pods[i]] : 0};
+    }
+    qsort(s->keyed, m, sizeof(*s->keyed), keyed_cmp);
+    size_t nsh = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (nsh && s->keyed[i].shape == s->keyed[i - 1].shape &&
+            s->keyed[i].key == s->keyed[i - 1].key) {
+            s->shapes[nsh - 1].count++;
+            continue;
+        }
+        s->shapes[nsh] = s->all[s->keyed[i].shape];
+        s->shapes[nsh].count = 1;
+        s->shapes[nsh].fits = false;
+        s->shapes[nsh].key = s->keyed[i].key;
+        nsh++;
+    }
+    return nsh;
+}
+
 /* fair_sim_fits() for a shape on candidate k, from the cached device
  * figures (whole free devices, most free milli on one device). */
 static bool shape_fits(const struct fair_sim_cluster *c, const struct fair_sim_fit_scratch *s,
@@ -370,6 +437,13 @@ static bool shape_fits(const struct fair_sim_cluster *c, const struct fair_sim_f
         int m = c->trace->nodes[nd].model;
         if (m < 0 || !((sh->mask >> m) & 1))
             return false;
+    }
+    if (sh->gpu < FULL && s->job_key) {
+        const int32_t *dk = s->dev_key + nd * FAIR_MAX_GPUS_PER_NODE;
+        for (int d = 0; d < c->trace->nodes[nd].gpu_count; d++)
+            if (st->gpu_free[d] == FULL || (st->gpu_free[d] >= sh->gpu && dk[d] == sh->key))
+                return true;
+        return false;
     }
     if (sh->gpu < FULL)
         return s->maxfrac[k] >= sh->gpu;
@@ -403,24 +477,12 @@ int fair_sim_idle_fit(struct fair_sim_cluster *c, const int32_t *pods, size_t n,
         s->maxfrac[ncand] = maxfrac;
         ncand++;
     }
-    /* Single pods with GPU, counted per distinct shape, smallest first
-     * (the likeliest to fit, so the node scan stops early). */
-    size_t ntouched = 0;
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = s->shape_of[pods[i]];
-        if (id < 0)
-            continue;
-        if (s->all[id].count++ == 0)
-            s->touched[ntouched++] = id;
-    }
-    qsort(s->touched, ntouched, sizeof(*s->touched), i32_cmp);
-    size_t nsh = ntouched;
-    for (size_t h = 0; h < nsh; h++) {
-        struct fair_sim_shape *a = &s->all[s->touched[h]];
-        s->shapes[h] = *a;
-        s->shapes[h].fits = false;
-        a->count = 0;
-    }
+    /* Single pods with GPU, counted per distinct shape (and tenant key,
+     * for fractions under tenancy), smallest first (the likeliest to fit,
+     * so the node scan stops early). */
+    size_t nsh = s->job_key ? count_keyed(s, pods, n) : count_shapes(s, pods, n);
+    if (nsh == SIZE_MAX)
+        return FAIR_ENOMEM;
     /* Pass 1: each candidate node is a fitting node if some shape fits. */
     for (size_t k = 0; k < ncand; k++)
         for (size_t h = 0; h < nsh; h++)

@@ -93,12 +93,23 @@ int64_t fair_sim_sizes_min(const struct fair_sim_sizes *s);
  *   idle GPU      = min(free GPU of the fitting nodes, GPU requested by
  *                   the fitting pods).
  * Pods without GPU are ignored: they cannot use an idle GPU. The cluster
- * is left as it was. The scratch space is reused between calls. */
+ * is left as it was. The scratch space is reused between calls.
+ *
+ * Fraction tenancy (the engine's: fractions of different Projects never
+ * share a device unless both opt in): when the caller sets job_key (per
+ * trace job, its tenant key) and dev_key (per node x
+ * FAIR_MAX_GPUS_PER_NODE, the key of the fractions on each device that
+ * is partly taken; FAIR_SIM_KEY_MIXED when several), a single fraction
+ * pod fits only a fully free device or one of its own key. Gangs are
+ * tried without it. */
+#define FAIR_SIM_KEY_MIXED INT32_MIN
 struct fair_sim_fit_scratch {
-    uint8_t *mark;    /* per node: a fitting pod fits there */
-    int32_t *cand;    /* nodes with free GPU */
-    int32_t *whole;   /* per candidate: fully free devices */
-    int32_t *maxfrac; /* per candidate: most free milli on one device */
+    const int32_t *job_key; /* NULL: no tenancy (borrowed) */
+    const int32_t *dev_key; /* borrowed */
+    uint8_t *mark;          /* per node: a fitting pod fits there */
+    int32_t *cand;          /* nodes with free GPU */
+    int32_t *whole;         /* per candidate: fully free devices */
+    int32_t *maxfrac;       /* per candidate: most free milli on one device */
     size_t nnodes;
     /* The trace's distinct pod shapes, smallest first, built on the first
      * call: a cycle then counts its pending pods per shape instead of
@@ -110,7 +121,12 @@ struct fair_sim_fit_scratch {
         uint64_t mask;
         int64_t count;
         bool fits;
+        int32_t key;  /* with tenancy, a fraction's tenant key */
     } * all, *shapes; /* all: every shape (count unused); shapes: this call's */
+    struct fair_sim_keyed {
+        int32_t shape, key;
+    } * keyed; /* with tenancy: this call's (shape, key) of each pod */
+    size_t keyedcap;
     size_t nall, shapecap;
     int32_t *touched; /* shapes counted in this call */
     struct fair_sim_trial {

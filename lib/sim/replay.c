@@ -77,6 +77,14 @@ struct replay {
     size_t podcap;
     int32_t *fitlist; /* pending pods counted for idle-while-fits */
     uint8_t *held;    /* per node: held for a pending pod by the last cycle */
+    /* Evictions of the last cycle: the node each freed room on, and the
+     * pending pod it was made for (a reservation until that pod binds). */
+    int32_t *freed_node, *freed_for;
+    size_t nfreed;
+    /* Fraction tenancy, for idle-while-fits (NULL when every fraction may
+     * share with every other): each job's tenant key (its Project, or one
+     * key for the Projects that share across), and each device's. */
+    int32_t *job_key, *dev_key;
     struct fair_sim_fit_scratch fit;
     struct qstate *q;
     size_t nq;
@@ -467,6 +475,45 @@ static int make_pending(struct replay *r, int32_t j)
     return 0;
 }
 
+/* The engine's fraction tenancy (fair_place_tenant): a job's key is its
+ * Project, or one shared key for the Projects that opt in to sharing.
+ * Off (NULL) when there is only one key. */
+static int init_tenancy(struct replay *r, struct fair_error *err)
+{
+    size_t np = r->cfg->nprojects, nshare = 0;
+    for (size_t p = 0; p < np; p++)
+        nshare += r->cfg->projects[p].share_fractions;
+    if (np - nshare + (nshare > 0) <= 1)
+        return 0;
+    size_t nj = r->t->njobs ? r->t->njobs : 1;
+    r->job_key = fair_calloc(nj, sizeof(*r->job_key));
+    r->dev_key = fair_calloc(r->cluster.nnodes * FAIR_MAX_GPUS_PER_NODE + 1, sizeof(*r->dev_key));
+    if (!r->job_key || !r->dev_key)
+        return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory");
+    for (size_t j = 0; j < r->t->njobs; j++) {
+        int32_t p = r->cfg->queues[r->queue_of[j]].project;
+        r->job_key[j] = p < 0 || r->cfg->projects[p].share_fractions ? -1 : p;
+    }
+    r->fit.job_key = r->job_key;
+    r->fit.dev_key = r->dev_key;
+    return 0;
+}
+
+/* A fraction of job j now on device dev of node: the device's key is j's
+ * if j is alone there, several keys close it (as in the engine). */
+static void take_key(struct replay *r, int32_t j, int32_t node, uint64_t dev)
+{
+    const struct fair_sim_job *job = &r->t->jobs[j];
+    if (!r->dev_key || job->gpu_milli <= 0 || job->gpu_milli >= FAIR_GPU_DEVICE_MILLI || !dev)
+        return;
+    int d = __builtin_ctzll(dev);
+    int32_t *k = &r->dev_key[(size_t)node * FAIR_MAX_GPUS_PER_NODE + (size_t)d];
+    if (r->cluster.n[node].gpu_free[d] + job->gpu_milli == FAIR_GPU_DEVICE_MILLI)
+        *k = r->job_key[j];
+    else if (*k != r->job_key[j])
+        *k = FAIR_SIM_KEY_MIXED;
+}
+
 static int start_job(struct replay *r, int32_t j, int32_t node, uint64_t dev)
 {
     struct jstate *s = &r->js[j];
@@ -481,6 +528,7 @@ static int start_job(struct replay *r, int32_t j, int32_t node, uint64_t dev)
     s->st = J_RUNNING;
     s->node = node;
     s->dev = dev;
+    take_key(r, j, node, dev);
     s->started = r->now;
     s->gen++;
     s->hold_node = -1;
@@ -599,9 +647,10 @@ static int apply_bind(struct replay *r, const struct fair_result *res, int32_t j
 
 /* After a cycle: the idle GPU that pending pods could use at once, over
  * every pending pod, and over those the engine did not hold back for a
- * limit or for the bound on evictions, outside the nodes it holds; and the
- * free GPUs of held nodes. Pods evicted in this cycle and pods waiting for
- * the room freed for them are the eviction's own latency: left out. */
+ * limit or for the bound on evictions, outside the nodes it holds or frees
+ * room on for a reclaim; and the free GPUs of those nodes. Pods evicted in
+ * this cycle and pods waiting for the room freed for them are the
+ * eviction's own latency: left out. */
 static int measure_idle(struct replay *r)
 {
     size_t n = 0, na;
@@ -969,6 +1018,7 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         s->hold_since = res.hold_since_ms ? res.hold_since_ms[i] : 0;
     }
     /* Evictions first: they free room at once in the simulation. */
+    r->nfreed = 0;
     for (size_t i = 0; i < res.nactions; i++) {
         const struct fair_action *a = &res.actions[i];
         if (a->kind != FAIR_ACTION_EVICT || a->pod < 0 || (size_t)a->pod >= n)
@@ -976,6 +1026,10 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
         int32_t j = r->pod_job[a->pod];
         if (r->js[j].st != J_RUNNING)
             continue;
+        if (a->for_pod >= 0 && (size_t)a->for_pod < n && r->nfreed < r->t->njobs) {
+            r->freed_node[r->nfreed] = r->js[j].node;
+            r->freed_for[r->nfreed++] = r->pod_job[a->for_pod];
+        }
         if ((rc = evict(r, j)))
             goto nomem;
         r->run->evictions++;
@@ -1017,6 +1071,16 @@ static int cycle(struct replay *r, bool *changed, struct fair_error *err)
             note_failure(r);
     }
     plan_wake(r);
+    /* Room this cycle's evictions freed for a pod that still waits for it
+     * (it binds at the next cycle, as the controller would once the
+     * victims are gone) is that pod's reservation, like a held node. */
+    for (size_t i = 0; i < r->nfreed; i++) {
+        const struct jstate *s = &r->js[r->freed_for[i]];
+        int32_t nd = r->freed_node[i];
+        if (s->st == J_PENDING && s->reason == FAIR_PENDING_WAITING_RECLAIM && nd >= 0 &&
+            (size_t)nd < r->cluster.nnodes)
+            r->held[nd] = 1;
+    }
     if ((rc = measure_idle(r)) || (rc = settle(r)))
         goto nomem;
     goto out;
@@ -1188,11 +1252,13 @@ static int setup(struct replay *r, struct fair_error *err)
     r->running = fair_calloc(nj, sizeof(*r->running));
     r->fitlist = fair_calloc(nj, sizeof(*r->fitlist));
     r->held = fair_calloc(t->nnodes ? t->nnodes : 1, sizeof(*r->held));
+    r->freed_node = fair_calloc(nj, sizeof(*r->freed_node));
+    r->freed_for = fair_calloc(nj, sizeof(*r->freed_for));
     r->q = fair_calloc(nq, sizeof(*r->q));
     run->qstats = fair_calloc(nq + 1, sizeof(*run->qstats));
     run->jobs = fair_calloc(nj, sizeof(*run->jobs));
     if (!r->js || !r->rec_done || !r->pending || !r->running || !r->fitlist || !r->held || !r->q ||
-        !run->qstats || !run->jobs)
+        !r->freed_node || !r->freed_for || !run->qstats || !run->jobs)
         return fair_error_set(err, FAIR_ENOMEM, "simulator: out of memory for %zu jobs", nj);
     r->max_runtime_ms = r->opts.over_quota_min_runtime_ms;
     for (size_t q = 0; q < nq; q++) {
@@ -1234,7 +1300,7 @@ static int setup(struct replay *r, struct fair_error *err)
                                    .bind_act = -1,
                                    .hold_node = -1};
     }
-    return 0;
+    return init_tenancy(r, err);
 }
 
 static void teardown(struct replay *r)
@@ -1245,6 +1311,10 @@ static void teardown(struct replay *r)
     fair_free(r->running);
     fair_free(r->fitlist);
     fair_free(r->held);
+    fair_free(r->freed_node);
+    fair_free(r->freed_for);
+    fair_free(r->job_key);
+    fair_free(r->dev_key);
     fair_free(r->heap);
     fair_free(r->pods);
     fair_free(r->pod_job);

@@ -244,6 +244,48 @@ static void test_idle_fit_two_nodes(void **state)
     fair_sim_trace_release(&t);
 }
 
+/* Fraction tenancy: a fraction fits only a fully free device or one whose
+ * fractions carry its key (the engine's rule), and whole GPUs ignore keys. */
+static void test_idle_fit_tenancy(void **state)
+{
+    (void)state;
+    struct fair_sim_trace t;
+    /* One node of 2 GPUs. Jobs: a0 (0.5, key 0, running on device 0),
+     * w (1 GPU, running on device 1), b (0.5, key 1), a1 (0.5, key 0),
+     * c (0.25, key 1). */
+    load(&t, "sn,cpu_milli,memory_mib,gpu\nn0,32000,65536,2\n",
+         "name,queue,submit_s,duration_s,gpu\na0,q,0,10,500m\nw,q,0,10,1\nb,q,0,10,500m\n"
+         "a1,q,0,10,500m\nc,q,0,10,250m\n");
+    struct fair_sim_cluster c;
+    struct fair_error err = {0};
+    assert_int_equal(fair_sim_cluster_init(&c, &t, &err), 0);
+    take(&c, 0, 1, &t.jobs[0]);
+    take(&c, 0, 2, &t.jobs[1]);
+    int32_t key[] = {0, 0, 1, 0, 1};
+    int32_t dev[FAIR_MAX_GPUS_PER_NODE] = {0, FAIR_SIM_KEY_MIXED};
+    struct fair_sim_fit_scratch s;
+    fair_sim_fit_scratch_init(&s);
+    int32_t b[] = {2}, a1[] = {3}, bc[] = {2, 4}, all[] = {2, 3, 4};
+    /* Without tenancy, b fits device 0's free half. */
+    assert_int_equal(idle_of(&c, b, 1, &s), 500);
+    s.job_key = key;
+    s.dev_key = dev;
+    assert_int_equal(idle_of(&c, b, 1, &s), 0);
+    assert_int_equal(idle_of(&c, bc, 2, &s), 0);
+    assert_int_equal(idle_of(&c, a1, 1, &s), 500);
+    assert_int_equal(idle_of(&c, all, 3, &s), 500);
+    /* A device of several keys is closed to every fraction. */
+    dev[0] = FAIR_SIM_KEY_MIXED;
+    assert_int_equal(idle_of(&c, all, 3, &s), 0);
+    /* Fully free again: any key. */
+    fair_sim_cluster_unbind(&c, 0, 1, &t.jobs[0]);
+    assert_int_equal(idle_of(&c, b, 1, &s), 500);
+    assert_int_equal(idle_of(&c, all, 3, &s), 1000);
+    fair_sim_fit_scratch_release(&s);
+    fair_sim_cluster_release(&c);
+    fair_sim_trace_release(&t);
+}
+
 static void test_idle_fit_alloc_failure(void **state)
 {
     (void)state;
@@ -283,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_idle_fit_one_node),
         cmocka_unit_test(test_idle_fit_two_nodes),
+        cmocka_unit_test(test_idle_fit_tenancy),
         cmocka_unit_test(test_idle_fit_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

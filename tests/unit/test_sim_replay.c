@@ -507,6 +507,66 @@ static void test_guarantee_figures(void **state)
     world_free(&w);
 }
 
+static void test_idle_while_fits_tenancy(void **state)
+{
+    (void)state;
+    /* One GPU; two Projects, whose fractions never share a device (the
+     * engine's default). a1 and b1 ask for half of it each at 0 s: one
+     * runs, the other waits for the device to be empty, which is the
+     * engine's rule, not idle capacity it failed to hand out. With pb
+     * opted in to sharing alone, nothing changes; with both, they share. */
+    const char *head = "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: pa}\n"
+                       "spec: {fractions: {shareAcrossProjects: ";
+    const char *tail = "}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: pb}\n"
+                       "spec: {fractions: {shareAcrossProjects: true}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: a}\n"
+                       "spec: {project: pa}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: b}\n"
+                       "spec: {project: pb}\n";
+    for (int both = 0; both < 2; both++) {
+        char yaml[1024];
+        snprintf(yaml, sizeof(yaml), "%s%s%s", head, both ? "true" : "false", tail);
+        struct world w;
+        world_load(&w, "sn,cpu_milli,memory_mib,gpu\nn0,64000,262144,1\n",
+                   "name,queue,submit_s,duration_s,gpu\na1,a,0,100,500m\nb1,b,0,100,500m\n", yaml);
+        struct fair_sim_opts o = {0};
+        world_run(&w, &o);
+        assert_int_equal(w.run.end_ms, both ? 100000 : 200000);
+        assert_int_equal(w.run.idle_fit.gpu_ms, 0);
+        assert_int_equal(w.run.idle_fit_admissible.gpu_ms, 0);
+        world_free(&w);
+    }
+}
+
+static void test_idle_while_fits_reclaim(void **state)
+{
+    (void)state;
+    /* One node of 2 GPUs; queues a and b guaranteed one each. b runs b1
+     * and b2 from 0 s (b2 borrows a's GPU). At 100 s a1 (owed) and b3
+     * arrive: the engine evicts b2 for a1, and a1 binds at the next cycle
+     * (10 s later), once the room is free. That room is a1's: b3, which
+     * would fit it, does not make it idle capacity. */
+    const char *yaml = "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: p}\n"
+                       "spec: {guaranteed: {gpu: 2}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: a}\n"
+                       "spec: {project: p, guaranteed: {gpu: 1}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: b}\n"
+                       "spec: {project: p, guaranteed: {gpu: 1}}\n";
+    struct world w;
+    world_load(&w, "sn,cpu_milli,memory_mib,gpu\nn0,64000,262144,2\n",
+               "name,queue,submit_s,duration_s,gpu\nb1,b,0,1000,1\nb2,b,0,1000,1\n"
+               "a1,a,100,100,1\nb3,b,100,100,1\n",
+               yaml);
+    struct fair_sim_opts o = {0};
+    world_run(&w, &o);
+    assert_int_equal(w.run.evictions, 1);
+    assert_int_equal(w.run.jobs[2].first_start_ms, 110000);
+    assert_true(w.run.idle_fit.gpu_ms > 0); /* b3, while a1 waits for b2's room */
+    assert_int_equal(w.run.idle_fit_admissible.gpu_ms, 0);
+    world_free(&w);
+}
+
 static void test_idle_while_fits(void **state)
 {
     (void)state;
@@ -1062,6 +1122,8 @@ int main(void)
         cmocka_unit_test(test_declared_runtime_lending),
         cmocka_unit_test(test_guarantee_figures),
         cmocka_unit_test(test_idle_while_fits),
+        cmocka_unit_test(test_idle_while_fits_tenancy),
+        cmocka_unit_test(test_idle_while_fits_reclaim),
         cmocka_unit_test(test_gang_jobs),
         cmocka_unit_test(test_unrunnable_jobs),
         cmocka_unit_test(test_common_window),
