@@ -401,6 +401,22 @@ bool fair_eng_lendable(const struct fair_snapshot *s, const struct fair_pod *p)
     return p->max_runtime_ms > 0 && p->max_runtime_ms <= s->lend_max_runtime_ms;
 }
 
+/* Whether pod pi is tried again although pass 1 found no node for it (by
+ * FAIR_ENG_PASS_RETRY, or pass 2): only when a hold was let go after pass
+ * 1 (its node is then free for everyone, and the pod may have found no
+ * room because that node was held), and not for a pod that pass 1 held
+ * back behind a higher-priority pod of its queue (the same NO_NODE_FITS).
+ * Without it the held node's free room idles until the next cycle. */
+static bool retry_nofit(const struct eng *e, int32_t pi)
+{
+    if (!e->holds_freed || (e->pflags[pi] & (PF_NOFIT | PF_RESERVED)) != PF_NOFIT ||
+        e->res->pending_reasons[pi] != FAIR_PENDING_NO_NODE_FITS)
+        return false;
+    const struct fair_pod *p = &e->s->pods[pi];
+    const struct acct *q = &e->q[p->queue];
+    return !(q->blocked && p->priority < q->block_prio);
+}
+
 /* Admits one pod, or a whole gang when pi leads one. pass 1 keeps within
  * fair share; pass 2 hands out what is left, checking the fut view. */
 static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
@@ -411,13 +427,20 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
     int64_t req[NRES] = {0}, np[NRES] = {0};
     *admitted = false;
     int32_t gi = e->pgang[pi];
-    if (gi < 0 || elastic_extra(e, gi, pi)) {
-        if (pass == 2 && (e->pflags[pi] & (PF_NOFIT | PF_RESERVED)))
+    if (pass == FAIR_ENG_PASS_RETRY) {
+        /* Pass 1 again, for the pods it found no room for only. */
+        if ((gi >= 0 && !elastic_extra(e, gi, pi)) || !retry_nofit(e, pi))
             return 0;
-        if (pass == 2 && *reason != FAIR_PENDING_FAIR_SHARE)
+        e->pflags[pi] &= (uint8_t)~PF_NOFIT;
+        pass = 1;
+    }
+    if (gi < 0 || elastic_extra(e, gi, pi)) {
+        bool retry = pass == 2 && retry_nofit(e, pi); /* within its fair share */
+        if (pass == 2 && !retry &&
+            ((e->pflags[pi] & (PF_NOFIT | PF_RESERVED)) || *reason != FAIR_PENDING_FAIR_SHARE))
             return 0;
         /* Evicted too often: it runs within its queue's fair share only. */
-        if (pass == 2 && s->max_evictions > 0 && p->evictions >= s->max_evictions)
+        if (pass == 2 && !retry && s->max_evictions > 0 && p->evictions >= s->max_evictions)
             return 0;
         memcpy(req, p->request.v, sizeof(req));
         if (!p->preemptible)
@@ -432,7 +455,8 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
             why = fair_eng_models_check(e, p, req, mreq, pass);
         }
         if (why) {
-            *reason = (uint8_t)why;
+            if (!retry) /* a retried pod keeps pass 1's reason */
+                *reason = (uint8_t)why;
             return 0;
         }
         struct acct *q = &e->q[p->queue];
@@ -536,8 +560,7 @@ static int admit_unit(struct eng *e, int32_t pi, int pass, bool *admitted)
         for (size_t j = 0; j < placed; j++) {
             int32_t mi = e->order[e->gmem[g->first + j]];
             const struct fair_action *a = &e->res->actions[nact + j];
-            fair_place_commit_pod(&e->pl, e->pl.rank_of[a->node], &s->pods[mi], a->gpu_devices,
-                                  -1);
+            fair_place_commit_pod(&e->pl, e->pl.rank_of[a->node], &s->pods[mi], a->gpu_devices, -1);
             acct_add(e, s->pods[mi].queue, &s->pods[mi], -1);
             fair_eng_models_bind(e, mi, a->node, -1);
             e->pflags[mi] &= (uint8_t)~PF_BOUND;

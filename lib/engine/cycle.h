@@ -214,6 +214,9 @@ struct eng {
      * placement, and per pod the rank it holds (-1). */
     const struct fair_pod **hold;
     int32_t *hold_of;
+    /* A hold was let go after pass 1: pass 2 also tries the pods that
+     * pass 1 found no room for (the held node may have been it). */
+    bool holds_freed;
     int64_t young_total; /* sum of the queues' young */
     /* Running gangs as victim units, in unit victim order (reclaim.c). */
     struct gunit *gunits;
@@ -355,6 +358,10 @@ int fair_eng_cmp_ratio(struct ratio a, struct ratio b);
 void fair_eng_heap_down(struct eng *e, size_t i);
 void fair_eng_heap_build(struct eng *e);
 bool fair_eng_over(const int64_t *a, const int64_t *b, const int64_t *req, const int64_t *cap);
+/* pass: 1 (within fair share), 2 (the leftovers), or FAIR_ENG_PASS_RETRY:
+ * pass 1 again for the pods it found no room for, after holds were let
+ * go (engine.c). */
+#define FAIR_ENG_PASS_RETRY 3
 int fair_eng_run_pass(struct eng *e, int pass);
 
 /* reclaim.c: the eviction wave in progress (damp), nodes held for pods
@@ -370,6 +377,9 @@ bool fair_eng_capped(const struct eng *e, const struct fair_pod *p);
  * snapshot.lend_max_runtime_ms (admit.c). */
 bool fair_eng_lendable(const struct fair_snapshot *s, const struct fair_pod *p);
 int fair_eng_reclaim_phase(struct eng *e);
+/* Lets go the holds of pods bound this cycle (bound_only), or of every pod
+ * not left NODE_HELD; true if any went (e->holds_freed is then set). */
+bool fair_eng_release_holds(struct eng *e, bool bound_only);
 
 /* models.c: GPU model pools and lending limits (docs/engine.md, "GPU
  * model pools", "Lending limit"). Called after account_pods (setup:

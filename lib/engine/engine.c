@@ -185,6 +185,15 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     rc = fair_eng_run_pass(&e, 1);
     if (rc)
         goto nomem;
+    /* A holder that found room elsewhere in pass 1 lets its node go now:
+     * the pods that pass 1 turned away, maybe from that node, try again
+     * within their fair share before reclaim looks for victims for them. */
+    if (fair_eng_release_holds(&e, true)) {
+        fair_place_forget(&e.pl);
+        rc = fair_eng_run_pass(&e, FAIR_ENG_PASS_RETRY);
+        if (rc)
+            goto nomem;
+    }
     rc = fair_eng_reclaim_phase(&e);
     if (rc)
         goto nomem;

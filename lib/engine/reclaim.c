@@ -1472,19 +1472,29 @@ int fair_eng_reclaim_phase(struct eng *e)
         }
     }
     /* A hold lasts only while its pod waits for it: one that got room some
-     * other way (bound, or room reserved) or is no longer owed any (its
-     * queue reached its fair share, say) lets the node go, for pass 2 now
-     * and for everyone next cycle. */
-    for (size_t pi = 0; pi < s->npods; pi++) {
+     * other way (room reserved) or is no longer owed any (its queue
+     * reached its fair share, say) lets the node go, for pass 2 now and
+     * for everyone next cycle. */
+    fair_eng_release_holds(e, false);
+    return 0;
+}
+
+bool fair_eng_release_holds(struct eng *e, bool bound_only)
+{
+    bool any = false;
+    for (size_t pi = 0; pi < e->s->npods; pi++) {
         int32_t rank = e->hold_of[pi];
-        if (rank < 0 || e->res->pending_reasons[pi] == FAIR_PENDING_NODE_HELD)
+        if (rank < 0 || (bound_only ? !(e->pflags[pi] & PF_BOUND)
+                                    : e->res->pending_reasons[pi] == FAIR_PENDING_NODE_HELD))
             continue;
         e->hold[rank] = NULL;
         e->hold_of[pi] = -1;
         e->res->hold_node[pi] = -1;
         e->res->hold_since_ms[pi] = 0;
+        any = true;
     }
-    return 0;
+    e->holds_freed |= any;
+    return any;
 }
 
 /* ---- running gangs as victim units ---------------------------------------

@@ -291,6 +291,44 @@ static void test_hold_timeout(void **state)
     ts_free(t);
 }
 
+/* A hold let go in a cycle hands its node's free room out in the same
+ * cycle. big (a, owed 4 GPUs) holds node-1 (3 free) from an earlier cycle
+ * and, node-0 having freed 4 GPUs, binds there in pass 1. c's two pods,
+ * within c's fair share, came after it in pass 1 and found node-0 full and
+ * node-1 held. The hold ends with big bound; they bind on node-1 in the
+ * same cycle (they used to wait a cycle with node-1's GPUs idle). */
+static void test_freed_hold_room_goes_out_at_once(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    t->hold_timeout = 600000;
+    int n0 = ts_node(t, "node-0", 8);
+    int n1 = ts_node(t, "node-1", 8);
+    int x = ts_team(t, "qx", 9 * G, 1);
+    int a = ts_team(t, "qa", 4 * G, 1);
+    int c = ts_team(t, "qc", 0, 1);
+    int xs[] = {ts_bound(t, x, 4 * G, n0, 0x0f, t->now - 1000),
+                ts_bound(t, x, 5 * G, n1, 0x1f, t->now - 1000)};
+    for (int i = 0; i < 2; i++)
+        t->pods[xs[i]].preemptible = false;
+    int big = ts_pod(t, a, 4 * G);
+    t->pods[big].hold_node = n1;
+    t->pods[big].hold_since_ms = t->now - 1000;
+    int c1 = ts_pod(t, c, G), c2 = ts_pod(t, c, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+    int on[3] = {-1, -1, -1}, who[3] = {big, c1, c2};
+    for (size_t i = 0; i < t->res.nactions; i++)
+        for (int k = 0; k < 3; k++)
+            if (t->res.actions[i].kind == FAIR_ACTION_BIND && t->res.actions[i].pod == who[k])
+                on[k] = t->res.actions[i].node;
+    assert_int_equal(on[0], n0);
+    assert_int_equal(t->res.hold_node[big], -1);
+    assert_int_equal(on[1], n1);
+    assert_int_equal(on[2], n1);
+    ts_free(t);
+}
+
 /* A hold lasts only while its pod is owed room: once its queue is at its
  * fair share the node goes back to everyone (it used to stay held, and in
  * the controller a late queue then found both nodes held and reclaimed
@@ -675,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_idle_gpus_go_to_waiting_pods),
         cmocka_unit_test(test_hold_timeout),
         cmocka_unit_test(test_holds_follow_the_need),
+        cmocka_unit_test(test_freed_hold_room_goes_out_at_once),
         cmocka_unit_test(test_victims_lose_least_work),
         cmocka_unit_test(test_evicted_too_often_stays_within_share),
         cmocka_unit_test(test_eviction_bound_is_strict),
