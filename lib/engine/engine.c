@@ -201,6 +201,14 @@ int fair_engine_run(const struct fair_snapshot *snap, struct fair_result *result
     rc = fair_eng_run_pass(&e, 2);
     if (rc)
         goto nomem;
+    /* Pass 2 bound a holder elsewhere: its node goes out now too, by pass 2
+     * again (each round lets at least one hold go, so this ends). */
+    while (fair_eng_release_holds(&e, true)) {
+        fair_place_forget(&e.pl);
+        rc = fair_eng_run_pass(&e, 2);
+        if (rc)
+            goto nomem;
+    }
     rc = fair_eng_figures(&e);
     if (!rc)
         rc = fair_eng_models_figures(&e);

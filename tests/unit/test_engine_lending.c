@@ -329,6 +329,48 @@ static void test_freed_hold_room_goes_out_at_once(void **state)
     ts_free(t);
 }
 
+/* The same when the hold ends after reclaim: big (a) held node-1, and its
+ * queue is now at its limit, so the hold goes at the end of the reclaim
+ * phase. c's two pods, within c's fair share, found node-0 full and node-1
+ * held in pass 1 (and the first of them got a hold of node-0 meanwhile);
+ * pass 2 binds both on node-1, and the hold of the first ends with it. */
+static void test_hold_ended_by_reclaim_goes_out_in_pass2(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    t->hold_timeout = 600000;
+    int n0 = ts_node(t, "node-0", 8);
+    int n1 = ts_node(t, "node-1", 8);
+    int x = ts_team(t, "qx", 8 * G, 1);
+    int a = ts_team(t, "qa", 4 * G, 1);
+    int c = ts_team(t, "qc", 0, 1);
+    t->queues[a].q.limit.v[FAIR_RES_GPU] = 4 * G;
+    t->projects[t->queues[a].project].q.limit.v[FAIR_RES_GPU] = 4 * G;
+    int xs[] = {ts_bound(t, x, 4 * G, n0, 0x0f, t->now - 1000),
+                ts_bound(t, x, 4 * G, n1, 0x0f, t->now - 1000)};
+    for (int i = 0; i < 2; i++)
+        t->pods[xs[i]].preemptible = false;
+    ts_bound(t, a, 4 * G, n0, 0xf0, t->now - 1000);
+    int big = ts_pod(t, a, 4 * G);
+    t->pods[big].hold_node = n1;
+    t->pods[big].hold_since_ms = t->now - 1000;
+    int c1 = ts_pod(t, c, G), c2 = ts_pod(t, c, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+    assert_int_equal(t->res.pending_reasons[big], FAIR_PENDING_OVER_LIMIT);
+    assert_int_equal(t->res.hold_node[big], -1);
+    int on[2] = {-1, -1}, who[2] = {c1, c2};
+    for (size_t i = 0; i < t->res.nactions; i++)
+        for (int k = 0; k < 2; k++)
+            if (t->res.actions[i].kind == FAIR_ACTION_BIND && t->res.actions[i].pod == who[k])
+                on[k] = t->res.actions[i].node;
+    assert_int_equal(on[0], n1);
+    assert_int_equal(on[1], n1);
+    assert_int_equal(t->res.hold_node[c1], -1);
+    assert_int_equal(t->res.hold_node[c2], -1);
+    ts_free(t);
+}
+
 /* A hold lasts only while its pod is owed room: once its queue is at its
  * fair share the node goes back to everyone (it used to stay held, and in
  * the controller a late queue then found both nodes held and reclaimed
@@ -714,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_hold_timeout),
         cmocka_unit_test(test_holds_follow_the_need),
         cmocka_unit_test(test_freed_hold_room_goes_out_at_once),
+        cmocka_unit_test(test_hold_ended_by_reclaim_goes_out_in_pass2),
         cmocka_unit_test(test_victims_lose_least_work),
         cmocka_unit_test(test_evicted_too_often_stays_within_share),
         cmocka_unit_test(test_eviction_bound_is_strict),
