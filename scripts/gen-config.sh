@@ -10,7 +10,8 @@
 # itself is kept by hand.
 #
 # --check: writes nothing; exits 1, naming the files, when config/ differs
-# from what would be written (ctest chart/config_fresh runs this).
+# from what would be written (ctest chart/render runs this, in
+# tests/chart/test_chart.py, test_config_is_fresh).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 chart="$here/charts/fairshare"
