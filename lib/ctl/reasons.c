@@ -62,6 +62,8 @@ const char *fair_ctl_why_reason(int why)
         return "ReclaimHeldBack";
     case FAIR_PENDING_NODE_HELD:
         return "WaitingForHeldNode";
+    case FAIR_PENDING_LENDING_KEPT:
+        return "LendingLimit";
     }
     return "Unschedulable";
 }
@@ -254,13 +256,53 @@ void fair_ctl_pending_message(const struct fair_ctl_snapshot *s, const struct fa
      * project may not borrow. */
     int32_t pq = p->queue >= 0 ? s->snap.queues[p->queue].project : -1;
     const char *note = pq >= 0 && s->project_note ? s->project_note[pq] : NULL;
-    if (note && (why == FAIR_PENDING_OVER_LIMIT || why == FAIR_PENDING_FAIR_SHARE)) {
+    if (note && (why == FAIR_PENDING_OVER_LIMIT || why == FAIR_PENDING_FAIR_SHARE ||
+                 why == FAIR_PENDING_LENDING_KEPT)) {
         int w = snprintf(out, n, "%s; ", note);
         if (w >= 0 && (size_t)w < n)
             pending_message(s, r, pod, out + w, n - (size_t)w);
         return;
     }
     pending_message(s, r, pod, out, n);
+}
+
+/* Names (up to three, then "and others") the queues and projects other
+ * than queue q whose lending limit keeps idle GPUs of their guarantee:
+ * keep = guaranteed - lendable above what they hold. */
+static void keepers(const struct fair_ctl_snapshot *s, const struct fair_result *r, int32_t q,
+                    char *out, size_t n)
+{
+    size_t used = 0, named = 0, more = 0;
+    out[0] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        size_t count = pass ? r->nprojects : r->nqueues;
+        for (size_t i = 0; i < count; i++) {
+            const struct fair_share_status *st = pass ? &r->projects[i] : &r->queues[i];
+            if (!pass && (int32_t)i == q)
+                continue;
+            int64_t keep = st->guaranteed.v[FAIR_RES_GPU] - st->lendable.v[FAIR_RES_GPU];
+            if (keep <= 0 || st->allocated_after.v[FAIR_RES_GPU] >= keep)
+                continue;
+            const char *name = pass ? (i < s->snap.nprojects ? s->snap.projects[i].q.name : NULL)
+                                    : (i < s->snap.nqueues ? s->snap.queues[i].q.name : NULL);
+            if (!name)
+                continue;
+            if (named == 3) {
+                more++;
+                continue;
+            }
+            int w = snprintf(out + used, n - used, "%s%s %s", named ? ", " : "",
+                             pass ? "project" : "queue", name);
+            if (w < 0 || (size_t)w >= n - used)
+                break;
+            used += (size_t)w;
+            named++;
+        }
+    }
+    if (!named)
+        snprintf(out, n, "the guarantee of a GPU model pool");
+    else if (more && used + 12 < n)
+        snprintf(out + used, n - used, " and others");
 }
 
 static void pending_message(const struct fair_ctl_snapshot *s, const struct fair_result *r,
@@ -507,6 +549,18 @@ static void pending_message(const struct fair_ctl_snapshot *s, const struct fair
                  "more when GPUs free up",
                  qname, b, a);
         return;
+    case FAIR_PENDING_LENDING_KEPT: {
+        char who[256];
+        keepers(s, r, qi, who, sizeof who);
+        gpus(qs ? qs->fair_share.v[FAIR_RES_GPU] : 0, a, sizeof a);
+        gpus(qs ? qs->allocated_after.v[FAIR_RES_GPU] : 0, b, sizeof b);
+        snprintf(out, n,
+                 "lending limit: queue %s has %s GPUs in use and its fair share is %s, and the "
+                 "GPUs free now are kept for %s: their owners lend only part of their guarantee "
+                 "(spec.lendingLimit); it gets more when GPUs free up",
+                 qname, b, a, who);
+        return;
+    }
     case FAIR_PENDING_INVALID_POD: {
         const char *m = "see the pod's annotations and requests";
         for (size_t i = 0; i < r->nproblems; i++)

@@ -439,6 +439,8 @@ enum fair_pending_reason {
     FAIR_PENDING_RECLAIM_HELD,    /* owed room, but the victims ran too briefly or the
                                      gap is within the hysteresis */
     FAIR_PENDING_NODE_HELD,       /* a node is held for it until enough room is free */
+    FAIR_PENDING_LENDING_KEPT,    /* at its fair share, and the room left is other queues'
+                                     guarantee kept by their lending limit (pass 2) */
 };
 
 /* Per-queue (and per-project) figures, per resource. */

@@ -366,7 +366,7 @@ enum fair_pending_reason fair_eng_models_check(const struct eng *e, const struct
     if (pass == 2)
         for (int r = 0; r < NRES; r++)
             if (over_kept(e, qi, -1, r, req[r]))
-                return FAIR_PENDING_FAIR_SHARE;
+                return FAIR_PENDING_LENDING_KEPT;
     for (size_t m = 0; m < e->nm && mreq; m++) {
         if (mreq[m] <= 0)
             continue;
@@ -377,7 +377,7 @@ enum fair_pending_reason fair_eng_models_check(const struct eng *e, const struct
         if (pass == 1 && q->quota && q->alloc + mreq[m] > q->fs)
             return FAIR_PENDING_FAIR_SHARE;
         if (pass == 2 && over_kept(e, qi, (int)m, GPU, mreq[m]))
-            return FAIR_PENDING_FAIR_SHARE;
+            return FAIR_PENDING_LENDING_KEPT;
     }
     return FAIR_PENDING_NONE;
 }

@@ -44,6 +44,8 @@ const char *fair_pending_reason_str(enum fair_pending_reason r)
         return "ReclaimHeldBack";
     case FAIR_PENDING_NODE_HELD:
         return "WaitingForHeldNode";
+    case FAIR_PENDING_LENDING_KEPT:
+        return "LendingLimit";
     default:
         return "Unknown";
     }

@@ -681,7 +681,8 @@ static int measure_idle(struct replay *r)
             if (decl <= 0 || decl > r->opts.lend_max_runtime_ms)
                 bound = true;
         }
-        if (why != FAIR_PENDING_OVER_LIMIT && why != FAIR_PENDING_OVER_GUARANTEE && !bound)
+        if (why != FAIR_PENDING_OVER_LIMIT && why != FAIR_PENDING_OVER_GUARANTEE &&
+            why != FAIR_PENDING_LENDING_KEPT && !bound)
             r->fitlist[na++] = r->fitlist[i];
     }
     bool holds = false;

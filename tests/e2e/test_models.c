@@ -31,6 +31,20 @@ static void relabel(int node, const char *model)
         fail_msg("relabelling %s: HTTP %ld", e2e_node(node), code);
 }
 
+/* How many of the n pods prefix-0 .. prefix-(n-1) of ns say reason. */
+static int with_reason(const char *ns, const char *prefix, int n, const char *reason)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", prefix, i);
+        char *r = e2e_pod_reason(ns, name);
+        k += r && !strcmp(r, reason);
+        free(r);
+    }
+    return k;
+}
+
 static int teardown(void **state)
 {
     e2e_scenario_end();
@@ -138,6 +152,12 @@ static void test_model_pools_and_lending_limit(void **state)
     json_decref(q);
     e2e_nap(1500);
     assert_int_equal(e2e_count(nsb, NULL).bound, 12);
+    /* b's other 4 say why: a's kept H100s, not b's fair share. */
+    if (!E2E_WAIT(with_reason(nsb, "b", 16, "LendingLimit") == 4, E2E_WAIT_MS)) {
+        e2e_dump_pods(nsb);
+        fail_msg("%d of b's pods say LendingLimit, want 4",
+                 with_reason(nsb, "b", 16, "LendingLimit"));
+    }
 
     /* a's pods name H100 the usual way: a nodeSelector. */
     for (int i = 0; i < 4; i++) {

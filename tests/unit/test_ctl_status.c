@@ -436,6 +436,32 @@ static void test_reasons(void **state)
     pod.max_runtime_ms = 1800000;
     fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
     assert_non_null(strstr(msg, "at fair share: queue qa"));
+    /* Pass 2 kept off the idle guarantee of another queue's lending
+     * limit: the message names the keeper (queue qk: guaranteed 8,
+     * lendable 2, 1 in use), not qa itself. */
+    s.snap.lend_max_runtime_ms = 0;
+    why = FAIR_PENDING_LENDING_KEPT;
+    struct fair_queue qq[2] = {q, q};
+    qq[1].q.name = "qk";
+    s.snap.queues = qq;
+    s.snap.nqueues = 2;
+    two[0] = qs;
+    memset(&two[1], 0, sizeof two[1]);
+    two[1].guaranteed.v[FAIR_RES_GPU] = 8000;
+    two[1].lendable.v[FAIR_RES_GPU] = 2000;
+    two[1].allocated_after.v[FAIR_RES_GPU] = 1000;
+    r.queues = two;
+    r.nqueues = 2;
+    assert_string_equal(fair_ctl_why_reason(FAIR_PENDING_LENDING_KEPT), "LendingLimit");
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    if (!strstr(msg, "lending limit: queue qa has 4 GPUs in use and its fair share is 0, and "
+                     "the GPUs free now are kept for queue qk: ") ||
+        strstr(msg, "queue qa,"))
+        fail_msg("message: %s", msg);
+    /* Once qk holds its keep, nothing names it. */
+    two[1].allocated_after.v[FAIR_RES_GPU] = 6000;
+    fair_ctl_pending_message(&s, &r, 0, msg, sizeof msg);
+    assert_non_null(strstr(msg, "kept for the guarantee of a GPU model pool"));
 }
 
 int main(void)

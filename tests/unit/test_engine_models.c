@@ -251,6 +251,8 @@ static void test_lending_limit_total(void **state)
             ts_pod(t, b, G);
         assert_int_equal(ts_run(t), 0);
         assert_int_equal(ts_count_q(t, FAIR_ACTION_BIND, b), limited ? 12 : 16);
+        /* The 4 held back say why: a's keep, not b's fair share alone. */
+        assert_int_equal(ts_reason_count(t, FAIR_PENDING_LENDING_KEPT), limited ? 4 : 0);
         assert_int_equal(t->res.projects[0].lendable.v[FAIR_RES_GPU], limited ? 4 * G : 8 * G);
         ts_apply(t, false);
         assert_int_equal(ts_run(t), 0);

@@ -567,6 +567,36 @@ static void test_idle_while_fits_reclaim(void **state)
     world_free(&w);
 }
 
+static void test_idle_while_fits_lending_limit(void **state)
+{
+    (void)state;
+    /* One node of 8 GPUs; a is guaranteed all 8 but lends only 4 of them
+     * and wants none; b (no guarantee) submits 8 one-GPU pods of 100 s at
+     * 0 s. 4 run, 4 wait for a's keep (LendingLimit): idle while a pod
+     * fits, 4 GPUs x 100 s, but not idle the engine failed to hand out. */
+    const char *yaml = "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: pa}\n"
+                       "spec: {guaranteed: {gpu: 8}, lendingLimit: {gpu: 4}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: a}\n"
+                       "spec: {project: pa, guaranteed: {gpu: 8}}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Project\nmetadata: {name: pb}\n"
+                       "spec: {}\n---\n"
+                       "apiVersion: fairshare.dev/v1alpha1\nkind: Queue\nmetadata: {name: b}\n"
+                       "spec: {project: pb}\n";
+    char jobs[512] = "name,queue,submit_s,duration_s,gpu\n";
+    for (int i = 0; i < 8; i++) {
+        size_t len = strlen(jobs);
+        snprintf(jobs + len, sizeof jobs - len, "b%d,b,0,100,1\n", i);
+    }
+    struct world w;
+    world_load(&w, "sn,cpu_milli,memory_mib,gpu\nn0,64000,262144,8\n", jobs, yaml);
+    struct fair_sim_opts o = {0};
+    world_run(&w, &o);
+    assert_int_equal(w.run.end_ms, 200000);
+    assert_int_equal(w.run.idle_fit.gpu_ms, 4000LL * 100000);
+    assert_int_equal(w.run.idle_fit_admissible.gpu_ms, 0);
+    world_free(&w);
+}
+
 static void test_idle_while_fits(void **state)
 {
     (void)state;
@@ -1124,6 +1154,7 @@ int main(void)
         cmocka_unit_test(test_idle_while_fits),
         cmocka_unit_test(test_idle_while_fits_tenancy),
         cmocka_unit_test(test_idle_while_fits_reclaim),
+        cmocka_unit_test(test_idle_while_fits_lending_limit),
         cmocka_unit_test(test_gang_jobs),
         cmocka_unit_test(test_unrunnable_jobs),
         cmocka_unit_test(test_common_window),
