@@ -291,83 +291,88 @@ static void test_hold_timeout(void **state)
     ts_free(t);
 }
 
+/* The node pod was bound to by the last run's actions, or -1. */
+static int bound_node(const struct ts *t, int pod)
+{
+    for (size_t i = 0; i < t->res.nactions; i++)
+        if (t->res.actions[i].kind == FAIR_ACTION_BIND && t->res.actions[i].pod == pod)
+            return t->res.actions[i].node;
+    return -1;
+}
+
+/* Two nodes of 8 GPUs: qx's non-preemptible pods take 4 on node-0 and
+ * x1_gpu on node-1; big (qa, 4 GPUs) holds node-1 from an earlier cycle;
+ * c1 and c2 (qc, no guarantee, 1 GPU each) are pending. */
+struct held_case {
+    struct ts *t;
+    int n0, n1, a, big, c1, c2;
+};
+
+static struct held_case held_case(int64_t x_guar, int64_t x1_gpu, uint64_t x1_mask)
+{
+    struct held_case h;
+    h.t = ts_new();
+    struct ts *t = h.t;
+    t->hold_timeout = 600000;
+    h.n0 = ts_node(t, "node-0", 8);
+    h.n1 = ts_node(t, "node-1", 8);
+    int x = ts_team(t, "qx", x_guar, 1);
+    h.a = ts_team(t, "qa", 4 * G, 1);
+    int c = ts_team(t, "qc", 0, 1);
+    int xs[] = {ts_bound(t, x, 4 * G, h.n0, 0x0f, t->now - 1000),
+                ts_bound(t, x, x1_gpu, h.n1, x1_mask, t->now - 1000)};
+    for (int i = 0; i < 2; i++)
+        t->pods[xs[i]].preemptible = false;
+    h.big = ts_pod(t, h.a, 4 * G);
+    t->pods[h.big].hold_node = h.n1;
+    t->pods[h.big].hold_since_ms = t->now - 1000;
+    h.c1 = ts_pod(t, c, G);
+    h.c2 = ts_pod(t, c, G);
+    return h;
+}
+
 /* A hold let go in a cycle hands its node's free room out in the same
- * cycle. big (a, owed 4 GPUs) holds node-1 (3 free) from an earlier cycle
- * and, node-0 having freed 4 GPUs, binds there in pass 1. c's two pods,
- * within c's fair share, came after it in pass 1 and found node-0 full and
- * node-1 held. The hold ends with big bound; they bind on node-1 in the
- * same cycle (they used to wait a cycle with node-1's GPUs idle). */
+ * cycle. big holds node-1 (3 free) and, node-0 having 4 free GPUs, binds
+ * there in pass 1. c's two pods, within c's fair share, came after it in
+ * pass 1 and found node-0 full and node-1 held. The hold ends with big
+ * bound; they bind on node-1 in the same cycle (they used to wait a cycle
+ * with node-1's GPUs idle). */
 static void test_freed_hold_room_goes_out_at_once(void **state)
 {
     (void)state;
-    struct ts *t = ts_new();
-    t->hold_timeout = 600000;
-    int n0 = ts_node(t, "node-0", 8);
-    int n1 = ts_node(t, "node-1", 8);
-    int x = ts_team(t, "qx", 9 * G, 1);
-    int a = ts_team(t, "qa", 4 * G, 1);
-    int c = ts_team(t, "qc", 0, 1);
-    int xs[] = {ts_bound(t, x, 4 * G, n0, 0x0f, t->now - 1000),
-                ts_bound(t, x, 5 * G, n1, 0x1f, t->now - 1000)};
-    for (int i = 0; i < 2; i++)
-        t->pods[xs[i]].preemptible = false;
-    int big = ts_pod(t, a, 4 * G);
-    t->pods[big].hold_node = n1;
-    t->pods[big].hold_since_ms = t->now - 1000;
-    int c1 = ts_pod(t, c, G), c2 = ts_pod(t, c, G);
+    struct held_case h = held_case(9 * G, 5 * G, 0x1f);
+    struct ts *t = h.t;
     assert_int_equal(ts_run(t), 0);
     assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
-    int on[3] = {-1, -1, -1}, who[3] = {big, c1, c2};
-    for (size_t i = 0; i < t->res.nactions; i++)
-        for (int k = 0; k < 3; k++)
-            if (t->res.actions[i].kind == FAIR_ACTION_BIND && t->res.actions[i].pod == who[k])
-                on[k] = t->res.actions[i].node;
-    assert_int_equal(on[0], n0);
-    assert_int_equal(t->res.hold_node[big], -1);
-    assert_int_equal(on[1], n1);
-    assert_int_equal(on[2], n1);
+    assert_int_equal(bound_node(t, h.big), h.n0);
+    assert_int_equal(t->res.hold_node[h.big], -1);
+    assert_int_equal(bound_node(t, h.c1), h.n1);
+    assert_int_equal(bound_node(t, h.c2), h.n1);
     ts_free(t);
 }
 
-/* The same when the hold ends after reclaim: big (a) held node-1, and its
- * queue is now at its limit, so the hold goes at the end of the reclaim
- * phase. c's two pods, within c's fair share, found node-0 full and node-1
- * held in pass 1 (and the first of them got a hold of node-0 meanwhile);
- * pass 2 binds both on node-1, and the hold of the first ends with it. */
+/* The same when the hold ends after reclaim: node-0 is full (a's bound
+ * 4-GPU pod), and big's queue is at its limit, so big's hold of node-1
+ * goes at the end of the reclaim phase. c's two pods, within c's fair
+ * share, found node-0 full and node-1 held in pass 1 (and the first of
+ * them got a hold of node-0 meanwhile); pass 2 binds both on node-1, and
+ * the hold of the first ends with it. */
 static void test_hold_ended_by_reclaim_goes_out_in_pass2(void **state)
 {
     (void)state;
-    struct ts *t = ts_new();
-    t->hold_timeout = 600000;
-    int n0 = ts_node(t, "node-0", 8);
-    int n1 = ts_node(t, "node-1", 8);
-    int x = ts_team(t, "qx", 8 * G, 1);
-    int a = ts_team(t, "qa", 4 * G, 1);
-    int c = ts_team(t, "qc", 0, 1);
-    t->queues[a].q.limit.v[FAIR_RES_GPU] = 4 * G;
-    t->projects[t->queues[a].project].q.limit.v[FAIR_RES_GPU] = 4 * G;
-    int xs[] = {ts_bound(t, x, 4 * G, n0, 0x0f, t->now - 1000),
-                ts_bound(t, x, 4 * G, n1, 0x0f, t->now - 1000)};
-    for (int i = 0; i < 2; i++)
-        t->pods[xs[i]].preemptible = false;
-    ts_bound(t, a, 4 * G, n0, 0xf0, t->now - 1000);
-    int big = ts_pod(t, a, 4 * G);
-    t->pods[big].hold_node = n1;
-    t->pods[big].hold_since_ms = t->now - 1000;
-    int c1 = ts_pod(t, c, G), c2 = ts_pod(t, c, G);
+    struct held_case h = held_case(8 * G, 4 * G, 0x0f);
+    struct ts *t = h.t;
+    t->queues[h.a].q.limit.v[FAIR_RES_GPU] = 4 * G;
+    t->projects[t->queues[h.a].project].q.limit.v[FAIR_RES_GPU] = 4 * G;
+    ts_bound(t, h.a, 4 * G, h.n0, 0xf0, t->now - 1000);
     assert_int_equal(ts_run(t), 0);
     assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
-    assert_int_equal(t->res.pending_reasons[big], FAIR_PENDING_OVER_LIMIT);
-    assert_int_equal(t->res.hold_node[big], -1);
-    int on[2] = {-1, -1}, who[2] = {c1, c2};
-    for (size_t i = 0; i < t->res.nactions; i++)
-        for (int k = 0; k < 2; k++)
-            if (t->res.actions[i].kind == FAIR_ACTION_BIND && t->res.actions[i].pod == who[k])
-                on[k] = t->res.actions[i].node;
-    assert_int_equal(on[0], n1);
-    assert_int_equal(on[1], n1);
-    assert_int_equal(t->res.hold_node[c1], -1);
-    assert_int_equal(t->res.hold_node[c2], -1);
+    assert_int_equal(t->res.pending_reasons[h.big], FAIR_PENDING_OVER_LIMIT);
+    assert_int_equal(t->res.hold_node[h.big], -1);
+    assert_int_equal(bound_node(t, h.c1), h.n1);
+    assert_int_equal(bound_node(t, h.c2), h.n1);
+    assert_int_equal(t->res.hold_node[h.c1], -1);
+    assert_int_equal(t->res.hold_node[h.c2], -1);
     ts_free(t);
 }
 
