@@ -891,8 +891,10 @@ bool fair_interpod_ok(struct fair_interpod *ip, int32_t rank, const struct fair_
      * most. */
     if (pi >= 0 && ip->pod_sc[pi] >= 0 && !spread_ok(ip, &ip->sc[ip->pod_sc[pi]], rank, pod))
         return false;
-    /* 3. The placed pods' anti-affinity against this pod. */
-    for (size_t e = 0; ip->ec_total > 0 && e < ip->ec.n; e++) {
+    /* 3. The placed pods' anti-affinity against this pod: none when the
+     * pod matches no such class at all (known per pod, asked once). */
+    bool touched = ip->ec_total > 0 && fair_interpod_touches(ip, pod);
+    for (size_t e = 0; touched && e < ip->ec.n; e++) {
         const struct tclass *c = &ip->ec.v[e];
         if (c->total <= 0)
             continue;
