@@ -26,6 +26,16 @@ CSV
 if ! cmp -s "$tmp/jobs.csv" "$tmp/want.csv"; then
     echo "openb-teams.sh wrote:"; cat "$tmp/jobs.csv"; echo "want:"; cat "$tmp/want.csv"; exit 1
 fi
+# By the qos column: LS, BE, anything else.
+sh "$src/scripts/openb-teams.sh" --by qos "$tmp/pods.csv" | cut -d, -f1,2 > "$tmp/qos.csv"
+printf 'name,queue\nfrac,ls\nwhole,ls\neight,be\ncpuonly,be\nnever,ls\n' > "$tmp/want-qos.csv"
+if ! cmp -s "$tmp/qos.csv" "$tmp/want-qos.csv"; then
+    echo "--by qos wrote:"; cat "$tmp/qos.csv"; exit 1
+fi
+if sh "$src/scripts/openb-teams.sh" --by size "$tmp/pods.csv" > /dev/null 2> "$tmp/err"; then
+    echo "--by size was accepted"; exit 1
+fi
+grep -q 'is not kind or qos' "$tmp/err" || { echo "unclear error:"; cat "$tmp/err"; exit 1; }
 # A missing column is an error, not a silent zero.
 if sed 's/gpu_milli/gpu_mili/' "$tmp/pods.csv" > "$tmp/bad.csv" &&
     sh "$src/scripts/openb-teams.sh" "$tmp/bad.csv" > /dev/null 2> "$tmp/err"; then
@@ -37,6 +47,12 @@ printf 'sn,cpu_milli,memory_mib,gpu\nn0,96000,262144,8\nn1,96000,262144,8\n' > "
 "$ctl" simulate --nodes "$tmp/nodes.csv" --jobs "$tmp/jobs.csv" \
     --projects "$src/tests/data/sim/kinds3_static.yaml" \
     --compare "$src/tests/data/sim/kinds3_lending.yaml" > "$tmp/out" 2>&1 ||
+    { cat "$tmp/out"; exit 1; }
+grep -q "^config=compare" "$tmp/out" || { cat "$tmp/out"; exit 1; }
+sh "$src/scripts/openb-teams.sh" --by qos "$tmp/pods.csv" > "$tmp/jobs-qos.csv"
+"$ctl" simulate --nodes "$tmp/nodes.csv" --jobs "$tmp/jobs-qos.csv" \
+    --projects "$src/tests/data/sim/qos3_static.yaml" \
+    --compare "$src/tests/data/sim/qos3_lending.yaml" > "$tmp/out" 2>&1 ||
     { cat "$tmp/out"; exit 1; }
 grep -q "^config=compare" "$tmp/out" || { cat "$tmp/out"; exit 1; }
 echo ok
