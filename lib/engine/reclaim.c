@@ -815,16 +815,14 @@ static bool try_node(const struct eng *e, const struct search *sr, int32_t rank,
         memcpy(freeres, nd->ffree, sizeof(freeres));
         memcpy(budget, sr->budget, sizeof(budget));
     }
+    const int32_t max_pods = e->s->nodes[nd->idx].max_pods;
     for (size_t i = e->voff[rank]; i < e->voff[rank + 1] && !ok && !e->damp; i++) {
         int32_t vi = e->vlist[i];
         const struct fair_pod *v = &e->s->pods[vi];
-        bool helps = false;
-        for (int r = 0; r < NRES; r++)
+        bool helps = max_pods > 0 && nd->fpods - t->nv >= max_pods;
+        for (int r = 0; r < NRES && !helps; r++)
             if (short_by[r] > 0 && v->request.v[r] > 0)
                 helps = true;
-        const struct fair_node *sn = &e->s->nodes[e->pl.nodes[rank].idx];
-        if (sn->max_pods > 0 && e->pl.nodes[rank].fpods - t->nv >= sn->max_pods)
-            helps = true;
         if (!helps || !victim_ok(e, sr, vi, t->v, t->nv))
             continue;
         if (t->nv == MAX_VICTIMS || t->nv >= max_nv)
