@@ -174,6 +174,18 @@ static bool single_in(const struct fair_node_term *t)
 
 #define STATIC_MAX_KEYS 8
 
+/* Term t's slot among the merged keys: the index of its key, or nkeys when
+ * it is not a one-In term or its key is not among them (kept as it is). */
+static size_t key_slot(const char *const *keys, size_t nkeys, const struct fair_node_term *t)
+{
+    if (!single_in(t))
+        return nkeys;
+    size_t k = 0;
+    while (k < nkeys && strcmp(keys[k], t->reqs[0].key))
+        k++;
+    return k;
+}
+
 /* Claim c (unbound, of a class without provisioner): *pre, a volume whose
  * claimRef already names it; else *nmatch candidates and the nodes they
  * allow: *terms NULL (a candidate reachable from every node) or the OR of
@@ -189,7 +201,7 @@ static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
     *too_many = false;
     bool anywhere = false;
     const char *keys[STATIC_MAX_KEYS];
-    size_t nkeys = 0, nraw = 0, nvals = 0;
+    size_t nkeys = 0, nraw = 0, nvals = 0, kvals[STATIC_MAX_KEYS] = {0};
     for (size_t i = 0; i < v->npvs; i++) {
         const struct fair_kpv *pv = v->pvs[i];
         if (pv_bound_to(pv, c) && !pv->meta.deletion_ms) {
@@ -206,17 +218,15 @@ static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
         }
         for (size_t t = 0; t < a->nterms; t++) {
             const struct fair_node_term *x = &a->terms[t];
-            size_t k = 0;
-            if (single_in(x)) {
-                while (k < nkeys && strcmp(keys[k], x->reqs[0].key))
-                    k++;
-                if (k == nkeys && nkeys < STATIC_MAX_KEYS)
-                    keys[nkeys++] = x->reqs[0].key;
-            }
-            if (single_in(x) && k < nkeys)
+            size_t k = key_slot(keys, nkeys, x);
+            if (single_in(x) && k == nkeys && nkeys < STATIC_MAX_KEYS)
+                keys[nkeys++] = x->reqs[0].key;
+            if (k < nkeys) {
+                kvals[k] += x->reqs[0].nvalues;
                 nvals += x->reqs[0].nvalues;
-            else
+            } else {
                 nraw++;
+            }
         }
     }
     if (anywhere || !*nmatch)
@@ -235,28 +245,18 @@ static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
     struct fair_node_term *tt = (struct fair_node_term *)(block + sizeof *r);
     struct fair_node_req *reqs = (struct fair_node_req *)(tt + nt);
     const char **vals = (const char **)(reqs + nkeys);
-    /* The merged terms first (values gathered key by key), then the rest. */
-    size_t q = 0, raw = nkeys;
+    /* The merged terms first (each key's values in one run, in volume
+     * order), then the rest, in one more pass over the candidates. */
+    size_t q = 0, raw = nkeys, at[STATIC_MAX_KEYS];
     for (size_t k = 0; k < nkeys; k++) {
         reqs[k].key = keys[k];
         reqs[k].op = FAIR_SEL_IN;
         reqs[k].values = &vals[q];
+        reqs[k].nvalues = (uint32_t)kvals[k];
         tt[k].reqs = &reqs[k];
         tt[k].nreqs = 1;
-        for (size_t i = 0; i < v->npvs; i++) {
-            const struct fair_kpv *pv = v->pvs[i];
-            if (!fair_ctl_volume_matches(pv, c, NULL))
-                continue;
-            const struct fair_node_affinity *a = pv->node_affinity;
-            for (size_t t = 0; t < a->nterms; t++) {
-                const struct fair_node_term *x = &a->terms[t];
-                if (!single_in(x) || strcmp(x->reqs[0].key, keys[k]))
-                    continue;
-                for (uint32_t j = 0; j < x->reqs[0].nvalues; j++)
-                    vals[q++] = x->reqs[0].values[j];
-                reqs[k].nvalues += x->reqs[0].nvalues;
-            }
-        }
+        at[k] = q;
+        q += kvals[k];
     }
     for (size_t i = 0; i < v->npvs; i++) {
         const struct fair_kpv *pv = v->pvs[i];
@@ -265,12 +265,13 @@ static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
         const struct fair_node_affinity *a = pv->node_affinity;
         for (size_t t = 0; t < a->nterms; t++) {
             const struct fair_node_term *x = &a->terms[t];
-            size_t k = 0;
-            if (single_in(x))
-                while (k < nkeys && strcmp(keys[k], x->reqs[0].key))
-                    k++;
-            if (!single_in(x) || k == nkeys)
+            size_t k = key_slot(keys, nkeys, x);
+            if (k == nkeys) {
                 tt[raw++] = *x;
+                continue;
+            }
+            for (uint32_t j = 0; j < x->reqs[0].nvalues; j++)
+                vals[at[k]++] = x->reqs[0].values[j];
         }
     }
     r->required = true;
