@@ -46,51 +46,13 @@ static long long arg(int argc, char **argv, int i, long long def)
     return v;
 }
 
-/* Best fit of one pod now: the fullest device (fractions), the node with
- * the fewest free devices (whole GPUs), the most free CPU (CPU only). */
+/* Best fit of one pod now (fair_sim_best_fit), bound. */
 static bool best_fit(struct fair_sim_cluster *c, const struct fair_sim_job *job)
 {
-    size_t best = SIZE_MAX;
-    int64_t key = INT64_MAX;
-    uint64_t mask = 0;
-    for (size_t i = 0; i < c->nnodes; i++) {
-        if (!fair_sim_fits(c, i, job))
-            continue;
-        const struct fair_sim_nstate *s = &c->n[i];
-        int ng = c->trace->nodes[i].gpu_count;
-        if (job->gpu_milli == 0) {
-            if (-s->cpu_free < key) {
-                key = -s->cpu_free;
-                best = i;
-                mask = 0;
-            }
-        } else if (job->gpu_milli < 1000) {
-            for (int d = 0; d < ng; d++)
-                if (s->gpu_free[d] >= job->gpu_milli && s->gpu_free[d] < key) {
-                    key = s->gpu_free[d];
-                    best = i;
-                    mask = 1ull << d;
-                }
-        } else {
-            int fd = 0;
-            uint64_t m = 0;
-            int need = (int)(job->gpu_milli / 1000);
-            for (int d = 0; d < ng; d++)
-                if (s->gpu_free[d] == 1000) {
-                    fd++;
-                    if (need) {
-                        m |= 1ull << d;
-                        need--;
-                    }
-                }
-            if (fd < key) {
-                key = fd;
-                best = i;
-                mask = m;
-            }
-        }
-    }
-    return best != SIZE_MAX && fair_sim_cluster_bind(c, best, mask, job) == 0;
+    size_t node;
+    uint64_t mask;
+    return fair_sim_best_fit(c, job, &node, &mask) &&
+           fair_sim_cluster_bind(c, node, mask, job) == 0;
 }
 
 /* The clairvoyant policy held to what a scheduler does: every pod that

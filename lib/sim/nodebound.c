@@ -462,12 +462,9 @@ static void place_item(struct pack *p, const struct item *it)
             mark(p, it->pods[k], best, mask);
 }
 
-/* Best fit of one pod: the fullest device that holds it (fractions), or
- * the node with the fewest free devices (whole GPUs). */
-static void place_one(struct pack *p, size_t idx)
+bool fair_sim_best_fit(const struct fair_sim_cluster *c, const struct fair_sim_job *job,
+                       size_t *node, uint64_t *devices)
 {
-    struct fair_sim_cluster *c = &p->c;
-    const struct fair_sim_job *job = p->a->jobs[idx];
     size_t best = SIZE_MAX;
     int64_t key = INT64_MAX;
     uint64_t mask = 0;
@@ -475,7 +472,13 @@ static void place_one(struct pack *p, size_t idx)
         if (!fair_sim_fits(c, i, job))
             continue;
         const struct fair_sim_nstate *s = &c->n[i];
-        if (job->gpu_milli < DEV) {
+        if (job->gpu_milli == 0) {
+            if (-s->cpu_free < key) {
+                key = -s->cpu_free;
+                best = i;
+                mask = 0;
+            }
+        } else if (job->gpu_milli < DEV) {
             for (int d = 0; d < c->trace->nodes[i].gpu_count; d++)
                 if (s->gpu_free[d] >= job->gpu_milli && s->gpu_free[d] < key) {
                     key = s->gpu_free[d];
@@ -488,7 +491,19 @@ static void place_one(struct pack *p, size_t idx)
             mask = free_mask(c, i, (int)(job->gpu_milli / DEV));
         }
     }
-    if (best != SIZE_MAX && fair_sim_cluster_bind(c, best, mask, job) == 0)
+    *node = best;
+    *devices = mask;
+    return best != SIZE_MAX;
+}
+
+/* Best fit of one pod with GPU (fair_sim_best_fit), recorded. */
+static void place_one(struct pack *p, size_t idx)
+{
+    const struct fair_sim_job *job = p->a->jobs[idx];
+    size_t best;
+    uint64_t mask;
+    if (fair_sim_best_fit(&p->c, job, &best, &mask) &&
+        fair_sim_cluster_bind(&p->c, best, mask, job) == 0)
         mark(p, idx, best, mask);
 }
 

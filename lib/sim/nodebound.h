@@ -103,4 +103,12 @@ int fair_sim_node_pack(const struct fair_sim_trace *t, const struct fair_sim_arr
                        size_t prefix, size_t until, bool *placed, struct fair_sim_spot *spot,
                        int64_t *allocated_milli, struct fair_error *err);
 
+/* Best fit of one job on the cluster as it is (the packing's last step):
+ * a fraction on the fullest device that holds it, whole GPUs on the node
+ * with the fewest fully free devices (its first free ones), a CPU-only
+ * job on the node with the most free CPU; ties to the first node. False
+ * when no node fits. Binds nothing. */
+bool fair_sim_best_fit(const struct fair_sim_cluster *c, const struct fair_sim_job *job,
+                       size_t *node, uint64_t *devices);
+
 #endif
