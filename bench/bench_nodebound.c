@@ -55,6 +55,27 @@ static bool best_fit(struct fair_sim_cluster *c, const struct fair_sim_job *job)
            fair_sim_cluster_bind(c, node, mask, job) == 0;
 }
 
+/* The protocol's window mean (%) for the policy that places exactly the
+ * arrivals with placed[k] among the first end: unallocated GPU averaged
+ * over the arrivals at 99.5-100.5% of capacity; -1 when none is. */
+static double window_mean(const struct fair_sim_arrivals *a, size_t end, const bool *placed,
+                          int64_t cap)
+{
+    double sum = 0;
+    size_t n = 0;
+    int64_t arrived = 0, allocated = 0;
+    for (size_t k = 0; k < end; k++) {
+        arrived += a->jobs[k]->gpu_milli;
+        if (placed[k])
+            allocated += a->jobs[k]->gpu_milli;
+        if (fair_sim_paper_in_window(arrived, cap)) {
+            sum += (double)allocated;
+            n++;
+        }
+    }
+    return n ? 100.0 - 100.0 * sum / (double)n / (double)cap : -1;
+}
+
 /* The clairvoyant policy held to what a scheduler does: every pod that
  * fits somewhere is placed; at its packing spot when that is still free,
  * else best fit. Returns its window metric (%). */
@@ -74,8 +95,7 @@ static double work_conserving(const struct fair_sim_trace *t, const struct fair_
         if (!(placed[k] &&
               fair_sim_cluster_bind(&c, (size_t)spot[k].node, spot[k].devices, job) == 0))
             (void)best_fit(&c, job);
-        int64_t a200 = 200 * arrived;
-        if (a200 >= 199 * cap && a200 <= 201 * cap) {
+        if (fair_sim_paper_in_window(arrived, cap)) {
             sum += (double)c.gpu_allocated;
             n++;
         }
@@ -175,20 +195,7 @@ int main(int argc, char **argv)
         /* Unallocated at the window's end, and the protocol's window mean
          * for the clairvoyant policy that places exactly those pods. */
         pk[i] = 100.0 * (double)(cap - alloc) / (double)cap;
-        double sum = 0;
-        size_t nrec = 0;
-        int64_t arr2 = 0, al = 0;
-        for (size_t k = 0; k < end; k++) {
-            arr2 += a.jobs[k]->gpu_milli;
-            if (placed[k])
-                al += a.jobs[k]->gpu_milli;
-            int64_t a200 = 200 * arr2;
-            if (a200 >= 199 * cap && a200 <= 201 * cap) {
-                sum += (double)al;
-                nrec++;
-            }
-        }
-        pw[i] = nrec ? 100.0 - 100.0 * sum / (double)nrec / (double)cap : -1;
+        pw[i] = window_mean(&a, end, placed, cap);
         wc[i] = work_conserving(&t, &a, end, placed, spot);
         free(spot);
         /* The same packing aimed at the window's first record, the window's
@@ -200,26 +207,13 @@ int main(int argc, char **argv)
             rc = 1;
             break;
         }
-        sum = 0;
-        nrec = 0;
-        arr2 = al = 0;
-        for (size_t k = 0; k < end; k++) {
-            arr2 += a.jobs[k]->gpu_milli;
-            if (placed[k])
-                al += a.jobs[k]->gpu_milli;
-            int64_t a200 = 200 * arr2;
-            if (a200 >= 199 * cap && a200 <= 201 * cap) {
-                sum += (double)al;
-                nrec++;
-            }
-        }
+        double pw2 = window_mean(&a, end, placed, cap);
         size_t cpu_arrived = 0, cpu_failed = 0;
         for (size_t k = 0; k < end; k++)
             if (a.jobs[k]->gpu_milli == 0) {
                 cpu_arrived++;
                 cpu_failed += !placed[k];
             }
-        double pw2 = nrec ? 100.0 - 100.0 * sum / (double)nrec / (double)cap : -1;
         if (pw2 >= 0 && pw2 < pw[i])
             pw[i] = pw2;
         size_t cpu_failed_s = cpu_failed, cpu_arrived_s = cpu_arrived;

@@ -380,7 +380,7 @@ int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arr
         /* Arrived share in [99.5%, 100.5%] (Python's round() ties to
          * even: both ends round to 100), and the fallback (98.5%, 101.5%). */
         int64_t a200 = 200 * arrived;
-        if (a200 >= 199 * cap && a200 <= 201 * cap) {
+        if (fair_sim_paper_in_window(arrived, cap)) {
             sum1 += (double)c.gpu_allocated;
             n1++;
             end1 = i + 1;

@@ -36,6 +36,7 @@
 #ifndef FAIR_SIM_PAPER_H
 #define FAIR_SIM_PAPER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,6 +96,15 @@ struct fair_sim_paper_result {
 /* Places the arrivals in order on a fresh cluster of t's nodes with place
  * (sim/frag.h), until they are exhausted or the arrived share passes
  * 101.5%, and computes the window metric. */
+/* Whether arrived_milli of cap_milli is in the protocol's window: an
+ * arrived share of 99.5% to 100.5%, both ends included (Python's round()
+ * takes both to 100). */
+static inline bool fair_sim_paper_in_window(int64_t arrived_milli, int64_t cap_milli)
+{
+    int64_t a200 = 200 * arrived_milli;
+    return a200 >= 199 * cap_milli && a200 <= 201 * cap_milli;
+}
+
 int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
                        fair_sim_place_fn place, void *ctx, struct fair_sim_paper_result *res,
                        struct fair_error *err);
