@@ -342,6 +342,27 @@ struct sched {
     double times[32], cpu[32];
 };
 
+/* The two windows of a scheduled project: weekdays 08:00-20:00 (Berlin)
+ * the full guarantee g, nights 20:00-08:00 (New York) a quarter of it. */
+static void day_night(struct fair_kwindow w[2], int64_t g)
+{
+    w[0] = (struct fair_kwindow){.days = 0x3e,
+                                 .start_min = 480,
+                                 .end_min = 1200,
+                                 .time_zone = "Europe/Berlin",
+                                 .g_set = 1u << FAIR_RES_GPU};
+    snprintf(w[0].name, sizeof w[0].name, "workday");
+    w[0].guaranteed.v[FAIR_RES_GPU] = g;
+    w[1] = (struct fair_kwindow){.days = 0x7f,
+                                 .start_min = 1200,
+                                 .end_min = 480,
+                                 .time_zone = "America/New_York",
+                                 .g_set = 1u << FAIR_RES_GPU,
+                                 .weight = 3};
+    snprintf(w[1].name, sizeof w[1].name, "night");
+    w[1].guaranteed.v[FAIR_RES_GPU] = g / 4;
+}
+
 static void sched_build(struct sched *sc, const struct cluster *c)
 {
     memset(sc, 0, sizeof *sc);
@@ -364,21 +385,7 @@ static void sched_build(struct sched *sc, const struct cluster *c)
              * weekends a quarter of it (the issue's day/night example),
              * each window in its own IANA zone. */
             struct fair_kwindow *w = sc->win[p];
-            w[0] = (struct fair_kwindow){.days = 0x3e,
-                                         .start_min = 480,
-                                         .end_min = 1200,
-                                         .time_zone = "Europe/Berlin",
-                                         .g_set = 1u << FAIR_RES_GPU};
-            snprintf(w[0].name, sizeof w[0].name, "workday");
-            w[0].guaranteed.v[FAIR_RES_GPU] = q->guaranteed.v[FAIR_RES_GPU];
-            w[1] = (struct fair_kwindow){.days = 0x7f,
-                                         .start_min = 1200,
-                                         .end_min = 480,
-                                         .time_zone = "America/New_York",
-                                         .g_set = 1u << FAIR_RES_GPU,
-                                         .weight = 3};
-            snprintf(w[1].name, sizeof w[1].name, "night");
-            w[1].guaranteed.v[FAIR_RES_GPU] = q->guaranteed.v[FAIR_RES_GPU] / 4;
+            day_night(w, q->guaranteed.v[FAIR_RES_GPU]);
             sc->tm[p] = (struct fair_ktime){.usage_half_life_ms = 0, .windows = w, .nwindows = 2};
             k->time = &sc->tm[p];
         }
@@ -458,19 +465,7 @@ static void sched_scale(void)
         fprintf(stderr, "bench: schedule scale setup failed\n");
         exit(1);
     }
-    w[0] = (struct fair_kwindow){.days = 0x3e,
-                                 .start_min = 480,
-                                 .end_min = 1200,
-                                 .time_zone = "Europe/Berlin",
-                                 .g_set = 1u << FAIR_RES_GPU};
-    w[0].guaranteed.v[FAIR_RES_GPU] = 16000;
-    w[1] = (struct fair_kwindow){.days = 0x7f,
-                                 .start_min = 1200,
-                                 .end_min = 480,
-                                 .time_zone = "America/New_York",
-                                 .g_set = 1u << FAIR_RES_GPU,
-                                 .weight = 3};
-    w[1].guaranteed.v[FAIR_RES_GPU] = 4000;
+    day_night(w, 16000);
     for (size_t i = 0; i < NP; i++) {
         snprintf(names[i], sizeof names[i], "p-%zu", i);
         kp[i].meta.name = names[i];
