@@ -202,6 +202,21 @@ __attribute__((unused)) static size_t ts_count_q(const struct ts *t, enum fair_a
     return n;
 }
 
+/* The last run's BIND of pod, or NULL; the node it binds to, or -1. */
+__attribute__((unused)) static const struct fair_action *ts_bind_of(const struct ts *t, int pod)
+{
+    for (size_t i = 0; i < t->res.nactions; i++)
+        if (t->res.actions[i].kind == FAIR_ACTION_BIND && t->res.actions[i].pod == pod)
+            return &t->res.actions[i];
+    return NULL;
+}
+
+__attribute__((unused)) static int ts_bind_node(const struct ts *t, int pod)
+{
+    const struct fair_action *a = ts_bind_of(t, pod);
+    return a ? a->node : -1;
+}
+
 __attribute__((unused)) static size_t ts_reason_count(const struct ts *t,
                                                       enum fair_pending_reason r)
 {

@@ -291,15 +291,6 @@ static void test_hold_timeout(void **state)
     ts_free(t);
 }
 
-/* The node pod was bound to by the last run's actions, or -1. */
-static int bound_node(const struct ts *t, int pod)
-{
-    for (size_t i = 0; i < t->res.nactions; i++)
-        if (t->res.actions[i].kind == FAIR_ACTION_BIND && t->res.actions[i].pod == pod)
-            return t->res.actions[i].node;
-    return -1;
-}
-
 /* Two nodes of 8 GPUs: qx's non-preemptible pods take 4 on node-0 and
  * x1_gpu on node-1; big (qa, 4 GPUs) holds node-1 from an earlier cycle;
  * c1 and c2 (qc, no guarantee, 1 GPU each) are pending. */
@@ -344,10 +335,10 @@ static void test_freed_hold_room_goes_out_at_once(void **state)
     struct ts *t = h.t;
     assert_int_equal(ts_run(t), 0);
     assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
-    assert_int_equal(bound_node(t, h.big), h.n0);
+    assert_int_equal(ts_bind_node(t, h.big), h.n0);
     assert_int_equal(t->res.hold_node[h.big], -1);
-    assert_int_equal(bound_node(t, h.c1), h.n1);
-    assert_int_equal(bound_node(t, h.c2), h.n1);
+    assert_int_equal(ts_bind_node(t, h.c1), h.n1);
+    assert_int_equal(ts_bind_node(t, h.c2), h.n1);
     ts_free(t);
 }
 
@@ -369,8 +360,8 @@ static void test_hold_ended_by_reclaim_goes_out_in_pass2(void **state)
     assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
     assert_int_equal(t->res.pending_reasons[h.big], FAIR_PENDING_OVER_LIMIT);
     assert_int_equal(t->res.hold_node[h.big], -1);
-    assert_int_equal(bound_node(t, h.c1), h.n1);
-    assert_int_equal(bound_node(t, h.c2), h.n1);
+    assert_int_equal(ts_bind_node(t, h.c1), h.n1);
+    assert_int_equal(ts_bind_node(t, h.c2), h.n1);
     assert_int_equal(t->res.hold_node[h.c1], -1);
     assert_int_equal(t->res.hold_node[h.c2], -1);
     ts_free(t);

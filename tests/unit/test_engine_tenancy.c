@@ -16,14 +16,6 @@
 #define G 1000
 
 /* The bind of pod i in the last result, or NULL. */
-static const struct fair_action *bind_of(const struct ts *t, int i)
-{
-    for (size_t k = 0; k < t->res.nactions; k++)
-        if (t->res.actions[k].kind == FAIR_ACTION_BIND && t->res.actions[k].pod == i)
-            return &t->res.actions[k];
-    return NULL;
-}
-
 /* The device that fits best (device 0, A's fraction there) is not B's:
  * B's fraction goes to another device; A's own goes beside A's. */
 static void test_other_project_takes_another_device(void **state)
@@ -36,14 +28,14 @@ static void test_other_project_takes_another_device(void **state)
     ts_bound(t, a, 500, 0, 0x1, 0);
     int pb = ts_pod(t, b, 250);
     assert_int_equal(ts_run(t), 0);
-    const struct fair_action *x = bind_of(t, pb);
+    const struct fair_action *x = ts_bind_of(t, pb);
     assert_non_null(x);
     assert_int_equal(x->gpu_devices, 0x2);
     ts_apply(t, false);
     /* A's next fraction: device 0 (A's, fullest that fits), not device 1 (B's). */
     int pa = ts_pod(t, a, 250);
     assert_int_equal(ts_run(t), 0);
-    x = bind_of(t, pa);
+    x = ts_bind_of(t, pa);
     assert_non_null(x);
     assert_int_equal(x->gpu_devices, 0x1);
     ts_free(t);
@@ -61,18 +53,18 @@ static void test_no_device_left_for_other_project(void **state)
     ts_bound(t, a, 500, 0, 0x1, 0);
     int pb = ts_pod(t, b, 250);
     assert_int_equal(ts_run(t), 0);
-    assert_null(bind_of(t, pb));
+    assert_null(ts_bind_of(t, pb));
     assert_int_equal(t->res.pending_reasons[pb], FAIR_PENDING_NO_NODE_FITS);
     /* Same request from A: fits. */
     int pa = ts_pod(t, a, 250);
     assert_int_equal(ts_run(t), 0);
-    assert_non_null(bind_of(t, pa));
-    assert_null(bind_of(t, pb));
+    assert_non_null(ts_bind_of(t, pa));
+    assert_null(ts_bind_of(t, pb));
     /* A's fractions gone: the device is free for B. */
     t->npods = 0;
     pb = ts_pod(t, b, 250);
     assert_int_equal(ts_run(t), 0);
-    assert_non_null(bind_of(t, pb));
+    assert_non_null(ts_bind_of(t, pb));
     ts_free(t);
 }
 
@@ -93,7 +85,7 @@ static void test_one_cycle_keeps_projects_apart(void **state)
     assert_int_equal(ts_run(t), 0);
     int bound_a = 0, bound_b = 0;
     for (int i = 0; i < 4; i++)
-        if (bind_of(t, p[i])) {
+        if (ts_bind_of(t, p[i])) {
             if (t->pods[p[i]].queue == a)
                 bound_a++;
             else
@@ -127,7 +119,7 @@ static void test_opt_in_needs_every_project(void **state)
         ts_bound(t, a, 500, 0, 0x1, 0);
         int pb = ts_pod(t, b, 250);
         assert_int_equal(ts_run(t), 0);
-        const struct fair_action *x = bind_of(t, pb);
+        const struct fair_action *x = ts_bind_of(t, pb);
         assert_non_null(x);
         assert_int_equal(x->gpu_devices, rows[r].shared ? 0x1 : 0x2);
         ts_free(t);
@@ -147,7 +139,7 @@ static void test_mixed_device_is_closed(void **state)
     ts_bound(t, b, 250, 0, 0x1, 0);
     int pa = ts_pod(t, a, 250);
     assert_int_equal(ts_run(t), 0);
-    const struct fair_action *x = bind_of(t, pa);
+    const struct fair_action *x = ts_bind_of(t, pa);
     assert_non_null(x);
     assert_int_equal(x->gpu_devices, 0x2);
     ts_free(t);
@@ -165,7 +157,7 @@ static void test_whole_gpu_unaffected(void **state)
     ts_bound(t, a, 500, 0, 0x1, 0);
     int pb = ts_pod(t, b, G);
     assert_int_equal(ts_run(t), 0);
-    const struct fair_action *x = bind_of(t, pb);
+    const struct fair_action *x = ts_bind_of(t, pb);
     assert_non_null(x);
     assert_int_equal(x->gpu_devices, 0x2);
     ts_free(t);
