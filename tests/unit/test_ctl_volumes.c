@@ -153,6 +153,14 @@ static json_t *load(const char *s)
     return j;
 }
 
+/* s parsed as the watch path parses objects of type k (its filter). */
+static json_t *load_filtered(const char *s, const struct fair_ktype *k)
+{
+    json_t *j = NULL;
+    assert_int_equal(fair_json_parse_filtered(s, strlen(s), k->filter, &j, NULL), 0);
+    return j;
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -505,10 +513,7 @@ static void test_filters_keep_what_is_read(void **state)
 {
     (void)state;
     for (size_t i = 0; i < NPVC; i++) {
-        json_t *j = NULL;
-        assert_int_equal(fair_json_parse_filtered(pvcs_json[i], strlen(pvcs_json[i]),
-                                                  fair_ktype_pvc.filter, &j, NULL),
-                         0);
+        json_t *j = load_filtered(pvcs_json[i], &fair_ktype_pvc);
         struct fair_kpvc *c = NULL;
         assert_int_equal(fair_kpvc_decode(j, &c, NULL), 0);
         json_decref(j);
@@ -528,10 +533,7 @@ static void test_filters_keep_what_is_read(void **state)
         fair_kpvc_free(c);
     }
     for (size_t i = 0; i < NPV; i++) {
-        json_t *j = NULL;
-        assert_int_equal(fair_json_parse_filtered(pvs_json[i], strlen(pvs_json[i]),
-                                                  fair_ktype_pv.filter, &j, NULL),
-                         0);
+        json_t *j = load_filtered(pvs_json[i], &fair_ktype_pv);
         struct fair_kpv *v = NULL;
         assert_int_equal(fair_kpv_decode(j, &v, NULL), 0);
         json_decref(j);
@@ -551,10 +553,7 @@ static void test_filters_keep_what_is_read(void **state)
         fair_kpv_free(v);
     }
     for (size_t i = 0; i < NSC; i++) {
-        json_t *j = NULL;
-        assert_int_equal(fair_json_parse_filtered(scs_json[i], strlen(scs_json[i]),
-                                                  fair_ktype_storageclass.filter, &j, NULL),
-                         0);
+        json_t *j = load_filtered(scs_json[i], &fair_ktype_storageclass);
         struct fair_ksc *c = NULL;
         assert_int_equal(fair_ksc_decode(j, &c, NULL), 0);
         json_decref(j);
@@ -571,9 +570,7 @@ static void test_filters_keep_what_is_read(void **state)
             "on-n1") ",{\"name\":\"scratch\","
                      "\"ephemeral\":{\"volumeClaimTemplate\":{\"spec\":{}}}},{\"name\":\"e\","
                      "\"emptyDir\":{}}],\"containers\":[{\"name\":\"c\"}]}}";
-    json_t *j = NULL;
-    assert_int_equal(fair_json_parse_filtered(pod, strlen(pod), fair_ktype_pod.filter, &j, NULL),
-                     0);
+    json_t *j = load_filtered(pod, &fair_ktype_pod);
     struct fair_kpod *k = NULL;
     assert_int_equal(fair_kpod_decode(j, &k, NULL), 0);
     json_decref(j);
