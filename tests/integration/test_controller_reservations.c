@@ -218,18 +218,10 @@ static void del_pod(struct fair_fake *f, const char *ns, const char *name)
     assert_true(code == 200 || code == 202 || code == 404);
 }
 
-static void setup(struct fair_fake *f, struct ctl *c, int nodes, int gpus, const char *tag)
+/* Starts the controller on f with reservations on (in RESV_NS), and waits
+ * until it is ready. */
+static void start_ctl(struct fair_fake *f, struct ctl *c, const char *tag)
 {
-    struct fair_fake_opts o = {
-        .nodes = nodes, .gpus_per_node = gpus, .kubelet = 1, .grace_seconds = -1};
-    assert_int_equal(tc_fake_start(f, &o), 0);
-    rt_reset(f);
-    const char *ns[] = {"team-a", RESV_NS, NULL};
-    mk_namespaces(f, ns);
-    char g[16];
-    snprintf(g, sizeof g, "%d", nodes * gpus);
-    mk_project(f, "a", g, "[\"team-a\"]", NULL);
-    mk_queue(f, "qa", "a", g, 1);
     memset(c, 0, sizeof *c);
     snprintf(c->config, sizeof c->config, "%s/config-%s.yaml", f->dir, tag);
     FILE *cf = fopen(c->config, "w");
@@ -246,6 +238,21 @@ static void setup(struct fair_fake *f, struct ctl *c, int nodes, int gpus, const
         ctl_dump_log(c, 40);
         fail_msg("controller not ready");
     }
+}
+
+static void setup(struct fair_fake *f, struct ctl *c, int nodes, int gpus, const char *tag)
+{
+    struct fair_fake_opts o = {
+        .nodes = nodes, .gpus_per_node = gpus, .kubelet = 1, .grace_seconds = -1};
+    assert_int_equal(tc_fake_start(f, &o), 0);
+    rt_reset(f);
+    const char *ns[] = {"team-a", RESV_NS, NULL};
+    mk_namespaces(f, ns);
+    char g[16];
+    snprintf(g, sizeof g, "%d", nodes * gpus);
+    mk_project(f, "a", g, "[\"team-a\"]", NULL);
+    mk_queue(f, "qa", "a", g, 1);
+    start_ctl(f, c, tag);
 }
 
 static bool has_reason(struct fair_fake *f, const char *name, const char *reason)
@@ -660,22 +667,7 @@ static void setup_tenants(struct fair_fake *f, struct ctl *c, bool share_a, bool
     }
     mk_queue(f, "qa", "a", "1", 1);
     mk_queue(f, "qb", "b", "1", 1);
-    memset(c, 0, sizeof *c);
-    snprintf(c->config, sizeof c->config, "%s/config-%s.yaml", f->dir, tag);
-    FILE *cf = fopen(c->config, "w");
-    assert_non_null(cf);
-    fprintf(cf, "apiVersion: config.fairshare.dev/v1alpha1\n"
-                "kind: ControllerConfig\n"
-                "fractions:\n"
-                "  reservations: true\n"
-                "  reservationNamespace: " RESV_NS "\n"
-                "  reservationServiceAccount: \"\"\n");
-    fclose(cf);
-    assert_int_equal(ctl_start(c, f, tag), 0);
-    if (!WAIT_UNTIL(ctl_ready(c), WAIT_MS)) {
-        ctl_dump_log(c, 40);
-        fail_msg("controller not ready");
-    }
+    start_ctl(f, c, tag);
 }
 
 /* Quarters of projects a and b, alternating: the devices of a's and b's
