@@ -184,12 +184,18 @@ static void expect(const struct e2e_ctl *c, const char *path, const char *token,
     }
 }
 
-/* fairsharectl report --server with a token file; exit status, output in out. */
-static int report_cli(const struct e2e_ctl *c, const char *token_file, char *out, size_t n)
+/* Runs fairsharectl with args (NULL-terminated, without argv[0]); stdout
+ * and stderr together into out. Returns the exit status. */
+static int run_ctl(const char *const *args, char *out, size_t n)
 {
-    char server[64], outfile[600];
-    snprintf(server, sizeof server, "https://127.0.0.1:%d", c->port);
-    snprintf(outfile, sizeof outfile, "%s/report.out", e2e_dir());
+    char outfile[600];
+    const char *argv[32];
+    int k = 0;
+    argv[k++] = FAIR_BIN_DIR "/fairsharectl";
+    for (int i = 0; args[i] && k < 31; i++)
+        argv[k++] = args[i];
+    argv[k] = NULL;
+    snprintf(outfile, sizeof outfile, "%s/fairsharectl.out", e2e_dir());
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -200,10 +206,7 @@ static int report_cli(const struct e2e_ctl *c, const char *token_file, char *out
             dup2(fd, 2);
             close(fd);
         }
-        const char *bin = FAIR_BIN_DIR "/fairsharectl";
-        execl(bin, bin, "report", "--server", server, "--token-file", token_file,
-              "--insecure-skip-tls-verify", "--from", "2026-01-01", "--to", "2026-01-02",
-              (char *)NULL);
+        execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     int st = 0;
@@ -214,6 +217,17 @@ static int report_cli(const struct e2e_ctl *c, const char *token_file, char *out
     if (f)
         fclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* fairsharectl report --server with a token file; exit status, output in out. */
+static int report_cli(const struct e2e_ctl *c, const char *token_file, char *out, size_t n)
+{
+    char server[64];
+    snprintf(server, sizeof server, "https://127.0.0.1:%d", c->port);
+    const char *args[] = {
+        "report", "--server",   server, "--token-file", token_file, "--insecure-skip-tls-verify",
+        "--from", "2026-01-01", "--to", "2026-01-02",   NULL};
+    return run_ctl(args, out, n);
 }
 
 static void test_service_account_tokens(void **state)
@@ -350,41 +364,6 @@ static bool proxy_addr(char *out, size_t n, char *why, size_t wn)
                  "this network namespace has no non-loopback IPv4 address for the controller "
                  "to listen on (set E2E_PROXY_ADDR, or add one)");
     return found;
-}
-
-/* Runs fairsharectl with args (NULL-terminated, without argv[0]); stdout
- * and stderr together into out. Returns the exit status. */
-static int run_ctl(const char *const *args, char *out, size_t n)
-{
-    char outfile[600];
-    const char *argv[32];
-    int k = 0;
-    argv[k++] = FAIR_BIN_DIR "/fairsharectl";
-    for (int i = 0; args[i] && k < 31; i++)
-        argv[k++] = args[i];
-    argv[k] = NULL;
-    snprintf(outfile, sizeof outfile, "%s/fairsharectl.out", e2e_dir());
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(outfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    FILE *f = fopen(outfile, "r");
-    size_t len = f ? fread(out, 1, n - 1, f) : 0;
-    out[len] = '\0';
-    if (f)
-        fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* A kubeconfig for token, with the suite's API server and CA; its path
