@@ -403,16 +403,18 @@ bool fair_eng_lendable(const struct fair_snapshot *s, const struct fair_pod *p)
 
 /* Whether pod pi is tried again although pass 1 found no node for it (by
  * FAIR_ENG_PASS_RETRY, or pass 2, where it may since have got a hold of
- * its own): only when a hold was let go after pass 1 (its node is then
- * free for everyone, and the pod may have found no room because that
- * node was held), and not for a pod that pass 1 held back behind a
- * higher-priority pod of its queue (the same NO_NODE_FITS). Without it
- * the held node's free room idles until the next cycle. */
+ * its own, or been told that its reclaim waits for young victims): only
+ * when a hold was let go after pass 1 (its node is then free for
+ * everyone, and the pod may have found no room because that node was
+ * held), and not for a pod that pass 1 held back behind a higher-priority
+ * pod of its queue (the same NO_NODE_FITS). Without it the held node's
+ * free room idles until the next cycle. */
 static bool retry_nofit(const struct eng *e, int32_t pi)
 {
     uint8_t why = e->res->pending_reasons[pi];
     if (!e->holds_freed || (e->pflags[pi] & (PF_NOFIT | PF_RESERVED)) != PF_NOFIT ||
-        (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_NODE_HELD))
+        (why != FAIR_PENDING_NO_NODE_FITS && why != FAIR_PENDING_NODE_HELD &&
+         why != FAIR_PENDING_RECLAIM_HELD))
         return false;
     const struct fair_pod *p = &e->s->pods[pi];
     const struct acct *q = &e->q[p->queue];

@@ -367,6 +367,45 @@ static void test_hold_ended_by_reclaim_goes_out_in_pass2(void **state)
     ts_free(t);
 }
 
+/* The same when the pods that the hold kept out were told to wait for
+ * young victims (RECLAIM_HELD): qc is owed room (weight 3 to qa's 1, so qa
+ * holds more than its fair share), but qa's pods on node-0 are a second
+ * old, younger than the 10 minutes reclaim spares. big's hold ends after
+ * reclaim; qc's pods take node-1's free GPUs
+ * in pass 2 (they waited a cycle with those GPUs idle). */
+static void test_hold_ended_after_young_victims(void **state)
+{
+    (void)state;
+    struct held_case h = held_case(8 * G, 4 * G, 0x0f);
+    struct ts *t = h.t;
+    t->oq_min_runtime = 600000;
+    t->queues[h.a].q.limit.v[FAIR_RES_GPU] = 4 * G;
+    t->projects[t->queues[h.a].project].q.limit.v[FAIR_RES_GPU] = 4 * G;
+    t->queues[h.a].q.guaranteed.v[FAIR_RES_GPU] = 0;
+    t->projects[t->queues[h.a].project].q.guaranteed.v[FAIR_RES_GPU] = 0;
+    int c = t->pods[h.c1].queue;
+    t->queues[c].q.over_quota_weight = 3;
+    t->projects[t->queues[c].project].q.over_quota_weight = 3;
+    ts_bound(t, h.a, 4 * G, h.n0, 0xf0, t->now - 1000);
+    int more[4];
+    for (int i = 0; i < 4; i++)
+        more[i] = ts_pod(t, c, G);
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 0);
+    assert_int_equal(t->res.hold_node[h.big], -1);
+    assert_int_equal(ts_bind_node(t, h.c1), h.n1);
+    assert_int_equal(ts_bind_node(t, h.c2), h.n1);
+    int bound = 0;
+    for (int i = 0; i < 4; i++) {
+        if (ts_bind_of(t, more[i]))
+            bound++;
+        else
+            assert_int_equal(t->res.pending_reasons[more[i]], FAIR_PENDING_RECLAIM_HELD);
+    }
+    assert_int_equal(bound, 2);
+    ts_free(t);
+}
+
 /* A hold lasts only while its pod is owed room: once its queue is at its
  * fair share the node goes back to everyone (it used to stay held, and in
  * the controller a late queue then found both nodes held and reclaimed
@@ -753,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_holds_follow_the_need),
         cmocka_unit_test(test_freed_hold_room_goes_out_at_once),
         cmocka_unit_test(test_hold_ended_by_reclaim_goes_out_in_pass2),
+        cmocka_unit_test(test_hold_ended_after_young_victims),
         cmocka_unit_test(test_victims_lose_least_work),
         cmocka_unit_test(test_evicted_too_often_stays_within_share),
         cmocka_unit_test(test_eviction_bound_is_strict),
