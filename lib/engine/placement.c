@@ -226,15 +226,12 @@ static bool tenant_ok(const int16_t *dev, const int32_t *ten, int d, int32_t key
     return !ten || dev[d] >= DEV_MILLI || (ten[d] == key && key >= FAIR_TENANT_SHARED);
 }
 
-bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
-                             enum fair_place_policy policy, uint64_t *mask)
-{
-    return fair_place_pick_devices_tenant(dev, ngpu, gpu, dev2, policy, NULL, NULL, 0, mask);
-}
-
-bool fair_place_pick_devices_tenant(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
-                                    enum fair_place_policy policy, const int32_t *ten,
-                                    const int32_t *ten2, int32_t key, uint64_t *mask)
+/* The device choice behind fair_place_pick_devices_tenant; with cost
+ * (fill_cost, PACK), a fraction takes the device of least cost for what
+ * it leaves free (plus fresh for a fully free one), the fullest on ties. */
+static bool pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                         enum fair_place_policy policy, const int32_t *ten, const int32_t *ten2,
+                         int32_t key, const int32_t *cost, int32_t fresh, uint64_t *mask)
 {
     *mask = 0;
     if (gpu <= 0)
@@ -253,28 +250,42 @@ bool fair_place_pick_devices_tenant(const int16_t *dev, int ngpu, int64_t gpu, c
         return true;
     }
     int best = -1;
+    int64_t bkey = 0;
     for (int d = 0; d < ngpu; d++) {
         int f = dev[d];
         if (dev2 && dev2[d] < f)
             f = dev2[d];
         if (f < gpu || !tenant_ok(dev, ten, d, key) || (dev2 && !tenant_ok(dev2, ten2, d, key)))
             continue;
-        if (best < 0) {
+        int64_t k = f;
+        if (policy == FAIR_PLACE_SPREAD)
+            k = -f;
+        else if (policy == FAIR_PLACE_PACK && cost)
+            k = (int64_t)(cost[f - gpu] + (f >= DEV_MILLI ? fresh : 0)) * (DEV_MILLI + 1) + f;
+        if (best < 0 || (policy != FAIR_PLACE_FIRST_FIT && k < bkey)) {
             best = d;
-            if (policy == FAIR_PLACE_FIRST_FIT)
-                break;
-            continue;
+            bkey = k;
         }
-        int bf = dev[best];
-        if (dev2 && dev2[best] < bf)
-            bf = dev2[best];
-        if ((policy == FAIR_PLACE_PACK && f < bf) || (policy == FAIR_PLACE_SPREAD && f > bf))
-            best = d;
+        if (policy == FAIR_PLACE_FIRST_FIT)
+            break;
     }
     if (best < 0)
         return false;
     *mask = (uint64_t)1 << best;
     return true;
+}
+
+bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                             enum fair_place_policy policy, uint64_t *mask)
+{
+    return pick_devices(dev, ngpu, gpu, dev2, policy, NULL, NULL, 0, NULL, 0, mask);
+}
+
+bool fair_place_pick_devices_tenant(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
+                                    enum fair_place_policy policy, const int32_t *ten,
+                                    const int32_t *ten2, int32_t key, uint64_t *mask)
+{
+    return pick_devices(dev, ngpu, gpu, dev2, policy, ten, ten2, key, NULL, 0, mask);
 }
 
 static int cmp_str(const char *a, const char *b)
@@ -452,6 +463,56 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
         return 0;
     pl->strand = place_alloc(pl, pl->words, sizeof(uint64_t));
     return pl->strand ? 0 : FAIR_ENOMEM;
+}
+
+/* Fraction fill. Best fit alone sends a 0.32 GPU pod onto a device where
+ * a 0.47 one left 0.53, and the 0.21 it leaves waits for pods of 0.21 or
+ * less, which are rare; on a fully free device it would have left 0.68,
+ * which the common 0.65 pods fill. So each leftover L is priced L plus
+ * FAIR_PLACE_FILL_WEIGHT times the part of L that no sum of common sizes
+ * fills (a subset-sum over the sizes that at least
+ * FAIR_PLACE_FILL_SHARE_PERMILLE of the fractional pods, bound and
+ * pending, ask for). With no common size every remainder is unfillable,
+ * the cost is 5L, and the order is best fit's. While a whole-GPU pod is
+ * pending, fully free devices come last (fill_fresh): on the simulator's
+ * replays, breaking them up for fractions cost whole-GPU pods more than
+ * the remainders saved. docs/performance.md ("Fraction fill") has the
+ * figures and the choice of the two constants. */
+/* More than any remainder costs: (FAIR_PLACE_FILL_WEIGHT + 1) x 999. */
+#define FILL_FRESH_LAST (1 << 20)
+
+static int fill_init(struct fair_place *pl, const struct fair_snapshot *snap)
+{
+    int32_t cnt[DEV_MILLI] = {0};
+    int64_t n = 0;
+    for (size_t i = 0; i < snap->npods; i++) {
+        const struct fair_pod *p = &snap->pods[i];
+        int64_t g = p->mig ? 0 : p->request.v[FAIR_RES_GPU];
+        if (g > 0 && g < DEV_MILLI) {
+            cnt[g] += cnt[g] < INT32_MAX;
+            n++;
+        }
+        if (g >= DEV_MILLI && p->state == FAIR_POD_PENDING)
+            pl->fill_fresh = FILL_FRESH_LAST;
+    }
+    if (n == 0)
+        return 0;
+    pl->fill_cost = place_alloc(pl, DEV_MILLI, sizeof(*pl->fill_cost));
+    if (!pl->fill_cost)
+        return FAIR_ENOMEM;
+    /* best[L]: the largest sum of common sizes (each any number of times)
+     * that is at most L. */
+    int16_t best[DEV_MILLI] = {0};
+    for (int s = 1; s < DEV_MILLI; s++) {
+        if ((int64_t)cnt[s] * 1000 < (int64_t)FAIR_PLACE_FILL_SHARE_PERMILLE * n)
+            continue;
+        for (int l = s; l < DEV_MILLI; l++)
+            if (best[l - s] + s > best[l])
+                best[l] = (int16_t)(best[l - s] + s);
+    }
+    for (int l = 0; l < DEV_MILLI; l++)
+        pl->fill_cost[l] = l + FAIR_PLACE_FILL_WEIGHT * (l - best[l]);
+    return 0;
 }
 
 /* ---- Model contention (PACK) ---------------------------------------------
@@ -645,6 +706,8 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
     pl->bytes += snap->nnodes * sizeof(*order);
     if (pl->policy == FAIR_PLACE_PACK) {
         rc = balance_init(pl, snap);
+        if (!rc)
+            rc = fill_init(pl, snap);
         if (rc)
             goto out;
         rc = FAIR_ENOMEM;
@@ -767,6 +830,7 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->whole);
     fair_free(pl->part);
     fair_free(pl->strand);
+    fair_free(pl->fill_cost);
     fair_free(pl->tiers);
     fair_free(pl->ten);
     fair_free(pl->ften);
@@ -861,14 +925,12 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
      * says no). */
     bool fut = use_fut && n->fdiff;
     int64_t gpu = req->v[FAIR_RES_GPU];
-    bool dev_ok;
-    if (pl->ten && gpu > 0 && gpu < DEV_MILLI)
-        dev_ok = fair_place_pick_devices_tenant(
-            n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, ten_row(pl->ten, rank),
-            fut ? ten_row(pl->ften, rank) : NULL, fair_place_tenant(pl->snap, pod), mask);
-    else
-        dev_ok =
-            fair_place_pick_devices(n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy, mask);
+    bool tenant = pl->ten && gpu > 0 && gpu < DEV_MILLI;
+    bool dev_ok = pick_devices(n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy,
+                               tenant ? ten_row(pl->ten, rank) : NULL,
+                               tenant && fut ? ten_row(pl->ften, rank) : NULL,
+                               tenant ? fair_place_tenant(pl->snap, pod) : 0, pl->fill_cost,
+                               pl->fill_fresh, mask);
     return dev_ok && fair_place_static_ok(pl, rank, pod);
 }
 
@@ -1074,6 +1136,80 @@ static int32_t find_unstrand(const struct fair_place *pl, const struct fair_pod 
     return best.rank;
 }
 
+/* The first node, in bucket order (fewest fully free devices, then rank),
+ * with enough fully free devices for req. */
+static int32_t find_whole(const struct fair_place *pl, const struct fair_pod *pod,
+                          const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                          const uint64_t *within, struct bal_cand *fb)
+{
+    int64_t gpu = req->v[FAIR_RES_GPU];
+    int from = gpu >= DEV_MILLI ? (int)(gpu / DEV_MILLI) : (gpu > 0 ? 1 : 0);
+    for (int b = from; b <= FAIR_MAX_GPUS_PER_NODE; b++) {
+        if (pl->whole_cnt[b] == 0)
+            continue;
+        int32_t r = scan_first(pl, whole_bits(pl, b), within, pod, req, use_fut, mask, fb);
+        if (r >= 0)
+            return r;
+    }
+    return -1;
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* A fraction with fill costs: the free levels it fits (the partly used
+ * devices of level f, and a fully free device as f = DEV_MILLI) in order of
+ * the cost of what it leaves, the fuller level on ties; the fullest node of
+ * a level, or the first fully free device in bucket order. */
+static int32_t fill_try(const struct fair_place *pl, const struct fair_pod *pod,
+                        const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                        const uint64_t *open, const uint64_t *within, struct bal_cand *fb,
+                        int64_t key)
+{
+    int f = (int)(key % (DEV_MILLI + 1));
+    return f == DEV_MILLI ? find_whole(pl, pod, req, use_fut, mask, within, fb)
+                          : scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
+}
+
+static int32_t find_fill(const struct fair_place *pl, const struct fair_pod *pod,
+                         const struct fair_resources *req, bool use_fut, uint64_t *mask,
+                         const uint64_t *open, const uint64_t *within, struct bal_cand *fb)
+{
+    int64_t gpu = req->v[FAIR_RES_GPU];
+    const int64_t w = DEV_MILLI + 1;
+    /* The cheapest level first; it nearly always fits. A cost is at least
+     * the remainder, so the levels past the cheapest cost so far are not
+     * looked at. */
+    int64_t best = (int64_t)(pl->fill_cost[DEV_MILLI - gpu] + pl->fill_fresh) * w + DEV_MILLI;
+    for (int f = part_next(pl, (int)gpu); f < DEV_MILLI && (f - gpu) * w < best;
+         f = part_next(pl, f + 1)) {
+        int64_t k = (int64_t)pl->fill_cost[f - gpu] * w + f;
+        if (k < best)
+            best = k;
+    }
+    int32_t r = fill_try(pl, pod, req, use_fut, mask, open, within, fb, best);
+    if (r >= 0)
+        return r;
+    /* Then all the others, in order. */
+    int64_t key[DEV_MILLI + 1];
+    size_t n = 0;
+    for (int f = part_next(pl, (int)gpu); f < DEV_MILLI; f = part_next(pl, f + 1))
+        key[n++] = (int64_t)pl->fill_cost[f - gpu] * w + f;
+    key[n++] = (int64_t)(pl->fill_cost[DEV_MILLI - gpu] + pl->fill_fresh) * w + DEV_MILLI;
+    qsort(key, n, sizeof(*key), cmp_i64);
+    for (size_t i = 0; i < n; i++) {
+        if (key[i] == best)
+            continue;
+        r = fill_try(pl, pod, req, use_fut, mask, open, within, fb, key[i]);
+        if (r >= 0)
+            return r;
+    }
+    return -1;
+}
+
 /* Packing among the nodes in within (NULL: all). */
 static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
                          const struct fair_resources *req, bool use_fut, uint64_t *mask,
@@ -1102,21 +1238,19 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
         if (r >= 0)
             return r;
     }
-    if (gpu > 0 && gpu < DEV_MILLI) {
-        for (int f = part_next(pl, (int)gpu); f < DEV_MILLI; f = part_next(pl, f + 1)) {
-            r = scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
-            if (r >= 0)
-                return r;
-        }
+    if (gpu > 0 && gpu < DEV_MILLI && pl->fill_cost) {
+        r = find_fill(pl, pod, req, use_fut, mask, open, within, fb);
+    } else {
+        r = -1;
+        if (gpu > 0 && gpu < DEV_MILLI)
+            for (int f = part_next(pl, (int)gpu); f < DEV_MILLI && r < 0;
+                 f = part_next(pl, f + 1))
+                r = scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
+        if (r < 0)
+            r = find_whole(pl, pod, req, use_fut, mask, within, fb);
     }
-    int from = gpu >= DEV_MILLI ? (int)(gpu / DEV_MILLI) : (gpu > 0 ? 1 : 0);
-    for (int b = from; b <= FAIR_MAX_GPUS_PER_NODE; b++) {
-        if (pl->whole_cnt[b] == 0)
-            continue;
-        r = scan_first(pl, whole_bits(pl, b), within, pod, req, use_fut, mask, fb);
-        if (r >= 0)
-            return r;
-    }
+    if (r >= 0)
+        return r;
     if (fb && fb->rank >= 0 && fb_keep) {
         if (fb->delta < fb_keep->delta)
             *fb_keep = *fb;

@@ -28,6 +28,11 @@
 #include "engine/engine.h"
 
 #define FAIR_PLACE_FAIL_CACHE 32
+/* Fraction fill: a size is common when at least this share (per mille)
+ * of the fractional pods, bound and pending, ask for it; a remainder that
+ * the common sizes cannot fill costs this many times its size on top. */
+#define FAIR_PLACE_FILL_SHARE_PERMILLE 30
+#define FAIR_PLACE_FILL_WEIGHT 4
 
 struct fair_pnode {
     int32_t idx;   /* snapshot index */
@@ -76,6 +81,19 @@ struct fair_place {
     int64_t bal_cpu, bal_mem; /* per GPU (1000 milli) */
     uint64_t *strand;
     int32_t strand_cnt;
+    /* Fraction fill (PACK only; see fill_init in placement.c): fill_cost[L]
+     * is what leaving L milli free on a device costs once a fraction is
+     * placed there: L, plus FAIR_PLACE_FILL_WEIGHT times the part of L that
+     * no sum of the common fraction sizes fills. A fraction takes the
+     * device of least cost (a fully free one included), the fuller on
+     * ties. NULL: no fractional pod, plain best fit. DEV_MILLI entries.
+     * fill_fresh is added to the cost of a fully free device: 0, or more
+     * than any remainder costs while a whole-GPU pod is pending (then a
+     * fraction takes a fully free device only when no used one fits, as
+     * in best fit: the devices such a pod needs are not broken up to
+     * spare a remainder). */
+    int32_t *fill_cost;
+    int32_t fill_fresh;
     /* Model contention (PACK only; see contention_init in placement.c):
      * when pods restricted to some GPU models or node labels ask for a
      * larger share of the GPUs than those nodes hold, the nodes are put
@@ -192,7 +210,8 @@ void fair_place_fut_pod(struct fair_place *pl, int32_t rank, const struct fair_p
 
 /* Device choice on one device array: whole GPUs (lowest fully free
  * devices) or a fraction (best fit: the fullest device that still fits,
- * lowest index on ties). Returns false when it does not fit. */
+ * lowest index on ties). Returns false when it does not fit. The engine's
+ * own choice (fair_place_fits_node) also weighs the fill cost above. */
 bool fair_place_pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_t *dev2,
                              enum fair_place_policy policy, uint64_t *mask);
 

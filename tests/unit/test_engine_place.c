@@ -70,6 +70,44 @@ static void test_fraction_best_fit(void **state)
     ts_free(t);
 }
 
+/* The node of the only bind action; fails the test when there is not
+ * exactly one. */
+static int only_bind_node(const struct ts *t, int pod)
+{
+    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
+    assert_int_equal(t->res.actions[0].pod, pod);
+    return t->res.actions[0].node;
+}
+
+/* Fraction fill: a 0.32 GPU pod beside a 0.47 one would leave 0.21, which
+ * none of the sizes in use (0.47, 0.32, 0.65) fills; on a fully free
+ * device it leaves 0.68, which a 0.65 pod fills. It takes the free device.
+ * When 0.21 pods are common, the 0.21 can be filled, and best fit's choice
+ * (the 0.47's device) stands. So it does while a whole-GPU pod is pending
+ * (here one of 2 GPUs, which fits no node): the free device stays whole. */
+static void test_fraction_fill(void **state)
+{
+    (void)state;
+    const int64_t third[3] = {650, 210, 650};
+    for (int k = 0; k < 3; k++) {
+        struct ts *t = ts_new();
+        int half = ts_node(t, "a-half", 1);
+        int empty = ts_node(t, "b-empty", 1);
+        int full = ts_node(t, "c-full", 1);
+        t->nodes[full].max_pods = 1; /* nothing more goes there */
+        int a = ts_team(t, "a", 0, 1);
+        ts_bound(t, a, 470, half, 0x1, 0);
+        ts_bound(t, a, third[k], full, 0x1, 0);
+        if (k == 2)
+            ts_pod(t, a, 2 * G);
+        int p = ts_pod(t, a, 320);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(only_bind_node(t, p), k == 0 ? empty : half);
+        assert_int_equal(t->res.actions[0].gpu_devices, 0x1);
+        ts_free(t);
+    }
+}
+
 /* Whole GPUs go to the node already in use; a full node stays for a big
  * request. */
 static void test_whole_gpus_most_allocated(void **state)
@@ -96,15 +134,6 @@ static void test_whole_gpus_most_allocated(void **state)
         }
     }
     ts_free(t);
-}
-
-/* The node of the only bind action; fails the test when there is not
- * exactly one. */
-static int only_bind_node(const struct ts *t, int pod)
-{
-    assert_int_equal(ts_count(t, FAIR_ACTION_BIND), 1);
-    assert_int_equal(t->res.actions[0].pod, pod);
-    return t->res.actions[0].node;
 }
 
 /* Balance: a CPU-heavy GPU pod goes where it strands no GPUs, not to the
@@ -506,6 +535,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fractions_packed),
         cmocka_unit_test(test_fraction_best_fit),
+        cmocka_unit_test(test_fraction_fill),
         cmocka_unit_test(test_whole_gpus_most_allocated),
         cmocka_unit_test(test_weighted_quantile),
         cmocka_unit_test(test_balance_cpu_heavy_pod),
