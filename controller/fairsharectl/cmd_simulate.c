@@ -395,8 +395,9 @@ static int run_paper(const struct opts *o, struct fair_sim_trace *t)
     double *ffail = fair_calloc(npol * nseeds + 1, sizeof(double));
     double *bound = fair_calloc(nseeds + 1, sizeof(double));
     double *secs = fair_calloc(npol + 1, sizeof(double));
-    struct fair_buf csv;
+    struct fair_buf csv, freecsv;
     fair_buf_init(&csv, FAIR_BUF_DEFAULT_MAX);
+    fair_buf_init(&freecsv, FAIR_BUF_DEFAULT_MAX);
     if (!unalloc || !ffail || !bound || !secs) {
         fprintf(stderr, "fairsharectl simulate: out of memory\n");
         status = 1;
@@ -404,6 +405,7 @@ static int run_paper(const struct opts *o, struct fair_sim_trace *t)
     }
     fair_buf_appendf(&csv, "trace,seed,policy,unallocated_pct,window_records,arrivals,failed,"
                            "first_fail_arrived_pct,first_fail_unallocated_gpu\n");
+    fair_buf_appendf(&freecsv, "trace,seed,policy,free_milli,devices\n");
     if (!o->quiet) {
         if (o->arrivals)
             printf("%s: the FGD paper's protocol on the arrivals of %s: unallocated GPU %% "
@@ -480,6 +482,11 @@ static int run_paper(const struct opts *o, struct fair_sim_trace *t)
                              res.first_fail_unallocated_milli < 0
                                  ? -1.0
                                  : (double)res.first_fail_unallocated_milli / 1000.0);
+            for (int f = 0; f <= FAIR_GPU_DEVICE_MILLI; f++)
+                if (res.end_free[f])
+                    fair_buf_appendf(&freecsv, "%s,%llu,%s,%d,%d\n", label,
+                                     (unsigned long long)seed, fair_sim_policy_name(pols[k]), f,
+                                     (int)res.end_free[f]);
         }
         for (int k = 0; k < 3; k++)
             if (pub[k] && seed >= FAIR_SIM_PAPER_FIRST_SEED &&
@@ -546,18 +553,24 @@ static int run_paper(const struct opts *o, struct fair_sim_trace *t)
     }
     if (o->out) {
         char path[4096];
-        snprintf(path, sizeof(path), "%s/paper.csv", o->out);
         if (ensure_dir(o->out) != 0) {
             fprintf(stderr, "fairsharectl simulate: %s: cannot create directory: %s\n", o->out,
                     strerror(errno));
             status = 1;
-        } else if (fair_sim_write_file(path, &csv, &err)) {
-            fprintf(stderr, "fairsharectl simulate: %s\n", err.msg[0] ? err.msg : path);
-            status = 1;
+        }
+        static const char *const names[2] = {"paper.csv", "paper-free.csv"};
+        struct fair_buf *bufs[2] = {&csv, &freecsv};
+        for (int k = 0; k < 2 && !status; k++) {
+            snprintf(path, sizeof(path), "%s/%s", o->out, names[k]);
+            if (fair_sim_write_file(path, bufs[k], &err)) {
+                fprintf(stderr, "fairsharectl simulate: %s\n", err.msg[0] ? err.msg : path);
+                status = 1;
+            }
         }
     }
 out:
     fair_buf_release(&csv);
+    fair_buf_release(&freecsv);
     fair_free(unalloc);
     fair_free(ffail);
     fair_free(bound);

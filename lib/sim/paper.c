@@ -327,6 +327,17 @@ int fair_sim_arrivals_load_csv(struct fair_sim_arrivals *a, const struct fair_si
 
 /* ---- run and metric -------------------------------------------------------- */
 
+/* Devices of c by free milli-GPU into hist (DEV + 1 entries). */
+static void free_levels(const struct fair_sim_cluster *c, int32_t *hist)
+{
+    memset(hist, 0, (DEV + 1) * sizeof(*hist));
+    for (size_t nd = 0; nd < c->nnodes; nd++)
+        for (int d = 0; d < c->trace->nodes[nd].gpu_count && d < FAIR_MAX_GPUS_PER_NODE; d++) {
+            int32_t f = c->n[nd].gpu_free[d];
+            hist[f < 0 ? 0 : f > DEV ? DEV : f]++;
+        }
+}
+
 int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
                        fair_sim_place_fn place, void *ctx, struct fair_sim_paper_result *res,
                        struct fair_error *err)
@@ -347,6 +358,7 @@ int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arr
     }
     /* Sums of allocated shares (in milli-GPU) in the two windows. */
     double sum1 = 0, sum3 = 0;
+    int32_t free3[DEV + 1] = {0}; /* end_free of the fallback window */
     size_t n1 = 0, n3 = 0, end1 = 0, end3 = 0;
     int64_t arrived = 0;
     for (size_t i = 0; i < a->n; i++) {
@@ -384,11 +396,14 @@ int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arr
             sum1 += (double)c.gpu_allocated;
             n1++;
             end1 = i + 1;
+            free_levels(&c, res->end_free);
         }
         if (a200 > 197 * cap && a200 < 203 * cap) {
             sum3 += (double)c.gpu_allocated;
             n3++;
             end3 = i + 1;
+            if (!n1)
+                free_levels(&c, free3);
         }
         if (a200 >= 203 * cap)
             break;
@@ -402,6 +417,7 @@ int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arr
         res->window_records = n3;
         res->window_half_width = 3;
         res->window_end = end3;
+        memcpy(res->end_free, free3, sizeof(free3));
         res->unallocated_pct = 100.0 - 100.0 * sum3 / (double)n3 / (double)cap;
     }
 out:

@@ -91,6 +91,9 @@ struct fair_sim_paper_result {
     size_t window_end;                /* arrivals up to the window's last record (for the bound) */
     int64_t first_fail_arrived_milli; /* arrived before the first failed GPU pod; -1 */
     int64_t first_fail_unallocated_milli; /* unallocated then; -1 */
+    /* Where the free GPU sits after the window's last record: devices by
+     * free milli-GPU (0 .. FAIR_GPU_DEVICE_MILLI). */
+    int32_t end_free[FAIR_GPU_DEVICE_MILLI + 1];
 };
 
 /* Places the arrivals in order on a fresh cluster of t's nodes with place

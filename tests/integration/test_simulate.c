@@ -569,6 +569,13 @@ static void test_paper_arrivals(void **state)
     char *csv = read_out(dir, "paper.csv");
     assert_true(starts_with(csv, "trace,seed,policy,unallocated_pct,window_records,"));
     assert_non_null(strstr(csv, "\npods_openb,42,first-fit,3.1250,2,19,1,93.75,1.0\n"));
+    /* Where the free GPU sits at the window's end: 15 devices full, the
+     * last one half used by the two 0.25 pods. */
+    char *freecsv = read_out(dir, "paper-free.csv");
+    assert_true(starts_with(freecsv, "trace,seed,policy,free_milli,devices\n"));
+    assert_non_null(strstr(freecsv, "\npods_openb,42,first-fit,0,15\n"));
+    assert_non_null(strstr(freecsv, "\npods_openb,42,first-fit,500,1\n"));
+    assert_null(strstr(freecsv, "\npods_openb,42,first-fit,1000,"));
 
     f = fopen(order, "w");
     assert_non_null(f);
