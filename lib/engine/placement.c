@@ -226,6 +226,21 @@ static bool tenant_ok(const int16_t *dev, const int32_t *ten, int d, int32_t key
     return !ten || dev[d] >= DEV_MILLI || (ten[d] == key && key >= FAIR_TENANT_SHARED);
 }
 
+/* Fraction fill's order (fill_init, find_fill) of free level f, DEV_MILLI
+ * being a fully free device, for a fraction of gpu milli: the cost of the
+ * remainder (plus fresh on a fully free device), then the fuller level.
+ * The device choice and the level search both order by it; fill_level()
+ * gives f back. */
+static int64_t fill_key(const int32_t *cost, int32_t fresh, int64_t gpu, int f)
+{
+    return (int64_t)(cost[f - gpu] + (f >= DEV_MILLI ? fresh : 0)) * (DEV_MILLI + 1) + f;
+}
+
+static int fill_level(int64_t key)
+{
+    return (int)(key % (DEV_MILLI + 1));
+}
+
 /* The device choice behind fair_place_pick_devices_tenant; with cost
  * (fill_cost, PACK), a fraction takes the device of least cost for what
  * it leaves free (plus fresh for a fully free one), the fullest on ties. */
@@ -261,7 +276,7 @@ static bool pick_devices(const int16_t *dev, int ngpu, int64_t gpu, const int16_
         if (policy == FAIR_PLACE_SPREAD)
             k = -f;
         else if (policy == FAIR_PLACE_PACK && cost)
-            k = (int64_t)(cost[f - gpu] + (f >= DEV_MILLI ? fresh : 0)) * (DEV_MILLI + 1) + f;
+            k = fill_key(cost, fresh, gpu, f);
         if (best < 0 || (policy != FAIR_PLACE_FIRST_FIT && k < bkey)) {
             best = d;
             bkey = k;
@@ -926,11 +941,10 @@ bool fair_place_fits_node(const struct fair_place *pl, int32_t rank, const struc
     bool fut = use_fut && n->fdiff;
     int64_t gpu = req->v[FAIR_RES_GPU];
     bool tenant = pl->ten && gpu > 0 && gpu < DEV_MILLI;
-    bool dev_ok = pick_devices(n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy,
-                               tenant ? ten_row(pl->ten, rank) : NULL,
-                               tenant && fut ? ten_row(pl->ften, rank) : NULL,
-                               tenant ? fair_place_tenant(pl->snap, pod) : 0, pl->fill_cost,
-                               pl->fill_fresh, mask);
+    bool dev_ok = pick_devices(
+        n->dev, n->ngpu, gpu, fut ? n->fdev : NULL, pl->policy,
+        tenant ? ten_row(pl->ten, rank) : NULL, tenant && fut ? ten_row(pl->ften, rank) : NULL,
+        tenant ? fair_place_tenant(pl->snap, pod) : 0, pl->fill_cost, pl->fill_fresh, mask);
     return dev_ok && fair_place_static_ok(pl, rank, pod);
 }
 
@@ -1169,7 +1183,7 @@ static int32_t fill_try(const struct fair_place *pl, const struct fair_pod *pod,
                         const uint64_t *open, const uint64_t *within, struct bal_cand *fb,
                         int64_t key)
 {
-    int f = (int)(key % (DEV_MILLI + 1));
+    int f = fill_level(key);
     return f == DEV_MILLI ? find_whole(pl, pod, req, use_fut, mask, within, fb)
                           : scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
 }
@@ -1179,14 +1193,13 @@ static int32_t find_fill(const struct fair_place *pl, const struct fair_pod *pod
                          const uint64_t *open, const uint64_t *within, struct bal_cand *fb)
 {
     int64_t gpu = req->v[FAIR_RES_GPU];
-    const int64_t w = DEV_MILLI + 1;
     /* The cheapest level first; it nearly always fits. A cost is at least
      * the remainder, so the levels past the cheapest cost so far are not
      * looked at. */
-    int64_t best = (int64_t)(pl->fill_cost[DEV_MILLI - gpu] + pl->fill_fresh) * w + DEV_MILLI;
-    for (int f = part_next(pl, (int)gpu); f < DEV_MILLI && (f - gpu) * w < best;
+    int64_t best = fill_key(pl->fill_cost, pl->fill_fresh, gpu, DEV_MILLI);
+    for (int f = part_next(pl, (int)gpu); f < DEV_MILLI && (f - gpu) * (DEV_MILLI + 1) < best;
          f = part_next(pl, f + 1)) {
-        int64_t k = (int64_t)pl->fill_cost[f - gpu] * w + f;
+        int64_t k = fill_key(pl->fill_cost, pl->fill_fresh, gpu, f);
         if (k < best)
             best = k;
     }
@@ -1197,8 +1210,8 @@ static int32_t find_fill(const struct fair_place *pl, const struct fair_pod *pod
     int64_t key[DEV_MILLI + 1];
     size_t n = 0;
     for (int f = part_next(pl, (int)gpu); f < DEV_MILLI; f = part_next(pl, f + 1))
-        key[n++] = (int64_t)pl->fill_cost[f - gpu] * w + f;
-    key[n++] = (int64_t)(pl->fill_cost[DEV_MILLI - gpu] + pl->fill_fresh) * w + DEV_MILLI;
+        key[n++] = fill_key(pl->fill_cost, pl->fill_fresh, gpu, f);
+    key[n++] = fill_key(pl->fill_cost, pl->fill_fresh, gpu, DEV_MILLI);
     qsort(key, n, sizeof(*key), cmp_i64);
     for (size_t i = 0; i < n; i++) {
         if (key[i] == best)
@@ -1243,8 +1256,7 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
     } else {
         r = -1;
         if (gpu > 0 && gpu < DEV_MILLI)
-            for (int f = part_next(pl, (int)gpu); f < DEV_MILLI && r < 0;
-                 f = part_next(pl, f + 1))
+            for (int f = part_next(pl, (int)gpu); f < DEV_MILLI && r < 0; f = part_next(pl, f + 1))
                 r = scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
         if (r < 0)
             r = find_whole(pl, pod, req, use_fut, mask, within, fb);
