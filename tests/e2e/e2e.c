@@ -553,20 +553,13 @@ void e2e_queue(const char *name, const char *project, const char *gpus, int weig
     e2e_track(path);
 }
 
-void e2e_pod(const char *ns, const char *name, const char *queue, const char *gpus,
-             const char *labels, const char *annotations)
+void e2e_pod_res(const char *ns, const char *name, const char *queue, const char *res,
+                 const char *labels, const char *annotations)
 {
-    char path[512], res[256], lab[1024];
+    char path[512], lab[1024];
     snprintf(lab, sizeof lab, "{\"app\":\"e2e\"%s%s%s%s}",
              queue ? ",\"fairshare.dev/queue\":\"" : "", queue ? queue : "", queue ? "\"" : "",
              labels ? labels : "");
-    if (gpus)
-        snprintf(res, sizeof res,
-                 "{\"limits\":{\"nvidia.com/gpu\":\"%s\"},\"requests\":{\"cpu\":\"100m\","
-                 "\"memory\":\"64Mi\"}}",
-                 gpus);
-    else
-        snprintf(res, sizeof res, "{\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}");
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
     e2e_create(path,
                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
@@ -575,6 +568,20 @@ void e2e_pod(const char *ns, const char *name, const char *queue, const char *gp
                "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
                "\"resources\":%s}]}}",
                name, lab, annotations ? annotations : "", E.scheduler, res);
+}
+
+void e2e_pod(const char *ns, const char *name, const char *queue, const char *gpus,
+             const char *labels, const char *annotations)
+{
+    char res[256];
+    if (gpus)
+        snprintf(res, sizeof res,
+                 "{\"limits\":{\"nvidia.com/gpu\":\"%s\"},\"requests\":{\"cpu\":\"100m\","
+                 "\"memory\":\"64Mi\"}}",
+                 gpus);
+    else
+        snprintf(res, sizeof res, "{\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}");
+    e2e_pod_res(ns, name, queue, res, labels, annotations);
 }
 
 void e2e_pods(const char *ns, const char *prefix, int n, const char *queue, const char *gpus,

@@ -110,6 +110,10 @@ void e2e_track(const char *path);
  * labels, annotations: extra members (",\"k\":\"v\"" or NULL). */
 void e2e_pod(const char *ns, const char *name, const char *queue, const char *gpus,
              const char *labels, const char *annotations);
+/* The same with res, the container's resources as JSON
+ * ("{\"limits\":{...},\"requests\":{...}}"). */
+void e2e_pod_res(const char *ns, const char *name, const char *queue, const char *res,
+                 const char *labels, const char *annotations);
 /* n such pods named PREFIX-0..n-1. */
 void e2e_pods(const char *ns, const char *prefix, int n, const char *queue, const char *gpus,
               const char *labels);

@@ -55,15 +55,9 @@ static const char *queue_str(const char *name, const char *dotted)
 
 static void mig_pod(const char *ns, const char *name, const char *queue, const char *profile)
 {
-    char path[512];
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
-    e2e_create(path,
-               "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
-               "\"labels\":{\"app\":\"e2e\",\"fairshare.dev/queue\":\"%s\"}},\"spec\":{"
-               "\"schedulerName\":\"%s\",\"terminationGracePeriodSeconds\":0,\"containers\":[{"
-               "\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{"
-               "\"limits\":{\"nvidia.com/mig-%s\":\"1\"}}}]}}",
-               name, queue, e2e_scheduler(), profile);
+    char res[256];
+    snprintf(res, sizeof res, "{\"limits\":{\"nvidia.com/mig-%s\":\"1\"}}", profile);
+    e2e_pod_res(ns, name, queue, res, NULL, NULL);
 }
 
 static void test_mig(void **state)
