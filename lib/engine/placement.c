@@ -308,7 +308,9 @@ static int cmp_str(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "");
 }
 
+/* Node order: by size (PACK; zero for the other policies), then name. */
 struct name_idx {
+    int64_t size[3]; /* GPUs, CPU, memory */
     const char *name;
     int32_t idx;
 };
@@ -316,6 +318,9 @@ struct name_idx {
 static int cmp_name_idx(const void *pa, const void *pb)
 {
     const struct name_idx *a = pa, *b = pb;
+    for (int k = 0; k < 3; k++)
+        if (a->size[k] != b->size[k])
+            return a->size[k] < b->size[k] ? -1 : 1;
     int c = cmp_str(a->name, b->name);
     if (c)
         return c;
@@ -727,8 +732,18 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
             goto out;
         rc = FAIR_ENOMEM;
     }
+    /* PACK ranks the smaller nodes first (GPUs, then CPU, then memory),
+     * so that among nodes that pack a pod equally well it takes the
+     * smallest, and the big nodes stay whole for the pods only they hold:
+     * an 8-GPU pod of 120 cores fits only a 128-core 8-GPU node. */
     for (size_t i = 0; i < snap->nnodes; i++) {
-        order[i].name = snap->nodes[i].name;
+        const struct fair_node *sn = &snap->nodes[i];
+        if (pl->policy == FAIR_PLACE_PACK) {
+            order[i].size[0] = sn->gpu_count;
+            order[i].size[1] = sn->allocatable.v[FAIR_RES_CPU];
+            order[i].size[2] = sn->allocatable.v[FAIR_RES_MEM];
+        }
+        order[i].name = sn->name;
         order[i].idx = (int32_t)i;
     }
     qsort(order, snap->nnodes, sizeof(*order), cmp_name_idx);

@@ -7,7 +7,12 @@
  * lendable H100s; a's 4 pods, which name H100 with a nodeSelector as users
  * already do, start at once on the H100 node without an eviction; the
  * status (lendable, gpuModels) and the ledger's report by team and model
- * say so. The CRD keeps the gpu/<model> and lendingLimit keys. */
+ * say so. The CRD keeps the gpu/<model> and lendingLimit keys.
+ *
+ * Node sizes: the first node is given 128 CPUs (the second keeps 64), so
+ * the nodes differ by size and the bigger one sorts first by name. A
+ * 4-GPU pod of 32 CPUs goes to the smaller node, and an 8-GPU pod of 100
+ * CPUs, which only the bigger node holds, then starts there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,6 +54,26 @@ static int teardown(void **state)
 {
     e2e_scenario_end();
     relabel(1, "H100"); /* as ../shared/k8s made it */
+    (void)state;
+    return 0;
+}
+
+static void set_cpus(int node, const char *cpus)
+{
+    char path[256], body[256];
+    snprintf(path, sizeof path, "/api/v1/nodes/%s/status", e2e_node(node));
+    snprintf(body, sizeof body,
+             "{\"status\":{\"capacity\":{\"cpu\":\"%s\"},\"allocatable\":{\"cpu\":\"%s\"}}}", cpus,
+             cpus);
+    long code = e2e_req("PATCH", path, body, NULL);
+    if (code != 200)
+        fail_msg("patching the CPUs of %s: HTTP %ld", e2e_node(node), code);
+}
+
+static int teardown_sizes(void **state)
+{
+    e2e_scenario_end();
+    set_cpus(0, "64"); /* as ../shared/k8s made it */
     (void)state;
     return 0;
 }
@@ -203,10 +228,64 @@ static void test_model_pools_and_lending_limit(void **state)
             fail_msg("report: no single row %s...", want[i]);
 }
 
+static void sized_pod(const char *ns, const char *name, const char *queue, int gpus, int cpus)
+{
+    char res[256];
+    snprintf(res, sizeof res,
+             "{\"limits\":{\"nvidia.com/gpu\":\"%d\"},\"requests\":{\"cpu\":\"%d\"}}", gpus, cpus);
+    e2e_pod_res(ns, name, queue, res, NULL, NULL);
+}
+
+static const char *node_of(const char *ns, const char *name)
+{
+    static char out[256];
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    json_t *p = e2e_get(path);
+    const char *n = p ? e2e_str(p, "spec.nodeName") : NULL;
+    snprintf(out, sizeof out, "%s", n ? n : "");
+    json_decref(p);
+    return out;
+}
+
+static void test_node_sizes(void **state)
+{
+    (void)state;
+    char pre[128], ns[160], pj[160], q[160];
+    e2e_scenario_begin("sizes", pre, sizeof pre);
+    snprintf(ns, sizeof ns, "%s-a", pre);
+    snprintf(pj, sizeof pj, "%s-p", pre);
+    snprintf(q, sizeof q, "%s-q", pre);
+    set_cpus(0, "128");
+    e2e_namespace(ns);
+    e2e_project(pj, ns, "16", NULL);
+    e2e_queue(q, pj, "16", 0);
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    e2e_ctl_start(&ctl, "sizes", NULL);
+
+    sized_pod(ns, "four", q, 4, 32);
+    if (!E2E_WAIT(node_of(ns, "four")[0], E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("the 4-GPU pod is not bound");
+    }
+    assert_string_equal(node_of(ns, "four"), e2e_node(1));
+    sized_pod(ns, "eight", q, 8, 100);
+    if (!E2E_WAIT(node_of(ns, "eight")[0], E2E_WAIT_MS)) {
+        e2e_dump_pods(ns);
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("the 8-GPU pod of 100 CPUs is not bound");
+    }
+    assert_string_equal(node_of(ns, "eight"), e2e_node(0));
+    assert_int_equal(e2e_events(ns, "Preempted"), 0);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_model_pools_and_lending_limit, teardown),
+        cmocka_unit_test_teardown(test_node_sizes, teardown_sizes),
     };
     return cmocka_run_group_tests(tests, e2e_setup, e2e_teardown);
 }

@@ -583,7 +583,9 @@ static void test_stability(void **state)
 
 /* Room lent in pass 2 next to a pod owed room whose search found nothing:
  * a needs 2 GPUs on one node; n0 has 1 free, 1 held by c's pod (c at its
- * fair share, so no victim) and 2 by d's; n1 has 1 GPU. Pass 2 lends n0's free GPU to b and n1's to c; that
+ * fair share, so no victim) and 2 by d's; n1 has 1 free (e, at its
+ * guarantee, holds the other 3). Pass 2 lends n0's free GPU to b and n1's
+ * to c; that
  * puts c above its fair share, so next cycle a's search takes c's old pod
  * and b's pod bound the cycle before. A held node (the controller's
  * default, reclaim.nodeHoldTimeout) keeps n0 for a: nothing is lent there
@@ -596,13 +598,15 @@ static void test_lent_next_to_owed_pod(void **state)
         struct ts *t = ts_new();
         t->hold_timeout = hold ? 600000 : 0;
         int n0 = ts_node(t, "n0", 4);
-        ts_node(t, "n1", 1);
+        int n1 = ts_node(t, "n1", 4); /* as big as n0, so n0 ranks first */
         int a = ts_team(t, "a", 2 * G, 1);
         int b = ts_team(t, "b", 0, 1);
         int c = ts_team(t, "c", 1 * G, 1);
         int d = ts_team(t, "d", 2 * G, 1);
+        int e = ts_team(t, "e", 3 * G, 1);
         ts_bound(t, d, 2 * G, n0, 0x3, 0);
         ts_bound(t, c, G, n0, 0x4, 0);
+        ts_bound(t, e, 3 * G, n1, 0x7, 0);
         int pa = ts_pod(t, a, 2 * G);
         int pb = ts_pod(t, b, G);
         int pc = ts_pod(t, c, G);

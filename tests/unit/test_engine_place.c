@@ -136,6 +136,37 @@ static void test_whole_gpus_most_allocated(void **state)
     ts_free(t);
 }
 
+/* Among nodes that pack a pod equally well, the smallest (GPUs, then CPU,
+ * then memory) comes first, whatever the names: the big node stays whole
+ * for the 8-GPU pod of 100 cores that only it holds. */
+static void test_small_node_first(void **state)
+{
+    (void)state;
+    for (int by_mem = 0; by_mem <= 1; by_mem++) {
+        struct ts *t = ts_new();
+        int big = ts_node(t, "a-big", 8);
+        if (by_mem)
+            t->nodes[big].allocatable.v[FAIR_RES_MEM] = 1024 * GI;
+        else
+            t->nodes[big].allocatable.v[FAIR_RES_CPU] = 128000;
+        int small = ts_node(t, "b-small", 8);
+        int a = ts_team(t, "a", 0, 1);
+        int p4 = ts_pod(t, a, 4 * G);
+        t->pods[p4].request.v[FAIR_RES_CPU] = 32000;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(only_bind_node(t, p4), small);
+        ts_apply(t, false);
+        int p8 = ts_pod(t, a, 8 * G);
+        if (by_mem)
+            t->pods[p8].request.v[FAIR_RES_MEM] = 600 * GI;
+        else
+            t->pods[p8].request.v[FAIR_RES_CPU] = 100000;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(only_bind_node(t, p8), big);
+        ts_free(t);
+    }
+}
+
 /* Balance: a CPU-heavy GPU pod goes where it strands no GPUs, not to the
  * fuller node whose last CPU it would take (plain packing's choice). */
 static void test_balance_cpu_heavy_pod(void **state)
@@ -537,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_fraction_best_fit),
         cmocka_unit_test(test_fraction_fill),
         cmocka_unit_test(test_whole_gpus_most_allocated),
+        cmocka_unit_test(test_small_node_first),
         cmocka_unit_test(test_weighted_quantile),
         cmocka_unit_test(test_balance_cpu_heavy_pod),
         cmocka_unit_test(test_balance_uses_stranded_gpus),
