@@ -493,7 +493,7 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
  * fills (a subset-sum over the sizes that at least
  * FAIR_PLACE_FILL_SHARE_PERMILLE of the fractional pods, bound and
  * pending, ask for). With no common size every remainder is unfillable,
- * the cost is 5L, and the order is best fit's. While a whole-GPU pod is
+ * the cost is 7L, and the order is best fit's. While a whole-GPU pod is
  * pending, fully free devices come last (fill_fresh): on the simulator's
  * replays, breaking them up for fractions cost whole-GPU pods more than
  * the remainders saved. docs/performance.md ("Fraction fill") has the

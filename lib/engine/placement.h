@@ -32,7 +32,7 @@
  * of the fractional pods, bound and pending, ask for it; a remainder that
  * the common sizes cannot fill costs this many times its size on top. */
 #define FAIR_PLACE_FILL_SHARE_PERMILLE 30
-#define FAIR_PLACE_FILL_WEIGHT 4
+#define FAIR_PLACE_FILL_WEIGHT 6
 
 struct fair_pnode {
     int32_t idx;   /* snapshot index */
