@@ -309,15 +309,15 @@ static int cmp_str(const char *a, const char *b)
 }
 
 /* Node order: by size (PACK; zero for the other policies), then name. */
-struct name_idx {
+struct node_key {
     int64_t size[3]; /* GPUs, CPU, memory */
     const char *name;
     int32_t idx;
 };
 
-static int cmp_name_idx(const void *pa, const void *pb)
+static int cmp_node_key(const void *pa, const void *pb)
 {
-    const struct name_idx *a = pa, *b = pb;
+    const struct node_key *a = pa, *b = pb;
     for (int k = 0; k < 3; k++)
         if (a->size[k] != b->size[k])
             return a->size[k] < b->size[k] ? -1 : 1;
@@ -500,6 +500,8 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
  * figures and the choice of the two constants. */
 /* More than any remainder costs: (FAIR_PLACE_FILL_WEIGHT + 1) x 999. */
 #define FILL_FRESH_LAST (1 << 20)
+_Static_assert((FAIR_PLACE_FILL_WEIGHT + 1) * (DEV_MILLI - 1) < FILL_FRESH_LAST,
+               "FILL_FRESH_LAST must exceed every fill cost");
 
 static int fill_init(struct fair_place *pl, const struct fair_snapshot *snap)
 {
@@ -705,7 +707,7 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
                     uint64_t *masks)
 {
     int rc = FAIR_ENOMEM;
-    struct name_idx *order = NULL;
+    struct node_key *order = NULL;
     struct uid_idx *nomask = NULL;
     memset(pl, 0, sizeof(*pl));
     pl->snap = snap;
@@ -746,7 +748,7 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
         order[i].name = sn->name;
         order[i].idx = (int32_t)i;
     }
-    qsort(order, snap->nnodes, sizeof(*order), cmp_name_idx);
+    qsort(order, snap->nnodes, sizeof(*order), cmp_node_key);
     for (size_t r = 0; r < snap->nnodes; r++) {
         const struct fair_node *sn = &snap->nodes[order[r].idx];
         struct fair_pnode *n = &pl->nodes[r];
