@@ -518,7 +518,11 @@ static void test_random_never_share(void **state)
  * limits: half a GPU gets "40960m" and "50"; fairshare.dev/gpu-memory:
  * 20Gi is a quarter of the smallest GPU any node reports (the other node
  * reports none) and gets its own 20480m and 25 %. On the node without the
- * labels, no limits are written. */
+ * labels, no limits are written. The two pods for node-0000 are kept there
+ * by a node selector on the label itself, not on the hostname: the limits
+ * are written from the node as the controller last saw it, so a pod it may
+ * place before its node watch has brought the label would be bound without
+ * them (the label and the pods arrive on different watches). */
 static void test_hami_limits(void **state)
 {
     (void)state;
@@ -533,11 +537,10 @@ static void test_hami_limits(void **state)
                          &code, NULL),
                      0);
     assert_int_equal(code, 200);
-    mk_pod_spec(&fake, "team-a", "half", "qa", NULL, "0.5", NULL, NULL,
-                ",\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-0000\"}", 0);
+    const char *on_hami = ",\"nodeSelector\":{\"fairshare.dev/gpu-isolation\":\"hami-core\"}";
+    mk_pod_spec(&fake, "team-a", "half", "qa", NULL, "0.5", NULL, NULL, on_hami, 0);
     mk_pod_spec(&fake, "team-a", "mem", "qa", NULL, NULL, NULL,
-                ",\"fairshare.dev/gpu-memory\":\"20Gi\"",
-                ",\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-0000\"}", 0);
+                ",\"fairshare.dev/gpu-memory\":\"20Gi\"", on_hami, 0);
     mk_pod_spec(&fake, "team-a", "plain", "qa", NULL, "0.5", NULL, NULL,
                 ",\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-0001\"}", 0);
     if (!WAIT_UNTIL(rt_step() && count_pods(&fake, "team-a", 1) == 3, WAIT_MS)) {
@@ -548,6 +551,9 @@ static void test_hami_limits(void **state)
         const char *pod, *mem, *sm;
     } want[] = {{"half", "40960m", "50"}, {"mem", "20480m", "25"}, {"plain", NULL, NULL}};
     for (size_t i = 0; i < 3; i++) {
+        char *node = pod_node(&fake, "team-a", want[i].pod, NULL);
+        assert_string_equal(node, want[i].mem ? "node-0000" : "node-0001");
+        free(node);
         char *m = pod_ann(&fake, "team-a", want[i].pod, "fairshare.dev/gpu-memory-limit");
         char *sm = pod_ann(&fake, "team-a", want[i].pod, "fairshare.dev/gpu-sm-limit");
         if (want[i].mem) {
