@@ -92,8 +92,16 @@ struct podrec {
     /* From the request log. */
     int64_t bind_lo, bind_hi;   /* a bind answered 201: sent, answered */
     int64_t evict_lo, evict_hi; /* an eviction answered 201 */
-    bool bind_pending, bind_unanswered, bind_pending_on_bound;
+    bool bind_pending, bind_unanswered, bind_pending_on_bound, evict_pending;
     int64_t bind_pending_ms, evict_pending_ms;
+    long bind_pending_pid, evict_pending_pid;
+    /* Attempts whose answer never came (status 0, or the sender was
+     * killed): the server may still have applied them, between the send
+     * and the moment the attempt was given up (its "done 0" line, the
+     * next attempt, or the sender's last line). For a pod the test never
+     * listed bound, or whose end it never saw, these brackets are all
+     * that says when the bind or the eviction happened. */
+    int64_t bind_lost_lo, bind_lost_hi, evict_lost_lo, evict_lost_hi;
 };
 
 struct replica {
@@ -815,6 +823,15 @@ static int scheduled_twice(struct soak *s)
 
 /* ---- the request log: binds and evictions ---- */
 
+/* Widens the bracket [*lo, *hi] (0: none yet) to hold [from, to]. */
+static void bracket_add(int64_t *lo, int64_t *hi, int64_t from, int64_t to)
+{
+    if (!*lo || from < *lo)
+        *lo = from;
+    if (to > *hi)
+        *hi = to;
+}
+
 /* When a replica could see a pod end: its pod watch up (from the watch
  * request to the end of its stream), or a pod list answered; and which
  * replica led (its Lease writes answered), both read from the request
@@ -957,12 +974,21 @@ static void on_request(const struct fair_reqlog_entry *e, void *ctx)
         return;
     struct podrec *r = &b->s->pods[n];
     if (!strcmp(q.sub, "eviction")) {
-        if (!e->done)
+        if (!e->done) {
+            if (r->evict_pending) /* the last one's sender was killed */
+                bracket_add(&r->evict_lost_lo, &r->evict_lost_hi, r->evict_pending_ms, e->ms);
+            r->evict_pending = true;
             r->evict_pending_ms = e->ms;
-        else if (e->status == 201 && !r->evict_lo) {
-            r->evict_lo = r->evict_pending_ms;
-            r->evict_hi = e->ms;
-            b->evictions++;
+            r->evict_pending_pid = e->pid;
+        } else if (r->evict_pending) {
+            r->evict_pending = false;
+            if (e->status == 201 && !r->evict_lo) {
+                r->evict_lo = r->evict_pending_ms;
+                r->evict_hi = e->ms;
+                b->evictions++;
+            } else if (e->status == 0) {
+                bracket_add(&r->evict_lost_lo, &r->evict_lost_hi, r->evict_pending_ms, e->ms);
+            }
         }
         return;
     }
@@ -972,10 +998,13 @@ static void on_request(const struct fair_reqlog_entry *e, void *ctx)
         b->sends++;
         /* A send while the last one has no answer: that one never got it
          * (its process was killed). */
-        if (r->bind_pending)
+        if (r->bind_pending) {
             r->bind_unanswered = true;
+            bracket_add(&r->bind_lost_lo, &r->bind_lost_hi, r->bind_pending_ms, e->ms);
+        }
         r->bind_pending = true;
         r->bind_pending_ms = e->ms;
+        r->bind_pending_pid = e->pid;
         r->bind_pending_on_bound = r->bind_lo != 0;
         if (r->bind_pending_on_bound) {
             b->on_bound++;
@@ -1015,6 +1044,32 @@ static void on_request(const struct fair_reqlog_entry *e, void *ctx)
         }
     } else if (e->status == 0) {
         r->bind_unanswered = true;
+        bracket_add(&r->bind_lost_lo, &r->bind_lost_hi, r->bind_pending_ms, e->ms);
+    }
+}
+
+/* The last line in the request log of process pid (where an attempt it
+ * sent and never saw answered was given up: it was killed then). */
+static int64_t last_line_of(const struct binds *b, long pid)
+{
+    for (size_t k = 0; k < b->lasts.n; k++)
+        if (b->lasts.m[k].pid == pid)
+            return b->lasts.m[k].to;
+    return 0;
+}
+
+/* Once the log is read: the attempts still waiting for an answer were
+ * those of a killed process (or the log ended first). */
+static void lost_finish(struct binds *b)
+{
+    for (long n = 0; n < b->s->pods_created; n++) {
+        struct podrec *r = &b->s->pods[n];
+        if (r->bind_pending)
+            bracket_add(&r->bind_lost_lo, &r->bind_lost_hi, r->bind_pending_ms,
+                        last_line_of(b, r->bind_pending_pid));
+        if (r->evict_pending)
+            bracket_add(&r->evict_lost_lo, &r->evict_lost_hi, r->evict_pending_ms,
+                        last_line_of(b, r->evict_pending_pid));
     }
 }
 
@@ -1083,9 +1138,11 @@ static void ledger_mismatch(struct ledger_check *lc, const char *fmt, ...)
  *    (bound_uids), with the pod's uid, node and GPUs;
  *  - closed intervals: the start lies within the bind's bracket (a bind
  *    answered 201: between the request and its answer; else the
- *    PodScheduled stamp), the end within the end's bracket (finishedAt's
- *    second, the test's delete or the eviction's request and answer, up
- *    to the grace period after them), each within TOL = one flush period
+ *    PodScheduled stamp; else, for a pod never listed bound, the attempts
+ *    whose answer was lost), the end within the end's bracket (finishedAt's
+ *    second, the test's delete or the eviction's request and answer, or
+ *    the lost-answer attempts of an eviction, up to the grace period after
+ *    them), each within TOL = one flush period
  *    (the brackets hold the stamps' resolution) plus LOADED_MS; and so
  *    GPU-seconds are within 2 TOL of the pod's.
  *    The controller closes an interval at the pod's own end (finishedAt,
@@ -1154,6 +1211,13 @@ static void check_ledger(struct soak *s, const struct binds *b, json_t *bound_ui
             b_lo = r->scheduled_ms;
             b_hi = r->scheduled_ms + STAMP_MS;
         }
+        /* Never answered 201, never listed bound (e.g. evicted within a
+         * GC period): the bind was one of the attempts whose answer was
+         * lost (the interval says the pod was bound). */
+        if (!b_lo && r->bind_lost_lo) {
+            b_lo = r->bind_lost_lo;
+            b_hi = r->bind_lost_hi;
+        }
         /* The end. */
         int64_t e_lo = 0, e_hi = 0;
         if (r->finished_ms) {
@@ -1165,6 +1229,12 @@ static void check_ledger(struct soak *s, const struct binds *b, json_t *bound_ui
         } else if (r->evict_lo) {
             e_lo = r->evict_lo;
             e_hi = r->evict_hi + GRACE_MS;
+        } else if (r->evict_lost_lo) {
+            /* An eviction whose answer was lost, of a pod the test never
+             * saw end: no other end can there be (the test did not delete
+             * it, it did not finish). */
+            e_lo = r->evict_lost_lo;
+            e_hi = r->evict_lost_hi + GRACE_MS;
         }
         if (!b_lo || !e_lo) {
             if (getenv("SOAK_VERBOSE"))
@@ -1448,6 +1518,7 @@ static void test_soak(void **state)
     /* The ledger, interval by interval. */
     struct ledger_check lc;
     marks_finish(&b);
+    lost_finish(&b);
     check_ledger(s, &b, bound_uids, &lc);
     json_decref(bound_uids);
 
