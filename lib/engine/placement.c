@@ -40,7 +40,8 @@ static uint64_t *part_bits(const struct fair_place *pl, int f)
 
 /* GPU milli left free on a node with free room gpu, cpu, mem that the
  * cluster's pods could not use for lack of CPU or memory, at the ratios
- * they ask for (0 when balance is off). */
+ * they ask for (0 when balance is off). gpu leaves out the dead
+ * remainders (node_dead): no pod could use them anyway. */
 static int64_t stranded(const struct fair_place *pl, int64_t gpu, int64_t cpu, int64_t mem)
 {
     if (!pl->bal || gpu <= 0)
@@ -59,20 +60,43 @@ static int64_t stranded(const struct fair_place *pl, int64_t gpu, int64_t cpu, i
     return gpu - use;
 }
 
+/* A device's free milli f that no common fraction size fits (fill_min,
+ * see fill_init), else 0. */
+static int64_t dead_milli(const struct fair_place *pl, int64_t f)
+{
+    return f > 0 && f < pl->fill_min ? f : 0;
+}
+
+/* The dead remainders of node n: free GPU milli on partly used devices
+ * that no common fraction size fits. */
+static int64_t node_dead(const struct fair_place *pl, const struct fair_pnode *n, bool fut)
+{
+    const int16_t *dev = fut ? n->fdev : n->dev;
+    int64_t s = 0;
+    for (int d = 0; d < n->ngpu; d++)
+        s += dead_milli(pl, dev[d]);
+    return s;
+}
+
 static int64_t node_stranded(const struct fair_place *pl, const struct fair_pnode *n, bool fut)
 {
     const int64_t *f = fut ? n->ffree : n->free;
-    return stranded(pl, f[FAIR_RES_GPU], f[FAIR_RES_CPU], f[FAIR_RES_MEM]);
+    return stranded(pl, f[FAIR_RES_GPU] - node_dead(pl, n, fut), f[FAIR_RES_CPU], f[FAIR_RES_MEM]);
 }
 
-/* How many more GPU milli node n strands once req is on it (negative:
- * the pod uses GPUs that lacked CPU or memory). */
+/* How many more GPU milli node n strands once req is on it, a fraction
+ * on the device of mask (negative: the pod uses GPUs that lacked CPU or
+ * memory). */
 static int64_t strand_delta(const struct fair_place *pl, const struct fair_pnode *n,
-                            const struct fair_resources *req, bool fut)
+                            const struct fair_resources *req, uint64_t mask, bool fut)
 {
     const int64_t *f = fut ? n->ffree : n->free;
-    return stranded(pl, f[FAIR_RES_GPU] - req->v[FAIR_RES_GPU],
-                    f[FAIR_RES_CPU] - req->v[FAIR_RES_CPU],
+    int64_t gpu = req->v[FAIR_RES_GPU], dead = node_dead(pl, n, fut);
+    if (gpu > 0 && gpu < DEV_MILLI && mask) {
+        int64_t l = (fut ? n->fdev : n->dev)[__builtin_ctzll(mask)];
+        dead += dead_milli(pl, l - gpu) - dead_milli(pl, l);
+    }
+    return stranded(pl, f[FAIR_RES_GPU] - gpu - dead, f[FAIR_RES_CPU] - req->v[FAIR_RES_CPU],
                     f[FAIR_RES_MEM] - req->v[FAIR_RES_MEM]) -
            node_stranded(pl, n, fut);
 }
@@ -497,7 +521,10 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
  * pending, fully free devices come last (fill_fresh): on the simulator's
  * replays, breaking them up for fractions cost whole-GPU pods more than
  * the remainders saved. docs/performance.md ("Fraction fill") has the
- * figures and the choice of the two constants. */
+ * figures and the choice of the two constants. The smallest common size
+ * is fill_min: less than that free on a partly used device is a dead
+ * remainder, which balance does not count as GPU that CPU could strand
+ * (node_dead). */
 /* More than any remainder costs: (FAIR_PLACE_FILL_WEIGHT + 1) x 999. */
 #define FILL_FRESH_LAST (1 << 20)
 _Static_assert((FAIR_PLACE_FILL_WEIGHT + 1) * (DEV_MILLI - 1) < FILL_FRESH_LAST,
@@ -525,9 +552,12 @@ static int fill_init(struct fair_place *pl, const struct fair_snapshot *snap)
     /* best[L]: the largest sum of common sizes (each any number of times)
      * that is at most L. */
     int16_t best[DEV_MILLI] = {0};
+    pl->fill_min = DEV_MILLI;
     for (int s = 1; s < DEV_MILLI; s++) {
         if ((int64_t)cnt[s] * 1000 < (int64_t)FAIR_PLACE_FILL_SHARE_PERMILLE * n)
             continue;
+        if (s < pl->fill_min)
+            pl->fill_min = s;
         for (int l = s; l < DEV_MILLI; l++)
             if (best[l - s] + s > best[l])
                 best[l] = (int16_t)(best[l - s] + s);
@@ -1044,7 +1074,7 @@ static bool bal_try(const struct fair_place *pl, int32_t r, const struct fair_po
     if (!fair_place_fits_node(pl, r, pod, req, use_fut, mask))
         return false;
     const struct fair_pnode *n = &pl->nodes[r];
-    int64_t d = strand_delta(pl, n, req, use_fut && n->fdiff);
+    int64_t d = strand_delta(pl, n, req, *mask, use_fut && n->fdiff);
     if (d <= 0)
         return true;
     if (d < fb->delta) {
@@ -1154,7 +1184,7 @@ static int32_t find_unstrand(const struct fair_place *pl, const struct fair_pod 
             if (!fair_place_fits_node(pl, r, pod, req, use_fut, &m))
                 continue;
             const struct fair_pnode *n = &pl->nodes[r];
-            int64_t d = strand_delta(pl, n, req, use_fut && n->fdiff);
+            int64_t d = strand_delta(pl, n, req, m, use_fut && n->fdiff);
             if (d >= 0)
                 continue;
             int64_t key = pack_key(pl, r, req, m);

@@ -73,7 +73,8 @@ struct fair_place {
     /* Balance (PACK only): the CPU and memory per GPU (bal_cpu and
      * bal_mem per 1000 milli-GPU) that the lighter third of the GPU
      * pods ask for (weighted 1/3 quantile). A node whose free CPU or memory
-     * is below its free GPUs times that ratio strands GPUs: they are free,
+     * is below its free GPUs times that ratio strands GPUs (free GPUs
+     * without the dead remainders, see fill_min): they are free,
      * but even those pods would not fit next to them. Only such nodes (cur
      * view) are in strand; placing a pod there can reduce the stranding,
      * elsewhere it can only add some. */
@@ -94,6 +95,10 @@ struct fair_place {
      * spare a remainder). */
     int32_t *fill_cost;
     int32_t fill_fresh;
+    /* The smallest common fraction size (DEV_MILLI: none; 0: no fill
+     * table). A partly used device with less free is a dead remainder:
+     * balance does not count it as GPU that CPU or memory could strand. */
+    int32_t fill_min;
     /* Model contention (PACK only; see contention_init in placement.c):
      * when pods restricted to some GPU models or node labels ask for a
      * larger share of the GPUs than those nodes hold, the nodes are put

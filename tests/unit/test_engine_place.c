@@ -221,6 +221,40 @@ static void test_balance_uses_stranded_gpus(void **state)
     ts_free(t);
 }
 
+/* Balance leaves dead remainders out: the 0.19 beside a 0.81 pod, which
+ * no common size (0.23, 0.77, 0.81) fits, is not GPU that the node's CPU
+ * could strand. A CPU-heavy 0.23 pod fills the 0.23 left on a-tight,
+ * though it takes the node's last CPU; counted as usable, the 0.19 would
+ * look stranded, and the pod would break up b-roomy's free device. Where
+ * 0.19 pods are common, the 0.19 is usable, and it does. */
+static void test_balance_dead_remainder(void **state)
+{
+    (void)state;
+    for (int common19 = 0; common19 <= 1; common19++) {
+        struct ts *t = ts_new();
+        int tight = ts_node(t, "a-tight", 2);
+        int roomy = ts_node(t, "b-roomy", 1);
+        int a = ts_team(t, "a", 0, 1);
+        int x = ts_bound(t, a, 810, tight, 0x1, 0);
+        t->pods[x].request.v[FAIR_RES_CPU] = 3240; /* 4 cores per GPU */
+        int y = ts_bound(t, a, 770, tight, 0x2, 0);
+        t->pods[y].request.v[FAIR_RES_CPU] = 3080;
+        t->nodes[tight].allocatable.v[FAIR_RES_CPU] = 3240 + 3080 + 2000;
+        if (common19) {
+            int full = ts_node(t, "c-full", 1);
+            t->nodes[full].max_pods = 1; /* nothing more goes there */
+            int z = ts_bound(t, a, 190, full, 0x1, 0);
+            t->pods[z].request.v[FAIR_RES_CPU] = 760;
+        }
+        int p = ts_pod(t, a, 230);
+        t->pods[p].request.v[FAIR_RES_CPU] = 2000;
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(only_bind_node(t, p), common19 ? roomy : tight);
+        assert_int_equal(t->res.actions[0].gpu_devices, common19 ? 0x1 : 0x2);
+        ts_free(t);
+    }
+}
+
 /* Balance: a CPU-only pod takes CPU where it strands no GPU. */
 static void test_balance_cpu_only_pod(void **state)
 {
@@ -572,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_weighted_quantile),
         cmocka_unit_test(test_balance_cpu_heavy_pod),
         cmocka_unit_test(test_balance_uses_stranded_gpus),
+        cmocka_unit_test(test_balance_dead_remainder),
         cmocka_unit_test(test_balance_cpu_only_pod),
         cmocka_unit_test(test_balance_light_ratio),
         cmocka_unit_test(test_contention_scarce_model),
