@@ -244,49 +244,70 @@ static void sized_pod(const char *ns, const char *name, const char *queue, int g
     e2e_pod_res(ns, name, queue, res, NULL, NULL);
 }
 
-static const char *node_of(const char *ns, const char *name)
+/* Of pod name in ns, once bound: its node (annotation NULL) or that
+ * annotation; "" before (static buffer). */
+static const char *bound_field(const char *ns, const char *name, const char *annotation)
 {
     static char out[256];
     char path[512];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
     json_t *p = e2e_get(path);
     const char *n = p ? e2e_str(p, "spec.nodeName") : NULL;
+    /* An annotation's key has dots: not a path for e2e_str. */
+    if (n && annotation)
+        n = json_string_value(json_object_get(
+            json_object_get(json_object_get(p, "metadata"), "annotations"), annotation));
     snprintf(out, sizeof out, "%s", n ? n : "");
     json_decref(p);
     return out;
 }
 
-static void test_node_sizes(void **state)
+static const char *node_of(const char *ns, const char *name)
 {
-    (void)state;
-    char pre[128], ns[160], pj[160], q[160];
-    e2e_scenario_begin("sizes", pre, sizeof pre);
-    snprintf(ns, sizeof ns, "%s-a", pre);
+    return bound_field(ns, name, NULL);
+}
+
+/* A scenario on both nodes, the first given cpus (teardown_sizes gives it
+ * 64 again): namespace ns, a project guaranteed 16 GPUs, its queue q, and
+ * the controller started. */
+static struct e2e_ctl *cpu_scenario(const char *name, const char *cpus, char ns[160], char q[160])
+{
+    char pre[128], pj[160];
+    e2e_scenario_begin(name, pre, sizeof pre);
+    snprintf(ns, 160, "%s-a", pre);
     snprintf(pj, sizeof pj, "%s-p", pre);
-    snprintf(q, sizeof q, "%s-q", pre);
-    set_cpus(0, "128");
+    snprintf(q, 160, "%s-q", pre);
+    set_cpus(0, cpus);
     e2e_namespace(ns);
     e2e_project(pj, ns, "16", NULL);
     e2e_queue(q, pj, "16", 0);
     static struct e2e_ctl ctl;
     memset(&ctl, 0, sizeof ctl);
-    e2e_ctl_start(&ctl, "sizes", NULL);
+    e2e_ctl_start(&ctl, name, NULL);
+    return &ctl;
+}
+
+static void test_node_sizes(void **state)
+{
+    (void)state;
+    char ns[160], q[160];
+    struct e2e_ctl *ctl = cpu_scenario("sizes", "128", ns, q);
 
     sized_pod(ns, "four", q, 4, 32);
     if (!E2E_WAIT(node_of(ns, "four")[0], E2E_WAIT_MS)) {
-        e2e_ctl_dump(&ctl, 40);
+        e2e_ctl_dump(ctl, 40);
         fail_msg("the 4-GPU pod is not bound");
     }
     assert_string_equal(node_of(ns, "four"), e2e_node(1));
     sized_pod(ns, "eight", q, 8, 100);
     if (!E2E_WAIT(node_of(ns, "eight")[0], E2E_WAIT_MS)) {
         e2e_dump_pods(ns);
-        e2e_ctl_dump(&ctl, 40);
+        e2e_ctl_dump(ctl, 40);
         fail_msg("the 8-GPU pod of 100 CPUs is not bound");
     }
     assert_string_equal(node_of(ns, "eight"), e2e_node(0));
     assert_int_equal(e2e_events(ns, "Preempted"), 0);
-    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    assert_int_equal(e2e_ctl_stop(ctl), 0);
 }
 
 /* A pod of fraction (NULL: whole GPUs) or gpus whole GPUs, with cpu. */
@@ -305,39 +326,11 @@ static void cpu_pod(const char *ns, const char *name, const char *queue, const c
     e2e_pod_res(ns, name, queue, res, NULL, fraction ? ann : NULL);
 }
 
-/* The GPU devices of a bound pod ("" if none yet; static buffer). */
-static const char *devices_of(const char *ns, const char *name)
-{
-    static char out[128];
-    char path[512];
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
-    json_t *p = e2e_get(path);
-    /* The key has dots: not a path for e2e_str. */
-    const char *d = p && e2e_str(p, "spec.nodeName")
-                        ? json_string_value(json_object_get(
-                              json_object_get(json_object_get(p, "metadata"), "annotations"),
-                              "fairshare.dev/gpu-devices"))
-                        : NULL;
-    snprintf(out, sizeof out, "%s", d ? d : "");
-    json_decref(p);
-    return out;
-}
-
 static void test_dead_remainder(void **state)
 {
     (void)state;
-    char pre[128], ns[160], pj[160], q[160];
-    e2e_scenario_begin("dead", pre, sizeof pre);
-    snprintf(ns, sizeof ns, "%s-a", pre);
-    snprintf(pj, sizeof pj, "%s-p", pre);
-    snprintf(q, sizeof q, "%s-q", pre);
-    set_cpus(0, "32500m");
-    e2e_namespace(ns);
-    e2e_project(pj, ns, "16", NULL);
-    e2e_queue(q, pj, "16", 0);
-    static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    e2e_ctl_start(&ctl, "dead", NULL);
+    char ns[160], q[160];
+    struct e2e_ctl *ctl = cpu_scenario("dead", "32500m", ns, q);
 
     /* One at a time, so that each finds the one before it bound. */
     const struct {
@@ -350,7 +343,7 @@ static void test_dead_remainder(void **state)
         cpu_pod(ns, fill[i].name, q, fill[i].fraction, fill[i].gpus, fill[i].cpu);
         if (!E2E_WAIT(node_of(ns, fill[i].name)[0], E2E_WAIT_MS)) {
             e2e_dump_pods(ns);
-            e2e_ctl_dump(&ctl, 40);
+            e2e_ctl_dump(ctl, 40);
             fail_msg("%s is not bound", fill[i].name);
         }
         if (strcmp(node_of(ns, fill[i].name), e2e_node(0)))
@@ -358,17 +351,17 @@ static void test_dead_remainder(void **state)
                      e2e_node(0));
     }
     char gap[128];
-    snprintf(gap, sizeof gap, "%s", devices_of(ns, "f77"));
+    snprintf(gap, sizeof gap, "%s", bound_field(ns, "f77", "fairshare.dev/gpu-devices"));
     cpu_pod(ns, "f23", q, "0.23", 0, "2");
     if (!E2E_WAIT(node_of(ns, "f23")[0], E2E_WAIT_MS)) {
         e2e_dump_pods(ns);
-        e2e_ctl_dump(&ctl, 40);
+        e2e_ctl_dump(ctl, 40);
         fail_msg("the 0.23 GPU pod is not bound");
     }
     assert_string_equal(node_of(ns, "f23"), e2e_node(0));
-    assert_string_equal(devices_of(ns, "f23"), gap);
+    assert_string_equal(bound_field(ns, "f23", "fairshare.dev/gpu-devices"), gap);
     assert_int_equal(e2e_events(ns, "Preempted"), 0);
-    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    assert_int_equal(e2e_ctl_stop(ctl), 0);
 }
 
 int main(void)
