@@ -170,8 +170,17 @@ int main(int argc, char **argv)
         return g_stop ? 0 : 1;
     if (once)
         return 0;
-    /* Hold the device until the pod is deleted. */
+    /* Hold the device until the pod is deleted. The signals are blocked
+     * while g_stop is read, and sigsuspend() unblocks them and waits in one
+     * step: a signal between the check and pause() would not have ended the
+     * wait, and the pod would have hung until its grace period ran out. */
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigprocmask(SIG_BLOCK, &stop, &old);
     while (!g_stop)
-        pause();
+        sigsuspend(&old);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     return 0;
 }
