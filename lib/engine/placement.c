@@ -91,14 +91,15 @@ static int64_t strand_delta(const struct fair_place *pl, const struct fair_pnode
                             const struct fair_resources *req, uint64_t mask, bool fut)
 {
     const int64_t *f = fut ? n->ffree : n->free;
-    int64_t gpu = req->v[FAIR_RES_GPU], dead = node_dead(pl, n, fut);
+    int64_t gpu = req->v[FAIR_RES_GPU], dead = node_dead(pl, n, fut), after = dead;
     if (gpu > 0 && gpu < DEV_MILLI && mask) {
         int64_t l = (fut ? n->fdev : n->dev)[__builtin_ctzll(mask)];
-        dead += dead_milli(pl, l - gpu) - dead_milli(pl, l);
+        after += dead_milli(pl, l - gpu) - dead_milli(pl, l);
     }
-    return stranded(pl, f[FAIR_RES_GPU] - gpu - dead, f[FAIR_RES_CPU] - req->v[FAIR_RES_CPU],
+    /* node_stranded() with dead, not summed again. */
+    return stranded(pl, f[FAIR_RES_GPU] - gpu - after, f[FAIR_RES_CPU] - req->v[FAIR_RES_CPU],
                     f[FAIR_RES_MEM] - req->v[FAIR_RES_MEM]) -
-           node_stranded(pl, n, fut);
+           stranded(pl, f[FAIR_RES_GPU] - dead, f[FAIR_RES_CPU], f[FAIR_RES_MEM]);
 }
 
 /* The bitset of tenant key (tenbits), or NULL for a key that shares with

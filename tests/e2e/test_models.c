@@ -236,12 +236,20 @@ static void test_model_pools_and_lending_limit(void **state)
             fail_msg("report: no single row %s...", want[i]);
 }
 
-static void sized_pod(const char *ns, const char *name, const char *queue, int gpus, int cpus)
+/* A pod of fraction (NULL: whole GPUs) or gpus whole GPUs, with cpu. */
+static void cpu_pod(const char *ns, const char *name, const char *queue, const char *fraction,
+                    int gpus, const char *cpu)
 {
-    char res[256];
-    snprintf(res, sizeof res,
-             "{\"limits\":{\"nvidia.com/gpu\":\"%d\"},\"requests\":{\"cpu\":\"%d\"}}", gpus, cpus);
-    e2e_pod_res(ns, name, queue, res, NULL, NULL);
+    char res[256], ann[128];
+    if (fraction) {
+        snprintf(res, sizeof res, "{\"requests\":{\"cpu\":\"%s\"}}", cpu);
+        snprintf(ann, sizeof ann, ",\"fairshare.dev/gpu-fraction\":\"%s\"", fraction);
+    } else {
+        snprintf(res, sizeof res,
+                 "{\"limits\":{\"nvidia.com/gpu\":\"%d\"},\"requests\":{\"cpu\":\"%s\"}}", gpus,
+                 cpu);
+    }
+    e2e_pod_res(ns, name, queue, res, NULL, fraction ? ann : NULL);
 }
 
 /* Of pod name in ns, once bound: its node (annotation NULL) or that
@@ -293,13 +301,13 @@ static void test_node_sizes(void **state)
     char ns[160], q[160];
     struct e2e_ctl *ctl = cpu_scenario("sizes", "128", ns, q);
 
-    sized_pod(ns, "four", q, 4, 32);
+    cpu_pod(ns, "four", q, NULL, 4, "32");
     if (!E2E_WAIT(node_of(ns, "four")[0], E2E_WAIT_MS)) {
         e2e_ctl_dump(ctl, 40);
         fail_msg("the 4-GPU pod is not bound");
     }
     assert_string_equal(node_of(ns, "four"), e2e_node(1));
-    sized_pod(ns, "eight", q, 8, 100);
+    cpu_pod(ns, "eight", q, NULL, 8, "100");
     if (!E2E_WAIT(node_of(ns, "eight")[0], E2E_WAIT_MS)) {
         e2e_dump_pods(ns);
         e2e_ctl_dump(ctl, 40);
@@ -308,22 +316,6 @@ static void test_node_sizes(void **state)
     assert_string_equal(node_of(ns, "eight"), e2e_node(0));
     assert_int_equal(e2e_events(ns, "Preempted"), 0);
     assert_int_equal(e2e_ctl_stop(ctl), 0);
-}
-
-/* A pod of fraction (NULL: whole GPUs) or gpus whole GPUs, with cpu. */
-static void cpu_pod(const char *ns, const char *name, const char *queue, const char *fraction,
-                    int gpus, const char *cpu)
-{
-    char res[256], ann[128];
-    if (fraction) {
-        snprintf(res, sizeof res, "{\"requests\":{\"cpu\":\"%s\"}}", cpu);
-        snprintf(ann, sizeof ann, ",\"fairshare.dev/gpu-fraction\":\"%s\"", fraction);
-    } else {
-        snprintf(res, sizeof res,
-                 "{\"limits\":{\"nvidia.com/gpu\":\"%d\"},\"requests\":{\"cpu\":\"%s\"}}", gpus,
-                 cpu);
-    }
-    e2e_pod_res(ns, name, queue, res, NULL, fraction ? ann : NULL);
 }
 
 static void test_dead_remainder(void **state)

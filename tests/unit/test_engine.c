@@ -585,12 +585,11 @@ static void test_stability(void **state)
  * a needs 2 GPUs on one node; n0 has 1 free, 1 held by c's pod (c at its
  * fair share, so no victim) and 2 by d's; n1 has 1 free (e, at its
  * guarantee, holds the other 3). Pass 2 lends n0's free GPU to b and n1's
- * to c; that
- * puts c above its fair share, so next cycle a's search takes c's old pod
- * and b's pod bound the cycle before. A held node (the controller's
- * default, reclaim.nodeHoldTimeout) keeps n0 for a: nothing is lent there
- * and nothing is evicted. With holds off the engine lends the GPU, by
- * design (docs/engine.md, "Stability"). */
+ * to c; that puts c above its fair share, so next cycle a's search takes
+ * c's old pod and b's pod bound the cycle before. A held node (the
+ * controller's default, reclaim.nodeHoldTimeout) keeps n0 for a: nothing
+ * is lent there and nothing is evicted. With holds off the engine lends
+ * the GPU, by design (docs/engine.md, "Stability"). */
 static void test_lent_next_to_owed_pod(void **state)
 {
     (void)state;
