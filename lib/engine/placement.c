@@ -568,6 +568,187 @@ static int fill_init(struct fair_place *pl, const struct fair_snapshot *snap)
     return 0;
 }
 
+/* The fraction shapes. The fill level fixes how full the chosen device
+ * ends up, but not which node of that level the fraction goes to; the
+ * fullest one may be left with CPU or memory that no common fraction
+ * request fits, and then its other free GPU waits for nothing. So each
+ * cycle the engine keeps the most common fraction requests, with CPU and
+ * memory, and scores a node by the free GPU they could not use (FGD's
+ * fragmentation, ATC '23, with the pods' own mix as its workload).
+ * docs/performance.md ("Node choice within a fill level") has the
+ * figures. */
+static int cmp_shape_key(const struct fair_place_shape *a, const struct fair_place_shape *b)
+{
+    if (a->gpu != b->gpu)
+        return (a->gpu > b->gpu) - (a->gpu < b->gpu);
+    if (a->cpu != b->cpu)
+        return (a->cpu > b->cpu) - (a->cpu < b->cpu);
+    return (a->mem > b->mem) - (a->mem < b->mem);
+}
+
+/* Whether shape a comes before b: more pods, then the smaller request. */
+static bool shape_before(const struct fair_place_shape *a, const struct fair_place_shape *b)
+{
+    return a->count != b->count ? a->count > b->count : cmp_shape_key(a, b) < 0;
+}
+
+/* The shape of a fractional pod (count 1), or count 0 for any other pod. */
+static struct fair_place_shape pod_shape(const struct fair_pod *p)
+{
+    int64_t g = p->mig ? 0 : p->request.v[FAIR_RES_GPU];
+    if (g <= 0 || g >= DEV_MILLI)
+        return (struct fair_place_shape){.count = 0};
+    return (struct fair_place_shape){
+        .gpu = g,
+        .cpu = p->request.v[FAIR_RES_CPU] > 0 ? p->request.v[FAIR_RES_CPU] : 0,
+        .mem = p->request.v[FAIR_RES_MEM] > 0 ? p->request.v[FAIR_RES_MEM] : 0,
+        .count = 1};
+}
+
+static size_t shape_slot(const struct fair_place_shape *s, size_t cap)
+{
+    uint64_t h = (uint64_t)s->gpu * 0x9E3779B97F4A7C15ULL;
+    h = (h ^ (uint64_t)s->cpu) * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ (uint64_t)s->mem) * 0x94D049BB133111EBULL;
+    return (size_t)(h ^ (h >> 31)) & (cap - 1);
+}
+
+/* Counts the fractional pods by request in a hash table (O(pods); a slot
+ * is a pod of the shape and a count), then keeps the
+ * FAIR_PLACE_SHAPES_MAX most common, in shape_before order whatever the
+ * pods' order. */
+static int shapes_init(struct fair_place *pl, const struct fair_snapshot *snap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < snap->npods; i++)
+        n += pod_shape(&snap->pods[i]).count;
+    if (n == 0 || snap->npods >= UINT32_MAX) /* none, or too many to index: fullest node */
+        return 0;
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap <<= 1;
+    struct slot {
+        uint32_t pod; /* index + 1; 0: empty */
+        uint32_t count;
+    } *tab = fair_calloc(cap, sizeof(*tab));
+    pl->shapes = place_alloc(pl, FAIR_PLACE_SHAPES_MAX, sizeof(*pl->shapes));
+    if (!tab || !pl->shapes) {
+        fair_free(tab);
+        return FAIR_ENOMEM;
+    }
+    pl->bytes += cap * sizeof(*tab); /* freed below, but part of the cycle's peak */
+    for (size_t i = 0; i < snap->npods; i++) {
+        struct fair_place_shape s = pod_shape(&snap->pods[i]);
+        if (!s.count)
+            continue;
+        size_t h = shape_slot(&s, cap);
+        while (tab[h].pod) {
+            struct fair_place_shape t = pod_shape(&snap->pods[tab[h].pod - 1]);
+            if (cmp_shape_key(&t, &s) == 0)
+                break;
+            h = (h + 1) & (cap - 1);
+        }
+        if (!tab[h].pod)
+            tab[h].pod = (uint32_t)i + 1;
+        tab[h].count++;
+    }
+    size_t k = 0;
+    for (size_t h = 0; h < cap; h++) {
+        if (!tab[h].pod)
+            continue;
+        struct fair_place_shape s = pod_shape(&snap->pods[tab[h].pod - 1]);
+        s.count = tab[h].count;
+        if (k == FAIR_PLACE_SHAPES_MAX && !shape_before(&s, &pl->shapes[k - 1]))
+            continue;
+        size_t at = k < FAIR_PLACE_SHAPES_MAX ? k++ : k - 1;
+        for (; at > 0 && shape_before(&s, &pl->shapes[at - 1]); at--)
+            pl->shapes[at] = pl->shapes[at - 1];
+        pl->shapes[at] = s;
+    }
+    fair_free(tab);
+    pl->nshapes = k;
+    for (size_t i = 0; i < k; i++) {
+        struct fair_place_shape *t = &pl->shapes[i];
+        for (t->need = 0; t->need < pl->nneeds && pl->shape_gpu[t->need] != t->gpu; t->need++)
+            ;
+        if (t->need == pl->nneeds)
+            pl->shape_gpu[pl->nneeds++] = t->gpu;
+        if (t->cpu > pl->shape_cpu)
+            pl->shape_cpu = t->cpu;
+        if (t->mem > pl->shape_mem)
+            pl->shape_mem = t->mem;
+    }
+    return 0;
+}
+
+/* The change in what a shape of request need cannot use on the devices of
+ * a node where its CPU and memory fit before and after: the device of fd
+ * free milli loses g. */
+static int64_t small_delta(int64_t need, int64_t fd, int64_t g)
+{
+    if (fd < need)
+        return -g;
+    return fd - g < need ? fd - g : 0;
+}
+
+/* frag_delta on a node whose CPU and memory fit every shape before and
+ * after: it depends only on the device's free milli fd and the request. */
+static int64_t frag_delta_roomy(const struct fair_place *pl, int64_t fd, int64_t g)
+{
+    int64_t d = 0;
+    for (size_t i = 0; i < pl->nshapes; i++)
+        d += pl->shapes[i].count * small_delta(pl->shapes[i].gpu, fd, g);
+    return d;
+}
+
+/* How much the fraction shapes' fragmentation of node n rises once the
+ * fraction req is on device dd. What a shape cannot use of a node's free
+ * GPU is all of it when its CPU or memory does not fit or no device has
+ * room for it, else what the devices with less free than it asks for
+ * hold; the shapes are weighted by their counts. roomy is
+ * frag_delta_roomy() for the device's free milli: the answer wherever the
+ * node's CPU and memory fit every shape before and after, the usual case.
+ * Elsewhere only device dd and the node's CPU and memory change, so each
+ * shape costs O(1) once the room per distinct request is known. */
+static int64_t frag_delta(const struct fair_place *pl, const struct fair_pnode *n,
+                          const struct fair_resources *req, int dd, bool fut, int64_t roomy)
+{
+    const int64_t *f = fut ? n->ffree : n->free;
+    const int16_t *dev = fut ? n->fdev : n->dev;
+    int64_t g = req->v[FAIR_RES_GPU], total = 0;
+    int64_t fd = dev[dd] > 0 ? dev[dd] : 0, left = fd - g;
+    int64_t cpu = f[FAIR_RES_CPU], mem = f[FAIR_RES_MEM];
+    int64_t cpu2 = cpu - req->v[FAIR_RES_CPU], mem2 = mem - req->v[FAIR_RES_MEM];
+    if (cpu2 >= pl->shape_cpu && mem2 >= pl->shape_mem)
+        return roomy;
+    int64_t small[FAIR_PLACE_SHAPES_MAX];
+    int room[FAIR_PLACE_SHAPES_MAX];
+    for (int k = 0; k < pl->nneeds; k++) {
+        small[k] = 0;
+        room[k] = 0;
+    }
+    for (int d = 0; d < n->ngpu; d++) {
+        int64_t v = dev[d] > 0 ? dev[d] : 0;
+        total += v;
+        for (int k = 0; k < pl->nneeds; k++) {
+            if (v >= pl->shape_gpu[k])
+                room[k]++;
+            else
+                small[k] += v;
+        }
+    }
+    int64_t delta = 0;
+    for (size_t i = 0; i < pl->nshapes; i++) {
+        const struct fair_place_shape *t = &pl->shapes[i];
+        int64_t sb = small[t->need], sa = sb + small_delta(t->gpu, fd, g);
+        int rb = room[t->need], ra = rb - (fd >= t->gpu && left < t->gpu);
+        int64_t before = cpu >= t->cpu && mem >= t->mem && rb > 0 ? sb : total;
+        int64_t after = cpu2 >= t->cpu && mem2 >= t->mem && ra > 0 ? sa : total - g;
+        delta += t->count * (after - before);
+    }
+    return delta;
+}
+
 /* ---- Model contention (PACK) ---------------------------------------------
  * Pods restricted to some nodes (a GPU model, a node selector) can only use
  * those; pods without restriction can use any. When unrestricted pods take
@@ -761,6 +942,8 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
         rc = balance_init(pl, snap);
         if (!rc)
             rc = fill_init(pl, snap);
+        if (!rc)
+            rc = shapes_init(pl, snap);
         if (rc)
             goto out;
         rc = FAIR_ENOMEM;
@@ -894,6 +1077,7 @@ void fair_place_release(struct fair_place *pl)
     fair_free(pl->part);
     fair_free(pl->strand);
     fair_free(pl->fill_cost);
+    fair_free(pl->shapes);
     fair_free(pl->tiers);
     fair_free(pl->ten);
     fair_free(pl->ften);
@@ -1168,6 +1352,62 @@ static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
     return best;
 }
 
+/* A fill level's node: among the fitting nodes of bits, the one where the
+ * fraction least raises what the fraction shapes cannot use (frag_delta),
+ * then the fullest, then rank; with balance, among those that strand no
+ * more GPU. Not under model contention (ntiers > 0): there the pods that
+ * need the scarce nodes' CPU are whole-GPU pods restricted to them, which
+ * the shapes do not describe, and moving fractions to the roomier nodes
+ * of a level made such a pod fail at 25% arrived instead of 34% (seed 48
+ * of the FGD paper's gpuspec10); the fullest node keeps them as before. */
+static int32_t scan_least_frag(const struct fair_place *pl, int level, const uint64_t *within,
+                               const struct fair_pod *pod, const struct fair_resources *req,
+                               bool use_fut, uint64_t *mask, struct bal_cand *fb)
+{
+    const uint64_t *bits = part_bits(pl, level);
+    if (pl->nshapes == 0 || pl->ntiers > 0 || fair_cons_scored(pl->cons, pod))
+        return scan_fullest(pl, bits, within, pod, req, use_fut, mask, fb);
+    int32_t best = -1;
+    int64_t best_d = 0, gpu = req->v[FAIR_RES_GPU];
+    int64_t roomy = frag_delta_roomy(pl, level, gpu);
+    uint64_t m = 0;
+    for (size_t w = 0; w < pl->words; w++) {
+        uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0);
+        while (x) {
+            int b = __builtin_ctzll(x);
+            x &= x - 1;
+            int32_t r = (int32_t)(w * 64 + (size_t)b);
+            const struct fair_pnode *n = &pl->nodes[r];
+            bool fut = use_fut && n->fdiff;
+            /* The device of this level, as a rule the one the pod gets:
+             * a node that cannot beat the best with it is not tried. */
+            int dl = 0;
+            while (dl < n->ngpu && (fut ? n->fdev : n->dev)[dl] != level)
+                dl++;
+            int64_t d = dl < n->ngpu ? frag_delta(pl, n, req, dl, fut, roomy) : INT64_MIN;
+            if (best >= 0 && d != INT64_MIN &&
+                (d > best_d ||
+                 (d == best_d && n->free[FAIR_RES_GPU] >= pl->nodes[best].free[FAIR_RES_GPU])))
+                continue;
+            if (!(fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
+                     : fair_place_fits_node(pl, r, pod, req, use_fut, &m)))
+                continue;
+            if (dl >= n->ngpu || m != (uint64_t)1 << dl) {
+                int dm = m ? __builtin_ctzll(m) : 0;
+                const int16_t *dv = fut ? n->fdev : n->dev;
+                d = m ? frag_delta(pl, n, req, dm, fut, frag_delta_roomy(pl, dv[dm], gpu)) : 0;
+            }
+            if (best < 0 || d < best_d ||
+                (d == best_d && n->free[FAIR_RES_GPU] < pl->nodes[best].free[FAIR_RES_GPU])) {
+                best = r;
+                best_d = d;
+                *mask = m;
+            }
+        }
+    }
+    return best;
+}
+
 /* Balance, first step: the stranding node where the pod frees the most
  * stranded GPU (most negative delta), ties in pack order; -1 if none. */
 static int32_t find_unstrand(const struct fair_place *pl, const struct fair_pod *pod,
@@ -1224,8 +1464,9 @@ static int cmp_i64(const void *pa, const void *pb)
 
 /* A fraction with fill costs: the free levels it fits (the partly used
  * devices of level f, and a fully free device as f = DEV_MILLI) in order of
- * the cost of what it leaves, the fuller level on ties; the fullest node of
- * a level, or the first fully free device in bucket order. */
+ * the cost of what it leaves, the fuller level on ties; the node of a
+ * level by scan_least_frag, or the first fully free device in bucket
+ * order. */
 static int32_t fill_try(const struct fair_place *pl, const struct fair_pod *pod,
                         const struct fair_resources *req, bool use_fut, uint64_t *mask,
                         const uint64_t *open, const uint64_t *within, struct bal_cand *fb,
@@ -1233,7 +1474,7 @@ static int32_t fill_try(const struct fair_place *pl, const struct fair_pod *pod,
 {
     int f = fill_level(key);
     return f == DEV_MILLI ? find_whole(pl, pod, req, use_fut, mask, within, fb)
-                          : scan_fullest(pl, part_bits(pl, f), open, pod, req, use_fut, mask, fb);
+                          : scan_least_frag(pl, f, open, pod, req, use_fut, mask, fb);
 }
 
 static int32_t find_fill(const struct fair_place *pl, const struct fair_pod *pod,

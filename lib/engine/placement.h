@@ -33,6 +33,9 @@
  * the common sizes cannot fill costs this many times its size on top. */
 #define FAIR_PLACE_FILL_SHARE_PERMILLE 30
 #define FAIR_PLACE_FILL_WEIGHT 6
+/* Fraction shapes kept per cycle for the node choice within a fill level
+ * (shapes_init in placement.c). */
+#define FAIR_PLACE_SHAPES_MAX 64
 
 struct fair_pnode {
     int32_t idx;   /* snapshot index */
@@ -46,6 +49,14 @@ struct fair_pnode {
     int64_t ffree[FAIR_RES_COUNT];
     int16_t dev[FAIR_MAX_GPUS_PER_NODE];  /* cur free milli per device */
     int16_t fdev[FAIR_MAX_GPUS_PER_NODE]; /* fut free milli per device */
+};
+
+/* A request of fractional pods, and how many pods (bound and pending) ask
+ * for exactly it. */
+struct fair_place_shape {
+    int64_t gpu, cpu, mem;
+    int64_t count;
+    int need; /* index of gpu in fair_place.shape_gpu */
 };
 
 struct fair_place_fail {
@@ -99,6 +110,17 @@ struct fair_place {
      * table). A partly used device with less free is a dead remainder:
      * balance does not count it as GPU that CPU or memory could strand. */
     int32_t fill_min;
+    /* The fraction shapes (with fill only): the FAIR_PLACE_SHAPES_MAX
+     * most common requests (GPU, CPU, memory) of the fractional pods,
+     * most common first. Among the nodes of the fill level a fraction
+     * takes, it goes where it least raises the free GPU that these shapes
+     * could not use (frag_delta), then to the fullest: FGD's expected
+     * fragmentation, on the cluster's own pods. */
+    struct fair_place_shape *shapes;
+    size_t nshapes;
+    int64_t shape_gpu[FAIR_PLACE_SHAPES_MAX]; /* their distinct GPU requests */
+    int nneeds;
+    int64_t shape_cpu, shape_mem; /* the most CPU and memory a shape asks for */
     /* Model contention (PACK only; see contention_init in placement.c):
      * when pods restricted to some GPU models or node labels ask for a
      * larger share of the GPUs than those nodes hold, the nodes are put

@@ -356,12 +356,48 @@ static void test_dead_remainder(void **state)
     assert_int_equal(e2e_ctl_stop(ctl), 0);
 }
 
+/* Fraction fill's node within a level (docs/engine.md): both nodes hold a
+ * half-used device and 7.5 free GPUs. On the first in node order (12
+ * cores) a 0.5-GPU pod of 3 cores would leave 1 core, too few for a pod
+ * of its own shape, the cluster's most common but for the two of 8 cores
+ * that already do not fit there; so it goes to the second. */
+static void test_fill_node_shapes(void **state)
+{
+    (void)state;
+    char ns[160], q[160];
+    struct e2e_ctl *ctl = cpu_scenario("shapes", "12", ns, q);
+    /* h0 takes the first node; h1 no longer fits there (4 cores left). */
+    const char *half[] = {"h0", "h1"};
+    for (int i = 0; i < 2; i++) {
+        cpu_pod(ns, half[i], q, "0.5", 0, "8");
+        if (!E2E_WAIT(node_of(ns, half[i])[0], E2E_WAIT_MS)) {
+            e2e_dump_pods(ns);
+            e2e_ctl_dump(ctl, 40);
+            fail_msg("%s is not bound", half[i]);
+        }
+        assert_string_equal(node_of(ns, half[i]), e2e_node(i));
+    }
+    char dev[128];
+    snprintf(dev, sizeof dev, "%s", bound_field(ns, "h1", "fairshare.dev/gpu-devices"));
+    cpu_pod(ns, "t", q, "0.5", 0, "3");
+    if (!E2E_WAIT(node_of(ns, "t")[0], E2E_WAIT_MS)) {
+        e2e_dump_pods(ns);
+        e2e_ctl_dump(ctl, 40);
+        fail_msg("the 0.5 GPU pod of 3 cores is not bound");
+    }
+    assert_string_equal(node_of(ns, "t"), e2e_node(1));
+    assert_string_equal(bound_field(ns, "t", "fairshare.dev/gpu-devices"), dev);
+    assert_int_equal(e2e_events(ns, "Preempted"), 0);
+    assert_int_equal(e2e_ctl_stop(ctl), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_model_pools_and_lending_limit, teardown),
         cmocka_unit_test_teardown(test_node_sizes, teardown_sizes),
         cmocka_unit_test_teardown(test_dead_remainder, teardown_sizes),
+        cmocka_unit_test_teardown(test_fill_node_shapes, teardown_sizes),
     };
     return cmocka_run_group_tests(tests, e2e_setup, e2e_teardown);
 }

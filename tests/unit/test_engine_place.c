@@ -255,6 +255,61 @@ static void test_balance_dead_remainder(void **state)
     }
 }
 
+/* Within a fill level, a fraction goes where the common fraction shapes
+ * can still use the rest: on a-tight, the first of two equally full
+ * nodes, its 8 cores would leave 4, and the free device there would wait
+ * for a pod of 8 cores, the common shape. Balance does not see it: the
+ * lighter third of the GPU pods ask for 2 cores per GPU. */
+static void test_fill_node_by_shapes(void **state)
+{
+    (void)state;
+    struct ts *t = ts_new();
+    int tight = ts_node(t, "a-tight", 2);
+    int roomy = ts_node(t, "b-roomy", 2);
+    int full = ts_node(t, "c-full", 2);
+    int a = ts_team(t, "a", 0, 1);
+    int on[4] = {tight, roomy, full, full};
+    for (int i = 0; i < 4; i++) { /* the common shape: 0.5 GPU, 8 cores */
+        int b = ts_bound(t, a, 500, on[i], i == 3 ? 0x2 : 0x1, 0);
+        t->pods[b].request.v[FAIR_RES_CPU] = 8000;
+    }
+    for (int i = 0; i < 2; i++) /* the light ones: 0.5 GPU, 1 core */
+        ts_bound(t, a, 500, full, 0x1 << i, 0);
+    t->nodes[tight].allocatable.v[FAIR_RES_CPU] = 20000;
+    int p = ts_pod(t, a, 500);
+    t->pods[p].request.v[FAIR_RES_CPU] = 8000;
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), roomy);
+    assert_int_equal(t->res.actions[0].gpu_devices, 0x1);
+
+    /* Every allocation failing in turn: FAIR_ENOMEM and no leak (the
+     * sanitizer build checks), then the same choice. */
+    long failures = 0;
+    for (long k = 0; k < 10000; k++) {
+        fair_alloc_fail_after(k);
+        int rc = ts_run(t);
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            assert_int_equal(only_bind_node(t, p), roomy);
+            break;
+        }
+        assert_int_equal(rc, FAIR_ENOMEM);
+        failures++;
+    }
+    assert_true(failures > 3);
+
+    /* Under model contention (a T4 pod wants more than the one T4 GPU's
+     * share) the fullest node of the level, as before: the shapes do not
+     * say which pods need the scarce nodes' CPU. */
+    int t4 = ts_node(t, "d-t4", 1);
+    t->nodes[t4].gpu_model = "T4";
+    int w = ts_bound(t, a, G, t4, 0x1, 0);
+    t->pods[w].gpu_model = "T4";
+    assert_int_equal(ts_run(t), 0);
+    assert_int_equal(only_bind_node(t, p), tight);
+    ts_free(t);
+}
+
 /* Balance: a CPU-only pod takes CPU where it strands no GPU. */
 static void test_balance_cpu_only_pod(void **state)
 {
@@ -607,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_balance_cpu_heavy_pod),
         cmocka_unit_test(test_balance_uses_stranded_gpus),
         cmocka_unit_test(test_balance_dead_remainder),
+        cmocka_unit_test(test_fill_node_by_shapes),
         cmocka_unit_test(test_balance_cpu_only_pod),
         cmocka_unit_test(test_balance_light_ratio),
         cmocka_unit_test(test_contention_scarce_model),
