@@ -1270,6 +1270,35 @@ static bool bal_try(const struct fair_place *pl, int32_t r, const struct fair_po
     return false;
 }
 
+/* The ranks of bitset bits within within (NULL: all), in rank order:
+ * for (struct ranks it = ranks_of(pl, bits, within); (r = ranks_next(&it)) >= 0;) */
+struct ranks {
+    const uint64_t *bits, *within;
+    size_t words, w;
+    uint64_t x;
+};
+
+static struct ranks ranks_of(const struct fair_place *pl, const uint64_t *bits,
+                             const uint64_t *within)
+{
+    return (struct ranks){.bits = bits,
+                          .within = within,
+                          .words = pl->words,
+                          .x = bits[0] & (within ? within[0] : ~(uint64_t)0)};
+}
+
+static int32_t ranks_next(struct ranks *it)
+{
+    while (!it->x) {
+        if (++it->w >= it->words)
+            return -1;
+        it->x = it->bits[it->w] & (it->within ? it->within[it->w] : ~(uint64_t)0);
+    }
+    int b = __builtin_ctzll(it->x);
+    it->x &= it->x - 1;
+    return (int32_t)(it->w * 64 + (size_t)b);
+}
+
 /* Preferred terms (constraints.h, scores): among the nodes of bits that
  * fit (fullest: only those with the least free GPU), the best by score,
  * ties in rank order; -1 if none fits. */
@@ -1281,22 +1310,21 @@ static int32_t scan_scored(const struct fair_place *pl, const uint64_t *bits,
     int32_t *cand = fair_cons_candidates(pl->cons);
     size_t n = 0;
     uint64_t m = 0;
-    for (size_t w = 0; w < pl->words; w++)
-        for (uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0); x; x &= x - 1) {
-            int32_t r = (int32_t)(w * 64 + (size_t)__builtin_ctzll(x));
-            int64_t f = pl->nodes[r].free[FAIR_RES_GPU];
-            if (fullest && n && f > pl->nodes[cand[0]].free[FAIR_RES_GPU])
-                continue;
-            if (!(fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
-                     : fair_place_fits_node(pl, r, pod, req, use_fut, &m)))
-                continue;
-            if (fullest && n && f < pl->nodes[cand[0]].free[FAIR_RES_GPU])
-                n = 0;
-            cand[n++] = r;
-        }
+    int32_t r;
+    for (struct ranks it = ranks_of(pl, bits, within); (r = ranks_next(&it)) >= 0;) {
+        int64_t f = pl->nodes[r].free[FAIR_RES_GPU];
+        if (fullest && n && f > pl->nodes[cand[0]].free[FAIR_RES_GPU])
+            continue;
+        if (!(fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
+                 : fair_place_fits_node(pl, r, pod, req, use_fut, &m)))
+            continue;
+        if (fullest && n && f < pl->nodes[cand[0]].free[FAIR_RES_GPU])
+            n = 0;
+        cand[n++] = r;
+    }
     if (n == 0)
         return -1;
-    int32_t r = cand[fair_cons_best(pl->cons, pod, cand, n)];
+    r = cand[fair_cons_best(pl->cons, pod, cand, n)];
     fair_place_fits_node(pl, r, pod, req, use_fut, mask);
     return r;
 }
@@ -1309,17 +1337,11 @@ static int32_t scan_first(const struct fair_place *pl, const uint64_t *bits, con
 {
     if (fair_cons_scored(pl->cons, pod))
         return scan_scored(pl, bits, within, pod, req, use_fut, mask, fb, false);
-    for (size_t w = 0; w < pl->words; w++) {
-        uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0);
-        while (x) {
-            int b = __builtin_ctzll(x);
-            x &= x - 1;
-            int32_t r = (int32_t)(w * 64 + (size_t)b);
-            if (fb ? bal_try(pl, r, pod, req, use_fut, mask, fb)
-                   : fair_place_fits_node(pl, r, pod, req, use_fut, mask))
-                return r;
-        }
-    }
+    int32_t r;
+    for (struct ranks it = ranks_of(pl, bits, within); (r = ranks_next(&it)) >= 0;)
+        if (fb ? bal_try(pl, r, pod, req, use_fut, mask, fb)
+               : fair_place_fits_node(pl, r, pod, req, use_fut, mask))
+            return r;
     return -1;
 }
 
@@ -1332,21 +1354,15 @@ static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
 {
     if (fair_cons_scored(pl->cons, pod))
         return scan_scored(pl, bits, within, pod, req, use_fut, mask, fb, true);
-    int32_t best = -1;
+    int32_t best = -1, r;
     uint64_t m = 0;
-    for (size_t w = 0; w < pl->words; w++) {
-        uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0);
-        while (x) {
-            int b = __builtin_ctzll(x);
-            x &= x - 1;
-            int32_t r = (int32_t)(w * 64 + (size_t)b);
-            if (best >= 0 && pl->nodes[r].free[FAIR_RES_GPU] >= pl->nodes[best].free[FAIR_RES_GPU])
-                continue;
-            if (fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
-                   : fair_place_fits_node(pl, r, pod, req, use_fut, &m)) {
-                best = r;
-                *mask = m;
-            }
+    for (struct ranks it = ranks_of(pl, bits, within); (r = ranks_next(&it)) >= 0;) {
+        if (best >= 0 && pl->nodes[r].free[FAIR_RES_GPU] >= pl->nodes[best].free[FAIR_RES_GPU])
+            continue;
+        if (fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
+               : fair_place_fits_node(pl, r, pod, req, use_fut, &m)) {
+            best = r;
+            *mask = m;
         }
     }
     return best;
@@ -1367,42 +1383,36 @@ static int32_t scan_least_frag(const struct fair_place *pl, int level, const uin
     const uint64_t *bits = part_bits(pl, level);
     if (pl->nshapes == 0 || pl->ntiers > 0 || fair_cons_scored(pl->cons, pod))
         return scan_fullest(pl, bits, within, pod, req, use_fut, mask, fb);
-    int32_t best = -1;
+    int32_t best = -1, r;
     int64_t best_d = 0, gpu = req->v[FAIR_RES_GPU];
     int64_t roomy = frag_delta_roomy(pl, level, gpu);
     uint64_t m = 0;
-    for (size_t w = 0; w < pl->words; w++) {
-        uint64_t x = bits[w] & (within ? within[w] : ~(uint64_t)0);
-        while (x) {
-            int b = __builtin_ctzll(x);
-            x &= x - 1;
-            int32_t r = (int32_t)(w * 64 + (size_t)b);
-            const struct fair_pnode *n = &pl->nodes[r];
-            bool fut = use_fut && n->fdiff;
-            /* The device of this level, as a rule the one the pod gets:
-             * a node that cannot beat the best with it is not tried. */
-            int dl = 0;
-            while (dl < n->ngpu && (fut ? n->fdev : n->dev)[dl] != level)
-                dl++;
-            int64_t d = dl < n->ngpu ? frag_delta(pl, n, req, dl, fut, roomy) : INT64_MIN;
-            if (best >= 0 && d != INT64_MIN &&
-                (d > best_d ||
-                 (d == best_d && n->free[FAIR_RES_GPU] >= pl->nodes[best].free[FAIR_RES_GPU])))
-                continue;
-            if (!(fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
-                     : fair_place_fits_node(pl, r, pod, req, use_fut, &m)))
-                continue;
-            if (dl >= n->ngpu || m != (uint64_t)1 << dl) {
-                int dm = m ? __builtin_ctzll(m) : 0;
-                const int16_t *dv = fut ? n->fdev : n->dev;
-                d = m ? frag_delta(pl, n, req, dm, fut, frag_delta_roomy(pl, dv[dm], gpu)) : 0;
-            }
-            if (best < 0 || d < best_d ||
-                (d == best_d && n->free[FAIR_RES_GPU] < pl->nodes[best].free[FAIR_RES_GPU])) {
-                best = r;
-                best_d = d;
-                *mask = m;
-            }
+    for (struct ranks it = ranks_of(pl, bits, within); (r = ranks_next(&it)) >= 0;) {
+        const struct fair_pnode *n = &pl->nodes[r];
+        bool fut = use_fut && n->fdiff;
+        const int16_t *dv = fut ? n->fdev : n->dev;
+        /* The device of this level, as a rule the one the pod gets: a
+         * node that cannot beat the best with it is not tried. */
+        int dl = 0;
+        while (dl < n->ngpu && dv[dl] != level)
+            dl++;
+        int64_t d = dl < n->ngpu ? frag_delta(pl, n, req, dl, fut, roomy) : INT64_MIN;
+        if (best >= 0 && d != INT64_MIN &&
+            (d > best_d ||
+             (d == best_d && n->free[FAIR_RES_GPU] >= pl->nodes[best].free[FAIR_RES_GPU])))
+            continue;
+        if (!(fb ? bal_try(pl, r, pod, req, use_fut, &m, fb)
+                 : fair_place_fits_node(pl, r, pod, req, use_fut, &m)))
+            continue;
+        if (dl >= n->ngpu || m != (uint64_t)1 << dl) {
+            int dm = m ? __builtin_ctzll(m) : 0;
+            d = m ? frag_delta(pl, n, req, dm, fut, frag_delta_roomy(pl, dv[dm], gpu)) : 0;
+        }
+        if (best < 0 || d < best_d ||
+            (d == best_d && n->free[FAIR_RES_GPU] < pl->nodes[best].free[FAIR_RES_GPU])) {
+            best = r;
+            best_d = d;
+            *mask = m;
         }
     }
     return best;
@@ -1416,22 +1426,17 @@ static int32_t find_unstrand(const struct fair_place *pl, const struct fair_pod 
 {
     struct bal_cand best = {.rank = -1, .delta = 0};
     uint64_t m = 0;
-    for (size_t w = 0; w < pl->words; w++) {
-        uint64_t x = pl->strand[w] & (within ? within[w] : ~(uint64_t)0);
-        while (x) {
-            int b = __builtin_ctzll(x);
-            x &= x - 1;
-            int32_t r = (int32_t)(w * 64 + (size_t)b);
-            if (!fair_place_fits_node(pl, r, pod, req, use_fut, &m))
-                continue;
-            const struct fair_pnode *n = &pl->nodes[r];
-            int64_t d = strand_delta(pl, n, req, m, use_fut && n->fdiff);
-            if (d >= 0)
-                continue;
-            int64_t key = pack_key(pl, r, req, m);
-            if (best.rank < 0 || d < best.delta || (d == best.delta && key < best.key))
-                best = (struct bal_cand){.rank = r, .mask = m, .delta = d, .key = key};
-        }
+    int32_t r;
+    for (struct ranks it = ranks_of(pl, pl->strand, within); (r = ranks_next(&it)) >= 0;) {
+        if (!fair_place_fits_node(pl, r, pod, req, use_fut, &m))
+            continue;
+        const struct fair_pnode *n = &pl->nodes[r];
+        int64_t d = strand_delta(pl, n, req, m, use_fut && n->fdiff);
+        if (d >= 0)
+            continue;
+        int64_t key = pack_key(pl, r, req, m);
+        if (best.rank < 0 || d < best.delta || (d == best.delta && key < best.key))
+            best = (struct bal_cand){.rank = r, .mask = m, .delta = d, .key = key};
     }
     if (best.rank >= 0)
         *mask = best.mask;
@@ -1568,10 +1573,10 @@ static int32_t find_pack(struct fair_place *pl, const struct fair_pod *pod,
 static bool tier_admits(const struct fair_place *pl, const uint64_t *tier,
                         const struct fair_pod *pod)
 {
-    for (size_t w = 0; w < pl->words; w++)
-        for (uint64_t x = tier[w]; x; x &= x - 1)
-            if (fair_place_static_ok(pl, (int32_t)(w * 64 + (size_t)__builtin_ctzll(x)), pod))
-                return true;
+    int32_t r;
+    for (struct ranks it = ranks_of(pl, tier, NULL); (r = ranks_next(&it)) >= 0;)
+        if (fair_place_static_ok(pl, r, pod))
+            return true;
     return false;
 }
 

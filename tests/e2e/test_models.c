@@ -275,6 +275,18 @@ static const char *node_of(const char *ns, const char *name)
     return bound_field(ns, name, NULL);
 }
 
+/* The node of pod name in ns once bound (static buffer); if it does not
+ * bind in time, the pods and the controller's log, and the test fails. */
+static const char *wait_bound(struct e2e_ctl *ctl, const char *ns, const char *name)
+{
+    if (!E2E_WAIT(node_of(ns, name)[0], E2E_WAIT_MS)) {
+        e2e_dump_pods(ns);
+        e2e_ctl_dump(ctl, 40);
+        fail_msg("%s is not bound", name);
+    }
+    return node_of(ns, name);
+}
+
 /* A scenario on both nodes, the first given cpus (teardown_sizes gives it
  * 64 again): namespace ns, a project guaranteed 16 GPUs, its queue q, and
  * the controller started. */
@@ -302,18 +314,9 @@ static void test_node_sizes(void **state)
     struct e2e_ctl *ctl = cpu_scenario("sizes", "128", ns, q);
 
     cpu_pod(ns, "four", q, NULL, 4, "32");
-    if (!E2E_WAIT(node_of(ns, "four")[0], E2E_WAIT_MS)) {
-        e2e_ctl_dump(ctl, 40);
-        fail_msg("the 4-GPU pod is not bound");
-    }
-    assert_string_equal(node_of(ns, "four"), e2e_node(1));
+    assert_string_equal(wait_bound(ctl, ns, "four"), e2e_node(1));
     cpu_pod(ns, "eight", q, NULL, 8, "100");
-    if (!E2E_WAIT(node_of(ns, "eight")[0], E2E_WAIT_MS)) {
-        e2e_dump_pods(ns);
-        e2e_ctl_dump(ctl, 40);
-        fail_msg("the 8-GPU pod of 100 CPUs is not bound");
-    }
-    assert_string_equal(node_of(ns, "eight"), e2e_node(0));
+    assert_string_equal(wait_bound(ctl, ns, "eight"), e2e_node(0));
     assert_int_equal(e2e_events(ns, "Preempted"), 0);
     assert_int_equal(e2e_ctl_stop(ctl), 0);
 }
@@ -333,24 +336,14 @@ static void test_dead_remainder(void **state)
                 {"w4", NULL, "4", 1},        {"w5", NULL, "4", 1}};
     for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++) {
         cpu_pod(ns, fill[i].name, q, fill[i].fraction, fill[i].gpus, fill[i].cpu);
-        if (!E2E_WAIT(node_of(ns, fill[i].name)[0], E2E_WAIT_MS)) {
-            e2e_dump_pods(ns);
-            e2e_ctl_dump(ctl, 40);
-            fail_msg("%s is not bound", fill[i].name);
-        }
-        if (strcmp(node_of(ns, fill[i].name), e2e_node(0)))
-            fail_msg("%s went to %s, want %s", fill[i].name, node_of(ns, fill[i].name),
-                     e2e_node(0));
+        const char *on = wait_bound(ctl, ns, fill[i].name);
+        if (strcmp(on, e2e_node(0)))
+            fail_msg("%s went to %s, want %s", fill[i].name, on, e2e_node(0));
     }
     char gap[128];
     snprintf(gap, sizeof gap, "%s", bound_field(ns, "f77", "fairshare.dev/gpu-devices"));
     cpu_pod(ns, "f23", q, "0.23", 0, "2");
-    if (!E2E_WAIT(node_of(ns, "f23")[0], E2E_WAIT_MS)) {
-        e2e_dump_pods(ns);
-        e2e_ctl_dump(ctl, 40);
-        fail_msg("the 0.23 GPU pod is not bound");
-    }
-    assert_string_equal(node_of(ns, "f23"), e2e_node(0));
+    assert_string_equal(wait_bound(ctl, ns, "f23"), e2e_node(0));
     assert_string_equal(bound_field(ns, "f23", "fairshare.dev/gpu-devices"), gap);
     assert_int_equal(e2e_events(ns, "Preempted"), 0);
     assert_int_equal(e2e_ctl_stop(ctl), 0);
@@ -370,22 +363,12 @@ static void test_fill_node_shapes(void **state)
     const char *half[] = {"h0", "h1"};
     for (int i = 0; i < 2; i++) {
         cpu_pod(ns, half[i], q, "0.5", 0, "8");
-        if (!E2E_WAIT(node_of(ns, half[i])[0], E2E_WAIT_MS)) {
-            e2e_dump_pods(ns);
-            e2e_ctl_dump(ctl, 40);
-            fail_msg("%s is not bound", half[i]);
-        }
-        assert_string_equal(node_of(ns, half[i]), e2e_node(i));
+        assert_string_equal(wait_bound(ctl, ns, half[i]), e2e_node(i));
     }
     char dev[128];
     snprintf(dev, sizeof dev, "%s", bound_field(ns, "h1", "fairshare.dev/gpu-devices"));
     cpu_pod(ns, "t", q, "0.5", 0, "3");
-    if (!E2E_WAIT(node_of(ns, "t")[0], E2E_WAIT_MS)) {
-        e2e_dump_pods(ns);
-        e2e_ctl_dump(ctl, 40);
-        fail_msg("the 0.5 GPU pod of 3 cores is not bound");
-    }
-    assert_string_equal(node_of(ns, "t"), e2e_node(1));
+    assert_string_equal(wait_bound(ctl, ns, "t"), e2e_node(1));
     assert_string_equal(bound_field(ns, "t", "fairshare.dev/gpu-devices"), dev);
     assert_int_equal(e2e_events(ns, "Preempted"), 0);
     assert_int_equal(e2e_ctl_stop(ctl), 0);

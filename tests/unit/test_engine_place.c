@@ -255,6 +255,25 @@ static void test_balance_dead_remainder(void **state)
     }
 }
 
+/* Every allocation of a cycle failing in turn: FAIR_ENOMEM and no leak
+ * (the sanitizer build checks), then pod p binds on node want as before. */
+static void check_alloc_failures(struct ts *t, int p, int want)
+{
+    long failures = 0;
+    for (long k = 0; k < 10000; k++) {
+        fair_alloc_fail_after(k);
+        int rc = ts_run(t);
+        fair_alloc_fail_after(-1);
+        if (rc == 0) {
+            assert_int_equal(only_bind_node(t, p), want);
+            break;
+        }
+        assert_int_equal(rc, FAIR_ENOMEM);
+        failures++;
+    }
+    assert_true(failures > 3);
+}
+
 /* Within a fill level, a fraction goes where the common fraction shapes
  * can still use the rest: on a-tight, the first of two equally full
  * nodes, its 8 cores would leave 4, and the free device there would wait
@@ -282,21 +301,7 @@ static void test_fill_node_by_shapes(void **state)
     assert_int_equal(only_bind_node(t, p), roomy);
     assert_int_equal(t->res.actions[0].gpu_devices, 0x1);
 
-    /* Every allocation failing in turn: FAIR_ENOMEM and no leak (the
-     * sanitizer build checks), then the same choice. */
-    long failures = 0;
-    for (long k = 0; k < 10000; k++) {
-        fair_alloc_fail_after(k);
-        int rc = ts_run(t);
-        fair_alloc_fail_after(-1);
-        if (rc == 0) {
-            assert_int_equal(only_bind_node(t, p), roomy);
-            break;
-        }
-        assert_int_equal(rc, FAIR_ENOMEM);
-        failures++;
-    }
-    assert_true(failures > 3);
+    check_alloc_failures(t, p, roomy);
 
     /* Under model contention (a T4 pod wants more than the one T4 GPU's
      * share) the fullest node of the level, as before: the shapes do not
@@ -465,19 +470,7 @@ static void test_contention_scarce_model(void **state)
     t->pods[full].gpu_devices = 0xf;
     assert_int_equal(ts_run(t), 0);
     assert_int_equal(only_bind_node(t, p), g2);
-    long failures = 0;
-    for (long k = 0; k < 10000; k++) {
-        fair_alloc_fail_after(k);
-        int rc = ts_run(t);
-        fair_alloc_fail_after(-1);
-        if (rc == 0) {
-            assert_int_equal(only_bind_node(t, p), g2);
-            break;
-        }
-        assert_int_equal(rc, FAIR_ENOMEM);
-        failures++;
-    }
-    assert_true(failures > 3);
+    check_alloc_failures(t, p, g2);
     ts_free(t);
 }
 
