@@ -287,6 +287,20 @@ static const char *wait_bound(struct e2e_ctl *ctl, const char *ns, const char *n
     return node_of(ns, name);
 }
 
+/* The scenario's last step: a fraction of cpu starts on node want, on the
+ * device of pod beside, and nothing was evicted on the way. */
+static void joins_device(struct e2e_ctl *ctl, const char *ns, const char *q, const char *name,
+                         const char *fraction, const char *cpu, int want, const char *beside)
+{
+    char dev[128];
+    snprintf(dev, sizeof dev, "%s", bound_field(ns, beside, "fairshare.dev/gpu-devices"));
+    cpu_pod(ns, name, q, fraction, 0, cpu);
+    assert_string_equal(wait_bound(ctl, ns, name), e2e_node(want));
+    assert_string_equal(bound_field(ns, name, "fairshare.dev/gpu-devices"), dev);
+    assert_int_equal(e2e_events(ns, "Preempted"), 0);
+    assert_int_equal(e2e_ctl_stop(ctl), 0);
+}
+
 /* A scenario on both nodes, the first given cpus (teardown_sizes gives it
  * 64 again): namespace ns, a project guaranteed 16 GPUs, its queue q, and
  * the controller started. */
@@ -340,13 +354,7 @@ static void test_dead_remainder(void **state)
         if (strcmp(on, e2e_node(0)))
             fail_msg("%s went to %s, want %s", fill[i].name, on, e2e_node(0));
     }
-    char gap[128];
-    snprintf(gap, sizeof gap, "%s", bound_field(ns, "f77", "fairshare.dev/gpu-devices"));
-    cpu_pod(ns, "f23", q, "0.23", 0, "2");
-    assert_string_equal(wait_bound(ctl, ns, "f23"), e2e_node(0));
-    assert_string_equal(bound_field(ns, "f23", "fairshare.dev/gpu-devices"), gap);
-    assert_int_equal(e2e_events(ns, "Preempted"), 0);
-    assert_int_equal(e2e_ctl_stop(ctl), 0);
+    joins_device(ctl, ns, q, "f23", "0.23", "2", 0, "f77");
 }
 
 /* Fraction fill's node within a level (docs/engine.md): both nodes hold a
@@ -365,13 +373,7 @@ static void test_fill_node_shapes(void **state)
         cpu_pod(ns, half[i], q, "0.5", 0, "8");
         assert_string_equal(wait_bound(ctl, ns, half[i]), e2e_node(i));
     }
-    char dev[128];
-    snprintf(dev, sizeof dev, "%s", bound_field(ns, "h1", "fairshare.dev/gpu-devices"));
-    cpu_pod(ns, "t", q, "0.5", 0, "3");
-    assert_string_equal(wait_bound(ctl, ns, "t"), e2e_node(1));
-    assert_string_equal(bound_field(ns, "t", "fairshare.dev/gpu-devices"), dev);
-    assert_int_equal(e2e_events(ns, "Preempted"), 0);
-    assert_int_equal(e2e_ctl_stop(ctl), 0);
+    joins_device(ctl, ns, q, "t", "0.5", "3", 1, "h1");
 }
 
 int main(void)
