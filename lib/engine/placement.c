@@ -1372,10 +1372,10 @@ static int32_t scan_fullest(const struct fair_place *pl, const uint64_t *bits,
  * fraction least raises what the fraction shapes cannot use (frag_delta),
  * then the fullest, then rank; with balance, among those that strand no
  * more GPU. Not under model contention (ntiers > 0): there the pods that
- * need the scarce nodes' CPU are whole-GPU pods restricted to them, which
- * the shapes do not describe, and moving fractions to the roomier nodes
- * of a level made such a pod fail at 25% arrived instead of 34% (seed 48
- * of the FGD paper's gpuspec10); the fullest node keeps them as before. */
+ * need the scarce nodes' CPU may be whole-GPU pods restricted to them,
+ * which the shapes do not describe, and with the shapes such a pod failed
+ * at 25% arrived instead of 34% (seed 48 of the FGD paper's gpuspec10);
+ * the fullest node, as before. */
 static int32_t scan_least_frag(const struct fair_place *pl, int level, const uint64_t *within,
                                const struct fair_pod *pod, const struct fair_resources *req,
                                bool use_fut, uint64_t *mask, struct bal_cand *fb)
