@@ -531,6 +531,8 @@ static int balance_init(struct fair_place *pl, const struct fair_snapshot *snap)
 _Static_assert((FAIR_PLACE_FILL_WEIGHT + 1) * (DEV_MILLI - 1) < FILL_FRESH_LAST,
                "FILL_FRESH_LAST must exceed every fill cost");
 
+static int shapes_init(struct fair_place *pl, const struct fair_snapshot *snap, size_t n);
+
 static int fill_init(struct fair_place *pl, const struct fair_snapshot *snap)
 {
     int32_t cnt[DEV_MILLI] = {0};
@@ -565,7 +567,7 @@ static int fill_init(struct fair_place *pl, const struct fair_snapshot *snap)
     }
     for (int l = 0; l < DEV_MILLI; l++)
         pl->fill_cost[l] = l + FAIR_PLACE_FILL_WEIGHT * (l - best[l]);
-    return 0;
+    return shapes_init(pl, snap, (size_t)n);
 }
 
 /* The fraction shapes. The fill level fixes how full the chosen device
@@ -613,15 +615,12 @@ static size_t shape_slot(const struct fair_place_shape *s, size_t cap)
     return (size_t)(h ^ (h >> 31)) & (cap - 1);
 }
 
-/* Counts the fractional pods by request in a hash table (O(pods); a slot
- * is a pod of the shape and a count), then keeps the
- * FAIR_PLACE_SHAPES_MAX most common, in shape_before order whatever the
- * pods' order. */
-static int shapes_init(struct fair_place *pl, const struct fair_snapshot *snap)
+/* Counts the n fractional pods (fill_init counted them) by request in a
+ * hash table (O(pods); a slot is a pod of the shape and a count), then
+ * keeps the FAIR_PLACE_SHAPES_MAX most common, in shape_before order
+ * whatever the pods' order. */
+static int shapes_init(struct fair_place *pl, const struct fair_snapshot *snap, size_t n)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < snap->npods; i++)
-        n += pod_shape(&snap->pods[i]).count;
     if (n == 0 || snap->npods >= UINT32_MAX) /* none, or too many to index: fullest node */
         return 0;
     size_t cap = 16;
@@ -942,8 +941,6 @@ int fair_place_init(struct fair_place *pl, const struct fair_snapshot *snap, con
         rc = balance_init(pl, snap);
         if (!rc)
             rc = fill_init(pl, snap);
-        if (!rc)
-            rc = shapes_init(pl, snap);
         if (rc)
             goto out;
         rc = FAIR_ENOMEM;
