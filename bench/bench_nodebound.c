@@ -1,9 +1,11 @@
 /* The node-structured fragmentation bound and the offline packing
  * (sim/nodebound.h) on the paper protocol: for each seed, the LP bound and
  * the node bound at the last arrival of the 99.5-100.5% window (bounds only
- * fall as arrivals are added, so this holds for the window's mean), what
- * the packing leaves there, and the window metric of the clairvoyant policy
- * that follows it; then the medians.
+ * fall as arrivals are added, so this holds for the window's mean), the LP
+ * bound for the policies whose first failed GPU pod comes no earlier than
+ * the paper FGD's (sim/bound.h, must rows), what the packing leaves there,
+ * and the window metric of the clairvoyant policy that follows it; then
+ * the medians.
  *
  *   bench_nodebound [NODES.csv PODS.csv [FIRST_SEED [SEEDS [CPU_UNIT [ITERS]]]]]
  *
@@ -44,6 +46,23 @@ static long long arg(int argc, char **argv, int i, long long def)
         exit(2);
     }
     return v;
+}
+
+/* The index of the paper FGD's first failed GPU pod on a (SIZE_MAX: none),
+ * or -1 on error. */
+static long long fgd_first_fail(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
+                                uint64_t seed, struct fair_error *err)
+{
+    struct fair_sim_placer pl;
+    struct fair_sim_paper_result res;
+    if (fair_sim_placer_init(&pl, FAIR_SIM_POLICY_PAPER_FGD, seed, t, err))
+        return -1;
+    pl.tie_rank = a->node_rank;
+    int rc = fair_sim_paper_run(t, a, fair_sim_place_baseline, &pl, &res, err);
+    fair_sim_placer_release(&pl);
+    return rc                                 ? -1
+           : res.first_fail_index == SIZE_MAX ? (long long)a->n
+                                              : (long long)res.first_fail_index;
 }
 
 /* Best fit of one pod now (fair_sim_best_fit), bound. */
@@ -145,14 +164,15 @@ int main(int argc, char **argv)
         return 1;
     }
     double *lp = calloc((size_t)nseeds, sizeof(*lp)), *nbd = calloc((size_t)nseeds, sizeof(*nbd)),
-           *pk = calloc((size_t)nseeds, sizeof(*pk)), *pw = calloc((size_t)nseeds, sizeof(*pw)),
-           *wc = calloc((size_t)nseeds, sizeof(*wc));
+           *fgd = calloc((size_t)nseeds, sizeof(*fgd)), *pk = calloc((size_t)nseeds, sizeof(*pk)),
+           *pw = calloc((size_t)nseeds, sizeof(*pw)), *wc = calloc((size_t)nseeds, sizeof(*wc));
     int rc = 0;
-    printf("| seed | window end (arrivals) | LP bound | node bound | offline packing, window end | "
+    printf("| seed | window end (arrivals) | LP bound | node bound | FGD's first failed GPU pod "
+           "(arrival) | LP bound, no GPU pod failed before it | offline packing, window end | "
            "clairvoyant policy, window mean | same, placing every pod that fits | CPU-only pods it "
            "turns away | classes | shapes | steps | seconds |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (long long i = 0; i < nseeds && lp && nbd && pk && pw && wc; i++) {
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (long long i = 0; i < nseeds && lp && nbd && fgd && pk && pw && wc; i++) {
         struct fair_sim_arrivals a = {0};
         if (fair_sim_arrivals_paper(&a, &t, first + i, &err)) {
             fprintf(stderr, "bench_nodebound: %s\n", err.msg);
@@ -182,6 +202,16 @@ int main(int argc, char **argv)
             break;
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* The condition: no GPU pod fails before FGD's first. */
+        struct fair_sim_frag_bound fb;
+        long long ff = fgd_first_fail(&t, &a, (uint64_t)(first + i), &err);
+        if (ff < 0 || fair_sim_paper_bound(&t, &a, end, (size_t)ff, &fb, &err)) {
+            fprintf(stderr, "bench_nodebound: %s\n", err.msg);
+            fair_sim_arrivals_release(&a);
+            rc = 1;
+            break;
+        }
+        fgd[i] = (double)(fb.bound_milli * 10000 / fb.capacity_milli) / 100.0;
         int64_t alloc = 0;
         bool *placed = calloc(end + 1, sizeof(*placed));
         struct fair_sim_spot *spot = calloc(end + 1, sizeof(*spot));
@@ -221,23 +251,26 @@ int main(int argc, char **argv)
         /* Rounded down to 0.01%, as the simulate command prints bounds. */
         lp[i] = (double)(b.lp_bound_milli * 10000 / b.capacity_milli) / 100.0;
         nbd[i] = (double)(b.bound_milli * 10000 / b.capacity_milli) / 100.0;
-        printf("| %lld | %zu | %.2f | %.2f | %.2f | %.2f | %.2f | %zu of %zu | %zu | %zu | %zu | "
-               "%.1f |\n",
-               first + i, end, lp[i], nbd[i], pk[i], pw[i], wc[i], cpu_failed_s, cpu_arrived_s,
-               b.classes, b.node_shapes, b.iterations,
+        printf("| %lld | %zu | %.2f | %.2f | %lld | %.2f | %.2f | %.2f | %.2f | %zu of %zu | %zu | "
+               "%zu | %zu | %.1f |\n",
+               first + i, end, lp[i], nbd[i], ff, fgd[i], pk[i], pw[i], wc[i], cpu_failed_s,
+               cpu_arrived_s, b.classes, b.node_shapes, b.iterations,
                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
         fflush(stdout);
         fair_sim_arrivals_release(&a);
     }
-    if (!rc && lp && nbd && pk && pw && wc)
-        printf("| median | | **%.2f** | **%.2f** | **%.2f** | **%.2f** | **%.2f** | | | | | |\n",
-               median(lp, (size_t)nseeds), median(nbd, (size_t)nseeds), median(pk, (size_t)nseeds),
-               median(pw, (size_t)nseeds), median(wc, (size_t)nseeds));
+    if (!rc && lp && nbd && fgd && pk && pw && wc)
+        printf(
+            "| median | | **%.2f** | **%.2f** | | **%.2f** | **%.2f** | **%.2f** | **%.2f** | | | "
+            "| | |\n",
+            median(lp, (size_t)nseeds), median(nbd, (size_t)nseeds), median(fgd, (size_t)nseeds),
+            median(pk, (size_t)nseeds), median(pw, (size_t)nseeds), median(wc, (size_t)nseeds));
     free(pk);
     free(pw);
     free(wc);
     free(lp);
     free(nbd);
+    free(fgd);
     fair_sim_trace_release(&t);
     return rc;
 }

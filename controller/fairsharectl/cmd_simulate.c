@@ -497,7 +497,7 @@ static int run_paper(const struct opts *o, struct fair_sim_trace *t)
         /* The bound at the window's last arrival holds for the whole window
          * (sim/paper.h); rounded down to 0.01%. */
         struct fair_sim_frag_bound b;
-        rc = fair_sim_paper_bound(t, &a, window_end, &b, &err);
+        rc = fair_sim_paper_bound(t, &a, window_end, 0, &b, &err);
         if (rc) {
             bound[i] = -1;
             printf(" - |\n");

@@ -18,32 +18,46 @@
 #define EPS_PIVOT 1e-9 /* smallest pivot element the ratio test accepts */
 #define REFACTOR 64    /* pivots between recomputations of B^-1 */
 #define DEGENERATE 50  /* degenerate pivots in a row before Bland's rule */
+/* The objective's reward for each pod of the must rows that is placed
+ * (bound.h): more than a device is worth, so the LP places them all when
+ * it can; any value gives a valid bound. */
+#define MUST_BONUS (2 * DEV)
+#define MAX_ROWS (3 * DEV + 2) /* k + 2 + 2k + 2 rows, k <= 999 sizes */
 
 /* The LP in column form. Rows: 0 = devices, 1..k = fraction sizes, k+1 =
- * whole GPUs. Every structural column has a 1 in row 0, which is left
- * implicit; its other entries are ent_row/ent_cnt[start[j] .. start[j+1]). */
+ * whole GPUs, then the must rows (bound.h): for each size i with pods that
+ * must be placed a link row link[i] (z_i - placed_i <= 0) and a cap row
+ * link[i] + 1 (z_i <= must_i), and the same pair for whole GPUs
+ * (link_whole). The columns below ndev (the patterns, then W) have a 1 in
+ * row 0, which is left implicit; the z columns after them do not. Other
+ * entries are ent_row/ent_cnt[start[j] .. start[j+1]). */
 struct lp {
-    size_t k, m;   /* fraction sizes; rows = k + 2 */
-    size_t ncols;  /* structural columns: the patterns, then W */
+    size_t k, m;   /* fraction sizes; rows = k + 2 + the must rows */
+    size_t ncols;  /* structural columns: the patterns, W, then the z columns */
+    size_t ndev;   /* columns with the implicit 1 in row 0 */
     size_t *start; /* ncols + 1 */
     int32_t *value;
-    uint16_t *ent_row, *ent_cnt;
+    uint16_t *ent_row;
+    int32_t *ent_cnt;
     size_t nent;
     size_t cap_start, cap_value, cap_row, cap_cnt;
-    int64_t size[DEV];  /* fraction sizes, decreasing */
-    int64_t count[DEV]; /* their arrivals */
-    uint16_t cur[DEV];  /* the pattern being enumerated */
+    int64_t size[DEV];   /* fraction sizes, decreasing */
+    int64_t count[DEV];  /* their arrivals */
+    int64_t must[DEV];   /* of which must be placed */
+    uint16_t link[DEV];  /* link row of size i; 0: none */
+    uint16_t link_whole; /* link row of whole GPUs; 0: none */
+    uint16_t cur[DEV];   /* the pattern being enumerated */
 };
 
 static int lp_add_col(struct lp *lp, struct fair_error *err)
 {
     size_t n = 0;
     for (size_t i = 0; i < lp->k; i++)
-        n += lp->cur[i] > 0;
+        n += lp->cur[i] > 0 ? 1 + (lp->link[i] > 0) : 0;
     if (fair_grow((void **)&lp->start, &lp->cap_start, lp->ncols + 2, sizeof(*lp->start)) ||
         fair_grow((void **)&lp->value, &lp->cap_value, lp->ncols + 1, sizeof(*lp->value)) ||
-        fair_grow((void **)&lp->ent_row, &lp->cap_row, lp->nent + n + 1, sizeof(*lp->ent_row)) ||
-        fair_grow((void **)&lp->ent_cnt, &lp->cap_cnt, lp->nent + n + 1, sizeof(*lp->ent_cnt)))
+        fair_grow((void **)&lp->ent_row, &lp->cap_row, lp->nent + n + 2, sizeof(*lp->ent_row)) ||
+        fair_grow((void **)&lp->ent_cnt, &lp->cap_cnt, lp->nent + n + 2, sizeof(*lp->ent_cnt)))
         return fair_error_set(err, FAIR_ENOMEM,
                               "fragmentation bound: out of memory for %zu "
                               "patterns",
@@ -55,6 +69,11 @@ static int lp_add_col(struct lp *lp, struct fair_error *err)
             lp->ent_row[lp->nent] = (uint16_t)(1 + i);
             lp->ent_cnt[lp->nent] = lp->cur[i];
             lp->nent++;
+            if (lp->link[i]) {
+                lp->ent_row[lp->nent] = lp->link[i];
+                lp->ent_cnt[lp->nent] = -(int32_t)lp->cur[i];
+                lp->nent++;
+            }
             v += lp->cur[i] * lp->size[i];
         }
     lp->value[lp->ncols] = (int32_t)v;
@@ -102,7 +121,7 @@ static void ftran(const struct lp *lp, const double *binv, size_t j, double *alp
         if (j >= lp->ncols) {
             a = r[j - lp->ncols];
         } else {
-            a = r[0];
+            a = j < lp->ndev ? r[0] : 0;
             for (size_t e = lp->start[j]; e < lp->start[j + 1]; e++)
                 a += lp->ent_cnt[e] * r[lp->ent_row[e]];
         }
@@ -118,7 +137,7 @@ static double col_cost(const struct lp *lp, size_t j)
 /* a_j.y for a structural column j. */
 static double col_dot(const struct lp *lp, size_t j, const double *y)
 {
-    double s = y[0];
+    double s = j < lp->ndev ? y[0] : 0;
     for (size_t e = lp->start[j]; e < lp->start[j + 1]; e++)
         s += lp->ent_cnt[e] * y[lp->ent_row[e]];
     return s;
@@ -138,7 +157,7 @@ static void refactor(const struct lp *lp, const size_t *basis, const double *b, 
             bm[(j - lp->ncols) * m + c] = 1;
             continue;
         }
-        bm[c] = 1;
+        bm[c] = j < lp->ndev;
         for (size_t e = lp->start[j]; e < lp->start[j + 1]; e++)
             bm[lp->ent_row[e] * m + c] = lp->ent_cnt[e];
     }
@@ -254,7 +273,8 @@ static int simplex(const struct lp *lp, const double *b, size_t cap, double *y,
                 theta = t;
             }
         }
-        if (r == m) /* unbounded: impossible, every column has a 1 in row 0 */
+        if (r == m) /* unbounded: impossible, every column has a 1 in row 0
+                     * (devices) or, a z column, in its cap row */
             break;
         degenerate = theta <= 1e-12 ? degenerate + 1 : 0;
         if (degenerate > DEGENERATE)
@@ -292,20 +312,39 @@ out:
 }
 
 /* The proof step (bound.h): duals y, however inexact, into an exactly dual
- * feasible u (in units of 1/SCALE milli); returns floor(b.u / SCALE). */
+ * feasible u (in units of 1/SCALE milli); returns floor(b.u / SCALE) minus
+ * the must rows' bonus, which bounds the allocation. */
 static int64_t dual_bound(const struct lp *lp, const int64_t *bi, const double *y, double *duals)
 {
     const size_t m = lp->m;
-    int64_t u[DEV + 2];
+    int64_t u[MAX_ROWS];
     for (size_t r = 0; r < m; r++) {
-        double hi = r >= 1 && r <= lp->k ? (double)lp->size[r - 1] : DEV;
+        /* A size whose pods must all be placed may carry the bonus in
+         * its own row rather than in its link row. */
+        const bool held = m > lp->k + 2; /* any must rows */
+        double hi = r == 0           ? DEV + (held ? MUST_BONUS : 0)
+                    : r <= lp->k     ? (double)lp->size[r - 1] + (lp->link[r - 1] ? MUST_BONUS : 0)
+                    : r == lp->k + 1 ? DEV + (lp->link_whole ? MUST_BONUS : 0)
+                                     : MUST_BONUS;
         double v = y[r] > 0 ? y[r] : 0; /* also maps NaN to 0 */
         if (v > hi)
             v = hi;
         u[r] = (int64_t)ceil(v * SCALE);
     }
+    /* A z column (link row +1, cap row +1, value MUST_BONUS) is made
+     * feasible by its cap row, which no other column touches. */
+    for (size_t j = lp->ndev; j < lp->ncols; j++) {
+        int64_t s = 0;
+        for (size_t e = lp->start[j]; e < lp->start[j + 1]; e++)
+            s += (int64_t)lp->ent_cnt[e] * u[lp->ent_row[e]];
+        int64_t viol = (int64_t)lp->value[j] * SCALE - s;
+        if (viol > 0)
+            u[lp->ent_row[lp->start[j + 1] - 1]] += viol;
+    }
+    /* Every other column has a 1 in the device row: raise it by the worst
+     * violation. Link entries are negative, so the sums are signed. */
     int64_t worst = 0;
-    for (size_t j = 0; j < lp->ncols; j++) {
+    for (size_t j = 0; j < lp->ndev; j++) {
         int64_t s = u[0];
         for (size_t e = lp->start[j]; e < lp->start[j + 1]; e++)
             s += (int64_t)lp->ent_cnt[e] * u[lp->ent_row[e]];
@@ -318,14 +357,28 @@ static int64_t dual_bound(const struct lp *lp, const int64_t *bi, const double *
         for (size_t s = 0; s <= DEV; s++)
             duals[s] = 0;
         duals[0] = (double)u[0] / SCALE;
-        duals[DEV] = (double)u[m - 1] / SCALE;
+        duals[DEV] = (double)u[lp->k + 1] / SCALE;
         for (size_t i = 0; i < lp->k; i++)
             duals[lp->size[i]] = (double)u[1 + i] / SCALE;
     }
-    int64_t obj = 0;
+    __int128 obj = 0, bonus = 0;
     for (size_t r = 0; r < m; r++)
-        obj += bi[r] * u[r];
-    return obj / SCALE;
+        obj += (__int128)bi[r] * u[r];
+    for (size_t i = 0; i < lp->k; i++)
+        bonus += lp->must[i];
+    if (lp->link_whole)
+        bonus += bi[lp->link_whole + 1];
+    __int128 most = obj / SCALE - bonus * MUST_BONUS;
+    return most > INT64_MAX ? INT64_MAX : most < 0 ? 0 : (int64_t)most;
+}
+
+/* One entry of the column being built (lp_add_col() made room for it). */
+static void lp_add_entry(struct lp *lp, size_t row, int32_t cnt)
+{
+    lp->ent_row[lp->nent] = (uint16_t)row;
+    lp->ent_cnt[lp->nent] = cnt;
+    lp->nent++;
+    lp->start[lp->ncols] = lp->nent;
 }
 
 int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim_frag_bound *out,
@@ -350,11 +403,31 @@ int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim
     }
     /* Sort the sizes (decreasing) with their counts; drop sizes that never
      * arrived. */
+    if (h->must_whole_gpus < 0 || h->must_whole_gpus > h->whole_gpus) {
+        rc = fair_error_set(err, FAIR_EINVAL,
+                            "fragmentation bound: %lld whole GPUs must be placed of %lld arrived",
+                            (long long)h->must_whole_gpus, (long long)h->whole_gpus);
+        goto out;
+    }
+    if (h->duals && (h->must_counts || h->must_whole_gpus)) {
+        rc = fair_error_set(err, FAIR_EINVAL,
+                            "fragmentation bound: the duals are only for the bound without pods "
+                            "that must be placed");
+        goto out;
+    }
     int64_t fractions = 0, arrived = h->whole_gpus * DEV;
     bool seen[DEV] = {false};
-    int64_t by_size[DEV] = {0};
+    int64_t by_size[DEV] = {0}, must_by_size[DEV] = {0};
     for (size_t i = 0; i < h->nsizes; i++) {
         int64_t s = h->sizes[i], n = h->counts[i];
+        int64_t must = h->must_counts ? h->must_counts[i] : 0;
+        if (must < 0 || must > n) {
+            rc = fair_error_set(err, FAIR_EINVAL,
+                                "fragmentation bound: %lld pods of %lld milli-GPU must be placed, "
+                                "of %lld arrived",
+                                (long long)must, (long long)s, (long long)n);
+            goto out;
+        }
         if (s < 1 || s >= DEV || n < 0) {
             rc = fair_error_set(err, FAIR_EINVAL,
                                 "fragmentation bound: fraction size %lld (count %lld) must be in "
@@ -370,6 +443,7 @@ int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim
         }
         seen[s] = true;
         by_size[s] = n;
+        must_by_size[s] = must;
         if (n > INT32_MAX - fractions) {
             rc = fair_error_set(err, FAIR_ERANGE,
                                 "fragmentation bound: more than %d fractional arrivals", INT32_MAX);
@@ -382,9 +456,19 @@ int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim
         if (by_size[s] > 0) {
             lp->size[lp->k] = s;
             lp->count[lp->k] = by_size[s];
+            lp->must[lp->k] = must_by_size[s];
             lp->k++;
         }
     lp->m = lp->k + 2;
+    for (size_t i = 0; i < lp->k; i++)
+        if (lp->must[i]) {
+            lp->link[i] = (uint16_t)lp->m;
+            lp->m += 2;
+        }
+    if (h->must_whole_gpus) {
+        lp->link_whole = (uint16_t)lp->m;
+        lp->m += 2;
+    }
     out->capacity_milli = h->devices * DEV;
     out->arrived_milli = arrived;
     out->fraction_sizes = lp->k;
@@ -394,16 +478,29 @@ int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim
             goto out;
     }
     out->patterns = lp->ncols;
-    /* W: a 1 in the device row (implicit) and in the whole-GPU row. */
+    /* W: a 1 in the device row (implicit) and in the whole-GPU row, -1 in
+     * the whole GPUs' link row. */
     memset(lp->cur, 0, sizeof(lp->cur));
     rc = lp_add_col(lp, err);
     if (rc)
         goto out;
     lp->value[lp->ncols - 1] = DEV;
-    lp->ent_row[lp->nent] = (uint16_t)(lp->k + 1);
-    lp->ent_cnt[lp->nent] = 1;
-    lp->nent++;
-    lp->start[lp->ncols] = lp->nent;
+    lp_add_entry(lp, lp->k + 1, 1);
+    if (lp->link_whole)
+        lp_add_entry(lp, lp->link_whole, -1);
+    lp->ndev = lp->ncols;
+    /* The z columns: +1 in their link row and in their cap row (last). */
+    for (size_t i = 0; i <= lp->k; i++) {
+        size_t link = i < lp->k ? lp->link[i] : lp->link_whole;
+        if (!link)
+            continue;
+        rc = lp_add_col(lp, err);
+        if (rc)
+            goto out;
+        lp->value[lp->ncols - 1] = MUST_BONUS;
+        lp_add_entry(lp, link, 1);
+        lp_add_entry(lp, link + 1, 1);
+    }
 
     b = fair_calloc(lp->m, sizeof(*b));
     y = fair_calloc(lp->m, sizeof(*y));
@@ -416,11 +513,18 @@ int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim
     for (size_t i = 0; i < lp->k; i++)
         bi[1 + i] = lp->count[i];
     bi[lp->k + 1] = h->whole_gpus;
+    for (size_t i = 0; i < lp->k; i++)
+        if (lp->link[i])
+            bi[lp->link[i] + 1] = lp->must[i];
+    if (lp->link_whole)
+        bi[lp->link_whole + 1] = h->must_whole_gpus;
     for (size_t r = 0; r < lp->m; r++)
         b[r] = (double)bi[r];
     rc = simplex(lp, b, h->max_pivots ? h->max_pivots : 1000 + 100 * lp->m, y, out, err);
     if (rc)
         goto out;
+    for (size_t r = lp->k + 2; r < lp->m; r += 2) /* the bonus is not allocation */
+        out->lp_milli -= (double)bi[r + 1] * MUST_BONUS;
     int64_t most = dual_bound(lp, bi, y, h->duals);
     if (most > out->capacity_milli)
         most = out->capacity_milli;

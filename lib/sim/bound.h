@@ -33,6 +33,19 @@
  * arrived): it never overstates, even if the simplex stopped early (then it
  * is only looser).
  *
+ * Pods that must be placed. A policy may be held to place some pods: the
+ * issue's condition that no GPU pod fails before FGD's first failure puts
+ * every GPU pod arrived before then in that set. For n'_s of size s and G'
+ * whole GPUs that must be placed, the LP gains variables z_s <= n'_s with
+ * z_s <= sum_p count_p(s) y_p (and z_W <= G', z_W <= W), each worth a
+ * bonus B = 2000 in the objective. Every end state that places them is
+ * feasible with z = n', so allocated + B (sum n'_s + G') <= the LP
+ * optimum. The proof step is the same: the z columns are made feasible by
+ * the duals of their z <= n' rows, every other column by the device row,
+ * and the bound subtracts the bonus again. Any B gives a valid bound (a
+ * Lagrangian relaxation of the must rows); B larger than a device is worth
+ * makes the LP place them all when it can.
+ *
  * Ownership: everything is borrowed for the duration of the call. */
 #ifndef FAIR_SIM_BOUND_H
 #define FAIR_SIM_BOUND_H
@@ -68,16 +81,24 @@ struct fair_sim_frag_hist {
     int64_t whole_gpus; /* sum of gpu/1000 over whole-GPU arrivals */
     int64_t devices;    /* GPU devices in the cluster */
     size_t max_pivots;  /* simplex pivot cap; 0: 1000 + 100 x rows */
+    /* Optional (NULL: none), nsizes entries: how many of each size's
+     * arrivals must be placed (0..counts[i]); and of the whole GPUs
+     * (0..whole_gpus). The bound then holds only for policies that place
+     * them (see above). */
+    const int64_t *must_counts;
+    int64_t must_whole_gpus;
     /* Optional (NULL: not wanted), DEV + 1 entries: on success, the exact
      * dual-feasible point behind the bound, in milli-GPU: duals[s] for
      * fraction size s (0 where s did not arrive), duals[0] the device row
-     * and duals[DEV] the whole-GPU row. sim/nodebound.h starts from it. */
+     * and duals[DEV] the whole-GPU row. sim/nodebound.h starts from it.
+     * Not with must rows (FAIR_EINVAL). */
     double *duals;
 };
 
 /* The bound for a histogram of arrivals (the pure core, for tests).
- * FAIR_EINVAL for a size outside 1..999, a repeated size or a negative
- * count or total; FAIR_ERANGE for more than FAIR_SIM_BOUND_MAX_PATTERNS
+ * FAIR_EINVAL for a size outside 1..999, a repeated size, a negative
+ * count or total, a must count outside 0..its count, or duals wanted with
+ * must rows; FAIR_ERANGE for more than FAIR_SIM_BOUND_MAX_PATTERNS
  * patterns or totals beyond INT32_MAX (devices, whole GPUs, fraction
  * arrivals); FAIR_ENOMEM. */
 int fair_sim_frag_bound_hist(const struct fair_sim_frag_hist *h, struct fair_sim_frag_bound *out,

@@ -346,6 +346,7 @@ int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arr
     res->unallocated_pct = -1;
     res->first_fail_arrived_milli = -1;
     res->first_fail_unallocated_milli = -1;
+    res->first_fail_index = SIZE_MAX;
     struct fair_sim_cluster c;
     int rc = fair_sim_cluster_init(&c, t, err);
     if (rc)
@@ -383,6 +384,7 @@ int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arr
             res->failed++;
             if (job->gpu_milli > 0 && res->first_fail_arrived_milli < 0) {
                 res->first_fail_arrived_milli = before;
+                res->first_fail_index = i;
                 res->first_fail_unallocated_milli = fair_sim_cluster_unallocated(&c);
             }
         } else {
@@ -426,28 +428,32 @@ out:
 }
 
 int fair_sim_paper_bound(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
-                         size_t prefix, struct fair_sim_frag_bound *out, struct fair_error *err)
+                         size_t prefix, size_t must, struct fair_sim_frag_bound *out,
+                         struct fair_error *err)
 {
     memset(out, 0, sizeof(*out));
-    int64_t count[DEV] = {0}, whole = 0, arrived = 0;
+    int64_t count[DEV] = {0}, must_count[DEV] = {0}, whole = 0, must_whole = 0, arrived = 0;
     for (size_t i = 0; i < prefix && i < a->n; i++) {
         int64_t g = a->jobs[i]->gpu_milli;
         arrived += g;
-        if (g > 0 && g < DEV)
+        if (g > 0 && g < DEV) {
             count[g]++;
-        else if (g >= DEV && g % DEV == 0)
+            must_count[g] += i < must;
+        } else if (g >= DEV && g % DEV == 0) {
             whole += g / DEV;
-        else if (g != 0)
+            must_whole += i < must ? g / DEV : 0;
+        } else if (g != 0)
             return fair_error_set(err, FAIR_EINVAL,
                                   "fragmentation bound: pod %s asks for %lld milli-GPU, neither "
                                   "a fraction below 1 nor whole GPUs",
                                   a->jobs[i]->name, (long long)g);
     }
-    int64_t sizes[DEV], counts[DEV];
+    int64_t sizes[DEV], counts[DEV], musts[DEV];
     size_t n = 0;
     for (int64_t s = 1; s < DEV; s++)
         if (count[s]) {
             sizes[n] = s;
+            musts[n] = must_count[s];
             counts[n++] = count[s];
         }
     struct fair_sim_frag_hist h = {
@@ -456,6 +462,8 @@ int fair_sim_paper_bound(const struct fair_sim_trace *t, const struct fair_sim_a
         .nsizes = n,
         .whole_gpus = whole,
         .devices = fair_sim_trace_gpu_capacity(t) / DEV,
+        .must_counts = must ? musts : NULL,
+        .must_whole_gpus = must_whole,
     };
     int rc = fair_sim_frag_bound_hist(&h, out, err);
     if (!rc)

@@ -90,6 +90,7 @@ struct fair_sim_paper_result {
     double unallocated_pct;           /* 100 - mean allocated share, %; -1 without records */
     size_t window_end;                /* arrivals up to the window's last record (for the bound) */
     int64_t first_fail_arrived_milli; /* arrived before the first failed GPU pod; -1 */
+    size_t first_fail_index;          /* its index in the arrivals; SIZE_MAX when none */
     int64_t first_fail_unallocated_milli; /* unallocated then; -1 */
     /* Where the free GPU sits after the window's last record: devices by
      * free milli-GPU (0 .. FAIR_GPU_DEVICE_MILLI). */
@@ -115,9 +116,13 @@ int fair_sim_paper_run(const struct fair_sim_trace *t, const struct fair_sim_arr
 /* The LP lower bound (sim/bound.h) on the GPUs any policy leaves
  * unallocated after the first prefix arrivals. Bounds only fall as
  * arrivals are added, so the bound at a window's last record holds for
- * every record of the window, hence for their mean. */
+ * every record of the window, hence for their mean. With must > 0 it
+ * holds only for policies that place every GPU pod among the first must
+ * arrivals (e.g. those whose first failed GPU pod is no earlier than
+ * another policy's: must = that policy's first_fail_index). */
 int fair_sim_paper_bound(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
-                         size_t prefix, struct fair_sim_frag_bound *out, struct fair_error *err);
+                         size_t prefix, size_t must, struct fair_sim_frag_bound *out,
+                         struct fair_error *err);
 
 /* The paper's published figures: the GPU allocation share (in hundredths
  * of a percent) at 100% arrived, seeds 42..51, from the artifact's

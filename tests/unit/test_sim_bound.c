@@ -19,17 +19,31 @@
 #include "test_alloc_sweep.h"
 #include "test_sim_fixture.h"
 
-static int64_t bound_of(const int64_t *sizes, const int64_t *counts, size_t n, int64_t whole,
-                        int64_t devices, struct fair_sim_frag_bound *b)
+/* The bound when must[i] pods of sizes[i] and must_whole whole GPUs must be
+ * placed (must NULL: none). */
+static int64_t bound_must(const int64_t *sizes, const int64_t *counts, const int64_t *must,
+                          size_t n, int64_t whole, int64_t must_whole, int64_t devices,
+                          struct fair_sim_frag_bound *b)
 {
     struct fair_error err = {0};
-    struct fair_sim_frag_hist h = {
-        .sizes = sizes, .counts = counts, .nsizes = n, .whole_gpus = whole, .devices = devices};
+    struct fair_sim_frag_hist h = {.sizes = sizes,
+                                   .counts = counts,
+                                   .nsizes = n,
+                                   .whole_gpus = whole,
+                                   .devices = devices,
+                                   .must_counts = must,
+                                   .must_whole_gpus = must_whole};
     int rc = fair_sim_frag_bound_hist(&h, b, &err);
     if (rc)
         fail_msg("bound: %d %s", rc, err.msg);
     assert_true(b->optimal);
     return b->bound_milli;
+}
+
+static int64_t bound_of(const int64_t *sizes, const int64_t *counts, size_t n, int64_t whole,
+                        int64_t devices, struct fair_sim_frag_bound *b)
+{
+    return bound_must(sizes, counts, NULL, n, whole, 0, devices, b);
 }
 
 /* The safe rounding may lose at most one milli-GPU against the exact LP. */
@@ -84,6 +98,40 @@ static void test_hand_computed(void **state)
     assert_int_equal(b.fraction_sizes, 0);
 }
 
+/* Pods that must be placed: the LP may no longer turn them away. */
+static void test_must(void **state)
+{
+    (void)state;
+    struct fair_sim_frag_bound b;
+    /* Three 810s and three whole GPUs on three devices: free to turn the
+     * 810s away, the LP fills every device with a whole GPU. Each 810 that
+     * must be placed takes a device and loses its 190. */
+    const int64_t s810[] = {810}, n3[] = {3}, m0[] = {0}, m1[] = {1}, m3[] = {3};
+    assert_int_equal(bound_of(s810, n3, 1, 3, 3, &b), 0);
+    assert_int_equal(bound_must(s810, n3, m0, 1, 3, 0, 3, &b), 0);
+    assert_bound(bound_must(s810, n3, m1, 1, 3, 0, 3, &b), 190);
+    assert_true(b.lp_milli > 2810 - 1e-6 && b.lp_milli < 2810 + 1e-6); /* without the bonus */
+    assert_bound(bound_must(s810, n3, m3, 1, 3, 0, 3, &b), 570);
+    /* Whole GPUs that must be placed change nothing here (the LP places
+     * them anyway), nor does a must row that is already met. */
+    assert_bound(bound_must(s810, n3, m1, 1, 3, 2, 3, &b), 190);
+
+    /* 750 and 300 cannot share a device: with both held, two devices hold
+     * 1050 and four whole GPUs the rest of six; with only the 750 held,
+     * its device keeps 250 that the 300 cannot use. */
+    const int64_t s2[] = {750, 300}, n11[] = {1, 1}, m11[] = {1, 1}, m10[] = {1, 0};
+    assert_int_equal(bound_of(s2, n11, 2, 8, 6, &b), 0);
+    assert_bound(bound_must(s2, n11, m11, 2, 8, 0, 6, &b), 950);
+    assert_bound(bound_must(s2, n11, m10, 2, 8, 0, 6, &b), 250);
+
+    /* The fractional example of test_hand_computed (three 500s, three 300s,
+     * two devices) with all three 300s held: {300,300,300} takes 900 of one
+     * device and a {500,500} the other; the LP cannot do better (1900). */
+    const int64_t s53[] = {300, 500}, n33[] = {3, 3}, m30[] = {3, 0};
+    assert_bound(bound_must(s53, n33, m30, 2, 0, 0, 2, &b), 100);
+    assert_int_equal(b.fraction_sizes, 2);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -131,6 +179,29 @@ static void test_bad_input(void **state)
     h.nsizes = 100;
     assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), FAIR_ERANGE);
     assert_non_null(strstr(err.msg, "more than 500000 packing patterns of the 100 fraction"));
+
+    /* Must rows: more than arrived, negative, or with the duals wanted. */
+    const int64_t s1[] = {400}, c2[] = {2}, m3[] = {3}, mneg[] = {-1}, m1[] = {1};
+    struct fair_sim_frag_hist hm = {
+        .sizes = s1, .counts = c2, .nsizes = 1, .whole_gpus = 1, .devices = 2, .must_counts = m3};
+    assert_int_equal(fair_sim_frag_bound_hist(&hm, &b, &err), FAIR_EINVAL);
+    assert_string_equal(err.msg, "fragmentation bound: 3 pods of 400 milli-GPU must be placed, "
+                                 "of 2 arrived");
+    hm.must_counts = mneg;
+    assert_int_equal(fair_sim_frag_bound_hist(&hm, &b, &err), FAIR_EINVAL);
+    hm.must_counts = m1;
+    hm.must_whole_gpus = 2;
+    assert_int_equal(fair_sim_frag_bound_hist(&hm, &b, &err), FAIR_EINVAL);
+    assert_non_null(strstr(err.msg, "2 whole GPUs must be placed of 1 arrived"));
+    hm.must_whole_gpus = -1;
+    assert_int_equal(fair_sim_frag_bound_hist(&hm, &b, &err), FAIR_EINVAL);
+    hm.must_whole_gpus = 1;
+    double duals[1001];
+    hm.duals = duals;
+    assert_int_equal(fair_sim_frag_bound_hist(&hm, &b, &err), FAIR_EINVAL);
+    assert_non_null(strstr(err.msg, "the duals are only for the bound without pods"));
+    hm.duals = NULL;
+    assert_int_equal(fair_sim_frag_bound_hist(&hm, &b, &err), 0);
 }
 
 /* ---- brute force on tiny instances -------------------------------------- */
@@ -139,11 +210,13 @@ static int64_t best;
 
 /* Items (decreasing, 1000 = a whole GPU) into devices; loads[d] == 1000 for
  * a device taken whole. Empty devices are interchangeable, so an item goes
- * to the first empty one only. */
-static void brute(const int64_t *items, size_t n, size_t i, int64_t *loads, size_t ndev,
-                  int64_t placed, int64_t left)
+ * to the first empty one only. An item with must[i] may not fail (must
+ * NULL: any may); best is then reached only with all of them placed (-1:
+ * no such placement). */
+static void brute(const int64_t *items, const bool *must, size_t n, size_t i, int64_t *loads,
+                  size_t ndev, int64_t placed, int64_t left)
 {
-    if (placed > best)
+    if ((!must || i == n) && placed > best)
         best = placed;
     if (i == n || placed + left <= best)
         return;
@@ -157,10 +230,11 @@ static void brute(const int64_t *items, size_t n, size_t i, int64_t *loads, size
         if (items[i] == 1000 ? loads[d] != 0 : loads[d] + items[i] > 1000)
             continue;
         loads[d] += items[i];
-        brute(items, n, i + 1, loads, ndev, placed + items[i], left - items[i]);
+        brute(items, must, n, i + 1, loads, ndev, placed + items[i], left - items[i]);
         loads[d] -= items[i];
     }
-    brute(items, n, i + 1, loads, ndev, placed, left - items[i]); /* fails */
+    if (!must || !must[i])
+        brute(items, must, n, i + 1, loads, ndev, placed, left - items[i]); /* fails */
 }
 
 static uint64_t lcg(uint64_t *s)
@@ -207,7 +281,7 @@ static void test_brute_force(void **state)
             }
         int64_t loads[4] = {0};
         best = 0;
-        brute(items, n, 0, loads, (size_t)devices, 0, total);
+        brute(items, NULL, n, 0, loads, (size_t)devices, 0, total);
         const int64_t min_unalloc = devices * 1000 - best;
         struct fair_sim_frag_bound b;
         int64_t lb = bound_of(sizes, counts, k, whole, devices, &b);
@@ -236,6 +310,87 @@ static void test_brute_force(void **state)
     /* The LP is a relaxation: on some instances it is strictly below. */
     assert_true(strict > 0);
     assert_true(early > 0);
+}
+
+/* The same with some pods held to be placed: the bound never exceeds what
+ * the best placement that places them leaves, also when the simplex stops
+ * early, and it is never below the bound without them. */
+static void test_brute_force_must(void **state)
+{
+    (void)state;
+    uint64_t rng = 11;
+    const int64_t menu[] = {100, 150, 250, 300, 330, 400, 450, 500, 600, 650, 700, 810, 900};
+    const size_t nmenu = sizeof(menu) / sizeof(menu[0]);
+    size_t trials = 0, raised = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        int64_t sizes[3], counts[3], must[3], items[12];
+        bool held[12];
+        size_t k = 1 + lcg(&rng) % 3, n = 0;
+        int64_t whole = (int64_t)(lcg(&rng) % 3), devices = 2 + (int64_t)(lcg(&rng) % 3);
+        int64_t must_whole = whole ? (int64_t)(lcg(&rng) % (uint64_t)(whole + 1)) : 0;
+        int64_t total = whole * 1000;
+        bool used[sizeof(menu) / sizeof(menu[0])] = {false};
+        for (size_t i = 0; i < k; i++) {
+            size_t pick;
+            do
+                pick = lcg(&rng) % nmenu;
+            while (used[pick]);
+            used[pick] = true;
+            sizes[i] = menu[pick];
+            counts[i] = 1 + (int64_t)(lcg(&rng) % 3);
+            must[i] = (int64_t)(lcg(&rng) % (uint64_t)(counts[i] + 1));
+        }
+        for (int64_t w = 0; w < whole; w++) {
+            held[n] = w < must_whole;
+            items[n++] = 1000;
+        }
+        for (size_t i = 0; i < k; i++)
+            for (int64_t c = 0; c < counts[i]; c++) {
+                held[n] = c < must[i];
+                items[n++] = sizes[i];
+                total += sizes[i];
+            }
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = i; j > 0 && items[j] > items[j - 1]; j--) {
+                int64_t t = items[j];
+                bool h = held[j];
+                items[j] = items[j - 1];
+                held[j] = held[j - 1];
+                items[j - 1] = t;
+                held[j - 1] = h;
+            }
+        int64_t loads[4] = {0};
+        best = -1;
+        brute(items, held, n, 0, loads, (size_t)devices, 0, total);
+        if (best < 0)
+            continue; /* no placement places them all: nothing to check */
+        trials++;
+        const int64_t min_unalloc = devices * 1000 - best;
+        struct fair_sim_frag_bound b, free_b;
+        int64_t lb = bound_must(sizes, counts, must, k, whole, must_whole, devices, &b);
+        int64_t lb0 = bound_of(sizes, counts, k, whole, devices, &free_b);
+        if (lb > min_unalloc || lb < lb0 - 1)
+            fail_msg("trial %d: bound %lld (without must rows %lld) but a placement leaves %lld",
+                     trial, (long long)lb, (long long)lb0, (long long)min_unalloc);
+        raised += lb > lb0;
+        for (size_t cap = 1; cap <= 3; cap++) {
+            struct fair_error err = {0};
+            struct fair_sim_frag_hist h = {.sizes = sizes,
+                                           .counts = counts,
+                                           .nsizes = k,
+                                           .whole_gpus = whole,
+                                           .devices = devices,
+                                           .max_pivots = cap,
+                                           .must_counts = must,
+                                           .must_whole_gpus = must_whole};
+            assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), 0);
+            if (b.bound_milli < 0 || b.bound_milli > min_unalloc)
+                fail_msg("trial %d, %zu pivots: bound %lld but a placement leaves %lld", trial, cap,
+                         (long long)b.bound_milli, (long long)min_unalloc);
+        }
+    }
+    assert_true(trials > 100);
+    assert_true(raised > 0); /* the must rows do bind on some instances */
 }
 
 /* ---- the experiment's arrivals ------------------------------------------ */
@@ -342,6 +497,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_computed), cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_brute_force),   cmocka_unit_test(test_same_arrivals),
+        cmocka_unit_test(test_must),          cmocka_unit_test(test_brute_force_must),
         cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -145,6 +145,7 @@ static void test_window_metric(void **state)
     assert_int_equal(r.failed, 1);
     assert_int_equal(r.first_fail_arrived_milli, 8000);
     assert_int_equal(r.first_fail_unallocated_milli, 0);
+    assert_int_equal(r.first_fail_index, 6);
 
     /* h, d on n-b 2 (200 left), the second d fails at 101.25% (outside
      * 99.5-100.5%), the CPU pod, f fails at 104.4%: only the fallback
@@ -157,6 +158,7 @@ static void test_window_metric(void **state)
     assert_int_equal(r.arrivals, 8);
     assert_int_equal(r.first_fail_arrived_milli, 7800);
     assert_int_equal(r.first_fail_unallocated_milli, 200);
+    assert_int_equal(r.first_fail_index, 5);
 
     /* The bound after those 7 arrivals: 7 whole GPUs on 7 devices, and
      * {500, 300, 300} on the last one: at best 800, so 200 unallocated. */
@@ -164,10 +166,28 @@ static void test_window_metric(void **state)
     struct fair_sim_arrivals a;
     assert_int_equal(parse_order(&a, &t, "name\np-g\np-b\np-a\np-h\np-d\np-d\np-c\n", &err), 0);
     struct fair_sim_frag_bound b;
-    assert_int_equal(fair_sim_paper_bound(&t, &a, 7, &b, &err), 0);
+    assert_int_equal(fair_sim_paper_bound(&t, &a, 7, 0, &b, &err), 0);
     assert_true(b.bound_milli >= 199 && b.bound_milli <= 200);
     assert_int_equal(b.arrived_milli, 8100);
     fair_sim_arrivals_release(&a);
+
+    /* Held to place the first pods: e (750) and d (300) cannot share a
+     * device. Free to turn them away, eight whole GPUs fill the cluster;
+     * with e held its device keeps 250; with both held, two devices hold
+     * 1050. The CPU pod c counts for nothing either way. */
+    assert_int_equal(parse_order(&a, &t, "name\np-e\np-c\np-d\np-g\np-b\np-a\np-a\n", &err), 0);
+    static const int64_t want_must[][2] = {{0, 0}, {1, 250}, {2, 250}, {3, 950}};
+    for (size_t k = 0; k < 4; k++) {
+        assert_int_equal(fair_sim_paper_bound(&t, &a, 7, (size_t)want_must[k][0], &b, &err), 0);
+        if (b.bound_milli > want_must[k][1] || b.bound_milli < want_must[k][1] - 1)
+            fail_msg("must %lld: bound %lld, expected %lld", (long long)want_must[k][0],
+                     (long long)b.bound_milli, (long long)want_must[k][1]);
+    }
+    fair_sim_arrivals_release(&a);
+
+    /* No failure at all: the index says so. */
+    run_first_fit(&t, "name\np-h\n", &r);
+    assert_int_equal(r.first_fail_index, SIZE_MAX);
 
     /* Arrivals that never get near 100%: no record. */
     run_first_fit(&t, "name\np-h\n", &r);
