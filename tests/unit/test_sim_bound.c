@@ -243,69 +243,107 @@ static uint64_t lcg(uint64_t *s)
     return *s >> 33;
 }
 
+/* A random tiny instance: 1-3 fraction sizes from a menu, 1-3 pods of
+ * each, 0-2 whole GPUs, 2-4 devices; with held, a random number of each
+ * kind held to be placed. items (decreasing) and held[] list the pods one
+ * by one for brute(). */
+struct tiny {
+    int64_t sizes[3], counts[3], must[3], items[12];
+    bool held[12];
+    size_t k, n;
+    int64_t whole, must_whole, devices, total;
+};
+
+static void tiny_random(uint64_t *rng, bool held, struct tiny *in)
+{
+    static const int64_t menu[] = {100, 150, 250, 300, 330, 400, 450, 500, 600, 650, 700, 810, 900};
+    const size_t nmenu = sizeof(menu) / sizeof(menu[0]);
+    memset(in, 0, sizeof(*in));
+    in->k = 1 + lcg(rng) % 3;
+    in->whole = (int64_t)(lcg(rng) % 3);
+    in->devices = 2 + (int64_t)(lcg(rng) % 3);
+    if (held && in->whole)
+        in->must_whole = (int64_t)(lcg(rng) % (uint64_t)(in->whole + 1));
+    in->total = in->whole * 1000;
+    bool used[sizeof(menu) / sizeof(menu[0])] = {false};
+    for (size_t i = 0; i < in->k; i++) {
+        size_t pick;
+        do
+            pick = lcg(rng) % nmenu;
+        while (used[pick]);
+        used[pick] = true;
+        in->sizes[i] = menu[pick];
+        in->counts[i] = 1 + (int64_t)(lcg(rng) % 3);
+        if (held)
+            in->must[i] = (int64_t)(lcg(rng) % (uint64_t)(in->counts[i] + 1));
+    }
+    for (int64_t w = 0; w < in->whole; w++) {
+        in->held[in->n] = w < in->must_whole;
+        in->items[in->n++] = 1000;
+    }
+    for (size_t i = 0; i < in->k; i++)
+        for (int64_t c = 0; c < in->counts[i]; c++) {
+            in->held[in->n] = c < in->must[i];
+            in->items[in->n++] = in->sizes[i];
+            in->total += in->sizes[i];
+        }
+    /* Decreasing order prunes best. */
+    for (size_t i = 1; i < in->n; i++)
+        for (size_t j = i; j > 0 && in->items[j] > in->items[j - 1]; j--) {
+            int64_t t = in->items[j];
+            bool h = in->held[j];
+            in->items[j] = in->items[j - 1];
+            in->held[j] = in->held[j - 1];
+            in->items[j - 1] = t;
+            in->held[j - 1] = h;
+        }
+}
+
+/* Stopped after 1-3 pivots, the duals are not optimal (nor even feasible);
+ * the repair step must still give a valid bound. Counts the early stops. */
+static size_t check_early_stops(const struct tiny *in, bool held, int64_t min_unalloc, int trial)
+{
+    size_t early = 0;
+    for (size_t cap = 1; cap <= 3; cap++) {
+        struct fair_error err = {0};
+        struct fair_sim_frag_bound b;
+        struct fair_sim_frag_hist h = {.sizes = in->sizes,
+                                       .counts = in->counts,
+                                       .nsizes = in->k,
+                                       .whole_gpus = in->whole,
+                                       .devices = in->devices,
+                                       .max_pivots = cap,
+                                       .must_counts = held ? in->must : NULL,
+                                       .must_whole_gpus = held ? in->must_whole : 0};
+        assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), 0);
+        if (b.bound_milli < 0 || b.bound_milli > min_unalloc)
+            fail_msg("trial %d, %zu pivots: bound %lld but a placement leaves %lld", trial, cap,
+                     (long long)b.bound_milli, (long long)min_unalloc);
+        early += !b.optimal;
+    }
+    return early;
+}
+
 static void test_brute_force(void **state)
 {
     (void)state;
     uint64_t rng = 7;
-    const int64_t menu[] = {100, 150, 250, 300, 330, 400, 450, 500, 600, 650, 700, 810, 900};
-    const size_t nmenu = sizeof(menu) / sizeof(menu[0]);
     size_t strict = 0, early = 0;
     for (int trial = 0; trial < 300; trial++) {
-        int64_t sizes[3], counts[3], items[12];
-        size_t k = 1 + lcg(&rng) % 3, n = 0;
-        int64_t whole = (int64_t)(lcg(&rng) % 3), devices = 2 + (int64_t)(lcg(&rng) % 3);
-        int64_t total = whole * 1000;
-        bool used[sizeof(menu) / sizeof(menu[0])] = {false};
-        for (size_t i = 0; i < k; i++) {
-            size_t pick;
-            do
-                pick = lcg(&rng) % nmenu;
-            while (used[pick]);
-            used[pick] = true;
-            sizes[i] = menu[pick];
-            counts[i] = 1 + (int64_t)(lcg(&rng) % 3);
-        }
-        for (int64_t w = 0; w < whole; w++)
-            items[n++] = 1000;
-        for (size_t i = 0; i < k; i++)
-            for (int64_t c = 0; c < counts[i]; c++) {
-                items[n++] = sizes[i];
-                total += sizes[i];
-            }
-        /* Decreasing order prunes best. */
-        for (size_t i = 1; i < n; i++)
-            for (size_t j = i; j > 0 && items[j] > items[j - 1]; j--) {
-                int64_t t = items[j];
-                items[j] = items[j - 1];
-                items[j - 1] = t;
-            }
+        struct tiny in;
+        tiny_random(&rng, false, &in);
         int64_t loads[4] = {0};
         best = 0;
-        brute(items, NULL, n, 0, loads, (size_t)devices, 0, total);
-        const int64_t min_unalloc = devices * 1000 - best;
+        brute(in.items, NULL, in.n, 0, loads, (size_t)in.devices, 0, in.total);
+        const int64_t min_unalloc = in.devices * 1000 - best;
         struct fair_sim_frag_bound b;
-        int64_t lb = bound_of(sizes, counts, k, whole, devices, &b);
+        int64_t lb = bound_of(in.sizes, in.counts, in.k, in.whole, in.devices, &b);
         if (lb < 0 || lb > min_unalloc)
             fail_msg("trial %d: bound %lld but a placement leaves %lld unallocated", trial,
                      (long long)lb, (long long)min_unalloc);
-        assert_int_equal(b.arrived_milli, total);
+        assert_int_equal(b.arrived_milli, in.total);
         strict += lb < min_unalloc;
-        /* Stopped after a few pivots, the duals are not optimal (nor even
-         * feasible); the repair step must still give a valid bound. */
-        for (size_t cap = 1; cap <= 3; cap++) {
-            struct fair_error err = {0};
-            struct fair_sim_frag_hist h = {.sizes = sizes,
-                                           .counts = counts,
-                                           .nsizes = k,
-                                           .whole_gpus = whole,
-                                           .devices = devices,
-                                           .max_pivots = cap};
-            assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), 0);
-            if (b.bound_milli < 0 || b.bound_milli > min_unalloc)
-                fail_msg("trial %d, %zu pivots: bound %lld but a placement leaves %lld", trial, cap,
-                         (long long)b.bound_milli, (long long)min_unalloc);
-            early += !b.optimal;
-        }
+        early += check_early_stops(&in, false, min_unalloc, trial);
     }
     /* The LP is a relaxation: on some instances it is strictly below. */
     assert_true(strict > 0);
@@ -319,75 +357,26 @@ static void test_brute_force_must(void **state)
 {
     (void)state;
     uint64_t rng = 11;
-    const int64_t menu[] = {100, 150, 250, 300, 330, 400, 450, 500, 600, 650, 700, 810, 900};
-    const size_t nmenu = sizeof(menu) / sizeof(menu[0]);
     size_t trials = 0, raised = 0;
     for (int trial = 0; trial < 400; trial++) {
-        int64_t sizes[3], counts[3], must[3], items[12];
-        bool held[12];
-        size_t k = 1 + lcg(&rng) % 3, n = 0;
-        int64_t whole = (int64_t)(lcg(&rng) % 3), devices = 2 + (int64_t)(lcg(&rng) % 3);
-        int64_t must_whole = whole ? (int64_t)(lcg(&rng) % (uint64_t)(whole + 1)) : 0;
-        int64_t total = whole * 1000;
-        bool used[sizeof(menu) / sizeof(menu[0])] = {false};
-        for (size_t i = 0; i < k; i++) {
-            size_t pick;
-            do
-                pick = lcg(&rng) % nmenu;
-            while (used[pick]);
-            used[pick] = true;
-            sizes[i] = menu[pick];
-            counts[i] = 1 + (int64_t)(lcg(&rng) % 3);
-            must[i] = (int64_t)(lcg(&rng) % (uint64_t)(counts[i] + 1));
-        }
-        for (int64_t w = 0; w < whole; w++) {
-            held[n] = w < must_whole;
-            items[n++] = 1000;
-        }
-        for (size_t i = 0; i < k; i++)
-            for (int64_t c = 0; c < counts[i]; c++) {
-                held[n] = c < must[i];
-                items[n++] = sizes[i];
-                total += sizes[i];
-            }
-        for (size_t i = 1; i < n; i++)
-            for (size_t j = i; j > 0 && items[j] > items[j - 1]; j--) {
-                int64_t t = items[j];
-                bool h = held[j];
-                items[j] = items[j - 1];
-                held[j] = held[j - 1];
-                items[j - 1] = t;
-                held[j - 1] = h;
-            }
+        struct tiny in;
+        tiny_random(&rng, true, &in);
         int64_t loads[4] = {0};
         best = -1;
-        brute(items, held, n, 0, loads, (size_t)devices, 0, total);
+        brute(in.items, in.held, in.n, 0, loads, (size_t)in.devices, 0, in.total);
         if (best < 0)
             continue; /* no placement places them all: nothing to check */
         trials++;
-        const int64_t min_unalloc = devices * 1000 - best;
+        const int64_t min_unalloc = in.devices * 1000 - best;
         struct fair_sim_frag_bound b, free_b;
-        int64_t lb = bound_must(sizes, counts, must, k, whole, must_whole, devices, &b);
-        int64_t lb0 = bound_of(sizes, counts, k, whole, devices, &free_b);
+        int64_t lb =
+            bound_must(in.sizes, in.counts, in.must, in.k, in.whole, in.must_whole, in.devices, &b);
+        int64_t lb0 = bound_of(in.sizes, in.counts, in.k, in.whole, in.devices, &free_b);
         if (lb > min_unalloc || lb < lb0 - 1)
             fail_msg("trial %d: bound %lld (without must rows %lld) but a placement leaves %lld",
                      trial, (long long)lb, (long long)lb0, (long long)min_unalloc);
         raised += lb > lb0;
-        for (size_t cap = 1; cap <= 3; cap++) {
-            struct fair_error err = {0};
-            struct fair_sim_frag_hist h = {.sizes = sizes,
-                                           .counts = counts,
-                                           .nsizes = k,
-                                           .whole_gpus = whole,
-                                           .devices = devices,
-                                           .max_pivots = cap,
-                                           .must_counts = must,
-                                           .must_whole_gpus = must_whole};
-            assert_int_equal(fair_sim_frag_bound_hist(&h, &b, &err), 0);
-            if (b.bound_milli < 0 || b.bound_milli > min_unalloc)
-                fail_msg("trial %d, %zu pivots: bound %lld but a placement leaves %lld", trial, cap,
-                         (long long)b.bound_milli, (long long)min_unalloc);
-        }
+        (void)check_early_stops(&in, true, min_unalloc, trial);
     }
     assert_true(trials > 100);
     assert_true(raised > 0); /* the must rows do bind on some instances */
