@@ -162,6 +162,10 @@ bool fair_ctl_volume_matches(const struct fair_kpv *pv, const struct fair_kpvc *
     for (size_t i = 0; i < c->nselector; i++)
         if (!has_label(pv->labels, pv->nlabels, &c->selector[i]))
             return false;
+    const struct fair_node_term *sel = c->selector_exprs ? c->selector_exprs->terms : NULL;
+    for (size_t i = 0; sel && i < sel->nreqs; i++)
+        if (!fair_label_req_match(&sel->reqs[i], pv->labels, pv->nlabels))
+            return false;
     const struct fair_node_affinity *a = pv->node_affinity;
     return !n || !a || !a->required || fair_node_affinity_match(a, n);
 }

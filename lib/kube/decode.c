@@ -873,17 +873,19 @@ static bool aff_walk(struct aff_build *b, const json_t *na)
 }
 
 /* Builds *out from a nodeAffinity object na (required and preferred
- * terms); a problem is told through *problem, prefixed by what, and
- * leaves *out NULL. Returns 0 or FAIR_ENOMEM. */
-static int node_affinity_build(const json_t *na, const char *what, char **problem,
+ * terms); a problem is told through *problem, prefixed by what (wrapped:
+ * na wraps a node selector of another object, so the paths of a pod's
+ * affinity would mislead), and leaves *out NULL. Returns 0 or
+ * FAIR_ENOMEM. */
+static int node_affinity_build(const json_t *na, const char *what, bool wrapped, char **problem,
                                struct fair_node_affinity **out)
 {
     *out = NULL;
     struct aff_build b;
     memset(&b, 0, sizeof b);
     if (!json_is_object(na) || !aff_walk(&b, na)) {
-        add_problem(problem, "%s: %s; Fairshare does not schedule this pod", b.bad ? b.where : what,
-                    b.bad ? b.bad : "want an object");
+        add_problem(problem, "%s: %s; Fairshare does not schedule this pod",
+                    b.bad && !wrapped ? b.where : what, b.bad ? b.bad : "want an object");
         return 0;
     }
     bool required =
@@ -926,7 +928,8 @@ static int pod_affinity(const json_t *spec, struct fair_kpod *p)
     const json_t *na = json_is_object(aff) ? json_object_get(aff, "nodeAffinity") : NULL;
     if (!na || json_is_null(na))
         return 0;
-    return node_affinity_build(na, "spec.affinity.nodeAffinity", &p->problem, &p->node_affinity);
+    return node_affinity_build(na, "spec.affinity.nodeAffinity", false, &p->problem,
+                               &p->node_affinity);
 }
 
 /* A NodeSelector (PersistentVolume spec.nodeAffinity.required) as
@@ -940,7 +943,7 @@ static int node_selector_build(const json_t *sel, const char *what, char **probl
         json_decref(na);
         return FAIR_ENOMEM;
     }
-    int rc = node_affinity_build(na, what, problem, out);
+    int rc = node_affinity_build(na, what, true, problem, out);
     json_decref(na);
     return rc;
 }
@@ -2647,6 +2650,39 @@ static int64_t storage_of(const json_t *obj, const char *key, const char *path, 
     return x;
 }
 
+/* A claim's spec.selector.matchExpressions (a non-empty array) into
+ * c->selector_exprs: the node affinity parser reads them as one term, then
+ * what a label selector does not allow (Gt, Lt, values against the
+ * operator, a bad key) becomes the claim's problem, as the volume binder's
+ * LabelSelectorAsSelector error would. Returns 0 or FAIR_ENOMEM. */
+static int claim_selector_exprs(const json_t *me, struct fair_kpvc *c, struct fair_error *err)
+{
+    json_t *term = json_object(), *terms = json_array(), *sel = json_object();
+    int rc = FAIR_ENOMEM;
+    if (!term || !terms || !sel || json_object_set(term, "matchExpressions", (json_t *)me) ||
+        json_array_append(terms, term) || json_object_set(sel, "nodeSelectorTerms", terms))
+        goto out;
+    rc =
+        node_selector_build(sel, "spec.selector.matchExpressions", &c->problem, &c->selector_exprs);
+    const struct fair_node_affinity *a = c->selector_exprs;
+    if (rc || !a)
+        goto out;
+    bool ok = a->nterms == 1 && !a->terms[0].invalid;
+    for (size_t i = 0; ok && i < a->terms[0].nreqs; i++)
+        ok = a->terms[0].reqs[i].op <= FAIR_SEL_DOES_NOT_EXIST;
+    if (!ok) {
+        add_problem(&c->problem, "spec.selector.matchExpressions: not a label selector (operators "
+                                 "In and NotIn take values, Exists and DoesNotExist none)");
+        fair_free(c->selector_exprs);
+        c->selector_exprs = NULL;
+    }
+out:
+    json_decref(term);
+    json_decref(terms);
+    json_decref(sel);
+    return rc ? fair_error_set(err, rc, "persistentvolumeclaim: out of memory") : 0;
+}
+
 int fair_kpvc_decode(const json_t *obj, struct fair_kpvc **out, struct fair_error *err)
 {
     int rc = 0;
@@ -2681,11 +2717,9 @@ int fair_kpvc_decode(const json_t *obj, struct fair_kpvc **out, struct fair_erro
         if (!json_is_object(sel) || (ml && !json_is_null(ml) && !json_is_object(ml)) ||
             (me && !json_is_null(me) && !json_is_array(me)))
             add_problem(&c->problem, "spec.selector: want a label selector");
-        else if (json_array_size(me))
-            add_problem(&c->problem, "spec.selector.matchExpressions: not supported by "
-                                     "Fairshare (use matchLabels)");
-        else if (json_is_object(ml) && (rc = decode_labels(ml, "spec.selector.matchLabels", false,
-                                                           &c->selector, &c->nselector, err)))
+        else if ((json_is_object(ml) && (rc = decode_labels(ml, "spec.selector.matchLabels", false,
+                                                            &c->selector, &c->nselector, err))) ||
+                 (json_array_size(me) && (rc = claim_selector_exprs(me, c, err))))
             goto out;
     }
     if (problem_lost) {

@@ -132,6 +132,7 @@ void fair_kpvc_free(struct fair_kpvc *c)
     fair_free(c->storage_class);
     fair_free(c->selected_node);
     free_labels(c->selector, c->nselector);
+    fair_free(c->selector_exprs);
     fair_free(c->problem);
     fair_free(c);
 }

@@ -163,6 +163,10 @@ struct fair_kpvc {
     bool block;                  /* spec.volumeMode Block (default Filesystem) */
     struct fair_label *selector; /* spec.selector.matchLabels (owned) */
     size_t nselector;
+    /* spec.selector.matchExpressions (In, NotIn, Exists, DoesNotExist),
+     * ANDed, as the one required term of a node affinity (one allocation);
+     * NULL: none. */
+    struct fair_node_affinity *selector_exprs;
     char *problem; /* a selector or field Fairshare does not read */
 };
 

@@ -521,16 +521,19 @@ static void create_tracked(const char *coll, const char *name, const char *body)
 
 /* A static local PersistentVolume of class cls on node, of size, claimed
  * by nobody (the admin's local NVMe). */
-static void mk_static_pv(const char *name, const char *cls, const char *node, const char *size)
+/* A static local volume of class cls on node; labels: "" or a JSON
+ * fragment such as "\"disk\":\"nvme\"". */
+static void mk_static_pv(const char *name, const char *cls, const char *node, const char *size,
+                         const char *labels)
 {
     char body[2048];
     snprintf(body, sizeof body,
-             "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"%s\"},"
-             "\"spec\":{\"capacity\":{\"storage\":\"%s\"},\"accessModes\":[\"ReadWriteOnce\"],"
-             "\"storageClassName\":\"%s\",\"local\":{\"path\":\"/mnt/e2e\"},"
+             "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"%s\","
+             "\"labels\":{%s}},\"spec\":{\"capacity\":{\"storage\":\"%s\"},\"accessModes\":["
+             "\"ReadWriteOnce\"],\"storageClassName\":\"%s\",\"local\":{\"path\":\"/mnt/e2e\"},"
              "\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{"
              "\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}}",
-             name, size, cls, node);
+             name, labels, size, cls, node);
     create_tracked("/api/v1/persistentvolumes", name, body);
 }
 
@@ -571,16 +574,26 @@ static void mk_local_pv(const char *name, const char *cls, const char *node, con
     create_tracked("/api/v1/persistentvolumes", name, body);
 }
 
-static void mk_claim(const char *ns, const char *name, const char *cls, const char *volume)
+/* A claim of 1Gi of class cls; more: "" or JSON members of its spec,
+ * each after a comma. */
+static void mk_claim_spec(const char *ns, const char *name, const char *cls, const char *more)
 {
     char path[256];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/persistentvolumeclaims", ns);
     e2e_create(path,
                "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{"
                "\"name\":\"%s\"},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{"
-               "\"requests\":{\"storage\":\"1Gi\"}},\"storageClassName\":\"%s\"%s%s%s}}",
-               name, cls, volume ? ",\"volumeName\":\"" : "", volume ? volume : "",
-               volume ? "\"" : "");
+               "\"requests\":{\"storage\":\"1Gi\"}},\"storageClassName\":\"%s\"%s}}",
+               name, cls, more);
+}
+
+/* The same, bound ahead to volume (NULL: none). */
+static void mk_claim(const char *ns, const char *name, const char *cls, const char *volume)
+{
+    char more[256] = "";
+    if (volume)
+        snprintf(more, sizeof more, ",\"volumeName\":\"%s\"", volume);
+    mk_claim_spec(ns, name, cls, more);
 }
 
 static void mk_claim_pod(const char *ns, const char *name, const char *queue, const char *claim)
@@ -659,7 +672,8 @@ static bool claim_has_selected(const char *ns, const char *name)
  * where the volume is; a missing claim keeps its pod waiting with
  * VolumeNotReady; a claim of a class without provisioner gets the smaller
  * of two static local volumes on the second node prebound, the real PV
- * controller binds it, and the pod goes there. */
+ * controller binds it, and the pod goes there; claims whose selectors use
+ * matchExpressions get the volume they select, on either node. */
 static void test_volumes(void **state)
 {
     (void)state;
@@ -728,8 +742,8 @@ static void test_volumes(void **state)
              "\"volumeBindingMode\":\"WaitForFirstConsumer\"}",
              scls);
     create_tracked("/apis/storage.k8s.io/v1/storageclasses", scls, body);
-    mk_static_pv(sbig, scls, e2e_node(1), "50Gi");
-    mk_static_pv(ssmall, scls, e2e_node(1), "2Gi");
+    mk_static_pv(sbig, scls, e2e_node(1), "50Gi", "");
+    mk_static_pv(ssmall, scls, e2e_node(1), "2Gi", "");
     mk_claim(pre, "sdata", scls, NULL);
     mk_claim_pod(pre, "static", pre, "sdata");
     if (!E2E_WAIT(pv_claimed_by(ssmall, "sdata"), E2E_WAIT_MS)) {
@@ -745,6 +759,36 @@ static void test_volumes(void **state)
     }
     assert_true(pv_claimed_by(sbig, ""));
     assert_false(claim_has_selected(pre, "sdata"));
+
+    /* Claim selectors with matchExpressions: a 5Gi volume labelled
+     * disk=hdd on the first node, one labelled disk=nvme on the second
+     * (and the unlabelled 50Gi one still free there). "In [nvme, ssd]"
+     * gets the nvme one; "Exists, NotIn [nvme]" the hdd one, and its pod
+     * goes to the first node. */
+    char shdd[160], snvme[160];
+    snprintf(shdd, sizeof shdd, "%s-s-hdd", pre);
+    snprintf(snvme, sizeof snvme, "%s-s-nvme", pre);
+    mk_static_pv(shdd, scls, e2e_node(0), "5Gi", "\"disk\":\"hdd\"");
+    mk_static_pv(snvme, scls, e2e_node(1), "5Gi", "\"disk\":\"nvme\"");
+    mk_claim_spec(pre, "fast", scls,
+                  ",\"selector\":{\"matchExpressions\":[{\"key\":\"disk\",\"operator\":\"In\","
+                  "\"values\":[\"nvme\",\"ssd\"]}]}");
+    mk_claim_pod(pre, "fast", pre, "fast");
+    mk_claim_spec(pre, "slow", scls,
+                  ",\"selector\":{\"matchExpressions\":[{\"key\":\"disk\",\"operator\":"
+                  "\"Exists\"},{\"key\":\"disk\",\"operator\":\"NotIn\",\"values\":[\"nvme\"]}]}");
+    mk_claim_pod(pre, "slow", pre, "slow");
+    bool fast =
+        E2E_WAIT(pv_claimed_by(snvme, "fast") && pod_on(pre, "fast", e2e_node(1)), E2E_WAIT_MS);
+    bool slow =
+        E2E_WAIT(pv_claimed_by(shdd, "slow") && pod_on(pre, "slow", e2e_node(0)), E2E_WAIT_MS);
+    if (!fast || !slow) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("claim selectors: fast (nvme, %s) %d, slow (hdd, %s) %d", e2e_node(1), fast,
+                 e2e_node(0), slow);
+    }
+    assert_true(pv_claimed_by(sbig, ""));
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }

@@ -97,6 +97,20 @@ static const char *const pvcs_json[] = {
     LOCAL_PVC("local-sel", "\"selector\":{\"matchLabels\":{\"disk\":\"nvme\"}}"),
     LOCAL_PVC("local-expr", "\"selector\":{\"matchExpressions\":[{\"key\":\"disk\","
                             "\"operator\":\"Exists\"}]}"),
+    LOCAL_PVC("local-notin", "\"selector\":{\"matchExpressions\":[{\"key\":\"disk\","
+                             "\"operator\":\"NotIn\",\"values\":[\"nvme\"]}]}"),
+    LOCAL_PVC("local-dne", "\"selector\":{\"matchExpressions\":[{\"key\":\"disk\","
+                           "\"operator\":\"DoesNotExist\"}]}"),
+    LOCAL_PVC("local-both", "\"selector\":{\"matchLabels\":{\"disk\":\"nvme\"},"
+                            "\"matchExpressions\":[{\"key\":\"disk\",\"operator\":\"In\","
+                            "\"values\":[\"ssd\",\"nvme\"]}]}"),
+    LOCAL_PVC("local-ssd", "\"selector\":{\"matchExpressions\":[{\"key\":\"disk\","
+                           "\"operator\":\"In\",\"values\":[\"ssd\"]}]}"),
+    LOCAL_PVC("local-gt", "\"selector\":{\"matchExpressions\":[{\"key\":\"size\","
+                          "\"operator\":\"Gt\",\"values\":[\"1\"]}]}"),
+    LOCAL_PVC("local-exists-v", "\"selector\":{\"matchExpressions\":[{\"key\":\"disk\","
+                                "\"operator\":\"Exists\",\"values\":[\"nvme\"]}]}"),
+    LOCAL_PVC("local-expr-shape", "\"selector\":{\"matchExpressions\":[{\"key\":7}]}"),
 };
 static const char *const pvs_json[] = {
     "{\"metadata\":{\"name\":\"pv-n1\"},\"spec\":{\"nodeAffinity\":{\"required\":" HOST_IN(
@@ -256,8 +270,22 @@ static const struct vcase cases[] = {
      NULL, false},
     {"static: volume mode Block", "[" CLAIM("local-block") "]", NULL, NULL, "n1", true},
     {"static: selector matchLabels", "[" CLAIM("local-sel") "]", NULL, NULL, "n2", true},
-    {"static: selector matchExpressions", "[" CLAIM("local-expr") "]", NULL,
-     "matchExpressions: not supported", NULL, false},
+    {"static: selector matchExpressions Exists: the nvme volume (n1's is claimed)",
+     "[" CLAIM("local-expr") "]", NULL, NULL, "n2", true},
+    {"static: NotIn: volumes without the label match", "[" CLAIM("local-notin") "]", NULL, NULL,
+     "n0n2", true},
+    {"static: DoesNotExist", "[" CLAIM("local-dne") "]", NULL, NULL, "n0n2", true},
+    {"static: matchLabels and matchExpressions, ANDed", "[" CLAIM("local-both") "]", NULL, NULL,
+     "n2", true},
+    {"static: In with no volume labelled so", "[" CLAIM("local-ssd") "]", NULL,
+     "no Available persistentvolume of StorageClass \"local\" matches claim \"local-ssd\"", NULL,
+     false},
+    {"static: Gt is no label selector operator", "[" CLAIM("local-gt") "]", NULL,
+     "claim \"local-gt\": spec.selector.matchExpressions: not a label selector", NULL, false},
+    {"static: Exists with values", "[" CLAIM("local-exists-v") "]", NULL,
+     "spec.selector.matchExpressions: not a label selector", NULL, false},
+    {"static: matchExpressions of a bad shape", "[" CLAIM("local-expr-shape") "]", NULL,
+     "spec.selector.matchExpressions", NULL, false},
     {"static: a volume's claimRef names the claim: wait for the PV controller",
      "[" CLAIM("prebound") "]", NULL,
      "waiting for the PV controller to bind claim \"prebound\" to persistentvolume "
@@ -478,6 +506,9 @@ static void test_bad_volume(void **state)
     assert_int_equal(fair_kpv_decode(j, &bad, NULL), 0);
     json_decref(j);
     assert_non_null(bad->problem);
+    /* Named by the volume's own path, not by a pod's affinity path. */
+    assert_non_null(strstr(bad->problem, "spec.nodeAffinity.required: want {nodeSelectorTerms"));
+    assert_null(strstr(bad->problem, "spec.affinity"));
     j = load("{\"metadata\":{\"name\":\"c\",\"namespace\":\"t\"},\"spec\":{\"volumeName\":"
              "\"pv-bad\"}}");
     struct fair_kpvc *claim = NULL;
@@ -529,6 +560,10 @@ static void test_filters_keep_what_is_read(void **state)
         assert_int_equal(c->access_modes, pvcs[i]->access_modes);
         assert_int_equal(c->block, pvcs[i]->block);
         assert_int_equal(c->nselector, pvcs[i]->nselector);
+        assert_int_equal(!c->selector_exprs, !pvcs[i]->selector_exprs);
+        if (c->selector_exprs)
+            assert_int_equal(c->selector_exprs->terms[0].nreqs,
+                             pvcs[i]->selector_exprs->terms[0].nreqs);
         assert_true(same_str(c->problem, pvcs[i]->problem));
         fair_kpvc_free(c);
     }
