@@ -340,6 +340,40 @@ static void reply_conflict(struct fk_server *s, struct evhttp_request *req, cons
     fk_reply(s, req, 409, status_details(st, name, t->group, t->plural));
 }
 
+/* A metav1.LabelSelector's matchExpressions as the API server validates
+ * them (ValidateLabelSelectorRequirement): the operator is In, NotIn,
+ * Exists or DoesNotExist; In and NotIn take values, the others none. On a
+ * violation, fills field (under path) and detail and returns true. */
+static bool selector_invalid(const json_t *sel, const char *path, char *field, size_t nfield,
+                             char *detail, size_t ndetail)
+{
+    const json_t *me = json_is_object(sel) ? json_object_get(sel, "matchExpressions") : NULL;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(me, i, e)
+    {
+        const char *op = json_string_value(json_object_get(e, "operator"));
+        size_t nv = json_array_size(json_object_get(e, "values"));
+        bool set = op && (!strcmp(op, "In") || !strcmp(op, "NotIn"));
+        bool exists = op && (!strcmp(op, "Exists") || !strcmp(op, "DoesNotExist"));
+        if (!set && !exists) {
+            snprintf(field, nfield, "%s.matchExpressions[%zu].operator", path, i);
+            snprintf(detail, ndetail, "Invalid value: \"%s\": not a valid selector operator",
+                     op ? op : "");
+            return true;
+        }
+        if (set != (nv > 0)) {
+            snprintf(field, nfield, "%s.matchExpressions[%zu].values", path, i);
+            snprintf(detail, ndetail, "%s",
+                     set ? "Required value: must be specified when `operator` is 'In' or 'NotIn'"
+                         : "Forbidden: may not be specified when `operator` is 'Exists' or "
+                           "'DoesNotExist'");
+            return true;
+        }
+    }
+    return false;
+}
+
 static void reply_invalid(struct fk_server *s, struct evhttp_request *req, const struct fk_type *t,
                           const char *name, const char *field, const char *detail)
 {
@@ -1085,6 +1119,14 @@ static void handle_create(struct fk_server *s, struct evhttp_request *req, const
         json_t *cs = json_object_get(spec, "containers");
         if (!json_is_array(cs) || json_array_size(cs) == 0) {
             reply_invalid(s, req, t, name, "spec.containers", "Required value");
+            goto out;
+        }
+    }
+    if (r->type == FK_PVCS) {
+        char field[128], detail[160];
+        if (selector_invalid(json_object_get(json_object_get(obj, "spec"), "selector"),
+                             "spec.selector", field, sizeof field, detail, sizeof detail)) {
+            reply_invalid(s, req, t, name, field, detail);
             goto out;
         }
     }

@@ -749,6 +749,41 @@ static void test_volumes_stored(void **state)
     assert_int_equal(code, 200);
     assert_int_equal(json_array_size(json_object_get(r, "items")), 1);
     json_decref(r);
+
+    /* A claim's selector is validated as the 1.24 API server does it (the
+     * messages are the ones it gave): a selector operator, values with In
+     * and NotIn only. A valid one is stored. */
+    static const struct {
+        const char *expr, *msg;
+    } sel[] = {
+        {"{\"key\":\"size\",\"operator\":\"Gt\",\"values\":[\"1\"]}",
+         "spec.selector.matchExpressions[0].operator: Invalid value: \"Gt\": not a valid selector "
+         "operator"},
+        {"{\"key\":\"disk\",\"operator\":\"Exists\",\"values\":[\"nvme\"]}",
+         "spec.selector.matchExpressions[0].values: Forbidden: may not be specified when "
+         "`operator` is 'Exists' or 'DoesNotExist'"},
+        {"{\"key\":\"disk\",\"operator\":\"In\"}",
+         "spec.selector.matchExpressions[0].values: Required value: must be specified when "
+         "`operator` is 'In' or 'NotIn'"},
+        {"{\"key\":\"disk\",\"operator\":\"NotIn\",\"values\":[\"hdd\"]}", NULL},
+    };
+    for (size_t i = 0; i < sizeof sel / sizeof *sel; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{"
+                 "\"name\":\"sel-%zu\"},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],"
+                 "\"storageClassName\":\"local\",\"selector\":{\"matchExpressions\":[%s]}}}",
+                 i, sel[i].expr);
+        r = fair_fake_request_json(&fake, "POST",
+                                   "/api/v1/namespaces/team-a/persistentvolumeclaims", body, &code);
+        if (!sel[i].msg) {
+            assert_int_equal(code, 201);
+        } else {
+            assert_int_equal(code, 422);
+            assert_non_null(strstr(fair_fake_json_str(r, "message"), sel[i].msg));
+        }
+        json_decref(r);
+    }
 }
 
 int main(void)
