@@ -9,6 +9,10 @@
  *
  *   bench_nodebound [NODES.csv PODS.csv [FIRST_SEED [SEEDS [CPU_UNIT [ITERS]]]]]
  *
+ * With BENCH_ENGINE_BOUND set, two more columns: the engine's own first
+ * failed GPU pod and the LP bound for the policies that fail none before
+ * it (about 10 s more per seed on the default trace).
+ *
  * Without arguments (as `make bench` runs it): the default openb trace
  * from $FAIR_TRACE_DIR, else ../shared/traces/alibaba-openb-2023; without
  * it the benchmark says so and exits 0. */
@@ -19,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/engine_place.h"
 #include "sim/nodebound.h"
 #include "sim/paper.h"
 #include "sim/place.h"
@@ -48,21 +53,41 @@ static long long arg(int argc, char **argv, int i, long long def)
     return v;
 }
 
-/* The index of the paper FGD's first failed GPU pod on a (SIZE_MAX: none),
- * or -1 on error. */
-static long long fgd_first_fail(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
-                                uint64_t seed, struct fair_error *err)
+/* The index of the first failed GPU pod on a (a->n: none) of the paper
+ * FGD, or with engine of Fairshare's engine; -1 on error. */
+static long long first_fail(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
+                            uint64_t seed, bool engine, struct fair_error *err)
 {
-    struct fair_sim_placer pl;
     struct fair_sim_paper_result res;
-    if (fair_sim_placer_init(&pl, FAIR_SIM_POLICY_PAPER_FGD, seed, t, err))
+    int rc;
+    if (engine) {
+        struct fair_sim_engine_placer ep;
+        rc = fair_sim_engine_placer_init(&ep, t, err);
+        if (!rc)
+            rc = fair_sim_paper_run(t, a, fair_sim_place_engine, &ep, &res, err);
+        fair_sim_engine_placer_release(&ep);
+    } else {
+        struct fair_sim_placer pl;
+        if (fair_sim_placer_init(&pl, FAIR_SIM_POLICY_PAPER_FGD, seed, t, err))
+            return -1;
+        pl.tie_rank = a->node_rank;
+        rc = fair_sim_paper_run(t, a, fair_sim_place_baseline, &pl, &res, err);
+        fair_sim_placer_release(&pl);
+    }
+    if (rc)
         return -1;
-    pl.tie_rank = a->node_rank;
-    int rc = fair_sim_paper_run(t, a, fair_sim_place_baseline, &pl, &res, err);
-    fair_sim_placer_release(&pl);
-    return rc                                 ? -1
-           : res.first_fail_index == SIZE_MAX ? (long long)a->n
-                                              : (long long)res.first_fail_index;
+    return res.first_fail_index == SIZE_MAX ? (long long)a->n : (long long)res.first_fail_index;
+}
+
+/* The LP bound (%, rounded down to 0.01) for the policies that fail no
+ * GPU pod among the first must arrivals; -1 on error. */
+static double bound_before(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
+                           size_t end, long long must, struct fair_error *err)
+{
+    struct fair_sim_frag_bound fb;
+    if (must < 0 || fair_sim_paper_bound(t, a, end, (size_t)must, &fb, err))
+        return -1;
+    return (double)(fb.bound_milli * 10000 / fb.capacity_milli) / 100.0;
 }
 
 /* Best fit of one pod now (fair_sim_best_fit), bound. */
@@ -164,15 +189,19 @@ int main(int argc, char **argv)
         return 1;
     }
     double *lp = calloc((size_t)nseeds, sizeof(*lp)), *nbd = calloc((size_t)nseeds, sizeof(*nbd)),
-           *fgd = calloc((size_t)nseeds, sizeof(*fgd)), *pk = calloc((size_t)nseeds, sizeof(*pk)),
-           *pw = calloc((size_t)nseeds, sizeof(*pw)), *wc = calloc((size_t)nseeds, sizeof(*wc));
+           *fgd = calloc((size_t)nseeds, sizeof(*fgd)), *eng = calloc((size_t)nseeds, sizeof(*eng)),
+           *pk = calloc((size_t)nseeds, sizeof(*pk)), *pw = calloc((size_t)nseeds, sizeof(*pw)),
+           *wc = calloc((size_t)nseeds, sizeof(*wc));
     int rc = 0;
+    const bool with_engine = getenv("BENCH_ENGINE_BOUND") != NULL;
     printf("| seed | window end (arrivals) | LP bound | node bound | FGD's first failed GPU pod "
            "(arrival) | LP bound, no GPU pod failed before it | offline packing, window end | "
            "clairvoyant policy, window mean | same, placing every pod that fits | CPU-only pods it "
-           "turns away | classes | shapes | steps | seconds |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (long long i = 0; i < nseeds && lp && nbd && fgd && pk && pw && wc; i++) {
+           "turns away | classes | shapes | steps | seconds |%s\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+           with_engine ? " engine's first failed GPU pod | LP bound, none failed before it |" : "",
+           with_engine ? "---|---|" : "");
+    for (long long i = 0; i < nseeds && lp && nbd && fgd && eng && pk && pw && wc; i++) {
         struct fair_sim_arrivals a = {0};
         if (fair_sim_arrivals_paper(&a, &t, first + i, &err)) {
             fprintf(stderr, "bench_nodebound: %s\n", err.msg);
@@ -203,15 +232,16 @@ int main(int argc, char **argv)
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         /* The condition: no GPU pod fails before FGD's first. */
-        struct fair_sim_frag_bound fb;
-        long long ff = fgd_first_fail(&t, &a, (uint64_t)(first + i), &err);
-        if (ff < 0 || fair_sim_paper_bound(&t, &a, end, (size_t)ff, &fb, &err)) {
+        long long ff = first_fail(&t, &a, (uint64_t)(first + i), false, &err);
+        long long fe = with_engine ? first_fail(&t, &a, (uint64_t)(first + i), true, &err) : 0;
+        fgd[i] = bound_before(&t, &a, end, ff, &err);
+        eng[i] = with_engine ? bound_before(&t, &a, end, fe, &err) : 0;
+        if (fgd[i] < 0 || eng[i] < 0) {
             fprintf(stderr, "bench_nodebound: %s\n", err.msg);
             fair_sim_arrivals_release(&a);
             rc = 1;
             break;
         }
-        fgd[i] = (double)(fb.bound_milli * 10000 / fb.capacity_milli) / 100.0;
         int64_t alloc = 0;
         bool *placed = calloc(end + 1, sizeof(*placed));
         struct fair_sim_spot *spot = calloc(end + 1, sizeof(*spot));
@@ -251,26 +281,35 @@ int main(int argc, char **argv)
         /* Rounded down to 0.01%, as the simulate command prints bounds. */
         lp[i] = (double)(b.lp_bound_milli * 10000 / b.capacity_milli) / 100.0;
         nbd[i] = (double)(b.bound_milli * 10000 / b.capacity_milli) / 100.0;
+        char more[64] = "";
+        if (with_engine)
+            snprintf(more, sizeof more, " %lld | %.2f |", fe, eng[i]);
         printf("| %lld | %zu | %.2f | %.2f | %lld | %.2f | %.2f | %.2f | %.2f | %zu of %zu | %zu | "
-               "%zu | %zu | %.1f |\n",
+               "%zu | %zu | %.1f |%s\n",
                first + i, end, lp[i], nbd[i], ff, fgd[i], pk[i], pw[i], wc[i], cpu_failed_s,
                cpu_arrived_s, b.classes, b.node_shapes, b.iterations,
-               (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+               (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, more);
         fflush(stdout);
         fair_sim_arrivals_release(&a);
     }
-    if (!rc && lp && nbd && fgd && pk && pw && wc)
+    if (!rc && lp && nbd && fgd && eng && pk && pw && wc) {
+        char more[64] = "";
+        if (with_engine)
+            snprintf(more, sizeof more, " | **%.2f** |", median(eng, (size_t)nseeds));
         printf(
             "| median | | **%.2f** | **%.2f** | | **%.2f** | **%.2f** | **%.2f** | **%.2f** | | | "
-            "| | |\n",
+            "| | |%s\n",
             median(lp, (size_t)nseeds), median(nbd, (size_t)nseeds), median(fgd, (size_t)nseeds),
-            median(pk, (size_t)nseeds), median(pw, (size_t)nseeds), median(wc, (size_t)nseeds));
+            median(pk, (size_t)nseeds), median(pw, (size_t)nseeds), median(wc, (size_t)nseeds),
+            more);
+    }
     free(pk);
     free(pw);
     free(wc);
     free(lp);
     free(nbd);
     free(fgd);
+    free(eng);
     fair_sim_trace_release(&t);
     return rc;
 }
