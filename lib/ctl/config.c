@@ -132,6 +132,9 @@ static const struct fair_ctl_config_entry table[] = {
      "how often decayed usage and budget use are read again from the ledger"},
     {"inFlightTimeout", FAIR_CFG_DURATION, OFF(op_timeout_ms), "30s", 1000, 3600 * 1000,
      "a bind or eviction not yet seen in the informer is forgotten after this long"},
+    {"volumeBindTimeout", FAIR_CFG_DURATION, OFF(volume_bind_timeout_ms), "10m", 1000, 3600 * 1000,
+     "a pod whose claims were given its node keeps its room there this long at most while "
+     "their volumes are made (kube-scheduler's bindTimeoutSeconds)"},
     {"http.maxConnections", FAIR_CFG_INT, OFF(http_max_conns), "256", 4, 65536,
      "HTTP connections open at once; beyond it the connection that has waited longest for its "
      "request is closed"},

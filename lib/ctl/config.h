@@ -47,6 +47,7 @@ struct fair_ctl_config {
     int64_t evict_backoff_ms;        /* eviction.pdbBackoff */
     int64_t pdb_max_wait_ms;         /* eviction.pdbMaxWait */
     int64_t op_timeout_ms;           /* inFlightTimeout */
+    int64_t volume_bind_timeout_ms;  /* volumeBindTimeout */
     char *reclaim_up_to;             /* reclaim.upTo: "FairShare" or "Guarantee" */
     int64_t oq_threshold_pct;        /* reclaim.overQuotaThreshold (percent) */
     int64_t oq_min_runtime_ms;       /* reclaim.overQuotaMinRuntime */

@@ -27,6 +27,7 @@
 #include "ctl/snapshot.h"
 #include "ctl/status.h"
 #include "ctl/tqstate.h"
+#include "engine/constraints.h"
 #include "engine/engine.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -1055,11 +1056,13 @@ static void hami_limits(const struct fair_knode *kn, const struct fair_kpod *kp,
 }
 
 /* Commits one BIND of the plan: the pod counts as bound on its node from
- * now on (podmem overlay), and the requests go out as slots free up. */
+ * now on (podmem overlay), and the requests go out as slots free up.
+ * preemptible: what the pod is charged as; -1: as the snapshot says. */
 static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
-                    const struct fair_action *a, int64_t *queue_alloc)
+                    const struct fair_action *a, int64_t *queue_alloc, int preemptible)
 {
     const struct fair_pod *p = &s->snap.pods[a->pod];
+    const bool pre = preemptible < 0 ? p->preemptible : preemptible != 0;
     const struct fair_node *node = &s->snap.nodes[a->node];
     char devices[200] = "";
     int64_t gpu = p->request.v[FAIR_RES_GPU];
@@ -1102,7 +1105,7 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     r->gpu_model = dup0(node->gpu_model);
     r->gpu_milli = gpu;
     r->inquota_milli = inq;
-    r->non_preemptible = !p->preemptible;
+    r->non_preemptible = !pre;
     r->devmask = a->gpu_devices;
     /* A fraction (part of a GPU) that reached us without the webhook's
      * mark, while the webhook is deployed: told once, with the bind. */
@@ -1121,8 +1124,8 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
         goto fail;
     /* What the pod is charged as is fixed now: its labels and annotations
      * may change after the bind; this does not. */
-    if (fair_ctl_podmem_set_charge(&c->pods, p->uid, r->queue, r->project, p->preemptible, gpu,
-                                   r->gang, r->gang_size, a->gpu_devices))
+    if (fair_ctl_podmem_set_charge(&c->pods, p->uid, r->queue, r->project, pre, gpu, r->gang,
+                                   r->gang_size, a->gpu_devices))
         goto fail;
     fair_ctl_podmem_fix_notice(&c->pods, p->uid, s->kpods[a->pod]->preemption_notice_ms);
     /* Queued, not in flight yet: it must not expire while it waits. */
@@ -1214,6 +1217,7 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
         json_pack("{s:{s:{s:s}}}", "metadata", "annotations", FAIR_ANN_SELECTED_NODE, node);
     char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
+    size_t sent = 0;
     for (size_t i = 0; body && i < n; i++) {
         struct fair_error err = {0};
         struct req *r = req_new(c, REQ_OBJ_PATCH);
@@ -1229,8 +1233,69 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
         FAIR_INFO(COMP, "msg=\"claim waits for its node\" pvc=%s/%s node=%s pod=%s/%s",
                   claims[i]->meta.namespace_, claims[i]->meta.name, node, k->meta.namespace_,
                   k->meta.name);
+        sent++;
     }
     free(body);
+    /* As kube-scheduler assumes the pod on the node while its volumes are
+     * made, its room there is held (provisioning_over() ends it), and its
+     * owner is told so. */
+    if (sent && !fair_ctl_podmem_begin(&c->pods, s->snap.pods[a->pod].uid, FAIR_CTL_OP_PROVISIONING,
+                                       node, a->gpu_devices, mono(c))) {
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "waiting for the volume of claim \"%s\"%s to be made on node %s; the pod's "
+                 "room there is held meanwhile (up to volumeBindTimeout)",
+                 claims[0]->meta.name, n > 1 ? " and others" : "", node);
+        tell_pending(c, k, FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_VOLUME, msg);
+    }
+}
+
+/* The pods whose room was held while their claims' volumes were made, and
+ * whose claims are bound now (provisioning_over()): bound to the held node
+ * and devices, unless a volume cannot be reached from it (then the pod
+ * waits, pending, for the next cycle). Returns the binds issued. */
+static size_t bind_provisioned(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                               int64_t *queue_alloc)
+{
+    size_t binds = 0;
+    struct fair_store *pvcs = c->inf[INF_PVCS] ? fair_informer_store(c->inf[INF_PVCS]) : NULL;
+    struct fair_store *pvs = c->inf[INF_PVS] ? fair_informer_store(c->inf[INF_PVS]) : NULL;
+    for (size_t i = 0; pvcs && pvs && i < s->snap.npods; i++) {
+        const struct fair_pod *p = &s->snap.pods[i];
+        const struct fair_kpod *k = s->kpods[i];
+        struct fair_ctl_podmem_entry *e = k ? fair_ctl_podmem_get(&c->pods, p->uid) : NULL;
+        if (!e || e->op != FAIR_CTL_OP_PROVISIONING || !e->provision_ready ||
+            p->state != FAIR_POD_BOUND || p->node < 0 || (size_t)p->node >= s->snap.nnodes)
+            continue;
+        const struct fair_node *n = &s->snap.nodes[p->node];
+        bool reach = true;
+        for (size_t j = 0; reach && j < k->nclaims; j++) {
+            const struct fair_kpvc *pc =
+                fair_store_get_by_name(pvcs, k->meta.namespace_, k->claims[j]);
+            const struct fair_kpv *pv =
+                pc ? fair_store_get_by_name(pvs, NULL, pc->volume_name) : NULL;
+            reach = pv && (!pv->node_affinity || !pv->node_affinity->required ||
+                           fair_node_affinity_match(pv->node_affinity, n));
+        }
+        struct fair_action a = {.kind = FAIR_ACTION_BIND,
+                                .pod = (int32_t)i,
+                                .node = p->node,
+                                .gpu_devices = e->op_devices};
+        fair_ctl_podmem_end(&c->pods, p->uid);
+        if (!reach) {
+            FAIR_INFO(COMP,
+                      "msg=\"a volume cannot be reached from the held node\" pod=%s/%s node=%s",
+                      p->namespace_, p->name, n->name);
+            continue;
+        }
+        /* Its GPUs are in queue_alloc already (held, it counted as bound),
+         * and it is bound as what it is, not as a hold (no victim). */
+        if (p->queue >= 0 && (size_t)p->queue < s->snap.nqueues)
+            queue_alloc[p->queue] -= p->request.v[FAIR_RES_GPU];
+        do_bind(c, s, &a, queue_alloc, k->preemptible);
+        binds++;
+    }
+    return binds;
 }
 
 static void bindq_push(struct fair_ctl *c, struct req *r)
@@ -2146,6 +2211,15 @@ static struct fair_ledger_interval_info interval_of(struct fair_ctl *c,
 
 /* Returns the ledger's result: FAIR_EBUSY (locked by another process) is
  * retried at the next cycle. */
+/* Whether snapshot pod i only holds its room while its claims' volumes
+ * are made (bound in the snapshot, not on the server). */
+static bool held_for_volumes(struct fair_ctl *c, const struct fair_ctl_snapshot *s, size_t i)
+{
+    const struct fair_kpod *k = s->kpods[i];
+    const struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, s->snap.pods[i].uid);
+    return k && !(k->node_name && *k->node_name) && e && e->op == FAIR_CTL_OP_PROVISIONING;
+}
+
 static int ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
 {
     struct fair_error err = {0};
@@ -2155,7 +2229,8 @@ static int ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot *
     size_t n = 0;
     for (size_t i = 0; i < s->snap.npods; i++) {
         const struct fair_pod *p = &s->snap.pods[i];
-        if (p->state != FAIR_POD_BOUND || p->queue < 0 || p->request.v[FAIR_RES_GPU] <= 0)
+        if (p->state != FAIR_POD_BOUND || p->queue < 0 || p->request.v[FAIR_RES_GPU] <= 0 ||
+            held_for_volumes(c, s, i))
             continue;
         live[n++] = interval_of(c, s, i);
     }
@@ -2243,6 +2318,39 @@ static void count_owner_width(struct fair_ctl *c, size_t npods)
     }
 }
 
+/* Why the room held for pod on node while its claims' volumes are made
+ * can go (NULL: it stays). The pod is bound (by someone else); a claim
+ * is gone, being deleted or names another node (its provisioner gave up
+ * and another was chosen); or every claim is bound to a volume this
+ * controller has seen: *ready, and the pod is bound to the node in this
+ * cycle (bind_provisioned()), before the room can go to anyone else. A
+ * claim that does not show the node yet (the watch has not brought our
+ * patch, or the provisioner cleared it) keeps the hold, up to
+ * volumeBindTimeout. */
+static const char *provisioning_over(struct fair_ctl *c, const struct fair_kpod *pod,
+                                     const char *node, bool *ready)
+{
+    *ready = false;
+    if (pod->node_name && *pod->node_name)
+        return "the pod is bound";
+    struct fair_store *st = c->inf[INF_PVCS] ? fair_informer_store(c->inf[INF_PVCS]) : NULL;
+    struct fair_store *pvs = c->inf[INF_PVS] ? fair_informer_store(c->inf[INF_PVS]) : NULL;
+    if (!st || !pvs)
+        return "no volume informers";
+    bool all = true;
+    for (size_t i = 0; i < pod->nclaims; i++) {
+        const struct fair_kpvc *pc =
+            fair_store_get_by_name(st, pod->meta.namespace_, pod->claims[i]);
+        if (!pc || pc->meta.deletion_ms)
+            return "a claim is gone";
+        if (pc->selected_node && node && strcmp(pc->selected_node, node))
+            return "a claim names another node";
+        all &= pc->bound && fair_store_get_by_name(pvs, NULL, pc->volume_name) != NULL;
+    }
+    *ready = all;
+    return NULL;
+}
+
 static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_overlay *out)
 {
     struct fair_ctl *c = ctx;
@@ -2256,11 +2364,22 @@ static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_over
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, pod->meta.uid);
     if (!e)
         return;
+    bool ready = false;
+    const char *over =
+        e->op == FAIR_CTL_OP_PROVISIONING ? provisioning_over(c, pod, e->op_node, &ready) : NULL;
+    if (e->op == FAIR_CTL_OP_PROVISIONING)
+        e->provision_ready = ready;
+    if (over) {
+        FAIR_INFO(COMP, "msg=\"room no longer held\" pod=%s/%s node=%s why=\"%s\"",
+                  pod->meta.namespace_, pod->meta.name, e->op_node, over);
+        fair_ctl_podmem_end(&c->pods, pod->meta.uid);
+    }
     out->hold_node = e->hold_node;
     out->hold_since_ms = e->hold_since_ms;
     out->charge = e->charge.set ? &e->charge : NULL;
-    if (e->op == FAIR_CTL_OP_BINDING) {
-        out->kind = FAIR_CTL_OVERLAY_BINDING;
+    if (e->op == FAIR_CTL_OP_BINDING || e->op == FAIR_CTL_OP_PROVISIONING) {
+        out->kind =
+            e->op == FAIR_CTL_OP_BINDING ? FAIR_CTL_OVERLAY_BINDING : FAIR_CTL_OVERLAY_PROVISIONING;
         out->node = e->op_node;
         out->gpu_devices = e->op_devices;
     } else if (e->op == FAIR_CTL_OP_EVICTING) {
@@ -2554,7 +2673,7 @@ static void run_cycle(struct fair_ctl *c)
         if (collect(c, i, &n[i]))
             goto out;
     pump_notices(c);
-    fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms);
+    fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms, c->cfg->volume_bind_timeout_ms);
     if (build_snapshot(c, n, &s, &err)) {
         FAIR_ERROR(COMP, "msg=\"snapshot failed\" err=\"%s\"", err.msg);
         goto out;
@@ -2575,7 +2694,7 @@ static void run_cycle(struct fair_ctl *c)
     for (size_t i = 0; i < s.snap.npods; i++) {
         const struct fair_pod *p = &s.snap.pods[i];
         const struct fair_kpod *kp = s.kpods[i];
-        if (p->state != FAIR_POD_BOUND || p->queue < 0)
+        if (p->state != FAIR_POD_BOUND || p->queue < 0 || held_for_volumes(c, &s, i))
             continue;
         struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
         if (e && e->charge.set) {
@@ -2645,7 +2764,7 @@ static void run_cycle(struct fair_ctl *c)
             s.pod_select[a->pod]) {
             select_node(c, &s, a); /* its claims first: bound once they are */
         } else if (a->kind == FAIR_ACTION_BIND && a->node >= 0 && (size_t)a->node < s.snap.nnodes) {
-            do_bind(c, &s, a, queue_alloc);
+            do_bind(c, &s, a, queue_alloc, -1);
             binds++;
         } else if (a->kind == FAIR_ACTION_EVICT) {
             do_evict(c, &s, a);
@@ -2653,6 +2772,7 @@ static void run_cycle(struct fair_ctl *c)
         }
     }
 
+    binds += bind_provisioned(c, &s, queue_alloc);
     pump_binds(c);
 
     /* Then tell the owners of pending pods why they wait. */

@@ -96,6 +96,7 @@ static void end_entry(struct fair_ctl_podmem *m, struct fair_ctl_podmem_entry *e
         return;
     e->op = FAIR_CTL_OP_NONE;
     e->notice_due_ms = 0;
+    e->provision_ready = false;
     fair_free(e->op_node);
     e->op_node = NULL;
     e->op_devices = 0;
@@ -109,14 +110,16 @@ void fair_ctl_podmem_end(struct fair_ctl_podmem *m, const char *uid)
         end_entry(m, e);
 }
 
-size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t timeout_ms)
+size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t timeout_ms,
+                              int64_t provision_timeout_ms)
 {
     size_t n = 0;
     if (!m->inflight)
         return 0;
     for (size_t i = 0; i < m->n; i++) {
         struct fair_ctl_podmem_entry *e = m->v[i];
-        if (e->op != FAIR_CTL_OP_NONE && now_ms - e->op_start_ms >= timeout_ms) {
+        int64_t t = e->op == FAIR_CTL_OP_PROVISIONING ? provision_timeout_ms : timeout_ms;
+        if (e->op != FAIR_CTL_OP_NONE && now_ms - e->op_start_ms >= t) {
             end_entry(m, e);
             n++;
         }

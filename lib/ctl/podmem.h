@@ -18,6 +18,12 @@
  *             (cancelled) --> NONE
  *   EVICTING --the pod is gone (fair_ctl_podmem_remove), the eviction
  *             failed, or op_timeout passed--> NONE
+ *   NONE --the pod's claims were given its node (selected-node), so its
+ *             room there is held while their volumes are made--> PROVISIONING
+ *   PROVISIONING --the claims are bound (provision_ready: the pod is bound
+ *             to the node in that cycle, as kube-scheduler's PreBind ends in
+ *             its bind)--> BINDING; --a claim is gone or names another
+ *             node, or volumeBindTimeout passed--> NONE
  * Invariant: a pod in BINDING or EVICTING gets no new bind or eviction; a
  * pod under notice is EVICTING, so the snapshot shows it terminating (its
  * room counts for the pod it was chosen for, and it is never chosen
@@ -50,13 +56,18 @@
 /* Lineages whose evictions are counted; past this, new ones are not. */
 #define FAIR_CTL_LINEAGE_MAX ((size_t)1 << 16)
 
-enum fair_ctl_op { FAIR_CTL_OP_NONE = 0, FAIR_CTL_OP_BINDING, FAIR_CTL_OP_EVICTING };
+enum fair_ctl_op {
+    FAIR_CTL_OP_NONE = 0,
+    FAIR_CTL_OP_BINDING,
+    FAIR_CTL_OP_EVICTING,
+    FAIR_CTL_OP_PROVISIONING
+};
 
 struct fair_ctl_podmem_entry {
     char *uid;
     enum fair_ctl_op op;
-    char *op_node;            /* BINDING: the target node */
-    uint64_t op_devices;      /* BINDING: the devices given */
+    char *op_node;            /* BINDING, PROVISIONING: the target node */
+    uint64_t op_devices;      /* BINDING, PROVISIONING: the devices given */
     int64_t op_start_ms;      /* monotonic */
     int64_t protect_until_ms; /* monotonic; 0: not protected */
     int64_t pdb_since_ms;     /* monotonic: first PDB refusal of the current run; 0: none */
@@ -73,6 +84,7 @@ struct fair_ctl_podmem_entry {
     int64_t notice_ms;     /* the notice given (counted in the grace period) */
     bool requeued;         /* this pod's requeue was created or decided against */
     bool told_devices;     /* a DevicesIgnored Event was sent */
+    bool provision_ready;  /* PROVISIONING: its claims are bound; bind it this cycle */
     char *hold_node;       /* pending: the node the engine holds for it, or NULL */
     int64_t hold_since_ms; /* ...since (wall ms); 0: none */
     struct fair_ctl_charge {
@@ -117,8 +129,10 @@ int fair_ctl_podmem_begin(struct fair_ctl_podmem *m, const char *uid, enum fair_
                           const char *node, uint64_t devices, int64_t now_ms);
 /* Ends the operation of uid, if any. */
 void fair_ctl_podmem_end(struct fair_ctl_podmem *m, const char *uid);
-/* Ends operations older than timeout_ms; returns how many. */
-size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t timeout_ms);
+/* Ends operations older than timeout_ms (PROVISIONING ones older than
+ * provision_timeout_ms); returns how many. */
+size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t timeout_ms,
+                              int64_t provision_timeout_ms);
 /* Forgets uid entirely (the pod is gone). */
 void fair_ctl_podmem_remove(struct fair_ctl_podmem *m, const char *uid);
 /* Ends every operation (leadership lost: another replica decides now). */

@@ -1070,7 +1070,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         bool ours = k->scheduler_name && in->scheduler_name &&
                     strcmp(k->scheduler_name, in->scheduler_name) == 0;
         const char *node = k->node_name && *k->node_name ? k->node_name : NULL;
-        if (!node && ov.kind == FAIR_CTL_OVERLAY_BINDING)
+        bool in_flight =
+            ov.kind == FAIR_CTL_OVERLAY_BINDING || ov.kind == FAIR_CTL_OVERLAY_PROVISIONING;
+        if (!node && in_flight)
             node = ov.node;
         char msg[240] = "";
         enum fair_ctl_reason reason = FAIR_CTL_REASON_NONE;
@@ -1171,7 +1173,8 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->started_ms = k->start_ms ? k->start_ms : k->meta.creation_ms;
         bool charged = node && ours && ov.charge && ov.charge->set;
         p->preemptible = (charged ? ov.charge->preemptible : k->preemptible) &&
-                         ov.kind != FAIR_CTL_OVERLAY_PROTECTED && !other_charged;
+                         ov.kind != FAIR_CTL_OVERLAY_PROTECTED &&
+                         ov.kind != FAIR_CTL_OVERLAY_PROVISIONING && !other_charged;
         p->request = k->request;
         p->request.v[FAIR_RES_GPU] = gpu;
         /* Its charge (as bound, or now) takes no device: decode.c refuses
@@ -1242,7 +1245,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             /* Devices: only where the controller wrote them. */
             uint64_t mask = 0;
             const struct fair_node *sn = &out->nodes[node_idx];
-            if (ov.kind == FAIR_CTL_OVERLAY_BINDING && !(k->node_name && *k->node_name)) {
+            if (in_flight && !(k->node_name && *k->node_name)) {
                 mask = ov.gpu_devices;
             } else if (charged && gpu > 0 && ov.charge->devices) {
                 mask = ov.charge->devices;

@@ -82,12 +82,15 @@ enum fair_ctl_overlay_kind {
     FAIR_CTL_OVERLAY_BINDING,   /* bind in flight: node + devices */
     FAIR_CTL_OVERLAY_EVICTING,  /* eviction in flight or accepted, or under notice */
     FAIR_CTL_OVERLAY_PROTECTED, /* not a victim (a PDB refused it) */
+    /* Its claims were given node and their volumes are being made: it
+     * counts as bound there (node + devices), and is not a victim. */
+    FAIR_CTL_OVERLAY_PROVISIONING,
 };
 
 struct fair_ctl_overlay {
     enum fair_ctl_overlay_kind kind;
-    const char *node;     /* BINDING */
-    uint64_t gpu_devices; /* BINDING */
+    const char *node;     /* BINDING, PROVISIONING */
+    uint64_t gpu_devices; /* BINDING, PROVISIONING */
     /* Whatever the kind: a pending pod's held node (NULL: none) and since
      * when (0: none), and how often the pod's lineage was evicted. */
     const char *hold_node;

@@ -596,6 +596,21 @@ static void mk_claim(const char *ns, const char *name, const char *cls, const ch
     mk_claim_spec(ns, name, cls, more);
 }
 
+/* A pod of gpus GPUs in queue, pinned to node by its nodeSelector. */
+static void mk_node_pod(const char *ns, const char *name, const char *queue, int gpus,
+                        const char *node)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    e2e_create(path,
+               "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+               "\"labels\":{\"fairshare.dev/queue\":\"%s\"}},\"spec\":{\"schedulerName\":\"%s\","
+               "\"terminationGracePeriodSeconds\":0,\"nodeSelector\":{\"kubernetes.io/hostname\":"
+               "\"%s\"},\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
+               "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"%d\"}}}]}}",
+               name, queue, e2e_scheduler(), node, gpus);
+}
+
 static void mk_claim_pod(const char *ns, const char *name, const char *queue, const char *claim)
 {
     char path[256];
@@ -667,9 +682,10 @@ static bool claim_has_selected(const char *ns, const char *name)
  * "Volumes"): a pod whose claim is bound to a local volume on the second
  * node goes there, although packing alone takes the first; a claim of a
  * WaitForFirstConsumer class gets selected-node before its pod is bound,
- * the test plays the provisioner (a volume on that node, bound ahead to
- * the claim, which the PV controller then binds), and the pod is bound
- * where the volume is; a missing claim keeps its pod waiting with
+ * the pod's room there is held meanwhile (a pod pinned to that node that
+ * needs the room waits), the test plays the provisioner (a volume on that
+ * node, bound ahead to the claim, which the PV controller then binds), and
+ * the pod is bound where the volume is; a missing claim keeps its pod waiting with
  * VolumeNotReady; a claim of a class without provisioner gets the smaller
  * of two static local volumes on the second node prebound, the real PV
  * controller binds it, and the pod goes there; claims whose selectors use
@@ -719,6 +735,17 @@ static void test_volumes(void **state)
     char *node = claim_selected(pre, "wdata");
     e2e_nap(1000);
     assert_true(pod_on(pre, "wffc", "")); /* not bound before its volume exists */
+    /* Its room there is held meanwhile, as kube-scheduler assumes the pod
+     * on the node: a pod pinned there that asks for all the GPUs the node
+     * would have free without the hold waits ("local" has one of the
+     * second node's). */
+    mk_node_pod(pre, "grab", pre, strcmp(node, e2e_node(1)) ? 8 : 7, node);
+    e2e_nap(2000);
+    if (!pod_on(pre, "grab", "")) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("a pod took the room held on %s while the claim's volume was made", node);
+    }
     mk_local_pv(pv2, cls, node, pre, "wdata");
     if (!E2E_WAIT(pod_on(pre, "wffc", node), E2E_WAIT_MS)) {
         e2e_dump_pods(pre);
@@ -727,6 +754,10 @@ static void test_volumes(void **state)
     }
     free(node);
     assert_true(pod_on(pre, "orphan", ""));
+    assert_true(pod_on(pre, "grab", ""));
+    char gpath[256];
+    snprintf(gpath, sizeof gpath, "/api/v1/namespaces/%s/pods/grab", pre);
+    assert_int_equal(e2e_req("DELETE", gpath, "{\"gracePeriodSeconds\":0}", NULL), 200);
 
     /* Static local volumes (kubernetes.io/no-provisioner): two on the
      * second node, 50Gi and 2Gi. The claim of 1Gi gets the smaller one

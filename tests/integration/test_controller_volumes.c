@@ -310,10 +310,103 @@ static void test_volumes(void **state)
     stop_all(&fake, &c);
 }
 
+/* One node of 8 GPUs, queue qa of team-a, the WaitForFirstConsumer class
+ * "fast", and a controller whose volumeBindTimeout is timeout. */
+static void start_one_node(struct fair_fake *fake, struct ctl *c, const char *timeout)
+{
+    struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
+    assert_int_equal(tc_fake_start(fake, &o), 0);
+    snprintf(c->config, sizeof c->config, "%s/provision-config.yaml", fake->dir);
+    FILE *f = fopen(c->config, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "apiVersion: config.fairshare.dev/v1alpha1\n"
+            "kind: ControllerConfig\n"
+            "volumeBindTimeout: %s\n"
+            "cycleInterval: 200ms\n",
+            timeout);
+    fclose(f);
+    const char *extra[] = {"--leader-elect=false", NULL};
+    assert_int_equal(ctl_start_args(c, fake, "provision", extra), 0);
+    assert_true(WAIT_UNTIL(ctl_ready(c), WAIT_MS));
+    const char *ns[] = {"team-a", NULL};
+    mk_namespaces(fake, ns);
+    mk_project(fake, "a", "16", "[\"team-a\"]", "qa");
+    mk_queue(fake, "qa", "a", "16", 1);
+    mk_class(fake, "fast", "WaitForFirstConsumer");
+}
+
+/* While a claim's volume is made, its pod's room on the chosen node is
+ * held, as kube-scheduler assumes the pod there: a one-GPU pod's
+ * WaitForFirstConsumer claim gets the node, and an 8-GPU pod that arrives
+ * meanwhile waits (before, it took the node, and the first pod then
+ * waited for room). Once the claim is bound, the first pod binds. */
+static void test_room_held_while_provisioning(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_one_node(&fake, &c, "10m");
+    mk_pvc(&fake, "data-1", "fast", NULL);
+    mk_claim_pod(&fake, "vol-1", "data-1");
+    if (!WAIT_UNTIL(selected_is_set(&fake, "data-1"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the claim got no selected-node");
+    }
+    assert_true(WAIT_UNTIL(
+        pod_condition_is(&fake, "team-a", "vol-1", "PodScheduled", "VolumeNotReady"), WAIT_MS));
+    mk_pod(&fake, "team-a", "big", "qa", "8");
+    /* The held GPU counts as in use: 1 + 8 is beyond the queue's share. */
+    assert_true(
+        WAIT_UNTIL(pod_condition_is(&fake, "team-a", "big", "PodScheduled", "FairShare"), WAIT_MS));
+    nap(1000);
+    assert_true(node_is(&fake, "big", ""));
+
+    /* The provisioner makes the volume; the claim is bound; vol-1 binds. */
+    mk_pv(&fake, "pv-1", "node-0000", "data-1");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-1",
+          "{\"spec\":{\"volumeName\":\"pv-1\"}}");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-1/status",
+          "{\"status\":{\"phase\":\"Bound\"}}");
+    if (!WAIT_UNTIL(node_is(&fake, "vol-1", "node-0000"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("vol-1 was not bound once its claim was");
+    }
+    assert_true(node_is(&fake, "big", ""));
+}
+
+/* A hold that nobody provisions ends after volumeBindTimeout (2 s here),
+ * and the room goes to the pod that waits for it. */
+static void test_hold_times_out(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_one_node(&fake, &c, "2s");
+    mk_pvc(&fake, "data-2", "fast", NULL);
+    mk_claim_pod(&fake, "vol-2", "data-2");
+    if (!WAIT_UNTIL(selected_is_set(&fake, "data-2"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the claim got no selected-node");
+    }
+    long long t0 = now_ms();
+    mk_pod(&fake, "team-a", "big", "qa", "8");
+    if (!WAIT_UNTIL(node_is(&fake, "big", "node-0000"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the 8-GPU pod did not get the node once the hold timed out");
+    }
+    assert_true(now_ms() - t0 >= 1000); /* not at once: the hold lasted */
+    assert_true(node_is(&fake, "vol-2", ""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_volumes, tc_teardown),
+        cmocka_unit_test_teardown(test_room_held_while_provisioning, tc_teardown),
+        cmocka_unit_test_teardown(test_hold_times_out, tc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

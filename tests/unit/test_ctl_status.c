@@ -284,8 +284,8 @@ static void test_podmem(void **state)
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&m, "u1");
     assert_string_equal(e->op_node, "n1");
     assert_int_equal(e->op_devices, 0x3);
-    assert_int_equal(fair_ctl_podmem_expire(&m, 150, 100), 0);
-    assert_int_equal(fair_ctl_podmem_expire(&m, 200, 100), 1); /* u1 is 100 ms old */
+    assert_int_equal(fair_ctl_podmem_expire(&m, 150, 100, 1000), 0);
+    assert_int_equal(fair_ctl_podmem_expire(&m, 200, 100, 1000), 1); /* u1 is 100 ms old */
     assert_int_equal(fair_ctl_podmem_get(&m, "u1")->op, FAIR_CTL_OP_NONE);
     assert_int_equal(m.inflight, 1);
     for (int i = 0; i < 1000; i++) {
