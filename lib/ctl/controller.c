@@ -1761,6 +1761,26 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
 {
     const struct fair_pod *p = &s->snap.pods[a->pod];
     const struct fair_kpod *kp = s->kpods[a->pod];
+    const struct fair_ctl_podmem_entry *held = fair_ctl_podmem_get(&c->pods, p->uid);
+    if (held && held->op == FAIR_CTL_OP_PROVISIONING) {
+        /* A room held while a claim's volume is made is reclaimed like a
+         * running pod's, but nothing runs: the hold just ends. The pod
+         * waits for its volume, then for room on that node. */
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "the room held for it on node %s while its volume is made was reclaimed; once "
+                 "the volume exists it waits for room there",
+                 held->op_node ? held->op_node : "");
+        FAIR_INFO(COMP, "msg=\"held room reclaimed\" pod=%s/%s node=%s", p->namespace_, p->name,
+                  held->op_node ? held->op_node : "");
+        fair_ctl_podmem_end(&c->pods, p->uid);
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
+        if (e) /* same reason as the hold's, new news: say it again */
+            e->last_cond_why = e->last_event_why = -1;
+        if (kp)
+            tell_pending(c, kp, FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_VOLUME, msg);
+        return;
+    }
     if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_EVICTING, NULL, 0, mono(c)))
         return;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);

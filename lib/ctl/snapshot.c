@@ -1173,8 +1173,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->started_ms = k->start_ms ? k->start_ms : k->meta.creation_ms;
         bool charged = node && ours && ov.charge && ov.charge->set;
         p->preemptible = (charged ? ov.charge->preemptible : k->preemptible) &&
-                         ov.kind != FAIR_CTL_OVERLAY_PROTECTED &&
-                         ov.kind != FAIR_CTL_OVERLAY_PROVISIONING && !other_charged;
+                         ov.kind != FAIR_CTL_OVERLAY_PROTECTED && !other_charged;
         p->request = k->request;
         p->request.v[FAIR_RES_GPU] = gpu;
         /* Its charge (as bound, or now) takes no device: decode.c refuses

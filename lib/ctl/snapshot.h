@@ -83,7 +83,8 @@ enum fair_ctl_overlay_kind {
     FAIR_CTL_OVERLAY_EVICTING,  /* eviction in flight or accepted, or under notice */
     FAIR_CTL_OVERLAY_PROTECTED, /* not a victim (a PDB refused it) */
     /* Its claims were given node and their volumes are being made: it
-     * counts as bound there (node + devices), and is not a victim. */
+     * counts as bound there (node + devices); as a victim, the controller
+     * ends the hold. */
     FAIR_CTL_OVERLAY_PROVISIONING,
 };
 

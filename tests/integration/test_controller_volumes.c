@@ -310,9 +310,11 @@ static void test_volumes(void **state)
     stop_all(&fake, &c);
 }
 
-/* One node of 8 GPUs, queue qa of team-a, the WaitForFirstConsumer class
- * "fast", and a controller whose volumeBindTimeout is timeout. */
-static void start_one_node(struct fair_fake *fake, struct ctl *c, const char *timeout)
+/* One node of 8 GPUs, queue qa of team-a guaranteeing gpus, the
+ * WaitForFirstConsumer class "fast", and a controller whose
+ * volumeBindTimeout is timeout. */
+static void start_one_node(struct fair_fake *fake, struct ctl *c, const char *timeout,
+                           const char *gpus)
 {
     struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
     assert_int_equal(tc_fake_start(fake, &o), 0);
@@ -331,8 +333,8 @@ static void start_one_node(struct fair_fake *fake, struct ctl *c, const char *ti
     assert_true(WAIT_UNTIL(ctl_ready(c), WAIT_MS));
     const char *ns[] = {"team-a", NULL};
     mk_namespaces(fake, ns);
-    mk_project(fake, "a", "16", "[\"team-a\"]", "qa");
-    mk_queue(fake, "qa", "a", "16", 1);
+    mk_project(fake, "a", gpus, "[\"team-a\"]", "qa");
+    mk_queue(fake, "qa", "a", gpus, 1);
     mk_class(fake, "fast", "WaitForFirstConsumer");
 }
 
@@ -347,7 +349,7 @@ static void test_room_held_while_provisioning(void **state)
     static struct fair_fake fake;
     static struct ctl c;
     memset(&c, 0, sizeof c);
-    start_one_node(&fake, &c, "10m");
+    start_one_node(&fake, &c, "10m", "16");
     mk_pvc(&fake, "data-1", "fast", NULL);
     mk_claim_pod(&fake, "vol-1", "data-1");
     if (!WAIT_UNTIL(selected_is_set(&fake, "data-1"), WAIT_MS)) {
@@ -384,7 +386,7 @@ static void test_hold_times_out(void **state)
     static struct fair_fake fake;
     static struct ctl c;
     memset(&c, 0, sizeof c);
-    start_one_node(&fake, &c, "2s");
+    start_one_node(&fake, &c, "2s", "16");
     mk_pvc(&fake, "data-2", "fast", NULL);
     mk_claim_pod(&fake, "vol-2", "data-2");
     if (!WAIT_UNTIL(selected_is_set(&fake, "data-2"), WAIT_MS)) {
@@ -401,12 +403,52 @@ static void test_hold_times_out(void **state)
     assert_true(node_is(&fake, "vol-2", ""));
 }
 
+/* A held room is reclaimed like a running pod's: team-a (no guarantee)
+ * borrows one GPU with a hold; team-b's 8-GPU pod, owed its guarantee,
+ * ends the hold at once (nothing to evict) and binds; the held pod waits
+ * for its volume, its claim still naming the node. */
+static void test_held_room_reclaimed(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_one_node(&fake, &c, "10m", "0");
+    const char *nsb[] = {"team-b", NULL};
+    mk_namespaces(&fake, nsb);
+    mk_project(&fake, "b", "8", "[\"team-b\"]", "qb");
+    mk_queue(&fake, "qb", "b", "8", 1);
+    mk_pvc(&fake, "data-3", "fast", NULL);
+    mk_claim_pod(&fake, "vol-3", "data-3");
+    if (!WAIT_UNTIL(selected_is_set(&fake, "data-3"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the claim got no selected-node");
+    }
+    mk_pod(&fake, "team-b", "owner", "qb", "8");
+    bool bound = false;
+    for (int i = 0; i < WAIT_MS / 100 && !bound; i++) {
+        char *n = pod_node(&fake, "team-b", "owner", NULL);
+        bound = !strcmp(n, "node-0000");
+        free(n);
+        if (!bound)
+            nap(100);
+    }
+    if (!bound) {
+        ctl_dump_log(&c, 40);
+        fail_msg("team-b's pod did not get the room held for team-a's");
+    }
+    assert_true(node_is(&fake, "vol-3", ""));
+    assert_true(selected_is_set(&fake, "data-3"));
+    assert_true(pod_condition_is(&fake, "team-a", "vol-3", "PodScheduled", "VolumeNotReady"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_volumes, tc_teardown),
         cmocka_unit_test_teardown(test_room_held_while_provisioning, tc_teardown),
         cmocka_unit_test_teardown(test_hold_times_out, tc_teardown),
+        cmocka_unit_test_teardown(test_held_room_reclaimed, tc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
