@@ -338,6 +338,18 @@ static void start_one_node(struct fair_fake *fake, struct ctl *c, const char *ti
     mk_class(fake, "fast", "WaitForFirstConsumer");
 }
 
+/* A one-GPU pod of qa with an unbound claim of class "fast", once the
+ * controller has given the claim its node (and so holds the pod's room). */
+static void held_pod(struct fair_fake *fake, struct ctl *c, const char *pod, const char *claim)
+{
+    mk_pvc(fake, claim, "fast", NULL);
+    mk_claim_pod(fake, pod, claim);
+    if (!WAIT_UNTIL(selected_is_set(fake, claim), WAIT_MS)) {
+        ctl_dump_log(c, 40);
+        fail_msg("claim %s got no selected-node", claim);
+    }
+}
+
 /* While a claim's volume is made, its pod's room on the chosen node is
  * held, as kube-scheduler assumes the pod there: a one-GPU pod's
  * WaitForFirstConsumer claim gets the node, and an 8-GPU pod that arrives
@@ -350,12 +362,7 @@ static void test_room_held_while_provisioning(void **state)
     static struct ctl c;
     memset(&c, 0, sizeof c);
     start_one_node(&fake, &c, "10m", "16");
-    mk_pvc(&fake, "data-1", "fast", NULL);
-    mk_claim_pod(&fake, "vol-1", "data-1");
-    if (!WAIT_UNTIL(selected_is_set(&fake, "data-1"), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("the claim got no selected-node");
-    }
+    held_pod(&fake, &c, "vol-1", "data-1");
     assert_true(WAIT_UNTIL(
         pod_condition_is(&fake, "team-a", "vol-1", "PodScheduled", "VolumeNotReady"), WAIT_MS));
     mk_pod(&fake, "team-a", "big", "qa", "8");
@@ -387,12 +394,7 @@ static void test_hold_times_out(void **state)
     static struct ctl c;
     memset(&c, 0, sizeof c);
     start_one_node(&fake, &c, "2s", "16");
-    mk_pvc(&fake, "data-2", "fast", NULL);
-    mk_claim_pod(&fake, "vol-2", "data-2");
-    if (!WAIT_UNTIL(selected_is_set(&fake, "data-2"), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("the claim got no selected-node");
-    }
+    held_pod(&fake, &c, "vol-2", "data-2");
     long long t0 = now_ms();
     mk_pod(&fake, "team-a", "big", "qa", "8");
     if (!WAIT_UNTIL(node_is(&fake, "big", "node-0000"), WAIT_MS)) {
@@ -418,12 +420,7 @@ static void test_held_room_reclaimed(void **state)
     mk_namespaces(&fake, nsb);
     mk_project(&fake, "b", "8", "[\"team-b\"]", "qb");
     mk_queue(&fake, "qb", "b", "8", 1);
-    mk_pvc(&fake, "data-3", "fast", NULL);
-    mk_claim_pod(&fake, "vol-3", "data-3");
-    if (!WAIT_UNTIL(selected_is_set(&fake, "data-3"), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("the claim got no selected-node");
-    }
+    held_pod(&fake, &c, "vol-3", "data-3");
     mk_pod(&fake, "team-b", "owner", "qb", "8");
     bool bound = false;
     for (int i = 0; i < WAIT_MS / 100 && !bound; i++) {
