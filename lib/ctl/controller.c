@@ -1252,15 +1252,14 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
 
 /* The pods whose room was held while their claims' volumes were made, and
  * whose claims are bound now (provisioning_over()): bound to the held node
- * and devices, unless a volume cannot be reached from it (then the pod
- * waits, pending, for the next cycle). Returns the binds issued. */
-static size_t bind_provisioned(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+ * and devices, unless their volumes (resolved as for any pending pod,
+ * ctl/volumes.h) keep them from it; then the pod waits, pending, for the
+ * next cycle. Returns the binds issued. */
+static size_t bind_provisioned(struct fair_ctl *c, struct fair_ctl_snapshot *s,
                                int64_t *queue_alloc)
 {
     size_t binds = 0;
-    struct fair_store *pvcs = c->inf[INF_PVCS] ? fair_informer_store(c->inf[INF_PVCS]) : NULL;
-    struct fair_store *pvs = c->inf[INF_PVS] ? fair_informer_store(c->inf[INF_PVS]) : NULL;
-    for (size_t i = 0; pvcs && pvs && i < s->snap.npods; i++) {
+    for (size_t i = 0; i < s->snap.npods; i++) {
         const struct fair_pod *p = &s->snap.pods[i];
         const struct fair_kpod *k = s->kpods[i];
         struct fair_ctl_podmem_entry *e = k ? fair_ctl_podmem_get(&c->pods, p->uid) : NULL;
@@ -1268,28 +1267,24 @@ static size_t bind_provisioned(struct fair_ctl *c, const struct fair_ctl_snapsho
             p->state != FAIR_POD_BOUND || p->node < 0 || (size_t)p->node >= s->snap.nnodes)
             continue;
         const struct fair_node *n = &s->snap.nodes[p->node];
-        bool reach = true;
-        for (size_t j = 0; reach && j < k->nclaims; j++) {
-            const struct fair_kpvc *pc =
-                fair_store_get_by_name(pvcs, k->meta.namespace_, k->claims[j]);
-            const struct fair_kpv *pv =
-                pc ? fair_store_get_by_name(pvs, NULL, pc->volume_name) : NULL;
-            reach = pv && (!pv->node_affinity || !pv->node_affinity->required ||
-                           fair_node_affinity_match(pv->node_affinity, n));
-        }
+        struct fair_ctl_volume_verdict vol;
+        if (fair_ctl_volumes_pod(&s->vol, k, &vol))
+            continue; /* out of memory: the hold stays, tried next cycle */
         struct fair_action a = {.kind = FAIR_ACTION_BIND,
                                 .pod = (int32_t)i,
                                 .node = p->node,
                                 .gpu_devices = e->op_devices};
         fair_ctl_podmem_end(&c->pods, p->uid);
-        if (!reach) {
+        if (vol.wait || (vol.affinity && vol.affinity->required &&
+                         !fair_node_affinity_match(vol.affinity, n))) {
             FAIR_INFO(COMP,
-                      "msg=\"a volume cannot be reached from the held node\" pod=%s/%s node=%s",
-                      p->namespace_, p->name, n->name);
+                      "msg=\"its volumes keep the pod from the held node\" pod=%s/%s node=%s "
+                      "why=\"%s\"",
+                      p->namespace_, p->name, n->name, vol.wait ? vol.message : "node affinity");
             continue;
         }
         /* Its GPUs are in queue_alloc already (held, it counted as bound),
-         * and it is bound as what it is, not as a hold (no victim). */
+         * and it is bound as what it is, not as a hold. */
         if (p->queue >= 0 && (size_t)p->queue < s->snap.nqueues)
             queue_alloc[p->queue] -= p->request.v[FAIR_RES_GPU];
         do_bind(c, s, &a, queue_alloc, k->preemptible);
@@ -1761,7 +1756,7 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
 {
     const struct fair_pod *p = &s->snap.pods[a->pod];
     const struct fair_kpod *kp = s->kpods[a->pod];
-    const struct fair_ctl_podmem_entry *held = fair_ctl_podmem_get(&c->pods, p->uid);
+    struct fair_ctl_podmem_entry *held = fair_ctl_podmem_get(&c->pods, p->uid);
     if (held && held->op == FAIR_CTL_OP_PROVISIONING) {
         /* A room held while a claim's volume is made is reclaimed like a
          * running pod's, but nothing runs: the hold just ends. The pod
@@ -1774,9 +1769,8 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
         FAIR_INFO(COMP, "msg=\"held room reclaimed\" pod=%s/%s node=%s", p->namespace_, p->name,
                   held->op_node ? held->op_node : "");
         fair_ctl_podmem_end(&c->pods, p->uid);
-        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
-        if (e) /* same reason as the hold's, new news: say it again */
-            e->last_cond_why = e->last_event_why = -1;
+        /* Same reason as the hold's, new news: say it again. */
+        held->last_cond_why = held->last_event_why = -1;
         if (kp)
             tell_pending(c, kp, FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_VOLUME, msg);
         return;
@@ -2229,8 +2223,6 @@ static struct fair_ledger_interval_info interval_of(struct fair_ctl *c,
         .creator = creator_of(c, p)};
 }
 
-/* Returns the ledger's result: FAIR_EBUSY (locked by another process) is
- * retried at the next cycle. */
 /* Whether snapshot pod i only holds its room while its claims' volumes
  * are made (bound in the snapshot, not on the server). */
 static bool held_for_volumes(struct fair_ctl *c, const struct fair_ctl_snapshot *s, size_t i)
@@ -2240,6 +2232,8 @@ static bool held_for_volumes(struct fair_ctl *c, const struct fair_ctl_snapshot 
     return k && !(k->node_name && *k->node_name) && e && e->op == FAIR_CTL_OP_PROVISIONING;
 }
 
+/* Returns the ledger's result: FAIR_EBUSY (locked by another process) is
+ * retried at the next cycle. */
 static int ledger_reconcile(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
 {
     struct fair_error err = {0};
@@ -2384,15 +2378,13 @@ static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_over
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, pod->meta.uid);
     if (!e)
         return;
-    bool ready = false;
-    const char *over =
-        e->op == FAIR_CTL_OP_PROVISIONING ? provisioning_over(c, pod, e->op_node, &ready) : NULL;
-    if (e->op == FAIR_CTL_OP_PROVISIONING)
-        e->provision_ready = ready;
-    if (over) {
-        FAIR_INFO(COMP, "msg=\"room no longer held\" pod=%s/%s node=%s why=\"%s\"",
-                  pod->meta.namespace_, pod->meta.name, e->op_node, over);
-        fair_ctl_podmem_end(&c->pods, pod->meta.uid);
+    if (e->op == FAIR_CTL_OP_PROVISIONING) {
+        const char *over = provisioning_over(c, pod, e->op_node, &e->provision_ready);
+        if (over) {
+            FAIR_INFO(COMP, "msg=\"room no longer held\" pod=%s/%s node=%s why=\"%s\"",
+                      pod->meta.namespace_, pod->meta.name, e->op_node, over);
+            fair_ctl_podmem_end(&c->pods, pod->meta.uid);
+        }
     }
     out->hold_node = e->hold_node;
     out->hold_since_ms = e->hold_since_ms;
