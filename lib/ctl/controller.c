@@ -1202,8 +1202,10 @@ static bool prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
 
 /* A pod whose claims wait for their node (ctl/volumes.h): as the volume
  * binder does, the chosen node is written on them (selected-node) and the
- * pod is not bound yet. Their provisioner creates the volumes there; once
- * the claims are bound, the pod is placed where their volumes are. */
+ * pod is not bound yet. Their provisioner creates the volumes there, while
+ * the pod's room is held; once the claims are bound, the pod is bound
+ * (bind_provisioned()). Claims that name the node already (written before
+ * a restart, or before a hold timed out) hold the room again. */
 static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
                         const struct fair_action *a)
 {
@@ -1236,6 +1238,13 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
         sent++;
     }
     free(body);
+    if (!sent && (n = fair_ctl_volumes_selected(&s->vol, k, node, claims, 16)) > 0) {
+        sent = n;
+        FAIR_INFO(COMP,
+                  "msg=\"claim names the node already: room held\" pvc=%s/%s node=%s pod=%s/%s",
+                  claims[0]->meta.namespace_, claims[0]->meta.name, node, k->meta.namespace_,
+                  k->meta.name);
+    }
     /* As kube-scheduler assumes the pod on the node while its volumes are
      * made, its room there is held (provisioning_over() ends it), and its
      * owner is told so. */
@@ -2334,15 +2343,16 @@ static void count_owner_width(struct fair_ctl *c, size_t npods)
 
 /* Why the room held for pod on node while its claims' volumes are made
  * can go (NULL: it stays). The pod is bound (by someone else); a claim
- * is gone, being deleted or names another node (its provisioner gave up
- * and another was chosen); or every claim is bound to a volume this
- * controller has seen: *ready, and the pod is bound to the node in this
- * cycle (bind_provisioned()), before the room can go to anyone else. A
- * claim that does not show the node yet (the watch has not brought our
- * patch, or the provisioner cleared it) keeps the hold, up to
- * volumeBindTimeout. */
+ * is gone, being deleted or names another node; a claim seen naming the
+ * node (in *seen) names none now, unbound: its provisioner gave up there
+ * and clears the annotation for a new choice, as kube-scheduler's PreBind
+ * then fails ("provisioning failed"); or every claim is bound to a volume
+ * this controller has seen: *ready, and the pod is bound to the node in
+ * this cycle (bind_provisioned()), before the room can go to anyone else.
+ * A claim not yet seen naming the node (the watch has not brought our
+ * patch) keeps the hold, up to volumeBindTimeout. */
 static const char *provisioning_over(struct fair_ctl *c, const struct fair_kpod *pod,
-                                     const char *node, bool *ready)
+                                     const char *node, bool *ready, uint16_t *seen)
 {
     *ready = false;
     if (pod->node_name && *pod->node_name)
@@ -2357,8 +2367,14 @@ static const char *provisioning_over(struct fair_ctl *c, const struct fair_kpod 
             fair_store_get_by_name(st, pod->meta.namespace_, pod->claims[i]);
         if (!pc || pc->meta.deletion_ms)
             return "a claim is gone";
-        if (pc->selected_node && node && strcmp(pc->selected_node, node))
+        bool named = pc->selected_node && *pc->selected_node;
+        if (named && node && strcmp(pc->selected_node, node))
             return "a claim names another node";
+        uint16_t bit = i < 16 ? (uint16_t)(1u << i) : 0;
+        if (named)
+            *seen |= bit;
+        else if ((*seen & bit) && !pc->bound)
+            return "the provisioner cleared a claim's selected-node: provisioning failed there";
         all &= pc->bound && fair_store_get_by_name(pvs, NULL, pc->volume_name) != NULL;
     }
     *ready = all;
@@ -2379,7 +2395,8 @@ static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_over
     if (!e)
         return;
     if (e->op == FAIR_CTL_OP_PROVISIONING) {
-        const char *over = provisioning_over(c, pod, e->op_node, &e->provision_ready);
+        const char *over =
+            provisioning_over(c, pod, e->op_node, &e->provision_ready, &e->provision_seen);
         if (over) {
             FAIR_INFO(COMP, "msg=\"room no longer held\" pod=%s/%s node=%s why=\"%s\"",
                       pod->meta.namespace_, pod->meta.name, e->op_node, over);
@@ -2387,6 +2404,7 @@ static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_over
         }
     }
     out->hold_node = e->hold_node;
+    out->volume_hold_expired = e->provision_expired;
     out->hold_since_ms = e->hold_since_ms;
     out->charge = e->charge.set ? &e->charge : NULL;
     if (e->op == FAIR_CTL_OP_BINDING || e->op == FAIR_CTL_OP_PROVISIONING) {

@@ -84,6 +84,8 @@ int fair_ctl_podmem_begin(struct fair_ctl_podmem *m, const char *uid, enum fair_
     fair_free(e->op_node);
     e->op_node = copy;
     e->op = op;
+    if (op == FAIR_CTL_OP_PROVISIONING)
+        e->provision_expired = false;
     e->op_devices = devices;
     e->op_start_ms = now_ms;
     m->inflight++;
@@ -97,6 +99,7 @@ static void end_entry(struct fair_ctl_podmem *m, struct fair_ctl_podmem_entry *e
     e->op = FAIR_CTL_OP_NONE;
     e->notice_due_ms = 0;
     e->provision_ready = false;
+    e->provision_seen = 0;
     fair_free(e->op_node);
     e->op_node = NULL;
     e->op_devices = 0;
@@ -120,6 +123,8 @@ size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t
         struct fair_ctl_podmem_entry *e = m->v[i];
         int64_t t = e->op == FAIR_CTL_OP_PROVISIONING ? provision_timeout_ms : timeout_ms;
         if (e->op != FAIR_CTL_OP_NONE && now_ms - e->op_start_ms >= t) {
+            if (e->op == FAIR_CTL_OP_PROVISIONING)
+                e->provision_expired = true;
             end_entry(m, e);
             n++;
         }

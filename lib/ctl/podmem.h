@@ -85,6 +85,13 @@ struct fair_ctl_podmem_entry {
     bool requeued;         /* this pod's requeue was created or decided against */
     bool told_devices;     /* a DevicesIgnored Event was sent */
     bool provision_ready;  /* PROVISIONING: its claims are bound; bind it this cycle */
+    /* PROVISIONING: the pod's claims (by position, the first 16) seen
+     * naming op_node; one seen so that names none now was given up on by
+     * its provisioner. */
+    uint16_t provision_seen;
+    /* A PROVISIONING op of this pod ended at volumeBindTimeout: while its
+     * claims name that node, its room is not held again. */
+    bool provision_expired;
     char *hold_node;       /* pending: the node the engine holds for it, or NULL */
     int64_t hold_since_ms; /* ...since (wall ms); 0: none */
     struct fair_ctl_charge {
@@ -130,7 +137,8 @@ int fair_ctl_podmem_begin(struct fair_ctl_podmem *m, const char *uid, enum fair_
 /* Ends the operation of uid, if any. */
 void fair_ctl_podmem_end(struct fair_ctl_podmem *m, const char *uid);
 /* Ends operations older than timeout_ms (PROVISIONING ones older than
- * provision_timeout_ms); returns how many. */
+ * provision_timeout_ms, which marks them provision_expired); returns how
+ * many. */
 size_t fair_ctl_podmem_expire(struct fair_ctl_podmem *m, int64_t now_ms, int64_t timeout_ms,
                               int64_t provision_timeout_ms);
 /* Forgets uid entirely (the pod is gone). */

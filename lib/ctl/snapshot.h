@@ -99,6 +99,10 @@ struct fair_ctl_overlay {
     int32_t evictions;
     /* EVICTING: the eviction waits for a preemption notice (fair_pod.noticed). */
     bool noticed;
+    /* Pending: its room was held while its claims' volumes were made,
+     * until volumeBindTimeout; while a claim names that node, it waits for
+     * the volume instead of holding the room again. */
+    bool volume_hold_expired;
     /* A bound pod of ours: what it is charged as, fixed at bind (NULL: not
      * known yet; then its labels and annotations are read, once). */
     const struct fair_ctl_charge *charge;

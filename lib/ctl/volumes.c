@@ -355,6 +355,28 @@ static int and_affinity(struct fair_ctl_volumes *v, const struct fair_node_affin
     return 0;
 }
 
+/* The required node affinity "metadata.name In [node]" (owned by v; it
+ * borrows node). */
+static int node_name_term(struct fair_ctl_volumes *v, const char *node,
+                          const struct fair_node_affinity **out)
+{
+    char *block = owned_alloc(v, sizeof(struct fair_node_affinity) + sizeof(struct fair_node_term) +
+                                     sizeof(struct fair_node_req) + sizeof(char *));
+    if (!block)
+        return FAIR_ENOMEM;
+    struct fair_node_affinity *r = (struct fair_node_affinity *)block;
+    struct fair_node_term *t = (struct fair_node_term *)(block + sizeof *r);
+    struct fair_node_req *q = (struct fair_node_req *)(t + 1);
+    const char **val = (const char **)(q + 1);
+    *val = node;
+    *q = (struct fair_node_req){
+        .key = "metadata.name", .values = val, .nvalues = 1, .op = FAIR_SEL_IN, .field = true};
+    *t = (struct fair_node_term){.reqs = q, .nreqs = 1};
+    *r = (struct fair_node_affinity){.required = true, .terms = t, .nterms = 1};
+    *out = r;
+    return 0;
+}
+
 #define WAIT(...)                                                                                  \
     do {                                                                                           \
         out->wait = true;                                                                          \
@@ -432,14 +454,27 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                 what = "its static volumes' node affinity";
                 goto merge;
             }
-            if (c->selected_node && *c->selected_node)
-                WAIT("waiting for the provisioner %s to create the volume of claim \"%s\" on "
-                     "node %s (annotation %s)",
-                     sc->provisioner ? sc->provisioner : "(none)", name, c->selected_node,
-                     FAIR_ANN_SELECTED_NODE);
             out->select_node = true;
             terms = sc->allowed;
             what = "its StorageClasses' allowedTopologies";
+            if (c->selected_node && *c->selected_node) {
+                /* Its provisioner works on that node (selected-node,
+                 * written by us before a restart or by another
+                 * scheduler): the pod may go there only, as
+                 * kube-scheduler's FindPodVolumes reads it, and its room
+                 * there is held again until the volume is bound. */
+                const struct fair_node_affinity *on = NULL, *merged;
+                bool too_many;
+                if (node_name_term(v, c->selected_node, &on) ||
+                    and_affinity(v, out->affinity, on, &merged, &too_many))
+                    return FAIR_ENOMEM;
+                if (too_many)
+                    WAIT("its node affinity makes more than %d node selector terms; Fairshare "
+                         "does not schedule this pod",
+                         FAIR_CTL_VOLUME_MAX_TERMS);
+                out->affinity = merged;
+                out->selected_claim = c;
+            }
         }
     merge:
         if (!terms)
@@ -457,20 +492,37 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
     return 0;
 }
 
-size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
-                                  const struct fair_kpvc **out, size_t max)
+/* The unbound claims of k of a WaitForFirstConsumer class with a
+ * provisioner whose selected-node is node (NULL: none yet). */
+static size_t claims_on(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                        const char *node, const struct fair_kpvc **out, size_t max)
 {
     size_t n = 0;
     const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
     for (size_t i = 0; i < k->nclaims && n < max; i++) {
         const struct fair_kpvc *c = find_pvc(v, ns, k->claims[i]);
-        if (!c || c->meta.deletion_ms || (c->selected_node && *c->selected_node))
+        if (!c || c->meta.deletion_ms)
+            continue;
+        const char *sel = c->selected_node && *c->selected_node ? c->selected_node : NULL;
+        if (node ? !sel || strcmp(sel, node) : sel != NULL)
             continue;
         const struct fair_ksc *sc = delayed_class(v, c);
         if (sc && provisioned(sc))
             out[n++] = c;
     }
     return n;
+}
+
+size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                                  const struct fair_kpvc **out, size_t max)
+{
+    return claims_on(v, k, NULL, out, max);
+}
+
+size_t fair_ctl_volumes_selected(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                                 const char *node, const struct fair_kpvc **out, size_t max)
+{
+    return claims_on(v, k, node, out, max);
 }
 
 static bool static_claim(const struct fair_ctl_volumes *v, const struct fair_kpvc *c)

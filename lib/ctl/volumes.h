@@ -3,14 +3,15 @@
  * "Volumes"). Pure, like the snapshot: from the informers' claims,
  * volumes and storage classes to, per pending pod,
  *  - wait, with a message (a claim missing or being deleted, an unbound
- *    claim of an Immediate class, a WaitForFirstConsumer claim whose
- *    provisioner is at work on a node, ...);
+ *    claim of an Immediate class, ...);
  *  - or the node terms its bound volumes (spec.nodeAffinity) and its
  *    unbound WaitForFirstConsumer claims' classes (allowedTopologies)
  *    allow, ANDed with the pod's own required node affinity;
  *  - and whether a claim waits for its node (selected-node): the
  *    controller then writes the chosen node on those claims instead of
- *    binding, as the volume binder does before its bind;
+ *    binding, as the volume binder does before its bind; a claim whose
+ *    selected-node is already set (its provisioner is at work there) keeps
+ *    the pod to that node, as kube-scheduler's FindPodVolumes does;
  *  - for an unbound claim of a WaitForFirstConsumer class without
  *    provisioner (static local volumes): the nodes where an Available
  *    volume matches it; the controller then prebinds the smallest one on
@@ -64,6 +65,9 @@ struct fair_ctl_volume_verdict {
     const struct fair_node_affinity *affinity;
     /* A claim waits for the node the pod goes to (selected-node). */
     bool select_node;
+    /* A claim whose provisioner works on a node already (its
+     * selected-node; the affinity keeps the pod there), or NULL. */
+    const struct fair_kpvc *selected_claim;
 };
 
 /* Resolves k's claims (k->nclaims > 0). Returns 0 or FAIR_ENOMEM. */
@@ -76,6 +80,13 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
  * returns the count. */
 size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
                                   const struct fair_kpvc **out, size_t max);
+
+/* The claims of k whose provisioner already works on node: unbound, of a
+ * WaitForFirstConsumer class with a provisioner, selected-node = node
+ * (written before a restart of the controller, or by another scheduler).
+ * Fills out (at most max); returns the count. */
+size_t fair_ctl_volumes_selected(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
+                                 const char *node, const struct fair_kpvc **out, size_t max);
 
 /* A static volume chosen for a claim (prebind: the controller sets the
  * volume's spec.claimRef to the claim; the PV controller then binds). */

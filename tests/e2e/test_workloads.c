@@ -689,7 +689,10 @@ static bool claim_has_selected(const char *ns, const char *name)
  * VolumeNotReady; a claim of a class without provisioner gets the smaller
  * of two static local volumes on the second node prebound, the real PV
  * controller binds it, and the pod goes there; claims whose selectors use
- * matchExpressions get the volume they select, on either node. */
+ * matchExpressions get the volume they select, on either node; after a
+ * restart of the controller, a claim that names its node holds its pod's
+ * room there again; a claim whose selected-node the provisioner clears
+ * gets a node again at once. */
 static void test_volumes(void **state)
 {
     (void)state;
@@ -820,6 +823,75 @@ static void test_volumes(void **state)
                  e2e_node(0), slow);
     }
     assert_true(pv_claimed_by(sbig, ""));
+
+    /* A restart while a volume is made: the new controller finds the
+     * claim naming its node and holds the pod's room there again, as
+     * kube-scheduler's FindPodVolumes keeps such a pod to that node. A
+     * pod pinned there that asks for all the GPUs the node has free
+     * without the hold waits. */
+    char pv3[160];
+    snprintf(pv3, sizeof pv3, "%s-made2", pre);
+    mk_claim(pre, "rdata", cls, NULL);
+    mk_claim_pod(pre, "again", pre, "rdata");
+    if (!E2E_WAIT(claim_has_selected(pre, "rdata"), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the second WaitForFirstConsumer claim got no selected-node");
+    }
+    node = claim_selected(pre, "rdata");
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_ctl_start(&ctl, "vol-restart", NULL);
+    int used = 0;
+    const char *ones[] = {"local", "wffc", "static", "fast", "slow"};
+    for (size_t i = 0; i < sizeof ones / sizeof *ones; i++)
+        used += pod_on(pre, ones[i], node);
+    e2e_nap(2000);
+    mk_node_pod(pre, "grab", pre, 8 - used, node);
+    e2e_nap(2000);
+    if (!pod_on(pre, "grab", "")) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("after a restart, a pod took the room on %s of a pod whose claim names it", node);
+    }
+    mk_local_pv(pv3, cls, node, pre, "rdata");
+    if (!E2E_WAIT(pod_on(pre, "again", node), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("after a restart, the pod was not bound on %s, where its volume is", node);
+    }
+    free(node);
+    assert_true(pod_on(pre, "grab", ""));
+    assert_int_equal(e2e_req("DELETE", gpath, "{\"gracePeriodSeconds\":0}", NULL), 200);
+
+    /* A provisioner that fails on the node clears selected-node for a new
+     * choice: the hold ends then (kube-scheduler's PreBind fails at once),
+     * and the claim gets a node again long before volumeBindTimeout
+     * (10m). */
+    mk_claim(pre, "fdata", cls, NULL);
+    mk_claim_pod(pre, "retry", pre, "fdata");
+    if (!E2E_WAIT(claim_has_selected(pre, "fdata"), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the third WaitForFirstConsumer claim got no selected-node");
+    }
+    e2e_nap(1000);
+    char cpath[256];
+    snprintf(cpath, sizeof cpath, "/api/v1/namespaces/%s/persistentvolumeclaims/fdata", pre);
+    json_t *after = NULL;
+    assert_int_equal(e2e_req("PATCH", cpath,
+                             "{\"metadata\":{\"annotations\":{"
+                             "\"volume.kubernetes.io/selected-node\":null}}}",
+                             &after),
+                     200);
+    assert_null(json_object_get(json_object_get(json_object_get(after, "metadata"), "annotations"),
+                                "volume.kubernetes.io/selected-node"));
+    json_decref(after);
+    if (!E2E_WAIT(claim_has_selected(pre, "fdata"), E2E_WAIT_MS)) {
+        e2e_dump_pods(pre);
+        e2e_ctl_dump(&ctl, 30);
+        fail_msg("the claim got no node again after its provisioner cleared selected-node");
+    }
+    assert_true(pod_on(pre, "retry", ""));
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }

@@ -407,8 +407,8 @@ static void test_hold_times_out(void **state)
 
 /* A held room is reclaimed like a running pod's: team-a (no guarantee)
  * borrows one GPU with a hold; team-b's 8-GPU pod, owed its guarantee,
- * ends the hold at once (nothing to evict) and binds; the held pod waits
- * for its volume, its claim still naming the node. */
+ * ends the hold at once (nothing to evict) and binds; the held pod waits,
+ * its claim still naming the node. */
 static void test_held_room_reclaimed(void **state)
 {
     (void)state;
@@ -436,7 +436,89 @@ static void test_held_room_reclaimed(void **state)
     }
     assert_true(node_is(&fake, "vol-3", ""));
     assert_true(selected_is_set(&fake, "data-3"));
-    assert_true(pod_condition_is(&fake, "team-a", "vol-3", "PodScheduled", "VolumeNotReady"));
+    /* Its claim keeps it to that node, where team-a is now beyond its
+     * fair share (0 GPUs): it waits for room there, not for its volume. */
+    assert_true(WAIT_UNTIL(pod_condition_is(&fake, "team-a", "vol-3", "PodScheduled", "FairShare"),
+                           WAIT_MS));
+    assert_true(node_is(&fake, "vol-3", ""));
+}
+
+/* The pod's PodScheduled message holds want. */
+static bool message_has(struct fair_fake *f, const char *pod, const char *want)
+{
+    json_t *p = get_pod(f, "team-a", pod);
+    bool ok = false;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *m = json_string_value(json_object_get(c, "message"));
+        if (t && !strcmp(t, "PodScheduled") && m && strstr(m, want))
+            ok = true;
+    }
+    json_decref(p);
+    return ok;
+}
+
+/* A claim that names its node already (selected-node written before the
+ * controller started: a restart, or another leader) keeps its pod to that
+ * node, as kube-scheduler's FindPodVolumes does, and the pod's room there
+ * is held again while the volume is made: an 8-GPU pod waits. Before,
+ * the pod waited without a hold and the 8-GPU pod took the node. */
+static void test_named_claim_holds_room(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_one_node(&fake, &c, "10m", "16");
+    mk_pvc(&fake, "data-4", "fast", NULL);
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-4",
+          "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":"
+          "\"node-0000\"}}}");
+    mk_claim_pod(&fake, "vol-4", "data-4");
+    if (!WAIT_UNTIL(message_has(&fake, "vol-4", "room there is held"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("no room was held for the pod of a claim that names its node");
+    }
+    mk_pod(&fake, "team-a", "big", "qa", "8");
+    assert_true(
+        WAIT_UNTIL(pod_condition_is(&fake, "team-a", "big", "PodScheduled", "FairShare"), WAIT_MS));
+    nap(1000);
+    assert_true(node_is(&fake, "big", ""));
+    mk_pv(&fake, "pv-4", "node-0000", "data-4");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-4",
+          "{\"spec\":{\"volumeName\":\"pv-4\"}}");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-4/status",
+          "{\"status\":{\"phase\":\"Bound\"}}");
+    if (!WAIT_UNTIL(node_is(&fake, "vol-4", "node-0000"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("vol-4 was not bound once its claim was");
+    }
+}
+
+/* A provisioner that fails on the node clears the claim's selected-node
+ * so that the scheduler chooses again (kube-scheduler's PreBind then
+ * fails at once). The hold ends then, not at volumeBindTimeout (10m
+ * here), and the claim is given a node again. */
+static void test_provisioning_failed(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_one_node(&fake, &c, "10m", "16");
+    held_pod(&fake, &c, "vol-5", "data-5");
+    assert_true(WAIT_UNTIL(message_has(&fake, "vol-5", "room there is held"), WAIT_MS));
+    nap(500); /* the controller's watch has seen the claim name the node */
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-5",
+          "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":null}}}");
+    if (!WAIT_UNTIL(selected_is_set(&fake, "data-5"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the claim was not given a node again after its provisioner cleared it");
+    }
+    assert_true(node_is(&fake, "vol-5", ""));
 }
 
 int main(void)
@@ -446,6 +528,8 @@ int main(void)
         cmocka_unit_test_teardown(test_room_held_while_provisioning, tc_teardown),
         cmocka_unit_test_teardown(test_hold_times_out, tc_teardown),
         cmocka_unit_test_teardown(test_held_room_reclaimed, tc_teardown),
+        cmocka_unit_test_teardown(test_named_claim_holds_room, tc_teardown),
+        cmocka_unit_test_teardown(test_provisioning_failed, tc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

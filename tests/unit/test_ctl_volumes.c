@@ -255,8 +255,16 @@ static const struct vcase cases[] = {
     {"WaitForFirstConsumer with a provisioner", "[" CLAIM("wffc") "]", NULL, NULL, "n0n1n2", true},
     {"WaitForFirstConsumer, allowedTopologies", "[" CLAIM("wffc-zone") "]", NULL, NULL, "n0n1",
      true},
-    {"WaitForFirstConsumer, being provisioned", "[" CLAIM("wffc-selected") "]", NULL,
-     "waiting for the provisioner example.com/csi", NULL, false},
+    /* Its provisioner works on n2 (selected-node): there only, and its room
+     * is held there again (FindPodVolumes). */
+    {"WaitForFirstConsumer, being provisioned", "[" CLAIM("wffc-selected") "]", NULL, NULL, "n2",
+     true},
+    {"WaitForFirstConsumer, being provisioned, the pod's affinity elsewhere",
+     "[" CLAIM("wffc-selected") "]",
+     "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+     "\"matchExpressions\":[{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\","
+     "\"values\":[\"a\"]}]}]}}",
+     NULL, "", true},
     /* Static volumes (no provisioner): where a matching Available one is. */
     {"static: any size, any mode: n0 and n2 (n1's are Block or claimed)",
      "[" CLAIM("static-local") "]", NULL, NULL, "n0n2", true},
@@ -347,9 +355,16 @@ static void test_table(void **state)
         /* The claims the controller writes selected-node on. */
         const struct fair_kpvc *sel[4];
         size_t ns = fair_ctl_volumes_to_select(&v, k, sel, 4);
-        /* Static claims ("static" cases) are prebound instead. */
+        /* Static claims ("static" cases) are prebound instead; a claim
+         * that names its node already is not written again. */
         bool stat = !strncmp(vc->name, "static", 6);
-        assert_int_equal(ns, vc->select && !stat ? 1 : 0);
+        bool named = strstr(vc->name, "being provisioned") != NULL;
+        assert_int_equal(ns, vc->select && !stat && !named ? 1 : 0);
+        assert_int_equal(fair_ctl_volumes_selected(&v, k, "n2", sel, 4), named ? 1 : 0);
+        assert_int_equal(fair_ctl_volumes_selected(&v, k, "n1", sel, 4), 0);
+        assert_true(named ? out.selected_claim &&
+                                !strcmp(out.selected_claim->meta.name, "wffc-selected")
+                          : out.selected_claim == NULL);
         fair_ctl_volumes_release(&v);
         fair_kpod_free(k);
     }
