@@ -163,7 +163,7 @@ enum {
     REQ_RESV_WAIT,
     REQ_RESV_CREATE,
     REQ_RESV_DELETE,
-    REQ_OBJ_PATCH, /* a claim's selected-node */
+    REQ_OBJ_PATCH, /* a claim's selected-node, a volume's claimRef; uid: the pod */
 };
 
 /* How often a waiting bind asks again for its reservation pod. */
@@ -518,6 +518,17 @@ static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
             e->last_cond_why = -1; /* write it again next time */
     } else if (r->kind == REQ_EVENT && !resp->rc) {
         c->metrics.events_sent++;
+    } else if (r->kind == REQ_OBJ_PATCH && resp->rc && r->uid) {
+        /* The claim or volume was not given to the pod (a volume someone
+         * else took meanwhile: a conflict): its room is not held for it,
+         * as kube-scheduler's PreBind fails then. */
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
+        if (e && e->op == FAIR_CTL_OP_PROVISIONING) {
+            FAIR_INFO(COMP, "msg=\"room no longer held\" pod_uid=%s node=%s why=\"%s %s%s%s: %s\"",
+                      r->uid, e->op_node, r->ns ? "claim" : "volume", r->ns ? r->ns : "",
+                      r->ns ? "/" : "", r->name ? r->name : "", resp->err.msg);
+            fair_ctl_podmem_end(&c->pods, r->uid);
+        }
     }
     bool was_queued = r->event_slot;
     req_free(r);
@@ -1157,9 +1168,11 @@ fail:
  * the volume binder does, the smallest matching volume on the node is
  * prebound to each (its spec.claimRef, with the resourceVersion read, so a
  * volume someone else took meanwhile is not taken twice); the PV
- * controller then binds the claim, and the pod waits until it has. */
-static bool prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
-                           const struct fair_action *a)
+ * controller then binds the claim, and the pod waits until it has, its
+ * room held. Returns the volumes prebound, -1 when a claim found none
+ * left (then the pod stays pending). */
+static int prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
+                          const struct fair_action *a, const char **first)
 {
     const struct fair_kpod *k = s->kpods[a->pod];
     const struct fair_node *node = &s->snap.nodes[a->node];
@@ -1170,8 +1183,9 @@ static bool prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
          * the pod stays pending, its other claims untouched. */
         FAIR_INFO(COMP, "msg=\"no static volume left on the node\" node=%s pod=%s/%s", node->name,
                   k->meta.namespace_, k->meta.name);
-        return false;
+        return -1;
     }
+    int done = 0;
     for (int i = 0; i < n; i++) {
         const struct fair_kpvc *pc = pb[i].claim;
         const struct fair_kpv *pv = pb[i].pv;
@@ -1184,7 +1198,7 @@ static bool prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
         json_decref(doc);
         struct fair_error err = {0};
         struct req *r = body ? req_new(c, REQ_OBJ_PATCH) : NULL;
-        if (!r || !(r->name = dup0(pv->meta.name)) ||
+        if (!r || !(r->name = dup0(pv->meta.name)) || !(r->uid = dup0(k->meta.uid)) ||
             fair_kclient_merge_patch(c->kc, &fair_kres_pvs, NULL, pv->meta.name, NULL, body,
                                      on_simple_done, r, &err)) {
             FAIR_WARN(COMP, "msg=\"volume not prebound\" pv=%s pvc=%s/%s err=\"%s\"", pv->meta.name,
@@ -1194,22 +1208,28 @@ static bool prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
             FAIR_INFO(COMP, "msg=\"volume prebound\" pv=%s pvc=%s/%s node=%s pod=%s/%s",
                       pv->meta.name, pc->meta.namespace_, pc->meta.name, node->name,
                       k->meta.namespace_, k->meta.name);
+            if (!done++)
+                *first = pc->meta.name;
         }
         free(body);
     }
-    return true;
+    return done;
 }
 
 /* A pod whose claims wait for their node (ctl/volumes.h): as the volume
- * binder does, the chosen node is written on them (selected-node) and the
- * pod is not bound yet. Their provisioner creates the volumes there, while
- * the pod's room is held; once the claims are bound, the pod is bound
- * (bind_provisioned()). Claims that name the node already (written before
- * a restart, or before a hold timed out) hold the room again. */
+ * binder does, the chosen node is written on them (selected-node), static
+ * volumes there are prebound to the others, and the pod is not bound yet.
+ * Their provisioner creates the volumes there (or the PV controller binds
+ * them), while the pod's room is held; once the claims are bound, the pod
+ * is bound (bind_provisioned()). Claims on their way to the node already
+ * (written before a restart, or before a hold timed out) hold the room
+ * again. */
 static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
                         const struct fair_action *a)
 {
-    if (!prebind_static(c, s, a))
+    const char *first = NULL;
+    int pre = prebind_static(c, s, a, &first);
+    if (pre < 0)
         return;
     const struct fair_kpod *k = s->kpods[a->pod];
     const char *node = s->snap.nodes[a->node].name;
@@ -1219,12 +1239,12 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
         json_pack("{s:{s:{s:s}}}", "metadata", "annotations", FAIR_ANN_SELECTED_NODE, node);
     char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
-    size_t sent = 0;
+    size_t held = (size_t)pre;
     for (size_t i = 0; body && i < n; i++) {
         struct fair_error err = {0};
         struct req *r = req_new(c, REQ_OBJ_PATCH);
         if (!r || !(r->ns = dup0(claims[i]->meta.namespace_)) ||
-            !(r->name = dup0(claims[i]->meta.name)) ||
+            !(r->name = dup0(claims[i]->meta.name)) || !(r->uid = dup0(k->meta.uid)) ||
             fair_kclient_merge_patch(c->kc, &fair_kres_pvcs, claims[i]->meta.namespace_,
                                      claims[i]->meta.name, NULL, body, on_simple_done, r, &err)) {
             FAIR_WARN(COMP, "msg=\"selected-node not written\" pvc=%s/%s err=\"%s\"",
@@ -1235,26 +1255,29 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
         FAIR_INFO(COMP, "msg=\"claim waits for its node\" pvc=%s/%s node=%s pod=%s/%s",
                   claims[i]->meta.namespace_, claims[i]->meta.name, node, k->meta.namespace_,
                   k->meta.name);
-        sent++;
+        if (!held++)
+            first = claims[i]->meta.name;
     }
     free(body);
-    if (!sent && (n = fair_ctl_volumes_selected(&s->vol, k, node, claims, 16)) > 0) {
-        sent = n;
+    if (!held &&
+        (n = fair_ctl_volumes_selected(&s->vol, k, &s->snap.nodes[a->node], claims, 16)) > 0) {
+        held = n;
+        first = claims[0]->meta.name;
         FAIR_INFO(COMP,
-                  "msg=\"claim names the node already: room held\" pvc=%s/%s node=%s pod=%s/%s",
-                  claims[0]->meta.namespace_, claims[0]->meta.name, node, k->meta.namespace_,
-                  k->meta.name);
+                  "msg=\"claim on its way to the node already: room held\" pvc=%s/%s node=%s "
+                  "pod=%s/%s",
+                  claims[0]->meta.namespace_, first, node, k->meta.namespace_, k->meta.name);
     }
     /* As kube-scheduler assumes the pod on the node while its volumes are
-     * made, its room there is held (provisioning_over() ends it), and its
-     * owner is told so. */
-    if (sent && !fair_ctl_podmem_begin(&c->pods, s->snap.pods[a->pod].uid, FAIR_CTL_OP_PROVISIONING,
+     * made or bound, its room there is held (provisioning_over() ends it),
+     * and its owner is told so. */
+    if (held && !fair_ctl_podmem_begin(&c->pods, s->snap.pods[a->pod].uid, FAIR_CTL_OP_PROVISIONING,
                                        node, a->gpu_devices, mono(c))) {
         char msg[512];
         snprintf(msg, sizeof msg,
-                 "waiting for the volume of claim \"%s\"%s to be made on node %s; the pod's "
-                 "room there is held meanwhile (up to volumeBindTimeout)",
-                 claims[0]->meta.name, n > 1 ? " and others" : "", node);
+                 "waiting for the volume of claim \"%s\"%s on node %s to be made or bound; the "
+                 "pod's room there is held meanwhile (up to volumeBindTimeout)",
+                 first, held > 1 ? " and others" : "", node);
         tell_pending(c, k, FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_VOLUME, msg);
     }
 }
@@ -2341,16 +2364,29 @@ static void count_owner_width(struct fair_ctl *c, size_t npods)
     }
 }
 
+/* Whether a volume of store pvs is prebound to claim pc (its claimRef). */
+static bool claimed_volume(struct fair_store *pvs, const struct fair_kpvc *pc)
+{
+    size_t pos = 0;
+    const struct fair_kpv *pv;
+    while ((pv = fair_store_next(pvs, &pos)))
+        if (fair_ctl_volume_claimed_by(pv, pc) && !pv->meta.deletion_ms)
+            return true;
+    return false;
+}
+
 /* Why the room held for pod on node while its claims' volumes are made
- * can go (NULL: it stays). The pod is bound (by someone else); a claim
- * is gone, being deleted or names another node; a claim seen naming the
- * node (in *seen) names none now, unbound: its provisioner gave up there
- * and clears the annotation for a new choice, as kube-scheduler's PreBind
- * then fails ("provisioning failed"); or every claim is bound to a volume
- * this controller has seen: *ready, and the pod is bound to the node in
- * this cycle (bind_provisioned()), before the room can go to anyone else.
- * A claim not yet seen naming the node (the watch has not brought our
- * patch) keeps the hold, up to volumeBindTimeout. */
+ * or bound can go (NULL: it stays). The pod is bound (by someone else); a
+ * claim is gone, being deleted or names another node; a claim seen on its
+ * way to the node (in *seen: naming it, or with a volume prebound) is no
+ * longer, unbound: its provisioner gave up there and cleared the
+ * annotation for a new choice, as kube-scheduler's PreBind then fails
+ * ("provisioning failed"), or its prebound volume went to another claim;
+ * or every claim is bound to a volume this controller has seen: *ready,
+ * and the pod is bound to the node in this cycle (bind_provisioned()),
+ * before the room can go to anyone else. A claim not yet seen so (the
+ * watch has not brought our patch) keeps the hold, up to
+ * volumeBindTimeout; a patch refused ends it (on_simple_done()). */
 static const char *provisioning_over(struct fair_ctl *c, const struct fair_kpod *pod,
                                      const char *node, bool *ready, uint16_t *seen)
 {
@@ -2371,10 +2407,11 @@ static const char *provisioning_over(struct fair_ctl *c, const struct fair_kpod 
         if (named && node && strcmp(pc->selected_node, node))
             return "a claim names another node";
         uint16_t bit = i < 16 ? (uint16_t)(1u << i) : 0;
-        if (named)
+        if (named || pc->bound || claimed_volume(pvs, pc))
             *seen |= bit;
-        else if ((*seen & bit) && !pc->bound)
-            return "the provisioner cleared a claim's selected-node: provisioning failed there";
+        else if (*seen & bit)
+            return "a claim lost its selected-node or its prebound volume (provisioning failed, "
+                   "or the volume went elsewhere)";
         all &= pc->bound && fair_store_get_by_name(pvs, NULL, pc->volume_name) != NULL;
     }
     *ready = all;

@@ -1100,10 +1100,9 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
                 } else if (vol.selected_claim && ov.volume_hold_expired) {
                     reason = FAIR_CTL_REASON_VOLUME;
                     snprintf(msg, sizeof msg,
-                             "waiting for the volume of claim \"%s\" to be made on node %s "
-                             "(its selected-node); the room held there was given up after "
-                             "volumeBindTimeout",
-                             vol.selected_claim->meta.name, vol.selected_claim->selected_node);
+                             "waiting for claim \"%s\" to be bound to its volume; the room held "
+                             "for the pod meanwhile was given up after volumeBindTimeout",
+                             vol.selected_claim->meta.name);
                 }
             }
             if (reason == FAIR_CTL_REASON_NONE && in->project_hold) {

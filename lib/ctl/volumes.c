@@ -133,8 +133,7 @@ static bool str_eq(const char *a, const char *b)
     return !strcmp(a ? a : "", b ? b : "");
 }
 
-/* pv's claimRef names claim c (a uid, when set, must be c's). */
-static bool pv_bound_to(const struct fair_kpv *pv, const struct fair_kpvc *c)
+bool fair_ctl_volume_claimed_by(const struct fair_kpv *pv, const struct fair_kpvc *c)
 {
     return pv->claim_name && str_eq(pv->claim_name, c->meta.name) &&
            str_eq(pv->claim_ns, c->meta.namespace_) &&
@@ -208,7 +207,7 @@ static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
     size_t nkeys = 0, nraw = 0, nvals = 0, kvals[STATIC_MAX_KEYS] = {0};
     for (size_t i = 0; i < v->npvs; i++) {
         const struct fair_kpv *pv = v->pvs[i];
-        if (pv_bound_to(pv, c) && !pv->meta.deletion_ms) {
+        if (fair_ctl_volume_claimed_by(pv, c) && !pv->meta.deletion_ms) {
             *pre = pv;
             return 0;
         }
@@ -355,6 +354,16 @@ static int and_affinity(struct fair_ctl_volumes *v, const struct fair_node_affin
     return 0;
 }
 
+/* The volume prebound to claim c (its claimRef names c; not being
+ * deleted), or NULL. */
+static const struct fair_kpv *prebound(const struct fair_ctl_volumes *v, const struct fair_kpvc *c)
+{
+    for (size_t i = 0; i < v->npvs; i++)
+        if (fair_ctl_volume_claimed_by(v->pvs[i], c) && !v->pvs[i]->meta.deletion_ms)
+            return v->pvs[i];
+    return NULL;
+}
+
 /* The required node affinity "metadata.name In [node]" (owned by v; it
  * borrows node). */
 static int node_name_term(struct fair_ctl_volumes *v, const char *node,
@@ -437,10 +446,22 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                 bool many;
                 if (static_terms(v, c, &pre, &nmatch, &terms, &many))
                     return FAIR_ENOMEM;
-                if (pre)
-                    WAIT("waiting for the PV controller to bind claim \"%s\" to "
-                         "persistentvolume \"%s\" (its spec.claimRef names the claim)",
-                         name, pre->meta.name);
+                if (pre) {
+                    /* Prebound (by us before a restart, or by another
+                     * scheduler): the pod goes where that volume is, as
+                     * FindMatchingVolume takes a volume prebound to the
+                     * claim first, and holds its room there again while
+                     * the PV controller binds. */
+                    if (pre->problem)
+                        WAIT("persistentvolume \"%s\" (claim \"%s\"): %s", pre->meta.name, name,
+                             pre->problem);
+                    out->select_node = true;
+                    out->selected_claim = c;
+                    terms = pre->node_affinity && pre->node_affinity->required ? pre->node_affinity
+                                                                               : NULL;
+                    what = "its prebound volume's node affinity";
+                    goto merge;
+                }
                 if (!nmatch)
                     WAIT("no Available persistentvolume of StorageClass \"%s\" matches claim "
                          "\"%s\" (capacity, access modes, volume mode, selector; claimRef "
@@ -492,25 +513,32 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
     return 0;
 }
 
-/* The unbound claims of k of a WaitForFirstConsumer class with a
- * provisioner whose selected-node is node (NULL: none yet). */
+/* The unbound claims of k of a WaitForFirstConsumer class on their way
+ * to node n: with a provisioner, selected-node n; without one, a volume
+ * prebound to them that n reaches. n NULL: the claims with a provisioner
+ * and no selected-node yet. */
 static size_t claims_on(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
-                        const char *node, const struct fair_kpvc **out, size_t max)
+                        const struct fair_node *n, const struct fair_kpvc **out, size_t max)
 {
-    size_t n = 0;
+    size_t cnt = 0;
     const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
-    for (size_t i = 0; i < k->nclaims && n < max; i++) {
+    for (size_t i = 0; i < k->nclaims && cnt < max; i++) {
         const struct fair_kpvc *c = find_pvc(v, ns, k->claims[i]);
-        if (!c || c->meta.deletion_ms)
+        const struct fair_ksc *sc = c && !c->meta.deletion_ms ? delayed_class(v, c) : NULL;
+        if (!sc)
             continue;
+        if (!provisioned(sc)) {
+            const struct fair_kpv *pv = n ? prebound(v, c) : NULL;
+            if (pv && (!pv->node_affinity || !pv->node_affinity->required ||
+                       fair_node_affinity_match(pv->node_affinity, n)))
+                out[cnt++] = c;
+            continue;
+        }
         const char *sel = c->selected_node && *c->selected_node ? c->selected_node : NULL;
-        if (node ? !sel || strcmp(sel, node) : sel != NULL)
-            continue;
-        const struct fair_ksc *sc = delayed_class(v, c);
-        if (sc && provisioned(sc))
-            out[n++] = c;
+        if (n ? sel && n->name && !strcmp(sel, n->name) : !sel)
+            out[cnt++] = c;
     }
-    return n;
+    return cnt;
 }
 
 size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
@@ -520,9 +548,10 @@ size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct
 }
 
 size_t fair_ctl_volumes_selected(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
-                                 const char *node, const struct fair_kpvc **out, size_t max)
+                                 const struct fair_node *n, const struct fair_kpvc **out,
+                                 size_t max)
 {
-    return claims_on(v, k, node, out, max);
+    return claims_on(v, k, n, out, max);
 }
 
 static bool static_claim(const struct fair_ctl_volumes *v, const struct fair_kpvc *c)
@@ -542,7 +571,7 @@ int fair_ctl_volumes_prebind(struct fair_ctl_volumes *v, const struct fair_kpod 
     const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
     for (size_t i = 0; i < k->nclaims; i++) {
         const struct fair_kpvc *c = find_pvc(v, ns, k->claims[i]);
-        if (!static_claim(v, c))
+        if (!static_claim(v, c) || prebound(v, c))
             continue;
         if (cnt == max || cnt == sizeof picked / sizeof *picked) {
             ret = -1;

@@ -15,7 +15,8 @@
  *  - for an unbound claim of a WaitForFirstConsumer class without
  *    provisioner (static local volumes): the nodes where an Available
  *    volume matches it; the controller then prebinds the smallest one on
- *    the chosen node (spec.claimRef) instead of binding the pod.
+ *    the chosen node (spec.claimRef) instead of binding the pod; a claim
+ *    with a volume prebound already keeps the pod where that volume is.
  *
  * Ownership: every input is borrowed; node affinities it makes are owned
  * by struct fair_ctl_volumes and live until fair_ctl_volumes_release(). */
@@ -65,8 +66,9 @@ struct fair_ctl_volume_verdict {
     const struct fair_node_affinity *affinity;
     /* A claim waits for the node the pod goes to (selected-node). */
     bool select_node;
-    /* A claim whose provisioner works on a node already (its
-     * selected-node; the affinity keeps the pod there), or NULL. */
+    /* A claim whose volume is on its way to a node already (its
+     * selected-node, or a static volume prebound to it; the affinity keeps
+     * the pod there), or NULL. */
     const struct fair_kpvc *selected_claim;
 };
 
@@ -81,12 +83,17 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
 size_t fair_ctl_volumes_to_select(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
                                   const struct fair_kpvc **out, size_t max);
 
-/* The claims of k whose provisioner already works on node: unbound, of a
- * WaitForFirstConsumer class with a provisioner, selected-node = node
- * (written before a restart of the controller, or by another scheduler).
- * Fills out (at most max); returns the count. */
+/* The claims of k whose volume is on its way to node n: unbound, of a
+ * WaitForFirstConsumer class, with a provisioner and selected-node n, or
+ * without one and a volume prebound to them that n reaches (written before
+ * a restart of the controller, or by another scheduler). Fills out (at
+ * most max); returns the count. */
 size_t fair_ctl_volumes_selected(const struct fair_ctl_volumes *v, const struct fair_kpod *k,
-                                 const char *node, const struct fair_kpvc **out, size_t max);
+                                 const struct fair_node *n, const struct fair_kpvc **out,
+                                 size_t max);
+
+/* pv's spec.claimRef names claim c (a uid, when set, must be c's). */
+bool fair_ctl_volume_claimed_by(const struct fair_kpv *pv, const struct fair_kpvc *c);
 
 /* A static volume chosen for a claim (prebind: the controller sets the
  * volume's spec.claimRef to the claim; the PV controller then binds). */
@@ -108,8 +115,8 @@ bool fair_ctl_volume_matches(const struct fair_kpv *pv, const struct fair_kpvc *
  * handed out this cycle (claims in order, as the binder does). All or
  * nothing: returns the count filled into out (0: k has no such claim), or
  * -1 when a claim finds no volume left or there are more than max such
- * claims (nothing is marked then). The volumes returned are marked as
- * handed out. */
+ * claims (nothing is marked then). Claims with a volume prebound already
+ * are skipped. The volumes returned are marked as handed out. */
 int fair_ctl_volumes_prebind(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                              const struct fair_node *n, struct fair_ctl_prebind *out, size_t max);
 

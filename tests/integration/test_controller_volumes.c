@@ -521,6 +521,50 @@ static void test_provisioning_failed(void **state)
     assert_true(node_is(&fake, "vol-5", ""));
 }
 
+/* A static volume (a class without provisioner) prebound to the claim:
+ * the pod's room is held while the PV controller binds the claim, as
+ * kube-scheduler's assumed pod holds it through PreBind. An 8-GPU pod
+ * waits meanwhile; once the test, playing the PV controller, binds the
+ * claim, the pod is bound where its volume is. Before, the room was free
+ * while the volume was prebound. */
+static void test_static_volume_held(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_one_node(&fake, &c, "10m", "16");
+    must_create(&fake, "/apis/storage.k8s.io/v1/storageclasses",
+                "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":"
+                "{\"name\":\"local-nvme\"},\"provisioner\":\"kubernetes.io/no-provisioner\","
+                "\"volumeBindingMode\":\"WaitForFirstConsumer\"}");
+    mk_local_pv(&fake, "nvme-6", "node-0000", "10Gi");
+    patch(&fake, "/api/v1/persistentvolumes/nvme-6/status",
+          "{\"status\":{\"phase\":\"Available\"}}");
+    mk_pvc(&fake, "data-6", "local-nvme", NULL);
+    mk_claim_pod(&fake, "vol-6", "data-6");
+    if (!WAIT_UNTIL(claimed_by(&fake, "nvme-6", "data-6"), WAIT_MS) ||
+        !WAIT_UNTIL(message_has(&fake, "vol-6", "room there is held"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the static volume was not prebound with the pod's room held");
+    }
+    mk_pod(&fake, "team-a", "big", "qa", "8");
+    assert_true(
+        WAIT_UNTIL(pod_condition_is(&fake, "team-a", "big", "PodScheduled", "FairShare"), WAIT_MS));
+    nap(1000);
+    assert_true(node_is(&fake, "big", ""));
+    assert_true(node_is(&fake, "vol-6", ""));
+    patch(&fake, "/api/v1/persistentvolumes/nvme-6/status", "{\"status\":{\"phase\":\"Bound\"}}");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-6",
+          "{\"spec\":{\"volumeName\":\"nvme-6\"}}");
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-6/status",
+          "{\"status\":{\"phase\":\"Bound\"}}");
+    if (!WAIT_UNTIL(node_is(&fake, "vol-6", "node-0000"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("vol-6 was not bound once its claim was");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,6 +574,7 @@ int main(void)
         cmocka_unit_test_teardown(test_held_room_reclaimed, tc_teardown),
         cmocka_unit_test_teardown(test_named_claim_holds_room, tc_teardown),
         cmocka_unit_test_teardown(test_provisioning_failed, tc_teardown),
+        cmocka_unit_test_teardown(test_static_volume_held, tc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -294,11 +294,10 @@ static const struct vcase cases[] = {
      "spec.selector.matchExpressions: not a label selector", NULL, false},
     {"static: matchExpressions of a bad shape", "[" CLAIM("local-expr-shape") "]", NULL,
      "spec.selector.matchExpressions", NULL, false},
-    {"static: a volume's claimRef names the claim: wait for the PV controller",
-     "[" CLAIM("prebound") "]", NULL,
-     "waiting for the PV controller to bind claim \"prebound\" to persistentvolume "
-     "\"lpv-n1-prebound\"",
-     NULL, false},
+    /* Prebound (claimRef) before a restart, or by another scheduler: where
+     * that volume is, and its room held there again. */
+    {"static: a volume's claimRef names the claim: there only", "[" CLAIM("prebound") "]", NULL,
+     NULL, "n1", true},
     {"static, ANDed with the pod's own affinity (zone a)", "[" CLAIM("local-8g") "]",
      "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
      "\"matchExpressions\":[{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\","
@@ -359,12 +358,16 @@ static void test_table(void **state)
          * that names its node already is not written again. */
         bool stat = !strncmp(vc->name, "static", 6);
         bool named = strstr(vc->name, "being provisioned") != NULL;
+        bool pre = strstr(vc->name, "claimRef names the claim") != NULL;
         assert_int_equal(ns, vc->select && !stat && !named ? 1 : 0);
-        assert_int_equal(fair_ctl_volumes_selected(&v, k, "n2", sel, 4), named ? 1 : 0);
-        assert_int_equal(fair_ctl_volumes_selected(&v, k, "n1", sel, 4), 0);
-        assert_true(named ? out.selected_claim &&
-                                !strcmp(out.selected_claim->meta.name, "wffc-selected")
-                          : out.selected_claim == NULL);
+        /* On their way to a node: wffc-selected to n2, prebound's volume
+         * on n1. */
+        assert_int_equal(fair_ctl_volumes_selected(&v, k, &nodes[2], sel, 4), named ? 1 : 0);
+        assert_int_equal(fair_ctl_volumes_selected(&v, k, &nodes[1], sel, 4), pre ? 1 : 0);
+        assert_int_equal(fair_ctl_volumes_selected(&v, k, &nodes[0], sel, 4), 0);
+        const char *want = named ? "wffc-selected" : pre ? "prebound" : NULL;
+        assert_true(want ? out.selected_claim && !strcmp(out.selected_claim->meta.name, want)
+                         : out.selected_claim == NULL);
         fair_ctl_volumes_release(&v);
         fair_kpod_free(k);
     }
@@ -413,6 +416,8 @@ static void test_prebind(void **state)
         {CLAIM("local-block"), 1, "local-block=lpv-n1-block", true},
         {CLAIM("wffc"), 1, "", true},
         {CLAIM("on-n1"), 1, "", true},
+        /* a volume is prebound to it already: nothing more */
+        {CLAIM("prebound"), 1, "", true},
         /* two claims, two volumes */
         {CLAIM("static-local") "," CLAIM("local-8g"), 2, "static-local=lpv-n2-5 local-8g=lpv-n2-20",
          true},
