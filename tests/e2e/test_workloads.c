@@ -678,6 +678,35 @@ static bool claim_has_selected(const char *ns, const char *name)
     return ok;
 }
 
+/* The room held on node for pod while the volume of its claim is made: a
+ * pod "grab" pinned there that asks for the free GPUs the node would have
+ * without the hold waits. The test then plays the provisioner (volume pv
+ * of class cls on node, bound ahead to the claim, which the PV controller
+ * binds), pod is bound there, and grab is deleted. */
+static void held_then_bound(struct e2e_ctl *ctl, const char *ns, const char *node, int gpus,
+                            const char *pod, const char *claim, const char *cls, const char *pv,
+                            const char *when)
+{
+    mk_node_pod(ns, "grab", ns, gpus, node);
+    e2e_nap(2000);
+    if (!pod_on(ns, "grab", "")) {
+        e2e_dump_pods(ns);
+        e2e_ctl_dump(ctl, 30);
+        fail_msg("%sa pod took the room held on %s while the volume of claim %s was made", when,
+                 node, claim);
+    }
+    mk_local_pv(pv, cls, node, ns, claim);
+    if (!E2E_WAIT(pod_on(ns, pod, node), E2E_WAIT_MS)) {
+        e2e_dump_pods(ns);
+        e2e_ctl_dump(ctl, 30);
+        fail_msg("%sthe pod was not bound on %s, where its provisioned volume is", when, node);
+    }
+    assert_true(pod_on(ns, "grab", ""));
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/grab", ns);
+    assert_int_equal(e2e_req("DELETE", path, "{\"gracePeriodSeconds\":0}", NULL), 200);
+}
+
 /* Volumes on the real API server and its PV controller (docs/engine.md,
  * "Volumes"): a pod whose claim is bound to a local volume on the second
  * node goes there, although packing alone takes the first; a claim of a
@@ -742,25 +771,10 @@ static void test_volumes(void **state)
      * on the node: a pod pinned there that asks for all the GPUs the node
      * would have free without the hold waits ("local" has one of the
      * second node's). */
-    mk_node_pod(pre, "grab", pre, strcmp(node, e2e_node(1)) ? 8 : 7, node);
-    e2e_nap(2000);
-    if (!pod_on(pre, "grab", "")) {
-        e2e_dump_pods(pre);
-        e2e_ctl_dump(&ctl, 30);
-        fail_msg("a pod took the room held on %s while the claim's volume was made", node);
-    }
-    mk_local_pv(pv2, cls, node, pre, "wdata");
-    if (!E2E_WAIT(pod_on(pre, "wffc", node), E2E_WAIT_MS)) {
-        e2e_dump_pods(pre);
-        e2e_ctl_dump(&ctl, 30);
-        fail_msg("the pod was not bound on %s, where its provisioned volume is", node);
-    }
+    held_then_bound(&ctl, pre, node, strcmp(node, e2e_node(1)) ? 8 : 7, "wffc", "wdata", cls, pv2,
+                    "");
     free(node);
     assert_true(pod_on(pre, "orphan", ""));
-    assert_true(pod_on(pre, "grab", ""));
-    char gpath[256];
-    snprintf(gpath, sizeof gpath, "/api/v1/namespaces/%s/pods/grab", pre);
-    assert_int_equal(e2e_req("DELETE", gpath, "{\"gracePeriodSeconds\":0}", NULL), 200);
 
     /* Static local volumes (kubernetes.io/no-provisioner): two on the
      * second node, 50Gi and 2Gi. The claim of 1Gi gets the smaller one
@@ -846,22 +860,8 @@ static void test_volumes(void **state)
     for (size_t i = 0; i < sizeof ones / sizeof *ones; i++)
         used += pod_on(pre, ones[i], node);
     e2e_nap(2000);
-    mk_node_pod(pre, "grab", pre, 8 - used, node);
-    e2e_nap(2000);
-    if (!pod_on(pre, "grab", "")) {
-        e2e_dump_pods(pre);
-        e2e_ctl_dump(&ctl, 30);
-        fail_msg("after a restart, a pod took the room on %s of a pod whose claim names it", node);
-    }
-    mk_local_pv(pv3, cls, node, pre, "rdata");
-    if (!E2E_WAIT(pod_on(pre, "again", node), E2E_WAIT_MS)) {
-        e2e_dump_pods(pre);
-        e2e_ctl_dump(&ctl, 30);
-        fail_msg("after a restart, the pod was not bound on %s, where its volume is", node);
-    }
+    held_then_bound(&ctl, pre, node, 8 - used, "again", "rdata", cls, pv3, "after a restart: ");
     free(node);
-    assert_true(pod_on(pre, "grab", ""));
-    assert_int_equal(e2e_req("DELETE", gpath, "{\"gracePeriodSeconds\":0}", NULL), 200);
 
     /* A provisioner that fails on the node clears selected-node for a new
      * choice: the hold ends then (kube-scheduler's PreBind fails at once),

@@ -176,6 +176,23 @@ static bool selected_is_set(struct fair_fake *f, const char *claim)
     return ok;
 }
 
+/* Plays the PV controller: claim is bound to volume pv; pod is then bound
+ * on node (else the test fails, saying what). */
+static void bind_claim(struct fair_fake *f, struct ctl *c, const char *claim, const char *pv,
+                       const char *pod, const char *node, const char *what)
+{
+    char path[256], body[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/team-a/persistentvolumeclaims/%s", claim);
+    snprintf(body, sizeof body, "{\"spec\":{\"volumeName\":\"%s\"}}", pv);
+    patch(f, path, body);
+    strncat(path, "/status", sizeof path - strlen(path) - 1);
+    patch(f, path, "{\"status\":{\"phase\":\"Bound\"}}");
+    if (!WAIT_UNTIL(node_is(f, pod, node), WAIT_MS)) {
+        ctl_dump_log(c, 40);
+        fail_msg("%s", what);
+    }
+}
+
 static void test_volumes(void **state)
 {
     (void)state;
@@ -233,14 +250,8 @@ static void test_volumes(void **state)
     /* The provisioner (the test) makes the volume on that node and binds
      * the claim: the pod is bound there. */
     mk_pv(&fake, "pv-wffc", node, "data-wffc");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-wffc",
-          "{\"spec\":{\"volumeName\":\"pv-wffc\"}}");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-wffc/status",
-          "{\"status\":{\"phase\":\"Bound\"}}");
-    if (!WAIT_UNTIL(node_is(&fake, "wffc", node), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("the pod was not bound where its provisioned volume is (%s)", node);
-    }
+    bind_claim(&fake, &c, "data-wffc", "pv-wffc", "wffc", node,
+               "the pod was not bound where its provisioned volume is");
     free(node);
 
     /* The missing claim appears, bound to the volume of node-0001: the
@@ -299,14 +310,8 @@ static void test_volumes(void **state)
      * volume: the pod is bound to node-0001. */
     patch(&fake, "/api/v1/persistentvolumes/nvme-1-10g/status",
           "{\"status\":{\"phase\":\"Bound\"}}");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/scratch",
-          "{\"spec\":{\"volumeName\":\"nvme-1-10g\"}}");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/scratch/status",
-          "{\"status\":{\"phase\":\"Bound\"}}");
-    if (!WAIT_UNTIL(node_is(&fake, "static", "node-0001"), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("the pod was not bound where its static volume is");
-    }
+    bind_claim(&fake, &c, "scratch", "nvme-1-10g", "static", "node-0001",
+               "the pod was not bound where its static volume is");
     stop_all(&fake, &c);
 }
 
@@ -350,6 +355,17 @@ static void held_pod(struct fair_fake *fake, struct ctl *c, const char *pod, con
     }
 }
 
+/* An 8-GPU pod of qa arrives and waits: the held GPU counts as in use, and
+ * 1 + 8 is beyond the queue's share of the 8-GPU node. */
+static void big_waits(struct fair_fake *fake)
+{
+    mk_pod(fake, "team-a", "big", "qa", "8");
+    assert_true(
+        WAIT_UNTIL(pod_condition_is(fake, "team-a", "big", "PodScheduled", "FairShare"), WAIT_MS));
+    nap(1000);
+    assert_true(node_is(fake, "big", ""));
+}
+
 /* While a claim's volume is made, its pod's room on the chosen node is
  * held, as kube-scheduler assumes the pod there: a one-GPU pod's
  * WaitForFirstConsumer claim gets the node, and an 8-GPU pod that arrives
@@ -365,23 +381,12 @@ static void test_room_held_while_provisioning(void **state)
     held_pod(&fake, &c, "vol-1", "data-1");
     assert_true(WAIT_UNTIL(
         pod_condition_is(&fake, "team-a", "vol-1", "PodScheduled", "VolumeNotReady"), WAIT_MS));
-    mk_pod(&fake, "team-a", "big", "qa", "8");
-    /* The held GPU counts as in use: 1 + 8 is beyond the queue's share. */
-    assert_true(
-        WAIT_UNTIL(pod_condition_is(&fake, "team-a", "big", "PodScheduled", "FairShare"), WAIT_MS));
-    nap(1000);
-    assert_true(node_is(&fake, "big", ""));
+    big_waits(&fake);
 
     /* The provisioner makes the volume; the claim is bound; vol-1 binds. */
     mk_pv(&fake, "pv-1", "node-0000", "data-1");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-1",
-          "{\"spec\":{\"volumeName\":\"pv-1\"}}");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-1/status",
-          "{\"status\":{\"phase\":\"Bound\"}}");
-    if (!WAIT_UNTIL(node_is(&fake, "vol-1", "node-0000"), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("vol-1 was not bound once its claim was");
-    }
+    bind_claim(&fake, &c, "data-1", "pv-1", "vol-1", "node-0000",
+               "vol-1 was not bound once its claim was");
     assert_true(node_is(&fake, "big", ""));
 }
 
@@ -482,20 +487,10 @@ static void test_named_claim_holds_room(void **state)
         ctl_dump_log(&c, 40);
         fail_msg("no room was held for the pod of a claim that names its node");
     }
-    mk_pod(&fake, "team-a", "big", "qa", "8");
-    assert_true(
-        WAIT_UNTIL(pod_condition_is(&fake, "team-a", "big", "PodScheduled", "FairShare"), WAIT_MS));
-    nap(1000);
-    assert_true(node_is(&fake, "big", ""));
+    big_waits(&fake);
     mk_pv(&fake, "pv-4", "node-0000", "data-4");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-4",
-          "{\"spec\":{\"volumeName\":\"pv-4\"}}");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-4/status",
-          "{\"status\":{\"phase\":\"Bound\"}}");
-    if (!WAIT_UNTIL(node_is(&fake, "vol-4", "node-0000"), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("vol-4 was not bound once its claim was");
-    }
+    bind_claim(&fake, &c, "data-4", "pv-4", "vol-4", "node-0000",
+               "vol-4 was not bound once its claim was");
 }
 
 /* A provisioner that fails on the node clears the claim's selected-node
@@ -548,21 +543,11 @@ static void test_static_volume_held(void **state)
         ctl_dump_log(&c, 40);
         fail_msg("the static volume was not prebound with the pod's room held");
     }
-    mk_pod(&fake, "team-a", "big", "qa", "8");
-    assert_true(
-        WAIT_UNTIL(pod_condition_is(&fake, "team-a", "big", "PodScheduled", "FairShare"), WAIT_MS));
-    nap(1000);
-    assert_true(node_is(&fake, "big", ""));
+    big_waits(&fake);
     assert_true(node_is(&fake, "vol-6", ""));
     patch(&fake, "/api/v1/persistentvolumes/nvme-6/status", "{\"status\":{\"phase\":\"Bound\"}}");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-6",
-          "{\"spec\":{\"volumeName\":\"nvme-6\"}}");
-    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-6/status",
-          "{\"status\":{\"phase\":\"Bound\"}}");
-    if (!WAIT_UNTIL(node_is(&fake, "vol-6", "node-0000"), WAIT_MS)) {
-        ctl_dump_log(&c, 40);
-        fail_msg("vol-6 was not bound once its claim was");
-    }
+    bind_claim(&fake, &c, "data-6", "nvme-6", "vol-6", "node-0000",
+               "vol-6 was not bound once its claim was");
 }
 
 int main(void)
