@@ -134,7 +134,8 @@ static const struct fair_ctl_config_entry table[] = {
      "a bind or eviction not yet seen in the informer is forgotten after this long"},
     {"volumeBindTimeout", FAIR_CFG_DURATION, OFF(volume_bind_timeout_ms), "10m", 1000, 3600 * 1000,
      "a pod whose claims were given its node keeps its room there this long at most while "
-     "their volumes are made (kube-scheduler's bindTimeoutSeconds)"},
+     "their volumes are made or bound (kube-scheduler's bindTimeoutSeconds); then it waits "
+     "for them without the room"},
     {"http.maxConnections", FAIR_CFG_INT, OFF(http_max_conns), "256", 4, 65536,
      "HTTP connections open at once; beyond it the connection that has waited longest for its "
      "request is closed"},
