@@ -109,7 +109,7 @@ struct req {
     char *obj_kind;                  /* status writes: "Queue" / "Project" */
     char *message;                   /* queued Events */
     const char *ev_type, *ev_reason; /* queued Events; static strings */
-    char *lineage;                   /* evictions: whose eviction count grows */
+    char *lineage;                   /* evictions, binds: whose eviction count grows */
     char *gang;                      /* binds: the pod's gang, NULL: none */
     char *creator;                   /* binds: ledger.creatorLabel's value, NULL: none */
     int32_t gang_size;               /* binds */
@@ -775,7 +775,8 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
                                                  .devices = r->devmask,
                                                  .gang = r->gang,
                                                  .gang_size = r->gang_size,
-                                                 .creator = r->creator};
+                                                 .creator = r->creator,
+                                                 .lineage = r->lineage};
         if (fair_ledger_interval_open(c->ledger, &info, &err))
             FAIR_WARN(COMP, "msg=\"ledger open failed\" pod=%s/%s err=\"%s\"", r->ns, r->name,
                       err.msg);
@@ -1129,9 +1130,10 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     r->gang = gname ? dup0(gname) : NULL;
     const char *creator = creator_of(c, p);
     r->creator = creator ? dup0(creator) : NULL;
+    r->lineage = dup0(lineage_of(s->kpods[a->pod]));
     if (!r->uid || !r->ns || !r->name || !r->node || !r->devices || !r->queue || !r->project ||
         !r->team || !r->cost_center || !r->gpu_model || (gname && !r->gang) ||
-        (creator && !r->creator))
+        (creator && !r->creator) || !r->lineage)
         goto fail;
     /* What the pod is charged as is fixed now: its labels and annotations
      * may change after the bind; this does not. */
@@ -2225,8 +2227,6 @@ static const char *project_team(const struct fair_ctl_snapshot *s, int32_t proje
     return kp->team ? kp->team : kp->meta.name;
 }
 
-/* Returns the ledger's result: FAIR_EBUSY (locked by another process) is
- * retried at the next cycle. */
 /* The ledger interval of bound pod i of s. */
 static struct fair_ledger_interval_info interval_of(struct fair_ctl *c,
                                                     const struct fair_ctl_snapshot *s, size_t i)
@@ -2252,7 +2252,8 @@ static struct fair_ledger_interval_info interval_of(struct fair_ctl *c,
         .devices = p->gpu_devices,
         .gang = fair_ctl_snapshot_gang_name(s, i),
         .gang_size = p->gang_size,
-        .creator = creator_of(c, p)};
+        .creator = creator_of(c, p),
+        .lineage = s->kpods[i] ? lineage_of(s->kpods[i]) : NULL};
 }
 
 /* Whether snapshot pod i only holds its room while its claims' volumes
@@ -3133,6 +3134,14 @@ static int charge_from_ledger(void *ctx, const struct fair_ledger_interval_info 
                                       in->devices);
 }
 
+/* fair_ledger_preemptions callback. */
+static int evictions_from_ledger(void *ctx, const char *lineage, int64_t count)
+{
+    struct fair_ctl *c = ctx;
+    int rc = fair_ctl_podmem_restore_evictions(&c->pods, lineage, count);
+    return rc == FAIR_ERANGE ? 0 : rc; /* past the cap: the rest count from 0 */
+}
+
 int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
 {
     int rc = 0;
@@ -3150,6 +3159,13 @@ int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
             FAIR_WARN(COMP,
                       "msg=\"could not read the charges of bound pods from the ledger; they are "
                       "charged as first seen\" err=\"%s\"",
+                      lerr.msg);
+        /* How often each workload was evicted before this process: the
+         * eviction bound (reclaim.maxEvictions) counts on from there. */
+        if (fair_ledger_preemptions(c->ledger, evictions_from_ledger, c, &lerr))
+            FAIR_WARN(COMP,
+                      "msg=\"could not read past evictions from the ledger; the eviction bound "
+                      "counts from 0\" err=\"%s\"",
                       lerr.msg);
         fair_ledger_set_lock_wait(c->ledger, 0); /* the loop never waits for a lock */
         int64_t ms = c->cfg->ledger_flush_ms;

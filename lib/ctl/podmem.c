@@ -177,14 +177,13 @@ int fair_ctl_podmem_set_hold(struct fair_ctl_podmem *m, const char *uid, const c
     return 0;
 }
 
-int fair_ctl_podmem_count_eviction(struct fair_ctl_podmem *m, const char *lineage)
+/* The position of lineage's count, created at 0 when absent; FAIR_ERANGE
+ * past FAIR_CTL_LINEAGE_MAX lineages, FAIR_ENOMEM. */
+static int32_t lineage_slot(struct fair_ctl_podmem *m, const char *lineage)
 {
     int32_t i = fair_ctl_index_get(&m->by_lineage, lineage);
-    if (i >= 0) {
-        if (m->lin_count[i] < INT32_MAX)
-            m->lin_count[i]++;
-        return 0;
-    }
+    if (i >= 0)
+        return i;
     if (m->nlin >= FAIR_CTL_LINEAGE_MAX)
         return FAIR_ERANGE;
     if (fair_grow((void **)&m->lin_keys, &m->lin_cap, m->nlin + 1, sizeof *m->lin_keys) ||
@@ -196,8 +195,27 @@ int fair_ctl_podmem_count_eviction(struct fair_ctl_podmem *m, const char *lineag
         return FAIR_ENOMEM;
     }
     m->lin_keys[m->nlin] = key;
-    m->lin_count[m->nlin] = 1;
-    m->nlin++;
+    m->lin_count[m->nlin] = 0;
+    return (int32_t)m->nlin++;
+}
+
+int fair_ctl_podmem_count_eviction(struct fair_ctl_podmem *m, const char *lineage)
+{
+    int32_t i = lineage_slot(m, lineage);
+    if (i < 0)
+        return i;
+    if (m->lin_count[i] < INT32_MAX)
+        m->lin_count[i]++;
+    return 0;
+}
+
+int fair_ctl_podmem_restore_evictions(struct fair_ctl_podmem *m, const char *lineage, int64_t n)
+{
+    int32_t i = lineage_slot(m, lineage);
+    if (i < 0)
+        return i;
+    if (n > m->lin_count[i])
+        m->lin_count[i] = n < INT32_MAX ? (int32_t)n : INT32_MAX;
     return 0;
 }
 

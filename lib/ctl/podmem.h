@@ -165,6 +165,9 @@ void fair_ctl_podmem_fix_notice(struct fair_ctl_podmem *m, const char *uid, int6
  * FAIR_ENOMEM, or FAIR_ERANGE when FAIR_CTL_LINEAGE_MAX lineages are
  * counted already. */
 int fair_ctl_podmem_count_eviction(struct fair_ctl_podmem *m, const char *lineage);
+/* At start-up: lineage was evicted n times before (the ledger's preempted
+ * intervals); its count becomes at least n. Returns as above. */
+int fair_ctl_podmem_restore_evictions(struct fair_ctl_podmem *m, const char *lineage, int64_t n);
 /* Evictions counted for lineage (0 when none). */
 int32_t fair_ctl_podmem_evictions(const struct fair_ctl_podmem *m, const char *lineage);
 

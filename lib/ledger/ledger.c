@@ -252,8 +252,17 @@ static const char schema_v3[] =
 static const char schema_v4[] =
     "ALTER TABLE intervals ADD COLUMN creator TEXT NOT NULL DEFAULT '';";
 
+/* Version 5: an interval keeps its pod's lineage (its controller owner's
+ * uid, else its own), fixed at bind time, so that a controller that starts
+ * again counts each workload's evictions from the preempted intervals
+ * (fair_ledger_preemptions); rows from before have none ('') and count for
+ * no workload. The partial index keeps that count to the preempted rows. */
+static const char schema_v5[] =
+    "ALTER TABLE intervals ADD COLUMN lineage TEXT NOT NULL DEFAULT '';"
+    "CREATE INDEX intervals_preempted ON intervals(lineage) WHERE reason = 3;";
+
 /* Migrations: index i brings the schema from version i to i + 1. */
-static const char *const migrations[] = {schema_v1, schema_v2, schema_v3, schema_v4};
+static const char *const migrations[] = {schema_v1, schema_v2, schema_v3, schema_v4, schema_v5};
 
 static int read_version(struct fair_ledger *l, int *version, struct fair_error *err)
 {
@@ -660,7 +669,8 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
         (rc = check_name("node", in->node, 1, err)) ||
         (rc = check_name("gpu_model", in->gpu_model, 1, err)) ||
         (rc = check_name("gang", in->gang, 1, err)) ||
-        (rc = check_name("creator", in->creator, 1, err)))
+        (rc = check_name("creator", in->creator, 1, err)) ||
+        (rc = check_name("lineage", in->lineage, 1, err)))
         return rc;
     if (in->gang_size < 0)
         return fair_error_set(err, FAIR_EINVAL, "ledger: pod %s/%s: negative gang size",
@@ -681,12 +691,12 @@ static int check_info(const struct fair_ledger_interval_info *in, struct fair_er
 
 static int info_copy(struct op *op, const struct fair_ledger_interval_info *in)
 {
-    const char *src[11] = {in->uid,       in->namespace_, in->pod,         in->queue,
+    const char *src[12] = {in->uid,       in->namespace_, in->pod,         in->queue,
                            in->project,   in->team,       in->cost_center, in->node,
-                           in->gpu_model, in->gang,       in->creator};
-    const char *dst[11];
+                           in->gpu_model, in->gang,       in->creator,     in->lineage};
+    const char *dst[12];
     op->info = *in;
-    op->strs = pack_strings(src, dst, 11);
+    op->strs = pack_strings(src, dst, 12);
     if (!op->strs)
         return FAIR_ENOMEM;
     op->info.uid = dst[0];
@@ -700,6 +710,7 @@ static int info_copy(struct op *op, const struct fair_ledger_interval_info *in)
     op->info.gpu_model = dst[8];
     op->info.gang = dst[9];
     op->info.creator = dst[10];
+    op->info.lineage = dst[11];
     return 0;
 }
 
@@ -844,7 +855,7 @@ static const char *const stmt_sql[] = {
     "SELECT id FROM dims WHERE namespace=? AND queue=? AND project=? AND team=? AND"
     " cost_center=? AND gpu_model=?",
     "INSERT OR IGNORE INTO intervals(uid, dim_id, pod, node, gpu_milli, inquota_milli, start_ms,"
-    " preemptible, devices, gang, gang_size, creator) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    " preemptible, devices, gang, gang_size, creator, lineage) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     "SELECT id, dim_id, gpu_milli, inquota_milli, start_ms FROM intervals"
     " WHERE uid=? AND end_ms IS NULL",
     "UPDATE intervals SET end_ms=?, reason=? WHERE id=?",
@@ -1005,6 +1016,7 @@ static int do_open(struct fair_ledger *l, struct stmts *s,
     sqlite3_bind_text(s->open, 10, nz(in->gang), -1, SQLITE_STATIC);
     sqlite3_bind_int(s->open, 11, in->gang_size);
     sqlite3_bind_text(s->open, 12, nz(in->creator), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s->open, 13, nz(in->lineage), -1, SQLITE_STATIC);
     return step_done(l, s->open, "open interval", err);
 }
 
@@ -1316,6 +1328,30 @@ int fair_ledger_open_intervals(struct fair_ledger *l,
     }
     if (!rc && src != SQLITE_DONE && src != SQLITE_ROW)
         rc = fair_error_set(err, FAIR_EIO, "ledger %s: reading open intervals: %s", l->path,
+                            sqlite3_errmsg(l->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int fair_ledger_preemptions(struct fair_ledger *l,
+                            int (*cb)(void *ctx, const char *lineage, int64_t count), void *ctx,
+                            struct fair_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(l,
+                     "SELECT lineage, count(*) FROM intervals WHERE reason = 3 AND lineage <> ''"
+                     " GROUP BY lineage",
+                     &st, err);
+    if (rc)
+        return rc;
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *lin = (const char *)sqlite3_column_text(st, 0);
+        if (lin && (rc = cb(ctx, lin, sqlite3_column_int64(st, 1))))
+            break;
+    }
+    if (!rc && src != SQLITE_DONE && src != SQLITE_ROW)
+        rc = fair_error_set(err, FAIR_EIO, "ledger %s: counting preempted intervals: %s", l->path,
                             sqlite3_errmsg(l->db));
     sqlite3_finalize(st);
     return rc;

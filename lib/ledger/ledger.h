@@ -69,7 +69,7 @@
 struct sqlite3;
 struct fair_ledger;
 
-#define FAIR_LEDGER_SCHEMA_VERSION 4
+#define FAIR_LEDGER_SCHEMA_VERSION 5
 #define FAIR_LEDGER_NAME_MAX 253 /* Kubernetes names (DNS subdomain) */
 #define FAIR_LEDGER_UID_MAX 128
 #define FAIR_LEDGER_DAY_MS 86400000LL
@@ -148,6 +148,9 @@ struct fair_ledger_interval_info {
     /* Who created the pod (NULL or "": unknown), for reports by user: the
      * value of the label ledger.creatorLabel names, read at bind time. */
     const char *creator;
+    /* The workload whose evictions the pod's count for (NULL or "": none):
+     * its controller owner's uid, else its own, fixed at bind time. */
+    const char *lineage;
 };
 
 /* Queue an open. FAIR_EINVAL on bad fields (nothing queued). */
@@ -221,6 +224,14 @@ int fair_ledger_reconcile(struct fair_ledger *l, int64_t now_ms,
 int fair_ledger_open_intervals(struct fair_ledger *l,
                                int (*cb)(void *ctx, const struct fair_ledger_interval_info *in),
                                void *ctx, struct fair_error *err);
+
+/* Calls cb once per lineage with the number of its intervals that ended
+ * preempted (among the raw intervals kept: retention), until cb returns
+ * non-zero (returned). Synchronous, on the writer's connection: for
+ * start-up, so that the eviction bound survives a restart. */
+int fair_ledger_preemptions(struct fair_ledger *l,
+                            int (*cb)(void *ctx, const char *lineage, int64_t count), void *ctx,
+                            struct fair_error *err);
 
 /* Deletes closed intervals that ended, and samples taken, before the start
  * of the UTC day that holds now - retention (their figures stay in the daily

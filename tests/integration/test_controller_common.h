@@ -654,6 +654,49 @@ static __attribute__((unused)) char *pod_condition(struct fair_fake *f, const ch
     return out;
 }
 
+/* Deletes the pod at once (grace period 0). */
+static __attribute__((unused)) void delete_pod(struct fair_fake *f, const char *ns,
+                                               const char *name)
+{
+    char path[256];
+    long code = 0;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0", ns, name);
+    json_decref(fair_fake_request_json(f, "DELETE", path, NULL, &code));
+    assert_int_equal(code, 200);
+}
+
+/* The message of the pod's condition of type (malloc'd), or NULL. */
+static __attribute__((unused)) char *pod_condition_message(struct fair_fake *f, const char *ns,
+                                                           const char *name, const char *type)
+{
+    json_t *p = get_pod(f, ns, name);
+    char *out = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *m = json_string_value(json_object_get(c, "message"));
+        if (t && !strcmp(t, type) && m) {
+            free(out);
+            out = strdup(m);
+        }
+    }
+    json_decref(p);
+    return out;
+}
+
+/* Whether that message holds part. */
+static __attribute__((unused)) bool pod_condition_message_has(struct fair_fake *f, const char *ns,
+                                                              const char *name, const char *type,
+                                                              const char *part)
+{
+    char *m = pod_condition_message(f, ns, name, type);
+    bool ok = m && strstr(m, part);
+    free(m);
+    return ok;
+}
+
 static __attribute__((unused)) bool pod_condition_is(struct fair_fake *f, const char *ns,
                                                      const char *name, const char *type,
                                                      const char *reason)

@@ -291,15 +291,6 @@ static void test_slow_query_keeps_lease(void **state)
     assert_int_equal(fair_fake_stop(&fake), 0);
 }
 
-static void delete_pod(struct fair_fake *f, const char *ns, const char *name)
-{
-    char path[256];
-    long code = 0;
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0", ns, name);
-    json_decref(fair_fake_request_json(f, "DELETE", path, NULL, &code));
-    assert_int_equal(code, 200);
-}
-
 static void test_locked_ledger(void **state)
 {
     (void)state;

@@ -258,6 +258,89 @@ static void test_weights_staggered(void **state)
     }
 }
 
+/* A pod of team-b's queue qb, gpus GPUs, whose controller owner is the
+ * Job of uid job (its lineage: its evictions count for the Job). */
+static void mk_job_pod(struct fair_fake *f, const char *name, const char *job, const char *gpus)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"team-b\",\"labels\":{\"fairshare.dev/queue\":\"qb\"},"
+             "\"ownerReferences\":[{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":"
+             "\"train\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{\"schedulerName\":"
+             "\"fairshare\",\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":"
+             "\"main\",\"image\":\"busybox\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+             "\"%s\"}}}]}}",
+             name, job, gpus);
+    must_create(f, "/api/v1/namespaces/team-b/pods", body);
+}
+
+/* The eviction bound (reclaim.maxEvictions, 1 here) survives a restart:
+ * the ledger keeps each interval's workload, and the controller counts the
+ * preempted ones at start. A Job's pods borrow 6 GPUs and are reclaimed;
+ * after the restart the Job's next pod is not lent GPUs again (it waits,
+ * told why), while another Job's pod borrows as before. Before, the count
+ * restarted at 0 and the Job's pod borrowed again. */
+static void test_eviction_bound_survives_restart(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
+    assert_int_equal(tc_fake_start(&fake, &o), 0);
+    const char *ns[] = {"team-a", "team-b", NULL};
+    mk_namespaces(&fake, ns);
+    mk_project(&fake, "a", "6", "[\"team-a\"]", NULL);
+    mk_project(&fake, "b", "2", "[\"team-b\"]", NULL);
+    mk_queue(&fake, "qa", "a", "6", 1);
+    mk_queue(&fake, "qb", "b", "2", 1);
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.config, sizeof c.config, "%s/bound-config.yaml", fake.dir);
+    FILE *f = fopen(c.config, "w");
+    assert_non_null(f);
+    fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
+               "reclaim:\n  maxEvictions: 1\n  overQuotaMinRuntime: 0s\n");
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(ctl_start(&c, &fake, "bound"), 0);
+    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    /* qb's guarantee held by one Job's pod, 6 GPUs borrowed by another's
+     * three; team-a's 6 GPUs take three of the four back. */
+    const char *job = "00000000-0000-0000-0000-00000000j0b1";
+    mk_job_pod(&fake, "b-0", "00000000-0000-0000-0000-00000000j0b0", "2");
+    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", 1) == 1, WAIT_MS));
+    const char *mine[] = {"b-1", "b-2", "b-3"};
+    for (int i = 0; i < 3; i++)
+        mk_job_pod(&fake, mine[i], job, "2");
+    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", 1) == 4, WAIT_MS));
+    mk_pod(&fake, "team-a", "a-1", "qa", "6");
+    if (!WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 1 && count_pods(&fake, "team-a", 1) == 1,
+                    WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        char *m = pod_condition_message(&fake, "team-a", "a-1", "PodScheduled");
+        fail_msg("team-b's borrowing pods were not reclaimed for team-a: %s", m ? m : "");
+    }
+    assert_int_equal(ctl_stop(&c), 0);
+    assert_int_equal(ctl_start(&c, &fake, "bound"), 0);
+    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    /* team-a is done: 6 GPUs free, qb at its guarantee; the Job's next pod
+     * would borrow. */
+    delete_pod(&fake, "team-a", "a-1");
+    assert_true(WAIT_UNTIL(count_pods(&fake, "team-a", -1) == 0, WAIT_MS));
+    mk_job_pod(&fake, "b-4", job, "2");
+    if (!WAIT_UNTIL(pod_condition_message_has(&fake, "team-b", "b-4", "PodScheduled",
+                                              "times (reclaim.maxEvictions is 1)"),
+                    WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        char *n = pod_node(&fake, "team-b", "b-4", NULL);
+        fail_msg("after a restart, the evicted Job's pod was lent GPUs again (node \"%s\")", n);
+    }
+    mk_job_pod(&fake, "c-1", "00000000-0000-0000-0000-00000000j0b2", "2");
+    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", 1) == 2, WAIT_MS));
+    char *n = pod_node(&fake, "team-b", "b-4", NULL);
+    assert_string_equal(n, "");
+    free(n);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -265,6 +348,7 @@ int main(void)
         cmocka_unit_test_teardown(test_lend_and_reclaim, tc_teardown),
         cmocka_unit_test_teardown(test_weights_1_2_1, tc_teardown),
         cmocka_unit_test_teardown(test_weights_staggered, tc_teardown),
+        cmocka_unit_test_teardown(test_eviction_bound_survives_restart, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

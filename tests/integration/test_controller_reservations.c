@@ -619,36 +619,6 @@ static void test_isolation_required(void **state)
     stop_all(&fake, &c);
 }
 
-/* The message of the pod's condition of type (malloc'd), or NULL. */
-static char *pod_condition_message(struct fair_fake *f, const char *ns, const char *name,
-                                   const char *type)
-{
-    json_t *p = get_pod(f, ns, name);
-    char *out = NULL;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *m = json_string_value(json_object_get(c, "message"));
-        if (t && !strcmp(t, type) && m) {
-            free(out);
-            out = strdup(m);
-        }
-    }
-    json_decref(p);
-    return out;
-}
-
-static bool pod_condition_message_has(struct fair_fake *f, const char *ns, const char *name,
-                                      const char *type, const char *part)
-{
-    char *m = pod_condition_message(f, ns, name, type);
-    bool ok = m && strstr(m, part);
-    free(m);
-    return ok;
-}
-
 /* Two projects, a (team-a, qa) and b (team-b, qb), on one node of two
  * GPUs; share: both set spec.fractions.shareAcrossProjects (before the
  * controller starts, so that it reads them with its first cycle). */

@@ -448,24 +448,6 @@ static void test_held_room_reclaimed(void **state)
     assert_true(node_is(&fake, "vol-3", ""));
 }
 
-/* The pod's PodScheduled message holds want. */
-static bool message_has(struct fair_fake *f, const char *pod, const char *want)
-{
-    json_t *p = get_pod(f, "team-a", pod);
-    bool ok = false;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *m = json_string_value(json_object_get(c, "message"));
-        if (t && !strcmp(t, "PodScheduled") && m && strstr(m, want))
-            ok = true;
-    }
-    json_decref(p);
-    return ok;
-}
-
 /* A claim that names its node already (selected-node written before the
  * controller started: a restart, or another leader) keeps its pod to that
  * node, as kube-scheduler's FindPodVolumes does, and the pod's room there
@@ -483,7 +465,9 @@ static void test_named_claim_holds_room(void **state)
           "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":"
           "\"node-0000\"}}}");
     mk_claim_pod(&fake, "vol-4", "data-4");
-    if (!WAIT_UNTIL(message_has(&fake, "vol-4", "room there is held"), WAIT_MS)) {
+    if (!WAIT_UNTIL(pod_condition_message_has(&fake, "team-a", "vol-4", "PodScheduled",
+                                              "room there is held"),
+                    WAIT_MS)) {
         ctl_dump_log(&c, 40);
         fail_msg("no room was held for the pod of a claim that names its node");
     }
@@ -505,7 +489,9 @@ static void test_provisioning_failed(void **state)
     memset(&c, 0, sizeof c);
     start_one_node(&fake, &c, "10m", "16");
     held_pod(&fake, &c, "vol-5", "data-5");
-    assert_true(WAIT_UNTIL(message_has(&fake, "vol-5", "room there is held"), WAIT_MS));
+    assert_true(WAIT_UNTIL(
+        pod_condition_message_has(&fake, "team-a", "vol-5", "PodScheduled", "room there is held"),
+        WAIT_MS));
     nap(500); /* the controller's watch has seen the claim name the node */
     patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-5",
           "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":null}}}");
@@ -539,7 +525,9 @@ static void test_static_volume_held(void **state)
     mk_pvc(&fake, "data-6", "local-nvme", NULL);
     mk_claim_pod(&fake, "vol-6", "data-6");
     if (!WAIT_UNTIL(claimed_by(&fake, "nvme-6", "data-6"), WAIT_MS) ||
-        !WAIT_UNTIL(message_has(&fake, "vol-6", "room there is held"), WAIT_MS)) {
+        !WAIT_UNTIL(pod_condition_message_has(&fake, "team-a", "vol-6", "PodScheduled",
+                                              "room there is held"),
+                    WAIT_MS)) {
         ctl_dump_log(&c, 40);
         fail_msg("the static volume was not prebound with the pod's room held");
     }

@@ -118,7 +118,7 @@ static void test_backup_restore(void **state)
     const char *c[] = {"ledger", "check", "--db", bak, NULL};
     assert_int_equal(ctl(c, &out, &e), 0);
     assert_non_null(strstr(fair_buf_str(&out), "integrity: ok\n"));
-    assert_non_null(strstr(fair_buf_str(&out), "schema_version: 4\n"));
+    assert_non_null(strstr(fair_buf_str(&out), "schema_version: 5\n"));
     assert_non_null(strstr(fair_buf_str(&out), "intervals: 31 (1 open)\n"));
     assert_non_null(strstr(fair_buf_str(&out), "heartbeat: 2026-11-03T06:00:00Z\n"));
 

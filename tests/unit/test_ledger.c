@@ -997,7 +997,11 @@ static int64_t scalar(sqlite3 *h, const char *sql)
  * from the raw samples exactly as the writer fills them, except for days
  * whose raw samples were pruned (left at 0, out of the charts). */
 /* What versions 3 and 4 added, dropped to go back to an older version. */
+#define DROP_V5                                                                                    \
+    "DROP INDEX intervals_preempted;"                                                              \
+    "ALTER TABLE intervals DROP COLUMN lineage;"
 #define DROP_V3                                                                                    \
+    DROP_V5                                                                                        \
     "ALTER TABLE intervals DROP COLUMN creator;"                                                   \
     "ALTER TABLE intervals DROP COLUMN preemptible;"                                               \
     "ALTER TABLE intervals DROP COLUMN devices;"                                                   \
@@ -1329,8 +1333,8 @@ static void test_by_user(void **state)
     sqlite3 *h = NULL;
     assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
     assert_int_equal(sqlite3_exec(h,
-                                  "ALTER TABLE intervals DROP COLUMN creator;"
-                                  "PRAGMA user_version=3",
+                                  DROP_V5 "ALTER TABLE intervals DROP COLUMN creator;"
+                                          "PRAGMA user_version=3",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(h);
@@ -1344,6 +1348,89 @@ static void test_by_user(void **state)
     assert_int_equal(row(r, "(none)")->gpu_mms, 8 * H);
     fair_report_free(r);
     fair_ledger_free(l);
+}
+
+/* The eviction bound across restarts: an interval keeps its pod's lineage,
+ * and fair_ledger_preemptions counts the preempted ones per lineage; rows
+ * without one, and other endings, count for nothing. A file of version 4
+ * gains the column (its rows with none). */
+static void iv_lineage(struct fair_ledger *l, const char *uid, const char *lineage)
+{
+    struct fair_ledger_interval_info in = {.uid = uid,
+                                           .namespace_ = "ns",
+                                           .pod = uid,
+                                           .queue = "q",
+                                           .gpu_milli = 1000,
+                                           .start_ms = T("2026-11-01T00:00:00Z"),
+                                           .lineage = lineage};
+    struct fair_error err = {0};
+    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
+}
+
+struct lineage_counts {
+    int n;
+    char lineage[4][16];
+    int64_t count[4];
+};
+
+static int collect_lineage(void *ctx, const char *lineage, int64_t count)
+{
+    struct lineage_counts *lc = ctx;
+    assert_true(lc->n < 4);
+    snprintf(lc->lineage[lc->n], sizeof lc->lineage[0], "%s", lineage);
+    lc->count[lc->n++] = count;
+    return 0;
+}
+
+static void test_preemptions(void **state)
+{
+    (void)state;
+    struct fair_ledger *l = open_ledger();
+    const struct {
+        const char *uid, *lineage;
+        enum fair_ledger_end end;
+    } rows[] = {
+        {"p1", "job-1", FAIR_LEDGER_PREEMPTED}, {"p2", "job-1", FAIR_LEDGER_PREEMPTED},
+        {"p3", "job-1", FAIR_LEDGER_COMPLETED}, {"p4", "job-2", FAIR_LEDGER_FAILED},
+        {"p5", "job-3", FAIR_LEDGER_PREEMPTED}, {"p6", NULL, FAIR_LEDGER_PREEMPTED},
+        {"p7", "job-4", FAIR_LEDGER_OPEN},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        iv_lineage(l, rows[i].uid, rows[i].lineage);
+        if (rows[i].end != FAIR_LEDGER_OPEN)
+            close_iv(l, rows[i].uid, T("2026-11-01T01:00:00Z"), rows[i].end);
+    }
+    flush(l);
+    struct lineage_counts lc = {0};
+    struct fair_error err = {0};
+    assert_int_equal(fair_ledger_preemptions(l, collect_lineage, &lc, &err), 0);
+    assert_int_equal(lc.n, 2);
+    for (int i = 0; i < lc.n; i++)
+        assert_int_equal(lc.count[i], !strcmp(lc.lineage[i], "job-1") ? 2 : 1);
+    assert_true(!strcmp(lc.lineage[0], "job-3") || !strcmp(lc.lineage[1], "job-3"));
+    fair_ledger_free(l);
+
+    /* Back to version 4 (no lineage): migrated, the old rows count for no
+     * workload. */
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, DROP_V5 "PRAGMA user_version=4", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    l = open_ledger();
+    memset(&lc, 0, sizeof lc);
+    assert_int_equal(fair_ledger_preemptions(l, collect_lineage, &lc, &err), 0);
+    assert_int_equal(lc.n, 0);
+    iv_lineage(l, "p8", "job-5");
+    close_iv(l, "p8", T("2026-11-01T02:00:00Z"), FAIR_LEDGER_PREEMPTED);
+    flush(l);
+    assert_int_equal(fair_ledger_preemptions(l, collect_lineage, &lc, &err), 0);
+    assert_int_equal(lc.n, 1);
+    assert_string_equal(lc.lineage[0], "job-5");
+    assert_int_equal(lc.count[0], 1);
+    fair_ledger_free(l);
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(scalar(h, "PRAGMA user_version"), FAIR_LEDGER_SCHEMA_VERSION);
+    sqlite3_close(h);
 }
 
 struct charges_seen {
@@ -1454,6 +1541,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reader_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preemptions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_open, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
