@@ -630,11 +630,13 @@ static __attribute__((unused)) bool queue_gpu_is(struct fair_fake *f, const char
     return ok;
 }
 
-/* reason of the pod's condition of type (malloc'd), or NULL. With status
- * "False"/"True" in *status_out when given (64 bytes). */
-static __attribute__((unused)) char *pod_condition(struct fair_fake *f, const char *ns,
-                                                   const char *name, const char *type,
-                                                   char *status_out)
+/* Field field ("reason", "message") of the pod's condition of type
+ * (malloc'd; "" when the condition lacks it), or NULL when it has no such
+ * condition. With status "False"/"True" in *status_out when given (64
+ * bytes). */
+static __attribute__((unused)) char *pod_condition_field(struct fair_fake *f, const char *ns,
+                                                         const char *name, const char *type,
+                                                         const char *field, char *status_out)
 {
     json_t *p = get_pod(f, ns, name);
     char *out = NULL;
@@ -646,12 +648,20 @@ static __attribute__((unused)) char *pod_condition(struct fair_fake *f, const ch
         if (!t || strcmp(t, type) != 0)
             continue;
         free(out);
-        out = strdup(json_string_value(json_object_get(c, "reason")) ?: "");
+        out = strdup(json_string_value(json_object_get(c, field)) ?: "");
         if (status_out)
             snprintf(status_out, 64, "%s", json_string_value(json_object_get(c, "status")) ?: "");
     }
     json_decref(p);
     return out;
+}
+
+/* The reason of the pod's condition of type, as above. */
+static __attribute__((unused)) char *pod_condition(struct fair_fake *f, const char *ns,
+                                                   const char *name, const char *type,
+                                                   char *status_out)
+{
+    return pod_condition_field(f, ns, name, type, "reason", status_out);
 }
 
 /* Deletes the pod at once (grace period 0). */
@@ -665,25 +675,11 @@ static __attribute__((unused)) void delete_pod(struct fair_fake *f, const char *
     assert_int_equal(code, 200);
 }
 
-/* The message of the pod's condition of type (malloc'd), or NULL. */
+/* The message of the pod's condition of type, as above. */
 static __attribute__((unused)) char *pod_condition_message(struct fair_fake *f, const char *ns,
                                                            const char *name, const char *type)
 {
-    json_t *p = get_pod(f, ns, name);
-    char *out = NULL;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *m = json_string_value(json_object_get(c, "message"));
-        if (t && !strcmp(t, type) && m) {
-            free(out);
-            out = strdup(m);
-        }
-    }
-    json_decref(p);
-    return out;
+    return pod_condition_field(f, ns, name, type, "message", NULL);
 }
 
 /* Whether that message holds part. */
