@@ -2978,6 +2978,14 @@ static void on_synced(void *ctx)
     }
 }
 
+/* fair_ledger_preemptions callback. */
+static int evictions_from_ledger(void *ctx, const char *lineage, int64_t count)
+{
+    struct fair_ctl *c = ctx;
+    int rc = fair_ctl_podmem_restore_evictions(&c->pods, lineage, count);
+    return rc == FAIR_ERANGE ? 0 : rc; /* past the cap: the rest count from 0 */
+}
+
 static void on_started_leading(void *ctx)
 {
     struct fair_ctl *c = ctx;
@@ -2988,6 +2996,16 @@ static void on_started_leading(void *ctx)
                         "alone\"");
     c->leader_now = true;
     c->metrics.leader = true;
+    /* How often each workload was evicted, by this process or by the
+     * leaders before it (the ledger's preempted intervals): the eviction
+     * bound (reclaim.maxEvictions) counts on from there. A read on the
+     * writer's connection in WAL mode takes no lock that a writer holds. */
+    struct fair_error lerr = {0};
+    if (c->ledger && fair_ledger_preemptions(c->ledger, evictions_from_ledger, c, &lerr))
+        FAIR_WARN(COMP,
+                  "msg=\"could not read past evictions from the ledger; the eviction bound "
+                  "counts from what this replica saw\" err=\"%s\"",
+                  lerr.msg);
     c->need_reconcile = true;
     c->last_sample_ms = 0;
     arm_cycle(c, 0);
@@ -3134,14 +3152,6 @@ static int charge_from_ledger(void *ctx, const struct fair_ledger_interval_info 
                                       in->devices);
 }
 
-/* fair_ledger_preemptions callback. */
-static int evictions_from_ledger(void *ctx, const char *lineage, int64_t count)
-{
-    struct fair_ctl *c = ctx;
-    int rc = fair_ctl_podmem_restore_evictions(&c->pods, lineage, count);
-    return rc == FAIR_ERANGE ? 0 : rc; /* past the cap: the rest count from 0 */
-}
-
 int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
 {
     int rc = 0;
@@ -3159,13 +3169,6 @@ int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
             FAIR_WARN(COMP,
                       "msg=\"could not read the charges of bound pods from the ledger; they are "
                       "charged as first seen\" err=\"%s\"",
-                      lerr.msg);
-        /* How often each workload was evicted before this process: the
-         * eviction bound (reclaim.maxEvictions) counts on from there. */
-        if (fair_ledger_preemptions(c->ledger, evictions_from_ledger, c, &lerr))
-            FAIR_WARN(COMP,
-                      "msg=\"could not read past evictions from the ledger; the eviction bound "
-                      "counts from 0\" err=\"%s\"",
                       lerr.msg);
         fair_ledger_set_lock_wait(c->ledger, 0); /* the loop never waits for a lock */
         int64_t ms = c->cfg->ledger_flush_ms;

@@ -275,34 +275,55 @@ static void mk_job_pod(struct fair_fake *f, const char *name, const char *job, c
     must_create(f, "/api/v1/namespaces/team-b/pods", body);
 }
 
-/* The eviction bound (reclaim.maxEvictions, 1 here) survives a restart:
- * the ledger keeps each interval's workload, and the controller counts the
- * preempted ones at start. A Job's pods borrow 6 GPUs and are reclaimed;
- * after the restart the Job's next pod is not lent GPUs again (it waits,
- * told why), while another Job's pod borrows as before. Before, the count
- * restarted at 0 and the Job's pod borrowed again. */
-static void test_eviction_bound_survives_restart(void **state)
+/* The eviction bound (reclaim.maxEvictions, 1 here) survives a restart
+ * and a change of leader: the ledger keeps each interval's workload, and a
+ * controller counts the preempted ones when it starts to lead. A Job's pods
+ * borrow 6 GPUs and are reclaimed; then the controller restarts (or, with
+ * two replicas sharing the ledger, the leader stops and the other, started
+ * before the evictions, takes over), and the Job's next pod is not lent
+ * GPUs again (it waits, told why), while another Job's pod borrows as
+ * before. Before, the count started at 0 and the Job's pod borrowed
+ * again. */
+static void eviction_bound_kept(bool two_replicas)
 {
-    (void)state;
     static struct fair_fake fake;
     struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
     assert_int_equal(tc_fake_start(&fake, &o), 0);
-    const char *ns[] = {"team-a", "team-b", NULL};
+    const char *ns[] = {"team-a", "team-b", "fairshare-system", NULL};
     mk_namespaces(&fake, ns);
     mk_project(&fake, "a", "6", "[\"team-a\"]", NULL);
     mk_project(&fake, "b", "2", "[\"team-b\"]", NULL);
     mk_queue(&fake, "qa", "a", "6", 1);
     mk_queue(&fake, "qb", "b", "2", 1);
-    static struct ctl c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.config, sizeof c.config, "%s/bound-config.yaml", fake.dir);
-    FILE *f = fopen(c.config, "w");
+    static struct ctl r1, r2;
+    memset(&r1, 0, sizeof r1);
+    memset(&r2, 0, sizeof r2);
+    snprintf(r1.config, sizeof r1.config, "%s/bound-config.yaml", fake.dir);
+    FILE *f = fopen(r1.config, "w");
     assert_non_null(f);
     fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
                "reclaim:\n  maxEvictions: 1\n  overQuotaMinRuntime: 0s\n");
+    if (two_replicas)
+        fprintf(f, "leaderElection:\n  enabled: true\n  leaseName: fairshare-test\n"
+                   "  leaseNamespace: fairshare-system\n  leaseDuration: 4s\n"
+                   "  renewDeadline: 3s\n  retryPeriod: 300ms\n");
     assert_int_equal(fclose(f), 0);
-    assert_int_equal(ctl_start(&c, &fake, "bound"), 0);
-    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    struct ctl *lead = &r1, *next = &r1;
+    if (two_replicas) {
+        r1.identity = "replica-1";
+        r2.identity = "replica-2";
+        snprintf(r2.config, sizeof r2.config, "%s", r1.config);
+        snprintf(r1.ledger, sizeof r1.ledger, "%s/ledger-shared.db", fake.dir);
+        snprintf(r2.ledger, sizeof r2.ledger, "%s", r1.ledger);
+        assert_int_equal(ctl_start_args(&r1, &fake, "r1", NULL), 0);
+        assert_true(WAIT_UNTIL(ctl_metric(&r1, "fairshare_leader") == 1, WAIT_MS));
+        assert_int_equal(ctl_start_args(&r2, &fake, "r2", NULL), 0);
+        assert_true(WAIT_UNTIL(ctl_ready(&r2), WAIT_MS));
+        next = &r2;
+    } else {
+        assert_int_equal(ctl_start(&r1, &fake, "bound"), 0);
+        assert_true(WAIT_UNTIL(ctl_ready(&r1), WAIT_MS));
+    }
     /* qb's guarantee held by one Job's pod, 6 GPUs borrowed by another's
      * three; team-a's 6 GPUs take three of the four back. */
     const char *job = "00000000-0000-0000-0000-00000000j0b1";
@@ -315,13 +336,17 @@ static void test_eviction_bound_survives_restart(void **state)
     mk_pod(&fake, "team-a", "a-1", "qa", "6");
     if (!WAIT_UNTIL(count_pods(&fake, "team-b", -1) == 1 && count_pods(&fake, "team-a", 1) == 1,
                     WAIT_MS)) {
-        ctl_dump_log(&c, 40);
+        ctl_dump_log(lead, 40);
         char *m = pod_condition_message(&fake, "team-a", "a-1", "PodScheduled");
         fail_msg("team-b's borrowing pods were not reclaimed for team-a: %s", m ? m : "");
     }
-    assert_int_equal(ctl_stop(&c), 0);
-    assert_int_equal(ctl_start(&c, &fake, "bound"), 0);
-    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    assert_int_equal(ctl_stop(lead), 0);
+    if (two_replicas) {
+        assert_true(WAIT_UNTIL(ctl_metric(&r2, "fairshare_leader") == 1, WAIT_MS));
+    } else {
+        assert_int_equal(ctl_start(&r1, &fake, "bound"), 0);
+        assert_true(WAIT_UNTIL(ctl_ready(&r1), WAIT_MS));
+    }
     /* team-a is done: 6 GPUs free, qb at its guarantee; the Job's next pod
      * would borrow. */
     delete_pod(&fake, "team-a", "a-1");
@@ -330,15 +355,28 @@ static void test_eviction_bound_survives_restart(void **state)
     if (!WAIT_UNTIL(pod_condition_message_has(&fake, "team-b", "b-4", "PodScheduled",
                                               "times (reclaim.maxEvictions is 1)"),
                     WAIT_MS)) {
-        ctl_dump_log(&c, 40);
+        ctl_dump_log(next, 40);
         char *n = pod_node(&fake, "team-b", "b-4", NULL);
-        fail_msg("after a restart, the evicted Job's pod was lent GPUs again (node \"%s\")", n);
+        fail_msg("after %s, the evicted Job's pod was lent GPUs again (node \"%s\")",
+                 two_replicas ? "a change of leader" : "a restart", n);
     }
     mk_job_pod(&fake, "c-1", "00000000-0000-0000-0000-00000000j0b2", "2");
     assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", 1) == 2, WAIT_MS));
     char *n = pod_node(&fake, "team-b", "b-4", NULL);
     assert_string_equal(n, "");
     free(n);
+}
+
+static void test_eviction_bound_survives_restart(void **state)
+{
+    (void)state;
+    eviction_bound_kept(false);
+}
+
+static void test_eviction_bound_survives_leader_change(void **state)
+{
+    (void)state;
+    eviction_bound_kept(true);
 }
 
 int main(void)
@@ -349,6 +387,7 @@ int main(void)
         cmocka_unit_test_teardown(test_weights_1_2_1, tc_teardown),
         cmocka_unit_test_teardown(test_weights_staggered, tc_teardown),
         cmocka_unit_test_teardown(test_eviction_bound_survives_restart, tc_teardown),
+        cmocka_unit_test_teardown(test_eviction_bound_survives_leader_change, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
