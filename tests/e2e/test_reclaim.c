@@ -1,9 +1,9 @@
 /* e2e, lending and reclaim on a real API server: idle guaranteed GPUs are
  * lent, and taken back through the Eviction API, exactly as many as the
  * owner needs; evicted bare pods are requeued and run again later; a
- * preemption notice comes before the eviction and shortens its grace; a PodDisruptionBudget makes the controller choose another
- * victim; a controller killed with SIGKILL and restarted binds and evicts
- * nothing twice; label edits after the bind escape nothing. */
+ * preemption notice comes before the eviction and shortens its grace; a PodDisruptionBudget makes
+ * the controller choose another victim; a controller killed with SIGKILL and restarted binds and
+ * evicts nothing twice; label edits after the bind escape nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -403,8 +403,9 @@ static void test_restart(void **state)
      * as a pending requeued copy (the simulated kubelet deletes at once and
      * the copy can follow before the next poll, leaving 16 pods). */
     struct e2e_counts ev = {0};
-    if (!E2E_WAIT((ev = e2e_count(t.b, NULL), ev.terminating > 0 || ev.total < 16 || ev.pending > 0),
-                  E2E_WAIT_MS))
+    if (!E2E_WAIT(
+            (ev = e2e_count(t.b, NULL), ev.terminating > 0 || ev.total < 16 || ev.pending > 0),
+            E2E_WAIT_MS))
         fail_msg("no eviction started");
     e2e_ctl_kill9(&ctl);
     e2e_ctl_start(&ctl, "restart", NULL);
@@ -421,6 +422,86 @@ static void test_restart(void **state)
     /* The last process may not have done all the binds itself, but none
      * of its binds found the pod already bound by the earlier ones. */
     assert_int_equal(e2e_ctl_metric(&ctl, "fairshare_bind_conflicts_total"), 0);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+/* Unbound pods of ns whose PodScheduled message holds part. */
+static int pending_told(const char *ns, const char *part)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    json_t *l = e2e_get(path);
+    int n = 0;
+    size_t i, k;
+    json_t *p, *cond;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        if (e2e_str(p, "spec.nodeName"))
+            continue;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, cond)
+        {
+            const char *m = e2e_str(cond, "message");
+            if (!strcmp(e2e_str(cond, "type") ?: "", "PodScheduled") && m && strstr(m, part))
+                n++;
+        }
+    }
+    json_decref(l);
+    return n;
+}
+
+/* The eviction bound (reclaim.maxEvictions, 1 here) with the real Job
+ * controller, across a restart of ours: team b's Job borrows 8 GPUs, team
+ * a takes them back, and the Job controller makes the 8 evicted pods
+ * again; those are not lent GPUs again. The controller restarts (its
+ * ledger keeps each interval's workload) and team a's pods go: the 8 GPUs
+ * are free, and the Job's pods still wait, told why. Before, the new
+ * process counted from 0 and lent them the GPUs. */
+static void test_eviction_bound_restart(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    two_teams(&t, "bound");
+    const char *cfg = "reclaim:\n  maxEvictions: 1\n";
+    e2e_ctl_start(&ctl, "bound", cfg);
+    char path[256];
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", t.b);
+    e2e_create(path,
+               "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train\"},"
+               "\"spec\":{\"parallelism\":16,\"completions\":16,\"backoffLimit\":100,"
+               "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
+               "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
+               "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\","
+               "\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":"
+               "{\"nvidia.com/gpu\":\"1\"}}}]}}}}",
+               t.b, e2e_scheduler());
+    wait_counts(&ctl, t.b, 16, -1, "the Job borrows");
+    e2e_pods(t.a, "a", 8, NULL, "1", NULL);
+    wait_counts(&ctl, t.a, 8, -1, "reclaim");
+    const char *told = "times (reclaim.maxEvictions is 1)";
+    if (!E2E_WAIT(pending_told(t.b, told) == 8, E2E_WAIT_MS)) {
+        e2e_dump_pods(t.b);
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("the Job's 8 recreated pods are not held at the eviction bound");
+    }
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_ctl_start(&ctl, "bound", cfg);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", t.a);
+    e2e_req("DELETE", path,
+            "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0}", NULL);
+    if (!E2E_WAIT(e2e_count(t.a, NULL).total == 0, E2E_WAIT_MS))
+        fail_msg("team a's pods did not go");
+    e2e_nap(3000);
+    struct e2e_counts c = e2e_count(t.b, NULL);
+    if (c.bound != 8 || pending_told(t.b, told) != 8) {
+        e2e_dump_pods(t.b);
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("after a restart the Job has %d pods bound (want 8: the others are not lent "
+                 "GPUs again), %d told why",
+                 c.bound, pending_told(t.b, told));
+    }
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }
@@ -488,6 +569,7 @@ int main(void)
         cmocka_unit_test_teardown(test_pdb_forces_another_victim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_pdb_overridden, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_restart, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_eviction_bound_restart, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_label_edits_after_bind, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_weights_staggered, e2e_scenario_teardown),
     };
