@@ -594,6 +594,22 @@ void e2e_pods(const char *ns, const char *prefix, int n, const char *queue, cons
     }
 }
 
+void e2e_job(const char *ns, const char *name, int n, const char *queue, const char *spec_extra)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", ns);
+    e2e_create(path,
+               "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"%s\"},"
+               "\"spec\":{\"parallelism\":%d,\"completions\":%d,\"backoffLimit\":100,"
+               "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
+               "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
+               "\"terminationGracePeriodSeconds\":0%s,\"containers\":[{\"name\":\"main\","
+               "\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":"
+               "{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}}]}"
+               "}}}",
+               name, n, n, queue ? queue : ns, E.scheduler, spec_extra ? spec_extra : "");
+}
+
 struct e2e_counts e2e_count(const char *ns, const char *sel)
 {
     struct e2e_counts c = {0};

@@ -118,6 +118,12 @@ void e2e_pod_res(const char *ns, const char *name, const char *queue, const char
 void e2e_pods(const char *ns, const char *prefix, int n, const char *queue, const char *gpus,
               const char *labels);
 
+/* A batch/v1 Job name in ns of n one-GPU pods (parallelism and
+ * completions n, backoffLimit 100, restartPolicy Never, grace 0) in queue
+ * (NULL: ns) with our scheduler; spec_extra: "" or more members of the pod
+ * spec, each after a comma (NULL: none). */
+void e2e_job(const char *ns, const char *name, int n, const char *queue, const char *spec_extra);
+
 /* Pod counts of namespace ns with label selector sel (NULL: all). */
 struct e2e_counts {
     int total;       /* present (terminating included) */

@@ -466,17 +466,7 @@ static void test_eviction_bound_restart(void **state)
     two_teams(&t, "bound");
     const char *cfg = "reclaim:\n  maxEvictions: 1\n";
     e2e_ctl_start(&ctl, "bound", cfg);
-    char path[256];
-    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", t.b);
-    e2e_create(path,
-               "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train\"},"
-               "\"spec\":{\"parallelism\":16,\"completions\":16,\"backoffLimit\":100,"
-               "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
-               "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
-               "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\","
-               "\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":"
-               "{\"nvidia.com/gpu\":\"1\"}}}]}}}}",
-               t.b, e2e_scheduler());
+    e2e_job(t.b, "train", 16, NULL, NULL);
     wait_counts(&ctl, t.b, 16, -1, "the Job borrows");
     e2e_pods(t.a, "a", 8, NULL, "1", NULL);
     wait_counts(&ctl, t.a, 8, -1, "reclaim");
@@ -488,6 +478,7 @@ static void test_eviction_bound_restart(void **state)
     }
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_ctl_start(&ctl, "bound", cfg);
+    char path[256];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", t.a);
     e2e_req("DELETE", path,
             "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0}", NULL);

@@ -106,18 +106,7 @@ static void test_job_pods_recreated(void **state)
     static struct e2e_ctl ctl;
     memset(&ctl, 0, sizeof ctl);
     e2e_ctl_start(&ctl, "job", NULL);
-    char path[256];
-    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", b);
-    e2e_create(
-        path,
-        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train\"},"
-        "\"spec\":{\"parallelism\":16,\"completions\":16,\"backoffLimit\":100,"
-        "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
-        "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
-        "\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"main\","
-        "\"image\":\"registry.k8s.io/pause:3.7\",\"resources\":{\"limits\":"
-        "{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}}]}}}}",
-        b, e2e_scheduler());
+    e2e_job(b, "train", 16, NULL, NULL);
     if (!E2E_WAIT(counts_are(b, "job-name=train", 16, 0), E2E_WAIT_MS)) {
         e2e_ctl_dump(&ctl, 400);
         fail_msg("the Job's 16 pods were not all bound");
@@ -405,21 +394,10 @@ static void test_job_node_affinity(void **state)
     static struct e2e_ctl ctl;
     memset(&ctl, 0, sizeof ctl);
     e2e_ctl_start(&ctl, "nodeaff", NULL);
-    char path[256];
-    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", pre);
-    e2e_create(
-        path,
-        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"pinned\"},"
-        "\"spec\":{\"parallelism\":4,\"completions\":4,"
-        "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
-        "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
-        "\"terminationGracePeriodSeconds\":0,\"affinity\":{\"nodeAffinity\":{"
-        "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
-        "\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"b\"]}]}]}}},"
-        "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
-        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\","
-        "\"memory\":\"64Mi\"}}}]}}}}",
-        pre, e2e_scheduler());
+    e2e_job(pre, "pinned", 4, NULL,
+            ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+            "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\","
+            "\"values\":[\"b\"]}]}]}}}");
     bool ok = E2E_WAIT(counts_are(pre, "job-name=pinned", 4, 0), E2E_WAIT_MS);
     int on_b = bound_to(pre, "job-name=pinned", e2e_node(1));
     int on_a = bound_to(pre, "job-name=pinned", e2e_node(0));
@@ -465,23 +443,14 @@ static void test_preferred_and_unschedulable(void **state)
     static struct e2e_ctl ctl;
     memset(&ctl, 0, sizeof ctl);
     e2e_ctl_start(&ctl, "prefer", NULL);
-    char path[256];
-    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", pre);
-    e2e_create(
-        path,
-        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"prefers\"},"
-        "\"spec\":{\"parallelism\":2,\"completions\":2,"
-        "\"template\":{\"metadata\":{\"labels\":{\"fairshare.dev/queue\":\"%s\"}},"
-        "\"spec\":{\"schedulerName\":\"%s\",\"restartPolicy\":\"Never\","
-        "\"terminationGracePeriodSeconds\":0,\"affinity\":{\"nodeAffinity\":{"
-        "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":50,\"preference\":{"
-        "\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"b\"]}]}}]}},"
-        "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
-        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"100m\","
-        "\"memory\":\"64Mi\"}}}]}}}}",
-        pre, e2e_scheduler());
+    e2e_job(
+        pre, "prefers", 2, NULL,
+        ",\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+        "\"weight\":50,\"preference\":{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":"
+        "\"In\",\"values\":[\"b\"]}]}}]}}");
     bool ok = E2E_WAIT(counts_are(pre, "job-name=prefers", 2, 0), E2E_WAIT_MS);
     int on_b = bound_to(pre, "job-name=prefers", e2e_node(1));
+    char path[256];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", pre);
     e2e_create(path,
                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"nowhere\","
