@@ -1761,13 +1761,52 @@ static int send_mark(struct fair_ctl *c, struct req *m, const char *message)
         req_free(m);
     } else {
         rc = 0;
-        if (e)
+        if (e) {
             e->mark_inflight = true;
+            e->marked_here = true;
+        }
     }
     free(body);
     json_decref(doc);
     fair_buf_release(&path);
     return rc;
+}
+
+/* DisruptionTarget=True conditions of ours that this process did not
+ * write: a notice given before a restart or a change of leader, whose
+ * eviction was never sent (notices live in memory). A bound pod of ours,
+ * not being deleted, that this cycle did not choose again keeps running:
+ * its condition goes back to False (PreemptionCanceled), with an Event,
+ * instead of promising an eviction until the pod ends. One chosen again
+ * is EVICTING by now and gets a new notice. */
+static void unmark_stale(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
+{
+    for (size_t i = 0; i < s->snap.npods; i++) {
+        const struct fair_kpod *k = s->kpods[i];
+        if (!k || !is_ours(c, k) || k->meta.deletion_ms || !k->node_name || !*k->node_name)
+            continue;
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, k->meta.uid);
+        if (!k->disruption_target) {
+            if (e)
+                e->stale_unmarked = false;
+            continue;
+        }
+        if (!k->disruption_reason || strcmp(k->disruption_reason, "PreemptionByScheduler") ||
+            (e && (e->op != FAIR_CTL_OP_NONE || e->marked_here || e->stale_unmarked)))
+            continue;
+        if (!e && !(e = fair_ctl_podmem_ensure(&c->pods, k->meta.uid)))
+            continue;
+        e->stale_unmarked = true;
+        FAIR_INFO(COMP, "msg=\"preemption cancelled: a notice from before this process\" pod=%s/%s",
+                  k->meta.namespace_, k->meta.name);
+        patch_condition(c, k, REQ_UNMARK, "DisruptionTarget", "False", "PreemptionCanceled",
+                        "the notice was given before fairshare restarted or changed leader, "
+                        "and the reclaim no longer needs this pod; fairshare does not evict it");
+        send_event(c, k, "Normal", "PreemptionCanceled",
+                   "Preemption cancelled: the notice was given before fairshare restarted or "
+                   "changed leader, and the reclaim no longer needs this pod; it keeps running");
+        c->metrics.notices_cancelled++;
+    }
 }
 
 /* Evicts one victim. Without a preemption notice, the DisruptionTarget=True
@@ -2842,6 +2881,7 @@ static void run_cycle(struct fair_ctl *c)
 
     binds += bind_provisioned(c, &s, queue_alloc);
     pump_binds(c);
+    unmark_stale(c, &s);
 
     /* Then tell the owners of pending pods why they wait. */
     int told = 0;

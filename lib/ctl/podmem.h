@@ -80,6 +80,8 @@ struct fair_ctl_podmem_entry {
     bool mark_inflight;    /* the DisruptionTarget=True patch is not answered yet */
     bool unmark_due;       /* ...and a refused eviction wants it set back when it is */
     bool unmark_cancel;    /* ...because the notice was cancelled (not a PDB) */
+    bool marked_here;      /* this process sent the pod a DisruptionTarget=True */
+    bool stale_unmarked;   /* ...or set back one it found from before (unmark_stale) */
     int64_t notice_due_ms; /* EVICTING under notice: when the eviction goes (monotonic); 0 */
     int64_t notice_ms;     /* the notice given (counted in the grace period) */
     bool requeued;         /* this pod's requeue was created or decided against */

@@ -1426,6 +1426,10 @@ static int pod_conditions(const json_t *status, struct fair_kpod *p, struct fair
             p->scheduled_reason = (char *)reason;
         } else if (!strcmp(type, "DisruptionTarget") && !strcmp(st, "True")) {
             p->disruption_target = true;
+            const char *reason;
+            if ((rc = peek_str(c, "reason", "status.conditions[].reason", &reason, err)))
+                return rc;
+            p->disruption_reason = (char *)reason;
         }
     }
     return 0;
@@ -1868,8 +1872,9 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     size += slen(t->meta.uid) + slen(t->meta.namespace_) + slen(t->meta.name) +
             slen(t->meta.resource_version) + slen(t->scheduler_name) + slen(t->node_name) +
             slen(t->queue) + slen(t->gpu_devices) + slen(t->reserved_device) + slen(t->gang) +
-            slen(t->gpu_model) + slen(t->scheduled_reason) + slen(t->problem) + slen(t->owner_uid) +
-            slen(t->owner_kind) + slen(t->owner_name) + slen(t->pod_group);
+            slen(t->gpu_model) + slen(t->scheduled_reason) + slen(t->disruption_reason) +
+            slen(t->problem) + slen(t->owner_uid) + slen(t->owner_kind) + slen(t->owner_name) +
+            slen(t->pod_group);
     for (size_t i = 0; i < t->nnode_selector; i++)
         size += slen(t->node_selector[i].key) + slen(t->node_selector[i].value);
     for (size_t i = 0; i < t->ntolerations; i++)
@@ -1904,6 +1909,7 @@ static struct fair_kpod *pod_pack(const struct fair_kpod *t)
     pack_str(&p->gang, &c);
     pack_str(&p->gpu_model, &c);
     pack_str(&p->scheduled_reason, &c);
+    pack_str(&p->disruption_reason, &c);
     pack_str(&p->problem, &c);
     pack_str(&p->owner_uid, &c);
     pack_str(&p->pod_group, &c);

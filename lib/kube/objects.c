@@ -45,6 +45,7 @@ void fair_kpod_free(struct fair_kpod *p)
     fair_free(p->gang);
     fair_free(p->gpu_model);
     fair_free(p->scheduled_reason);
+    fair_free(p->disruption_reason);
     free_labels(p->node_selector, p->nnode_selector);
     free_labels(p->labels, p->nlabels);
     for (size_t i = 0; i < p->ntolerations; i++) {

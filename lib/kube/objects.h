@@ -91,6 +91,7 @@ struct fair_kpod {
     bool scheduled_condition_false; /* PodScheduled=False is already set */
     char *scheduled_reason;         /* its reason, to avoid rewriting it */
     bool disruption_target;         /* DisruptionTarget=True condition */
+    char *disruption_reason;        /* its reason (NULL: none) */
     struct fair_label *node_selector;
     size_t nnode_selector;
     struct fair_toleration *tolerations;

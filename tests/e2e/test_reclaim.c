@@ -191,6 +191,63 @@ static void test_lend_and_reclaim(void **state)
     e2e_scenario_end();
 }
 
+/* Team b's 16 one-GPU pods b-0..b-15, each asking for a preemption notice
+ * and a grace period of grace seconds. */
+static void notice_pods(const char *ns, const char *notice, int grace)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    for (int i = 0; i < 16; i++)
+        e2e_create(path,
+                   "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"b-%d\","
+                   "\"annotations\":{\"fairshare.dev/preemption-notice\":\"%s\"}},"
+                   "\"spec\":{\"schedulerName\":\"%s\",\"terminationGracePeriodSeconds\":%d,"
+                   "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
+                   "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+                   i, notice, e2e_scheduler(), grace);
+}
+
+/* A notice given before a restart: the controller stops while a victim
+ * is under a minute's notice, and team a's pod goes meanwhile. The new
+ * process finds the condition it did not write, sees that the reclaim no
+ * longer needs the pod, and sets it back to False (PreemptionCanceled,
+ * with an Event); nothing is evicted. Before, the condition stayed True
+ * until the pod ended. */
+static void test_notice_lost_on_restart(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    two_teams(&t, "lostnotice");
+    e2e_ctl_start(&ctl, "lostnotice", NULL);
+    notice_pods(t.b, "1m", 0);
+    wait_counts(&ctl, t.b, 16, 16, "lend");
+    e2e_pod(t.a, "a-0", NULL, "1", NULL, NULL);
+    if (!E2E_WAIT(marked(t.b, "True") == 1 && e2e_events(t.b, "PreemptionNotice") == 1,
+                  E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("no pod of %s was given a notice", t.b);
+    }
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/a-0", t.a);
+    assert_int_equal(e2e_req("DELETE", path, "{\"gracePeriodSeconds\":0}", NULL), 200);
+    e2e_ctl_start(&ctl, "lostnotice", NULL);
+    if (!E2E_WAIT(marked(t.b, "True") == 0 && marked(t.b, "False") == 1 &&
+                      e2e_events(t.b, "PreemptionCanceled") == 1,
+                  E2E_WAIT_MS)) {
+        e2e_dump_pods(t.b);
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("the notice from before the restart still stands: %d True, %d False",
+                 marked(t.b, "True"), marked(t.b, "False"));
+    }
+    stays(&ctl, &t, 0, 16, 2000);
+    assert_int_equal(e2e_events(t.b, "Preempted"), 0);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
 /* A preemption notice on the real API server: team b's pods ask for 3 s
  * and have a 5 s grace period. The condition and the PreemptionNotice
  * Event come while the pod runs; the eviction, after the notice, asks for
@@ -204,16 +261,7 @@ static void test_preemption_notice(void **state)
     memset(&ctl, 0, sizeof ctl);
     two_teams(&t, "notice");
     e2e_ctl_start(&ctl, "notice", NULL);
-    char path[512];
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", t.b);
-    for (int i = 0; i < 16; i++)
-        e2e_create(path,
-                   "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"b-%d\","
-                   "\"annotations\":{\"fairshare.dev/preemption-notice\":\"3s\"}},"
-                   "\"spec\":{\"schedulerName\":\"%s\",\"terminationGracePeriodSeconds\":5,"
-                   "\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.7\","
-                   "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
-                   i, e2e_scheduler());
+    notice_pods(t.b, "3s", 5);
     wait_counts(&ctl, t.b, 16, 16, "lend");
     long long t0 = e2e_now_ms();
     e2e_pod(t.a, "a-0", NULL, "1", NULL, NULL);
@@ -557,6 +605,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_lend_and_reclaim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_preemption_notice, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_notice_lost_on_restart, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_pdb_forces_another_victim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_pdb_overridden, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_restart, e2e_scenario_teardown),

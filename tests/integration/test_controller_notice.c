@@ -203,6 +203,46 @@ static void test_notice_cancelled(void **state)
     stop_all(&fake, &c);
 }
 
+/* Notices live in memory: a controller that stops during one and finds,
+ * after the restart, that the reclaim no longer needs the pod (the owed pod
+ * is gone) sets its DisruptionTarget condition back to False
+ * (PreemptionCanceled, with an Event) and evicts nothing. Before, the
+ * condition promised an eviction until the pod ended. */
+static void test_notice_lost_on_restart(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    setup_two_teams(&fake, &c, "lost", NULL);
+    fill_b(&fake, &c, "1m", 0);
+    mk_pod(&fake, "team-a", "a-0", "qa", "1");
+    char victim[32] = "";
+    if (!WAIT_UNTIL(find_marked(&fake, "True", victim, sizeof victim), WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("no DisruptionTarget condition");
+    }
+    assert_true(WAIT_UNTIL(count_events(&fake, "PreemptionNotice", "team-b", victim) == 1, WAIT_MS));
+    assert_int_equal(ctl_stop(&c), 0);
+    delete_pod(&fake, "team-a", "a-0");
+    assert_int_equal(ctl_start(&c, &fake, "lost"), 0);
+    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    if (!WAIT_UNTIL(pod_condition_is(&fake, "team-b", victim, "DisruptionTarget",
+                                     "PreemptionCanceled"),
+                    WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("the notice given before the restart was not cancelled");
+    }
+    char st[64] = "";
+    free(pod_condition(&fake, "team-b", victim, "DisruptionTarget", st));
+    assert_string_equal(st, "False");
+    assert_true(WAIT_UNTIL(count_events(&fake, "PreemptionCanceled", "team-b", victim) == 1, WAIT_MS));
+    nap(2500);
+    assert_false(pod_deleting(&fake, "team-b", victim));
+    assert_int_equal(count_events(&fake, "PreemptionCanceled", "team-b", victim), 1);
+    assert_int_equal(count_pods(&fake, "team-b", 1), 4);
+    stop_all(&fake, &c);
+}
+
 static int count_marked(struct fair_fake *f, const char *status)
 {
     int n = 0;
@@ -588,6 +628,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_notice_then_eviction, tc_teardown),
         cmocka_unit_test_teardown(test_notice_cancelled, tc_teardown),
+        cmocka_unit_test_teardown(test_notice_lost_on_restart, tc_teardown),
         cmocka_unit_test_teardown(test_notice_holds_back_no_one_else, tc_teardown),
         cmocka_unit_test_teardown(test_notice_capped_and_fixed_at_bind, tc_teardown),
         cmocka_unit_test_teardown(test_requeue_bare_pods, tc_teardown),

@@ -160,6 +160,7 @@ static void same_pod(const struct fair_kpod *a, const struct fair_kpod *b)
     SAME_STR(gang);
     SAME_STR(gpu_model);
     SAME_STR(scheduled_reason);
+    SAME_STR(disruption_reason);
     SAME_STR(problem);
     assert_int_equal(a->meta.creation_ms, b->meta.creation_ms);
     assert_int_equal(a->meta.deletion_ms, b->meta.deletion_ms);
