@@ -2037,9 +2037,12 @@ static const struct fair_problem *find_problem(const struct fair_result *res,
 static void write_status(struct fair_ctl *c, const char *kind, const char *name, const char *team,
                          int64_t gen, const struct fair_share_status *fig,
                          const struct fair_kquota *spec, const char *invalid,
-                         const char *overcommit, const struct fair_ctl_status_time *tm, int *budget)
+                         const char *overcommit, const struct fair_ctl_status_time *tm,
+                         const struct fair_kcond *seen, size_t nseen, int *budget)
 {
     struct fair_ctl_status_input in = {.time = tm,
+                                       .seen = seen,
+                                       .nseen = nseen,
                                        .kind = kind,
                                        .name = name,
                                        .team = team,
@@ -2091,7 +2094,8 @@ static void write_object_status(struct fair_ctl *c, const struct fair_result *re
                                 enum fair_object_kind obj, int32_t ix, const char *dropped,
                                 const struct fair_kmeta *meta, const char *team,
                                 const struct fair_kquota *quota,
-                                const struct fair_ctl_status_time *tm, int *budget)
+                                const struct fair_ctl_status_time *tm,
+                                const struct fair_kcond *seen, size_t nseen, int *budget)
 {
     bool project = obj == FAIR_OBJ_PROJECT;
     const char *invalid = ix < 0 ? dropped : NULL;
@@ -2111,7 +2115,7 @@ static void write_object_status(struct fair_ctl *c, const struct fair_result *re
                        : project          ? &res->project_models[(size_t)ix * res->nmodels]
                                           : &res->queue_models[(size_t)ix * res->nmodels];
     write_status(c, project ? "Project" : "Queue", meta->name, team, meta->generation, fig, quota,
-                 invalid, po ? po->message : NULL, tm, budget);
+                 invalid, po ? po->message : NULL, tm, seen, nseen, budget);
 }
 
 static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
@@ -2122,14 +2126,14 @@ static void write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s
         (const struct fair_kproject *const *)c->arr[INF_PROJECTS];
     const struct fair_kqueue *const *kq = (const struct fair_kqueue *const *)c->arr[INF_QUEUES];
     for (size_t i = 0; i < s->ninput_projects; i++)
-        write_object_status(c, res, FAIR_OBJ_PROJECT, s->project_index[i], s->project_problem[i],
-                            &kp[i]->meta,
-                            kp[i]->team && *kp[i]->team ? kp[i]->team : kp[i]->meta.name,
-                            &kp[i]->quota, fair_ctl_tq_project_status(c->tq, i), &budget);
+        write_object_status(
+            c, res, FAIR_OBJ_PROJECT, s->project_index[i], s->project_problem[i], &kp[i]->meta,
+            kp[i]->team && *kp[i]->team ? kp[i]->team : kp[i]->meta.name, &kp[i]->quota,
+            fair_ctl_tq_project_status(c->tq, i), kp[i]->conds, kp[i]->nconds, &budget);
     for (size_t i = 0; i < s->ninput_queues; i++)
         write_object_status(c, res, FAIR_OBJ_QUEUE, s->queue_index[i], s->queue_problem[i],
                             &kq[i]->meta, NULL, &kq[i]->quota, fair_ctl_tq_queue_status(c->tq, i),
-                            &budget);
+                            kq[i]->conds, kq[i]->nconds, &budget);
 }
 
 /* A budget alert (ctl/tqstate.h): an Event on the Project, which is

@@ -173,6 +173,19 @@ static int time_json(json_t *status, const struct fair_ctl_status_time *t)
     return 0;
 }
 
+/* The transition time of condition c with status st on this process's
+ * first write: the server's, when it holds that status (not in the
+ * future), else now. */
+static int64_t seen_since(const struct fair_ctl_status_input *in, int c, bool st)
+{
+    for (size_t i = 0; in->seen && i < in->nseen; i++)
+        if (!strcmp(in->seen[i].type, cond_names[c]))
+            return in->seen[i].status == st && in->seen[i].since_ms <= in->now_ms
+                       ? in->seen[i].since_ms
+                       : in->now_ms;
+    return in->now_ms;
+}
+
 int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ctl_status_input *in,
                            char **patch_out)
 {
@@ -219,12 +232,15 @@ int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ct
     }
     if (in->time && (rc = time_json(status, in->time)))
         goto out;
+    int64_t since_of[FAIR_CTL_COND_COUNT];
     for (int c = 0; c < FAIR_CTL_COND_COUNT; c++) {
         const struct fair_ctl_cond *cd = &in->conds[c];
         bool st = cd->status;
         /* A condition keeps its transition time while its status holds. */
-        int64_t since =
-            e->cond_known[c] && e->cond_status[c] == st ? e->cond_since_ms[c] : in->now_ms;
+        int64_t since = e->cond_known[c] && e->cond_status[c] == st ? e->cond_since_ms[c]
+                        : e->cond_known[c]                          ? in->now_ms
+                                                                    : seen_since(in, c, st);
+        since_of[c] = since;
         char ts[40];
         fair_time_format_rfc3339(since, ts, sizeof ts);
         json_t *o =
@@ -264,8 +280,7 @@ int fair_ctl_status_update(struct fair_ctl_status_table *t, const struct fair_ct
     e->last_text = copy;
     e->last_write_ms = in->mono_ms;
     for (int c = 0; c < FAIR_CTL_COND_COUNT; c++) {
-        if (!e->cond_known[c] || e->cond_status[c] != in->conds[c].status)
-            e->cond_since_ms[c] = in->now_ms;
+        e->cond_since_ms[c] = since_of[c];
         e->cond_known[c] = true;
         e->cond_status[c] = in->conds[c].status;
     }

@@ -4,7 +4,8 @@
  * Overcommitted), built from the engine's figures, and a memory of what was
  * last written per object so that a status is written only when it
  * changes, at most once per interval, and conditions keep their
- * lastTransitionTime while their status stays the same.
+ * lastTransitionTime while their status stays the same (across a restart
+ * too: the first write takes it from the object as the server holds it).
  *
  * Ownership: the table owns its entries; patches returned are new strings
  * the caller frees with fair_free(). */
@@ -17,6 +18,7 @@
 
 #include "ctl/index.h"
 #include "engine/engine.h"
+#include "kube/objects.h"
 
 enum fair_ctl_cond_type {
     FAIR_CTL_COND_READY,
@@ -84,6 +86,11 @@ struct fair_ctl_status_input {
     const struct fair_model_status *models;
     const char *const *model_names;
     size_t nmodels;
+    /* The object's conditions as the server holds them (NULL: none): on
+     * the first write of this process, one whose status is unchanged keeps
+     * its lastTransitionTime (a restart, a new leader). */
+    const struct fair_kcond *seen;
+    size_t nseen;
 };
 
 /* Computes the status. *patch_out receives a new JSON merge patch

@@ -2355,6 +2355,37 @@ static bool is_dns_label(const char *s)
     return true;
 }
 
+/* status.conditions of a Project or Queue: type, status and
+ * lastTransitionTime of the first FAIR_KCOND_MAX that parse; the others
+ * (and anything malformed: the status is ours, but whoever may write it
+ * could write anything) are skipped. */
+static size_t status_conds(const json_t *obj, struct fair_kcond *out)
+{
+    const json_t *cs = json_object_get(json_object_get(obj, "status"), "conditions");
+    size_t n = 0, i;
+    const json_t *c;
+    if (!json_is_array(cs))
+        return 0;
+    json_array_foreach(cs, i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        const char *ts = json_string_value(json_object_get(c, "lastTransitionTime"));
+        int64_t ms = 0;
+        if (n == FAIR_KCOND_MAX)
+            break;
+        if (!type || !st || !ts || strlen(type) >= sizeof out[n].type ||
+            (strcmp(st, "True") && strcmp(st, "False")) || fair_time_parse_rfc3339(ts, &ms) ||
+            ms <= 0)
+            continue;
+        snprintf(out[n].type, sizeof out[n].type, "%s", type);
+        out[n].status = !strcmp(st, "True");
+        out[n].since_ms = ms;
+        n++;
+    }
+    return n;
+}
+
 int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err)
 {
     int rc = 0;
@@ -2365,6 +2396,7 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
         return fair_error_set(err, FAIR_ENOMEM, "project: out of memory");
     if ((rc = fair_kmeta_decode(obj, &p->meta, err)))
         goto out;
+    p->nconds = status_conds(obj, p->conds);
     const json_t *spec = get_spec(obj, &p->problem);
     decode_quota(spec, &p->quota, &p->problem);
     if ((rc = spec_str(spec, "team", &p->team, &p->problem)) ||
@@ -2454,6 +2486,7 @@ int fair_kqueue_decode(const json_t *obj, struct fair_kqueue **out, struct fair_
         return fair_error_set(err, FAIR_ENOMEM, "queue: out of memory");
     if ((rc = fair_kmeta_decode(obj, &q->meta, err)))
         goto out;
+    q->nconds = status_conds(obj, q->conds);
     const json_t *spec = get_spec(obj, &q->problem);
     decode_quota(spec, &q->quota, &q->problem);
     if ((rc = spec_str(spec, "project", &q->project, &q->problem)))

@@ -310,6 +310,16 @@ struct fair_ktime {
 };
 void fair_ktime_free(struct fair_ktime *t);
 
+/* A condition of a Project's or Queue's status as the server holds it: the
+ * controller keeps its lastTransitionTime across a restart while the
+ * status stays the same. */
+#define FAIR_KCOND_MAX 4
+struct fair_kcond {
+    char type[24];
+    bool status;      /* "True" */
+    int64_t since_ms; /* lastTransitionTime */
+};
+
 struct fair_kproject {
     struct fair_kmeta meta;
     struct fair_ktime *time; /* NULL: none of the fields above */
@@ -323,6 +333,8 @@ struct fair_kproject {
      * with those of other projects that set it too. */
     bool share_fractions;
     char *problem; /* validation failure, reported as an Invalid condition */
+    struct fair_kcond conds[FAIR_KCOND_MAX]; /* status.conditions that parse */
+    size_t nconds;
 };
 
 struct fair_kqueue {
@@ -336,6 +348,8 @@ struct fair_kqueue {
      * labelled fairshare.dev/gpu-isolation: hami-core. */
     bool fractions_isolated;
     char *problem;
+    struct fair_kcond conds[FAIR_KCOND_MAX]; /* status.conditions that parse */
+    size_t nconds;
 };
 
 /* A PodGroup: the scheduler-plugins coscheduling plugin's

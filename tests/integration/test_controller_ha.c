@@ -191,6 +191,59 @@ static void test_two_replicas(void **state)
     stop_all(&fake, follow);
 }
 
+/* The lastTransitionTime of the Ready condition of queue qa (malloc'd; ""
+ * when none). */
+static char *ready_since(struct fair_fake *fake)
+{
+    json_t *q = list(fake, "/apis/fairshare.dev/v1alpha1/queues/qa");
+    char *out = NULL;
+    size_t i;
+    json_t *cd;
+    json_array_foreach(json_object_get(json_object_get(q, "status"), "conditions"), i, cd)
+    {
+        const char *t = json_string_value(json_object_get(cd, "type"));
+        const char *ts = json_string_value(json_object_get(cd, "lastTransitionTime"));
+        if (t && ts && !strcmp(t, "Ready"))
+            out = strdup(ts);
+    }
+    json_decref(q);
+    return out ? out : strdup("");
+}
+
+/* A restart keeps the lastTransitionTime of a condition whose status did
+ * not change: the new process takes it from the Queue as the server holds
+ * it (before, every condition restarted its clock at each restart). */
+static void test_restart_keeps_transition_times(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_all(&fake, &c, 1, 8, "since");
+    teams(&fake);
+    char *before = NULL;
+    for (int i = 0; i < WAIT_MS / 100 && !(before && *before); i++) {
+        free(before);
+        before = ready_since(&fake);
+        if (!*before)
+            nap(100);
+    }
+    assert_true(*before);
+    nap(2100); /* the times have a second's resolution */
+    assert_int_equal(ctl_stop(&c), 0);
+    assert_int_equal(ctl_start(&c, &fake, "since"), 0);
+    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    /* The new process writes every status once; then qa's figures change. */
+    assert_true(WAIT_UNTIL(ctl_metric(&c, "fairshare_status_writes_total") >= 4, WAIT_MS));
+    mk_pod(&fake, "team-a", "a-0", "qa", "1");
+    assert_true(WAIT_UNTIL(queue_gpu_is(&fake, "qa", "allocated", "1"), WAIT_MS));
+    char *after = ready_since(&fake);
+    assert_string_equal(after, before);
+    free(after);
+    free(before);
+    stop_all(&fake, &c);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -198,6 +251,7 @@ int main(void)
         cmocka_unit_test_teardown(test_kill9_and_restart, tc_teardown),
         cmocka_unit_test_teardown(test_apiserver_restart, tc_teardown),
         cmocka_unit_test_teardown(test_two_replicas, tc_teardown),
+        cmocka_unit_test_teardown(test_restart_keeps_transition_times, tc_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/version.h"
 #include "ctl/index.h"
 #include "ctl/metrics.h"
@@ -215,6 +216,49 @@ static void test_status_written_on_change_only(void **state)
     fair_free(patch);
     fair_ctl_status_forget(&t, "Queue", "qa");
     assert_int_equal(t.n, 0);
+    fair_ctl_status_table_release(&t);
+}
+
+/* A new process (an empty table) keeps the lastTransitionTime the server
+ * holds for a condition whose status is unchanged, and takes now for one
+ * that changed, one the server does not have, or one stamped in the
+ * future. */
+static void test_status_transition_kept_across_restart(void **state)
+{
+    (void)state;
+    struct fair_ctl_status_table t;
+    fair_ctl_status_table_init(&t);
+    struct fair_share_status fig = {0};
+    struct fair_ctl_status_input in = input(&fig, 0);
+    const struct fair_kcond seen[] = {
+        {"Ready", true, 1700000000000},          /* unchanged: kept */
+        {"Invalid", true, 1700000000000},        /* now False: now */
+        {"Overcommitted", false, 1900000000000}, /* in the future: now */
+    };
+    in.seen = seen;
+    in.nseen = 3;
+    char *patch = NULL;
+    assert_int_equal(fair_ctl_status_update(&t, &in, &patch), 0);
+    assert_non_null(patch);
+    json_t *doc = json_loads(patch, 0, NULL);
+    json_t *conds = json_object_get(json_object_get(doc, "status"), "conditions");
+    char kept[40], now[40];
+    fair_time_format_rfc3339(1700000000000, kept, sizeof kept);
+    fair_time_format_rfc3339(in.now_ms, now, sizeof now);
+    const char *want[] = {kept, now, now};
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(conds, i), "lastTransitionTime")),
+            want[i]);
+    json_decref(doc);
+    fair_free(patch);
+    /* Later writes keep it too, while Ready holds. */
+    fig.allocated.v[FAIR_RES_GPU] = 1000;
+    in = input(&fig, 5000);
+    assert_int_equal(fair_ctl_status_update(&t, &in, &patch), 0);
+    assert_non_null(patch);
+    assert_non_null(strstr(patch, kept));
+    fair_free(patch);
     fair_ctl_status_table_release(&t);
 }
 
@@ -468,6 +512,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_written_on_change_only),
+        cmocka_unit_test(test_status_transition_kept_across_restart),
         cmocka_unit_test(test_status_gpu_models),
         cmocka_unit_test(test_project_status_has_team),
         cmocka_unit_test(test_metrics_text),

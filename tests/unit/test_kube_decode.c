@@ -1262,6 +1262,30 @@ static void test_queue_from_yaml(void **state)
     assert_non_null(strstr(q->problem, "spec.reclaimUpTo: want \"FairShare\" or \"Guarantee\""));
     assert_int_equal(q->quota.reclaim_up_to, FAIR_KRECLAIM_UNSET);
     assert_int_equal(q->quota.over_quota_weight, 1);
+    assert_int_equal(q->nconds, 0);
+    fair_kqueue_free(q);
+
+    /* status.conditions as the server holds them: those that parse, the
+     * rest skipped (a bad time, status or type), never a problem. */
+    j = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"project\":\"p\"},\"status\":{"
+             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+             "\"lastTransitionTime\":\"2026-11-01T10:00:00Z\"},{\"type\":\"Invalid\","
+             "\"status\":\"False\",\"lastTransitionTime\":\"yesterday\"},{\"type\":"
+             "\"Overcommitted\",\"status\":\"Maybe\",\"lastTransitionTime\":"
+             "\"2026-11-01T10:00:00Z\"},{\"type\":\"AVeryLongConditionTypeName\",\"status\":"
+             "\"True\",\"lastTransitionTime\":\"2026-11-01T10:00:00Z\"},{\"type\":"
+             "\"Overcommitted\",\"status\":\"False\",\"lastTransitionTime\":"
+             "\"2026-11-02T10:00:00Z\"}]}}");
+    assert_int_equal(fair_kqueue_decode(j, &q, &err), 0);
+    json_decref(j);
+    assert_null(q->problem);
+    assert_int_equal(q->nconds, 2);
+    assert_string_equal(q->conds[0].type, "Ready");
+    assert_true(q->conds[0].status);
+    assert_int_equal(q->conds[0].since_ms, 1793527200000LL);
+    assert_string_equal(q->conds[1].type, "Overcommitted");
+    assert_false(q->conds[1].status);
+    assert_int_equal(q->conds[1].since_ms, 1793527200000LL + 86400000LL);
     fair_kqueue_free(q);
 }
 
