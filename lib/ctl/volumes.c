@@ -148,6 +148,23 @@ static bool has_label(const struct fair_label *l, size_t n, const struct fair_la
     return false;
 }
 
+/* Whether node n can reach volume pv (its required node affinity). */
+static bool reaches(const struct fair_kpv *pv, const struct fair_node *n)
+{
+    const struct fair_node_affinity *a = pv->node_affinity;
+    return !a || !a->required || fair_node_affinity_match(a, n);
+}
+
+/* The volume prebound to claim c (its claimRef names c; not being
+ * deleted), or NULL. */
+static const struct fair_kpv *prebound(const struct fair_ctl_volumes *v, const struct fair_kpvc *c)
+{
+    for (size_t i = 0; i < v->npvs; i++)
+        if (fair_ctl_volume_claimed_by(v->pvs[i], c) && !v->pvs[i]->meta.deletion_ms)
+            return v->pvs[i];
+    return NULL;
+}
+
 bool fair_ctl_volume_matches(const struct fair_kpv *pv, const struct fair_kpvc *c,
                              const struct fair_node *n)
 {
@@ -165,8 +182,7 @@ bool fair_ctl_volume_matches(const struct fair_kpv *pv, const struct fair_kpvc *
     for (size_t i = 0; sel && i < sel->nreqs; i++)
         if (!fair_label_req_match(&sel->reqs[i], pv->labels, pv->nlabels))
             return false;
-    const struct fair_node_affinity *a = pv->node_affinity;
-    return !n || !a || !a->required || fair_node_affinity_match(a, n);
+    return !n || reaches(pv, n);
 }
 
 /* A term of one In requirement on a label: merged per key. */
@@ -189,16 +205,14 @@ static size_t key_slot(const char *const *keys, size_t nkeys, const struct fair_
     return k;
 }
 
-/* Claim c (unbound, of a class without provisioner): *pre, a volume whose
- * claimRef already names it; else *nmatch candidates and the nodes they
- * allow: *terms NULL (a candidate reachable from every node) or the OR of
- * their terms, one-In terms on one key merged into one requirement (local
- * volumes: hostname In [the nodes]). */
-static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
-                        const struct fair_kpv **pre, size_t *nmatch,
+/* Claim c (unbound, of a class without provisioner, no volume prebound to
+ * it): *nmatch candidates and the nodes they allow: *terms NULL (a
+ * candidate reachable from every node) or the OR of their terms, one-In
+ * terms on one key merged into one requirement (local volumes: hostname In
+ * [the nodes]). */
+static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c, size_t *nmatch,
                         const struct fair_node_affinity **terms, bool *too_many)
 {
-    *pre = NULL;
     *nmatch = 0;
     *terms = NULL;
     *too_many = false;
@@ -207,10 +221,6 @@ static int static_terms(struct fair_ctl_volumes *v, const struct fair_kpvc *c,
     size_t nkeys = 0, nraw = 0, nvals = 0, kvals[STATIC_MAX_KEYS] = {0};
     for (size_t i = 0; i < v->npvs; i++) {
         const struct fair_kpv *pv = v->pvs[i];
-        if (fair_ctl_volume_claimed_by(pv, c) && !pv->meta.deletion_ms) {
-            *pre = pv;
-            return 0;
-        }
         if (!fair_ctl_volume_matches(pv, c, NULL))
             continue;
         (*nmatch)++;
@@ -354,16 +364,6 @@ static int and_affinity(struct fair_ctl_volumes *v, const struct fair_node_affin
     return 0;
 }
 
-/* The volume prebound to claim c (its claimRef names c; not being
- * deleted), or NULL. */
-static const struct fair_kpv *prebound(const struct fair_ctl_volumes *v, const struct fair_kpvc *c)
-{
-    for (size_t i = 0; i < v->npvs; i++)
-        if (fair_ctl_volume_claimed_by(v->pvs[i], c) && !v->pvs[i]->meta.deletion_ms)
-            return v->pvs[i];
-    return NULL;
-}
-
 /* The required node affinity "metadata.name In [node]" (owned by v; it
  * borrows node). */
 static int node_name_term(struct fair_ctl_volumes *v, const char *node,
@@ -441,11 +441,7 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                 /* Static volumes: the binder's findMatchingVolume. */
                 if (c->problem)
                     WAIT("claim \"%s\": %s", name, c->problem);
-                const struct fair_kpv *pre;
-                size_t nmatch;
-                bool many;
-                if (static_terms(v, c, &pre, &nmatch, &terms, &many))
-                    return FAIR_ENOMEM;
+                const struct fair_kpv *pre = prebound(v, c);
                 if (pre) {
                     /* Prebound (by us before a restart, or by another
                      * scheduler): the pod goes where that volume is, as
@@ -462,6 +458,10 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                     what = "its prebound volume's node affinity";
                     goto merge;
                 }
+                size_t nmatch;
+                bool many;
+                if (static_terms(v, c, &nmatch, &terms, &many))
+                    return FAIR_ENOMEM;
                 if (!nmatch)
                     WAIT("no Available persistentvolume of StorageClass \"%s\" matches claim "
                          "\"%s\" (capacity, access modes, volume mode, selector; claimRef "
@@ -529,8 +529,7 @@ static size_t claims_on(const struct fair_ctl_volumes *v, const struct fair_kpod
             continue;
         if (!provisioned(sc)) {
             const struct fair_kpv *pv = n ? prebound(v, c) : NULL;
-            if (pv && (!pv->node_affinity || !pv->node_affinity->required ||
-                       fair_node_affinity_match(pv->node_affinity, n)))
+            if (pv && reaches(pv, n))
                 out[cnt++] = c;
             continue;
         }

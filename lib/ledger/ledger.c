@@ -1337,13 +1337,17 @@ int fair_ledger_preemptions(struct fair_ledger *l,
                             int (*cb)(void *ctx, const char *lineage, int64_t count), void *ctx,
                             struct fair_error *err)
 {
+    /* schema_v5's partial index names the value (3) in its WHERE; SQLite
+     * 3.40 uses it for the bound value too (EXPLAIN QUERY PLAN). */
+    _Static_assert(FAIR_LEDGER_PREEMPTED == 3, "schema_v5's index names reason 3");
     sqlite3_stmt *st = NULL;
     int rc = prepare(l,
-                     "SELECT lineage, count(*) FROM intervals WHERE reason = 3 AND lineage <> ''"
+                     "SELECT lineage, count(*) FROM intervals WHERE reason = ? AND lineage <> ''"
                      " GROUP BY lineage",
                      &st, err);
     if (rc)
         return rc;
+    sqlite3_bind_int(st, 1, FAIR_LEDGER_PREEMPTED);
     int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         const char *lin = (const char *)sqlite3_column_text(st, 0);
