@@ -748,7 +748,12 @@ static void test_volumes(void **state)
     /* Static local volumes (kubernetes.io/no-provisioner): two on the
      * second node, 50Gi and 2Gi. The claim of 1Gi gets the smaller one
      * prebound (its claimRef), the real PV controller binds the claim,
-     * and the pod is bound on the second node. */
+     * and the pod is bound on the second node. The small one is made
+     * first: the controller's PersistentVolume watch may still lag the
+     * pod's, and one watch brings its events in order, so whenever it has
+     * seen the big one it has seen the small one too (made the other way
+     * round, it prebound the big one in one CI run, as kube-scheduler would
+     * with the same view). */
     char scls[160], sbig[160], ssmall[160];
     snprintf(scls, sizeof scls, "%s-static", pre);
     snprintf(sbig, sizeof sbig, "%s-s-big", pre);
@@ -759,8 +764,8 @@ static void test_volumes(void **state)
              "\"volumeBindingMode\":\"WaitForFirstConsumer\"}",
              scls);
     create_tracked("/apis/storage.k8s.io/v1/storageclasses", scls, body);
-    mk_static_pv(sbig, scls, e2e_node(1), "50Gi", "");
     mk_static_pv(ssmall, scls, e2e_node(1), "2Gi", "");
+    mk_static_pv(sbig, scls, e2e_node(1), "50Gi", "");
     mk_claim(pre, "sdata", scls, NULL);
     mk_claim_pod(pre, "static", pre, "sdata");
     if (!E2E_WAIT(pv_claimed_by(ssmall, "sdata"), E2E_WAIT_MS)) {
