@@ -2408,17 +2408,6 @@ static void count_owner_width(struct fair_ctl *c, size_t npods)
     }
 }
 
-/* Whether a volume of store pvs is prebound to claim pc (its claimRef). */
-static bool claimed_volume(struct fair_store *pvs, const struct fair_kpvc *pc)
-{
-    size_t pos = 0;
-    const struct fair_kpv *pv;
-    while ((pv = fair_store_next(pvs, &pos)))
-        if (fair_ctl_volume_claimed_by(pv, pc) && !pv->meta.deletion_ms)
-            return true;
-    return false;
-}
-
 /* Why the room held for pod on node while its claims' volumes are made
  * or bound can go (NULL: it stays). The pod is bound (by someone else); a
  * claim is gone, being deleted or names another node; a claim seen on its
@@ -2431,38 +2420,37 @@ static bool claimed_volume(struct fair_store *pvs, const struct fair_kpvc *pc)
  * before the room can go to anyone else. A claim not yet seen so (the
  * watch has not brought our patch) keeps the hold, up to
  * volumeBindTimeout; a patch refused ends it (on_simple_done()). */
-static const char *provisioning_over(struct fair_ctl *c, const struct fair_kpod *pod,
-                                     const char *node, bool *ready, uint16_t *seen)
+static const char *provisioning_over(struct fair_ctl *c, const struct fair_ctl_volumes *vol,
+                                     const struct fair_kpod *pod, const char *node, bool *ready,
+                                     uint16_t *seen)
 {
     *ready = false;
     if (pod->node_name && *pod->node_name)
         return "the pod is bound";
-    struct fair_store *st = c->inf[INF_PVCS] ? fair_informer_store(c->inf[INF_PVCS]) : NULL;
-    struct fair_store *pvs = c->inf[INF_PVS] ? fair_informer_store(c->inf[INF_PVS]) : NULL;
-    if (!st || !pvs)
+    if (!c->inf[INF_PVCS] || !c->inf[INF_PVS])
         return "no volume informers";
     bool all = true;
     for (size_t i = 0; i < pod->nclaims; i++) {
-        const struct fair_kpvc *pc =
-            fair_store_get_by_name(st, pod->meta.namespace_, pod->claims[i]);
+        const struct fair_kpvc *pc = fair_ctl_volume_claim(vol, pod->meta.namespace_, pod->claims[i]);
         if (!pc || pc->meta.deletion_ms)
             return "a claim is gone";
         bool named = pc->selected_node && *pc->selected_node;
         if (named && node && strcmp(pc->selected_node, node))
             return "a claim names another node";
         uint16_t bit = i < 16 ? (uint16_t)(1u << i) : 0;
-        if (named || pc->bound || claimed_volume(pvs, pc))
+        if (named || pc->bound || fair_ctl_volume_prebound(vol, pc))
             *seen |= bit;
         else if (*seen & bit)
             return "a claim lost its selected-node or its prebound volume (provisioning failed, "
                    "or the volume went elsewhere)";
-        all &= pc->bound && fair_store_get_by_name(pvs, NULL, pc->volume_name) != NULL;
+        all &= pc->bound && pc->volume_name && fair_ctl_volume(vol, pc->volume_name) != NULL;
     }
     *ready = all;
     return NULL;
 }
 
-static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_overlay *out)
+static void overlay(void *ctx, const struct fair_ctl_volumes *vol, const struct fair_kpod *pod,
+                    struct fair_ctl_overlay *out)
 {
     struct fair_ctl *c = ctx;
     memset(out, 0, sizeof *out);
@@ -2477,7 +2465,7 @@ static void overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_over
         return;
     if (e->op == FAIR_CTL_OP_PROVISIONING) {
         const char *over =
-            provisioning_over(c, pod, e->op_node, &e->provision_ready, &e->provision_seen);
+            provisioning_over(c, vol, pod, e->op_node, &e->provision_ready, &e->provision_seen);
         if (over) {
             FAIR_INFO(COMP, "msg=\"room no longer held\" pod=%s/%s node=%s why=\"%s\"",
                       pod->meta.namespace_, pod->meta.name, e->op_node, over);

@@ -985,7 +985,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             pool += nsl + strlen(k->pod_group) + 2;
         struct fair_ctl_overlay ov = {0};
         if (in->overlay && k->node_name && *k->node_name)
-            in->overlay(in->overlay_ctx, k, &ov);
+            in->overlay(in->overlay_ctx, &out->vol, k, &ov);
         if (!ov.charge || !ov.charge->set)
             continue;
         if (ov.charge->gang)
@@ -1066,7 +1066,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
             continue;
         struct fair_ctl_overlay ov = {0};
         if (in->overlay)
-            in->overlay(in->overlay_ctx, k, &ov);
+            in->overlay(in->overlay_ctx, &out->vol, k, &ov);
         bool ours = k->scheduler_name && in->scheduler_name &&
                     strcmp(k->scheduler_name, in->scheduler_name) == 0;
         const char *node = k->node_name && *k->node_name ? k->node_name : NULL;

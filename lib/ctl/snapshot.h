@@ -108,9 +108,11 @@ struct fair_ctl_overlay {
     const struct fair_ctl_charge *charge;
 };
 
-/* Returns the overlay of pod (kind NONE when none); pod is borrowed. */
-typedef void (*fair_ctl_overlay_fn)(void *ctx, const struct fair_kpod *pod,
-                                    struct fair_ctl_overlay *out);
+/* Returns the overlay of pod (kind NONE when none); pod is borrowed. vol
+ * is the snapshot's volume index (claims, volumes, classes), complete when
+ * the overlay is asked. */
+typedef void (*fair_ctl_overlay_fn)(void *ctx, const struct fair_ctl_volumes *vol,
+                                    const struct fair_kpod *pod, struct fair_ctl_overlay *out);
 
 struct fair_ctl_snapshot_input {
     const char *scheduler_name;

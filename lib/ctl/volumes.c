@@ -37,6 +37,35 @@ static const char *sc_key(const void *o)
     return ((const struct fair_ksc *)o)->meta.name;
 }
 
+/* v->pv_by_claim and its chains. Returns 0 or FAIR_ENOMEM. */
+static int index_claims(struct fair_ctl_volumes *v)
+{
+    fair_ctl_index_init(&v->pv_by_claim);
+    size_t len = 1;
+    for (size_t i = 0; i < v->npvs; i++)
+        if (v->pvs[i]->claim_name)
+            len += strlen(v->pvs[i]->claim_ns ? v->pvs[i]->claim_ns : "") +
+                   strlen(v->pvs[i]->claim_name) + 2;
+    v->claim_keys = fair_malloc(len);
+    v->pv_claim_next = fair_malloc((v->npvs ? v->npvs : 1) * sizeof *v->pv_claim_next);
+    if (!v->claim_keys || !v->pv_claim_next)
+        return FAIR_ENOMEM;
+    /* Backwards, so that each chain runs in input order. */
+    char *key = v->claim_keys;
+    for (size_t i = v->npvs; i-- > 0;) {
+        const struct fair_kpv *pv = v->pvs[i];
+        v->pv_claim_next[i] = -1;
+        if (!pv->claim_name)
+            continue;
+        size_t n = (size_t)sprintf(key, "%s/%s", pv->claim_ns ? pv->claim_ns : "", pv->claim_name);
+        v->pv_claim_next[i] = fair_ctl_index_get(&v->pv_by_claim, key);
+        if (fair_ctl_index_put(&v->pv_by_claim, key, (int32_t)i))
+            return FAIR_ENOMEM;
+        key += n + 1;
+    }
+    return 0;
+}
+
 int fair_ctl_volumes_init(struct fair_ctl_volumes *v, const struct fair_kpvc *const *pvcs,
                           size_t npvcs, const struct fair_kpv *const *pvs, size_t npvs,
                           const struct fair_ksc *const *scs, size_t nscs)
@@ -54,7 +83,7 @@ int fair_ctl_volumes_init(struct fair_ctl_volumes *v, const struct fair_kpvc *co
     v->pv_taken = fair_calloc(npvs ? npvs : 1, sizeof *v->pv_taken);
     if (!v->pv_taken || index_all(&v->pvc_by_key, (const void *const *)pvcs, npvcs, pvc_key) ||
         index_all(&v->pv_by_name, (const void *const *)pvs, npvs, pv_key) ||
-        index_all(&v->sc_by_name, (const void *const *)scs, nscs, sc_key)) {
+        index_all(&v->sc_by_name, (const void *const *)scs, nscs, sc_key) || index_claims(v)) {
         fair_ctl_volumes_release(v);
         return FAIR_ENOMEM;
     }
@@ -68,6 +97,9 @@ void fair_ctl_volumes_release(struct fair_ctl_volumes *v)
     fair_ctl_index_release(&v->pvc_by_key);
     fair_ctl_index_release(&v->pv_by_name);
     fair_ctl_index_release(&v->sc_by_name);
+    fair_ctl_index_release(&v->pv_by_claim);
+    fair_free(v->pv_claim_next);
+    fair_free(v->claim_keys);
     for (size_t i = 0; i < v->nowned; i++)
         fair_free(v->owned[i]);
     fair_free(v->owned);
@@ -87,8 +119,8 @@ static void *owned_alloc(struct fair_ctl_volumes *v, size_t size)
     return p;
 }
 
-static const struct fair_kpvc *find_pvc(const struct fair_ctl_volumes *v, const char *ns,
-                                        const char *name)
+const struct fair_kpvc *fair_ctl_volume_claim(const struct fair_ctl_volumes *v, const char *ns,
+                                              const char *name)
 {
     char key[600];
     int n = snprintf(key, sizeof key, "%s/%s", ns ? ns : "", name);
@@ -98,7 +130,7 @@ static const struct fair_kpvc *find_pvc(const struct fair_ctl_volumes *v, const 
     return i >= 0 ? v->pvcs[i] : NULL;
 }
 
-static const struct fair_kpv *find_pv(const struct fair_ctl_volumes *v, const char *name)
+const struct fair_kpv *fair_ctl_volume(const struct fair_ctl_volumes *v, const char *name)
 {
     int32_t i = fair_ctl_index_get(&v->pv_by_name, name);
     return i >= 0 ? v->pvs[i] : NULL;
@@ -155,11 +187,12 @@ static bool reaches(const struct fair_kpv *pv, const struct fair_node *n)
     return !a || !a->required || fair_node_affinity_match(a, n);
 }
 
-/* The volume prebound to claim c (its claimRef names c; not being
- * deleted), or NULL. */
-static const struct fair_kpv *prebound(const struct fair_ctl_volumes *v, const struct fair_kpvc *c)
+const struct fair_kpv *fair_ctl_volume_prebound(const struct fair_ctl_volumes *v,
+                                                const struct fair_kpvc *c)
 {
-    for (size_t i = 0; i < v->npvs; i++)
+    if (!c->key)
+        return NULL;
+    for (int32_t i = fair_ctl_index_get(&v->pv_by_claim, c->key); i >= 0; i = v->pv_claim_next[i])
         if (fair_ctl_volume_claimed_by(v->pvs[i], c) && !v->pvs[i]->meta.deletion_ms)
             return v->pvs[i];
     return NULL;
@@ -401,7 +434,7 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
     const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
     for (size_t i = 0; i < k->nclaims; i++) {
         const char *name = k->claims[i];
-        const struct fair_kpvc *c = find_pvc(v, ns, name);
+        const struct fair_kpvc *c = fair_ctl_volume_claim(v, ns, name);
         if (!c)
             WAIT("persistentvolumeclaim \"%s\" not found", name);
         if (c->meta.deletion_ms)
@@ -412,7 +445,7 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
         const struct fair_node_affinity *terms = NULL;
         const char *what = NULL;
         if (c->volume_name) {
-            const struct fair_kpv *pv = find_pv(v, c->volume_name);
+            const struct fair_kpv *pv = fair_ctl_volume(v, c->volume_name);
             if (!pv)
                 WAIT("persistentvolumeclaim \"%s\" is bound to persistentvolume \"%s\", which "
                      "does not exist",
@@ -441,7 +474,7 @@ int fair_ctl_volumes_pod(struct fair_ctl_volumes *v, const struct fair_kpod *k,
                 /* Static volumes: the binder's findMatchingVolume. */
                 if (c->problem)
                     WAIT("claim \"%s\": %s", name, c->problem);
-                const struct fair_kpv *pre = prebound(v, c);
+                const struct fair_kpv *pre = fair_ctl_volume_prebound(v, c);
                 if (pre) {
                     /* Prebound (by us before a restart, or by another
                      * scheduler): the pod goes where that volume is, as
@@ -523,12 +556,12 @@ static size_t claims_on(const struct fair_ctl_volumes *v, const struct fair_kpod
     size_t cnt = 0;
     const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
     for (size_t i = 0; i < k->nclaims && cnt < max; i++) {
-        const struct fair_kpvc *c = find_pvc(v, ns, k->claims[i]);
+        const struct fair_kpvc *c = fair_ctl_volume_claim(v, ns, k->claims[i]);
         const struct fair_ksc *sc = c && !c->meta.deletion_ms ? delayed_class(v, c) : NULL;
         if (!sc)
             continue;
         if (!provisioned(sc)) {
-            const struct fair_kpv *pv = n ? prebound(v, c) : NULL;
+            const struct fair_kpv *pv = n ? fair_ctl_volume_prebound(v, c) : NULL;
             if (pv && reaches(pv, n))
                 out[cnt++] = c;
             continue;
@@ -569,8 +602,8 @@ int fair_ctl_volumes_prebind(struct fair_ctl_volumes *v, const struct fair_kpod 
     int32_t picked[64];
     const char *ns = k->meta.namespace_ ? k->meta.namespace_ : "";
     for (size_t i = 0; i < k->nclaims; i++) {
-        const struct fair_kpvc *c = find_pvc(v, ns, k->claims[i]);
-        if (!static_claim(v, c) || prebound(v, c))
+        const struct fair_kpvc *c = fair_ctl_volume_claim(v, ns, k->claims[i]);
+        if (!static_claim(v, c) || fair_ctl_volume_prebound(v, c))
             continue;
         if (cnt == max || cnt == sizeof picked / sizeof *picked) {
             ret = -1;

@@ -44,6 +44,12 @@ struct fair_ctl_volumes {
     struct fair_ctl_index pvc_by_key; /* "namespace/name" */
     struct fair_ctl_index pv_by_name;
     struct fair_ctl_index sc_by_name;
+    /* Volumes by the claim their spec.claimRef names ("namespace/name",
+     * the keys in claim_keys); pv_claim_next[i] is the next volume (input
+     * order) naming the same claim as volume i, -1 at the end. */
+    struct fair_ctl_index pv_by_claim;
+    int32_t *pv_claim_next;
+    char *claim_keys;
     void **owned; /* node affinities made here */
     size_t nowned, owned_cap;
     /* Static volumes handed out by fair_ctl_volumes_prebind() this cycle
@@ -94,6 +100,18 @@ size_t fair_ctl_volumes_selected(const struct fair_ctl_volumes *v, const struct 
 
 /* pv's spec.claimRef names claim c (a uid, when set, must be c's). */
 bool fair_ctl_volume_claimed_by(const struct fair_kpv *pv, const struct fair_kpvc *c);
+
+/* The first volume (input order) prebound to claim c (claimed by it and
+ * not being deleted), or NULL. */
+const struct fair_kpv *fair_ctl_volume_prebound(const struct fair_ctl_volumes *v,
+                                                const struct fair_kpvc *c);
+
+/* Claim name of namespace ns, or NULL. */
+const struct fair_kpvc *fair_ctl_volume_claim(const struct fair_ctl_volumes *v, const char *ns,
+                                              const char *name);
+
+/* Volume name, or NULL. */
+const struct fair_kpv *fair_ctl_volume(const struct fair_ctl_volumes *v, const char *name);
 
 /* A static volume chosen for a claim (prebind: the controller sets the
  * volume's spec.claimRef to the claim; the PV controller then binds). */

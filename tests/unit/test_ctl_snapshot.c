@@ -104,9 +104,11 @@ static struct fair_kpod *add_pod(char *uid, char *ns, char *sched, char *queue, 
 }
 
 /* Overlays for the tests: by UID. */
-static void test_overlay(void *ctx, const struct fair_kpod *pod, struct fair_ctl_overlay *out)
+static void test_overlay(void *ctx, const struct fair_ctl_volumes *vol, const struct fair_kpod *pod,
+                         struct fair_ctl_overlay *out)
 {
     (void)ctx;
+    (void)vol;
     const char *uid = pod->meta.uid;
     memset(out, 0, sizeof *out);
     if (strcmp(uid, "inflight-bind") == 0) {

@@ -553,6 +553,72 @@ static void test_bad_volume(void **state)
     fair_kpv_free(bad);
 }
 
+static struct fair_kpv *pv_of(const char *s)
+{
+    json_t *j = load(s);
+    struct fair_kpv *pv = NULL;
+    assert_int_equal(fair_kpv_decode(j, &pv, NULL), 0);
+    json_decref(j);
+    return pv;
+}
+
+#define CLAIMREF_PV(name, extra, ref)                                                              \
+    "{\"metadata\":{\"name\":\"" name "\"" extra "},\"spec\":{\"claimRef\":{" ref "}}}"
+
+/* fair_ctl_volume_prebound(): the first volume, in input order, whose
+ * claimRef names the claim, passing over one whose uid is another claim's
+ * (the claim was deleted and made again), one being deleted, one of the
+ * same name in another namespace, and one without claimRef. */
+static void test_prebound_lookup(void **state)
+{
+    (void)state;
+    json_t *j = load("{\"metadata\":{\"name\":\"data\",\"namespace\":\"t\",\"uid\":\"u2\"}}");
+    struct fair_kpvc *claim = NULL, *other = NULL;
+    assert_int_equal(fair_kpvc_decode(j, &claim, NULL), 0);
+    json_decref(j);
+    j = load("{\"metadata\":{\"name\":\"lone\",\"namespace\":\"t\",\"uid\":\"u3\"}}");
+    assert_int_equal(fair_kpvc_decode(j, &other, NULL), 0);
+    json_decref(j);
+    struct fair_kpv *pl[] = {
+        pv_of(CLAIMREF_PV("free", "", "")),
+        pv_of(CLAIMREF_PV("elsewhere", "", "\"namespace\":\"u\",\"name\":\"data\"")),
+        pv_of(CLAIMREF_PV("old", "", "\"namespace\":\"t\",\"name\":\"data\",\"uid\":\"u1\"")),
+        pv_of(CLAIMREF_PV("going", ",\"deletionTimestamp\":\"2026-11-27T10:00:00Z\"",
+                          "\"namespace\":\"t\",\"name\":\"data\"")),
+        pv_of(CLAIMREF_PV("mine", "", "\"namespace\":\"t\",\"name\":\"data\",\"uid\":\"u2\"")),
+        pv_of(CLAIMREF_PV("mine-too", "", "\"namespace\":\"t\",\"name\":\"data\"")),
+    };
+    size_t npl = sizeof pl / sizeof *pl;
+    const struct fair_kpvc *cl[] = {claim, other};
+    struct fair_ctl_volumes v;
+    assert_int_equal(
+        fair_ctl_volumes_init(&v, cl, 2, (const struct fair_kpv *const *)pl, npl, NULL, 0), 0);
+    const struct fair_kpv *pv = fair_ctl_volume_prebound(&v, claim);
+    assert_non_null(pv);
+    assert_string_equal(pv->meta.name, "mine");
+    assert_null(fair_ctl_volume_prebound(&v, other));
+    assert_ptr_equal(fair_ctl_volume_claim(&v, "t", "data"), claim);
+    assert_null(fair_ctl_volume_claim(&v, "u", "data"));
+    assert_ptr_equal(fair_ctl_volume(&v, "old"), pl[2]);
+    assert_null(fair_ctl_volume(&v, "nope"));
+    fair_ctl_volumes_release(&v);
+    /* Without "mine", the one prebound by name alone. */
+    const struct fair_kpv *fewer[] = {pl[0], pl[1], pl[2], pl[3], pl[5]};
+    assert_int_equal(fair_ctl_volumes_init(&v, cl, 2, fewer, 5, NULL, 0), 0);
+    pv = fair_ctl_volume_prebound(&v, claim);
+    assert_non_null(pv);
+    assert_string_equal(pv->meta.name, "mine-too");
+    fair_ctl_volumes_release(&v);
+    /* No volumes at all. */
+    assert_int_equal(fair_ctl_volumes_init(&v, cl, 2, NULL, 0, NULL, 0), 0);
+    assert_null(fair_ctl_volume_prebound(&v, claim));
+    fair_ctl_volumes_release(&v);
+    for (size_t i = 0; i < npl; i++)
+        fair_kpv_free(pl[i]);
+    fair_kpvc_free(claim);
+    fair_kpvc_free(other);
+}
+
 static bool same_str(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && !strcmp(a, b));
@@ -642,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_prebind),
         cmocka_unit_test(test_too_many_terms),
         cmocka_unit_test(test_bad_volume),
+        cmocka_unit_test(test_prebound_lookup),
         cmocka_unit_test(test_filters_keep_what_is_read),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
