@@ -206,11 +206,18 @@ static int refresh(struct fair_ctl_tq *t, struct fair_ledger *l, int64_t now_ms,
         p->half_life_ms = hl > 0 ? hl : 0;
         if (budget)
             fair_ctl_budget_period(k->time->budget_period, t->tz, now_ms, &p->from_ms, &p->to_ms);
-        /* The announced alert carries over within its period. */
+        /* The announced alert carries over within its period; a process
+         * that has announced none in it yet takes the level the Project's
+         * status shows for it as announced (written by this or an earlier
+         * process, or another replica while it led), so that a restart or
+         * a change of leader does not send the same alert again. */
         int32_t old = fair_ctl_index_get(&t->ps_by_name, p->name);
         if (old >= 0 && t->ps[old].announced_from == p->from_ms) {
             p->announced = t->ps[old].announced;
             p->announced_from = t->ps[old].announced_from;
+        } else if (budget && k->budget_from_seen_ms == p->from_ms) {
+            p->announced = k->budget_level_seen;
+            p->announced_from = p->from_ms;
         }
         if (old >= 0) { /* kept if the read fails */
             p->decayed_mms = t->ps[old].decayed_mms;

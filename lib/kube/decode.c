@@ -2386,6 +2386,19 @@ static size_t status_conds(const json_t *obj, struct fair_kcond *out)
     return n;
 }
 
+/* status.budget of a Project: *level from its state (Warning 80,
+ * Exhausted 100, anything else 0) and *from_ms from its periodStart (0
+ * when missing or malformed). Never an error, as for the conditions. */
+static void status_budget(const json_t *obj, int *level, int64_t *from_ms)
+{
+    const json_t *b = json_object_get(json_object_get(obj, "status"), "budget");
+    const char *st = json_string_value(json_object_get(b, "state"));
+    const char *ts = json_string_value(json_object_get(b, "periodStart"));
+    int64_t ms = 0;
+    *level = !st ? 0 : !strcmp(st, "Exhausted") ? 100 : !strcmp(st, "Warning") ? 80 : 0;
+    *from_ms = ts && fair_time_parse_rfc3339(ts, &ms) == 0 && ms > 0 ? ms : 0;
+}
+
 int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err)
 {
     int rc = 0;
@@ -2397,6 +2410,7 @@ int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct f
     if ((rc = fair_kmeta_decode(obj, &p->meta, err)))
         goto out;
     p->nconds = status_conds(obj, p->conds);
+    status_budget(obj, &p->budget_level_seen, &p->budget_from_seen_ms);
     const json_t *spec = get_spec(obj, &p->problem);
     decode_quota(spec, &p->quota, &p->problem);
     if ((rc = spec_str(spec, "team", &p->team, &p->problem)) ||

@@ -335,6 +335,11 @@ struct fair_kproject {
     char *problem; /* validation failure, reported as an Invalid condition */
     struct fair_kcond conds[FAIR_KCOND_MAX]; /* status.conditions that parse */
     size_t nconds;
+    /* status.budget as the server holds it (a controller wrote it): the
+     * alert level its state stands for (80 Warning, 100 Exhausted, else 0)
+     * and its periodStart (ms; 0: none or malformed). */
+    int budget_level_seen;
+    int64_t budget_from_seen_ms;
 };
 
 struct fair_kqueue {

@@ -220,6 +220,19 @@ static void test_budgets(void **state)
                            WAIT_MS));
     assert_int_equal(count_pods(&fake, "ta", 1), 0);
     assert_int_equal(count_pods(&fake, "tc", 1), 2);
+    /* ... and takes the alerts the Projects' status shows for today as
+     * sent: none again (before, a restart sent all three once more). */
+    assert_true(ctl_metric(&c, "fairshare_project_budget_alerts_total{level=\"100\"}") == 0);
+    assert_true(ctl_metric(&c, "fairshare_project_budget_alerts_total{level=\"80\"}") == 0);
+    usleep(500 * 1000);
+    if (project_events(&fake, "BudgetExhausted", "a") != 1 ||
+        project_events(&fake, "BudgetWarning", "b") != 1 ||
+        project_events(&fake, "BudgetExhausted", "c") != 1)
+        fail_msg("after the restart: BudgetExhausted a %d, BudgetWarning b %d, BudgetExhausted c "
+                 "%d (want 1 each)",
+                 project_events(&fake, "BudgetExhausted", "a"),
+                 project_events(&fake, "BudgetWarning", "b"),
+                 project_events(&fake, "BudgetExhausted", "c"));
     stop_all(&fake, &c);
 }
 

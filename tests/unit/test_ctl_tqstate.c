@@ -241,6 +241,55 @@ static void test_with_ledger(void **state)
     unlink(path);
 }
 
+/* A new process (restart, or another replica taking the lease) takes the
+ * alerts that the Projects' status shows for the current period as sent:
+ * b's Warning of this week is not sent again, and its 100 is, once it is
+ * reached; a's status is of yesterday, so today's alert is sent. */
+static void test_alerts_after_restart(void **state)
+{
+    (void)state;
+    char path[256];
+    struct fair_ledger *l = ledger_at(path, sizeof path);
+    used(l, "a1", "a", 12, NOW - 2 * HOUR, NOW - HOUR);
+    used(l, "b1", "b", 9, NOW - 2 * DAY, NOW - 2 * DAY + HOUR);
+    objects();
+    kp[0].budget_level_seen = 100;
+    kp[0].budget_from_seen_ms = 20782 * DAY; /* yesterday */
+    kp[1].budget_level_seen = 80;
+    kp[1].budget_from_seen_ms = 20780 * DAY; /* this week, Monday */
+    struct fair_error err = {0};
+    struct fair_ctl_tq_options o = {.time_zone = "UTC", .refresh_ms = 60000};
+    struct fair_ctl_tq *t = NULL;
+    assert_int_equal(fair_ctl_tq_new(&o, &t, &err), 0);
+    struct fair_ctl_snapshot_input in;
+    input(&in);
+    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW, 1000, &in), 0);
+    assert_string_equal(fair_ctl_tq_project_status(t, 1)->budget_state, "Warning");
+    nalerts = 0;
+    fair_ctl_tq_alerts(t, on_alert, NULL);
+    assert_int_equal(nalerts, 1);
+    assert_int_equal(last_project, 0);
+    assert_int_equal(last_level, 100);
+    /* The next refresh: nothing new. */
+    input(&in);
+    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW + 1000, 1000 + 60000, &in), 0);
+    nalerts = 0;
+    fair_ctl_tq_alerts(t, on_alert, NULL);
+    assert_int_equal(nalerts, 0);
+    /* b spends the rest: its 100 is sent. */
+    used(l, "b2", "b", 2, NOW - 30 * 60000, NOW);
+    input(&in);
+    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW + 2000, 1000 + 120000, &in), 0);
+    nalerts = 0;
+    fair_ctl_tq_alerts(t, on_alert, NULL);
+    assert_int_equal(nalerts, 1);
+    assert_int_equal(last_project, 1);
+    assert_int_equal(last_level, 100);
+    fair_ctl_tq_free(t);
+    fair_ledger_free(l);
+    unlink(path);
+}
+
 static void test_without_ledger(void **state)
 {
     (void)state;
@@ -341,6 +390,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_with_ledger),
+        cmocka_unit_test(test_alerts_after_restart),
         cmocka_unit_test(test_without_ledger),
         cmocka_unit_test(test_queue_usage),
     };

@@ -1287,6 +1287,38 @@ static void test_queue_from_yaml(void **state)
     assert_false(q->conds[1].status);
     assert_int_equal(q->conds[1].since_ms, 1793527200000LL + 86400000LL);
     fair_kqueue_free(q);
+
+    /* A Project's status.budget: the alert level its state stands for and
+     * its periodStart; anything else 0, never a problem. */
+    static const struct {
+        const char *budget;
+        int level;
+        int64_t from_ms;
+    } budgets[] = {
+        {"{\"state\":\"Warning\",\"periodStart\":\"2026-11-01T00:00:00Z\"}", 80,
+         1793491200000LL},
+        {"{\"state\":\"Exhausted\",\"periodStart\":\"2026-11-01T00:00:00Z\"}", 100,
+         1793491200000LL},
+        {"{\"state\":\"Ok\",\"periodStart\":\"2026-11-01T00:00:00Z\"}", 0, 1793491200000LL},
+        {"{\"state\":\"exhausted\",\"periodStart\":\"last month\"}", 0, 0},
+        {"{\"state\":7,\"periodStart\":[]}", 0, 0},
+        {"\"Exhausted\"", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
+        char doc[512];
+        snprintf(doc, sizeof doc,
+                 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"namespaces\":[\"n\"]},"
+                 "\"status\":{\"budget\":%s}}",
+                 budgets[i].budget);
+        struct fair_kproject *p = NULL;
+        j = load(doc);
+        assert_int_equal(fair_kproject_decode(j, &p, &err), 0);
+        json_decref(j);
+        assert_null(p->problem);
+        assert_int_equal(p->budget_level_seen, budgets[i].level);
+        assert_int_equal(p->budget_from_seen_ms, budgets[i].from_ms);
+        fair_kproject_free(p);
+    }
 }
 
 static void test_status_and_codes(void **state)
