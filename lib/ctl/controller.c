@@ -498,6 +498,22 @@ static void on_synced(void *ctx);
 
 static void pump_events(struct fair_ctl *c);
 
+/* A resourceVersion as a number, or 0 when it is not one. The API calls
+ * them opaque; kube-scheduler's assume cache and ours read them as the
+ * etcd revision they are, which grows with every write. */
+static uint64_t rv_number(const char *s)
+{
+    if (!s || !*s || strlen(s) > 19)
+        return 0;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    return v;
+}
+
 static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
 {
     struct req *r = ctx;
@@ -518,6 +534,13 @@ static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
             e->last_cond_why = -1; /* write it again next time */
     } else if (r->kind == REQ_EVENT && !resp->rc) {
         c->metrics.events_sent++;
+    } else if (r->kind == REQ_OBJ_PATCH && !resp->rc && r->uid && r->ns) {
+        /* A claim took our selected-node: its resourceVersion then. */
+        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
+        const json_t *meta = json_object_get(resp->json, "metadata");
+        uint64_t rv = rv_number(json_string_value(json_object_get(meta, "resourceVersion")));
+        if (e && e->op == FAIR_CTL_OP_PROVISIONING && rv > e->provision_rv)
+            e->provision_rv = rv;
     } else if (r->kind == REQ_OBJ_PATCH && resp->rc && r->uid) {
         /* The claim or volume was not given to the pod (a volume someone
          * else took meanwhile: a conflict): its room is not held for it,
@@ -2419,10 +2442,14 @@ static void count_owner_width(struct fair_ctl *c, size_t npods)
  * and the pod is bound to the node in this cycle (bind_provisioned()),
  * before the room can go to anyone else. A claim not yet seen so (the
  * watch has not brought our patch) keeps the hold, up to
- * volumeBindTimeout; a patch refused ends it (on_simple_done()). */
+ * volumeBindTimeout, unless its resourceVersion is newer than the highest
+ * our selected-node patches of the pod's claims were answered with
+ * (patched_rv; 0: none known): then it changed after our patch and the
+ * provisioner cleared it before the watch showed it to us. A patch
+ * refused ends the hold (on_simple_done()). */
 static const char *provisioning_over(struct fair_ctl *c, const struct fair_ctl_volumes *vol,
                                      const struct fair_kpod *pod, const char *node, bool *ready,
-                                     uint16_t *seen)
+                                     uint16_t *seen, uint64_t patched_rv)
 {
     *ready = false;
     if (pod->node_name && *pod->node_name)
@@ -2443,6 +2470,9 @@ static const char *provisioning_over(struct fair_ctl *c, const struct fair_ctl_v
         else if (*seen & bit)
             return "a claim lost its selected-node or its prebound volume (provisioning failed, "
                    "or the volume went elsewhere)";
+        else if (patched_rv && rv_number(pc->meta.resource_version) > patched_rv)
+            return "a claim changed after our selected-node and names no node (provisioning "
+                   "failed)";
         all &= pc->bound && pc->volume_name && fair_ctl_volume(vol, pc->volume_name) != NULL;
     }
     *ready = all;
@@ -2465,7 +2495,8 @@ static void overlay(void *ctx, const struct fair_ctl_volumes *vol, const struct 
         return;
     if (e->op == FAIR_CTL_OP_PROVISIONING) {
         const char *over =
-            provisioning_over(c, vol, pod, e->op_node, &e->provision_ready, &e->provision_seen);
+            provisioning_over(c, vol, pod, e->op_node, &e->provision_ready, &e->provision_seen,
+                              e->provision_rv);
         if (over) {
             FAIR_INFO(COMP, "msg=\"room no longer held\" pod=%s/%s node=%s why=\"%s\"",
                       pod->meta.namespace_, pod->meta.name, e->op_node, over);

@@ -100,6 +100,7 @@ static void end_entry(struct fair_ctl_podmem *m, struct fair_ctl_podmem_entry *e
     e->notice_due_ms = 0;
     e->provision_ready = false;
     e->provision_seen = 0;
+    e->provision_rv = 0;
     fair_free(e->op_node);
     e->op_node = NULL;
     e->op_devices = 0;

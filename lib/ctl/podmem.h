@@ -91,6 +91,12 @@ struct fair_ctl_podmem_entry {
      * naming op_node; one seen so that names none now was given up on by
      * its provisioner. */
     uint16_t provision_seen;
+    /* PROVISIONING: the highest resourceVersion the API server answered
+     * our selected-node patches of its claims with (0: none known). A
+     * claim newer than that which names no node was given up on too, even
+     * if the watch never showed it naming the node (kube-scheduler's
+     * assume cache compares resourceVersions so). */
+    uint64_t provision_rv;
     /* A PROVISIONING op of this pod ended at volumeBindTimeout: while its
      * claims name that node, its room is not held again. */
     bool provision_expired;

@@ -502,6 +502,50 @@ static void test_provisioning_failed(void **state)
     assert_true(node_is(&fake, "vol-5", ""));
 }
 
+/* A provisioner that gives up before the controller's watch ever showed
+ * the claim naming the node (the claims' watch hangs meanwhile): once the
+ * watch comes back, the claim is newer than the resourceVersion our patch
+ * was answered with and names no node, so the hold ends and the claim gets
+ * a node again, as kube-scheduler's assume cache tells (before, the hold
+ * lasted until volumeBindTimeout, 10m here). */
+static void test_provisioning_failed_unseen(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    memset(&c, 0, sizeof c);
+    start_one_node(&fake, &c, "10m", "16");
+    mk_pvc(&fake, "data-7", "fast", NULL);
+    nap(500); /* the controller's store has the claim */
+    long code = 0;
+    char *resp = NULL;
+    assert_int_equal(fair_fake_request(&fake, "POST",
+                                       "/fake/stall-watches?resource=persistentvolumeclaims", "",
+                                       &code, &resp),
+                     0);
+    free(resp);
+    assert_int_equal(code, 200);
+    mk_claim_pod(&fake, "vol-7", "data-7");
+    if (!WAIT_UNTIL(selected_is_set(&fake, "data-7") &&
+                        pod_condition_message_has(&fake, "team-a", "vol-7", "PodScheduled",
+                                                  "room there is held"),
+                    WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the claim got no selected-node with the pod's room held");
+    }
+    nap(500); /* the patch's answer is in */
+    patch(&fake, "/api/v1/namespaces/team-a/persistentvolumeclaims/data-7",
+          "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":null}}}");
+    assert_int_equal(fair_fake_request(&fake, "POST", "/fake/drop-watches", "", &code, &resp), 0);
+    free(resp);
+    assert_int_equal(code, 200);
+    if (!WAIT_UNTIL(selected_is_set(&fake, "data-7"), WAIT_MS)) {
+        ctl_dump_log(&c, 40);
+        fail_msg("the claim was not given a node again after its provisioner cleared it unseen");
+    }
+    assert_true(node_is(&fake, "vol-7", ""));
+}
+
 /* A static volume (a class without provisioner) prebound to the claim:
  * the pod's room is held while the PV controller binds the claim, as
  * kube-scheduler's assumed pod holds it through PreBind. An 8-GPU pod
@@ -547,6 +591,7 @@ int main(void)
         cmocka_unit_test_teardown(test_held_room_reclaimed, tc_teardown),
         cmocka_unit_test_teardown(test_named_claim_holds_room, tc_teardown),
         cmocka_unit_test_teardown(test_provisioning_failed, tc_teardown),
+        cmocka_unit_test_teardown(test_provisioning_failed_unseen, tc_teardown),
         cmocka_unit_test_teardown(test_static_volume_held, tc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
