@@ -1763,15 +1763,16 @@ static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
 }
 
 /* Sends the DisruptionTarget=True patch of one victim (m: its request
- * context, freed here when it cannot be sent). Returns 0 when sent. */
-static int send_mark(struct fair_ctl *c, struct req *m, const char *message)
+ * context, freed here when it cannot be sent), dated since_ms (0: now).
+ * Returns 0 when sent. */
+static int send_mark(struct fair_ctl *c, struct req *m, const char *message, int64_t since_ms)
 {
     struct fair_error err = {0};
     struct fair_buf path;
     char ts[40];
     int rc = -1;
     fair_buf_init(&path, 4096);
-    fair_time_format_rfc3339(wall(c), ts, sizeof ts);
+    fair_time_format_rfc3339(since_ms > 0 ? since_ms : wall(c), ts, sizeof ts);
     json_t *doc = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
                             "DisruptionTarget", "status", "True", "reason", "PreemptionByScheduler",
                             "message", message, "lastTransitionTime", ts);
@@ -1900,6 +1901,19 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
         notice = c->cfg->max_notice_ms;
     if (notice < 1000)
         notice = 0; /* the condition and the eviction are one round trip apart anyway */
+    /* A notice of ours from before this process (a restart or a change of
+     * leader: DisruptionTarget=True, PreemptionByScheduler, not written
+     * here, not set back) has run since its condition's time: only the
+     * rest is owed, and the condition keeps its time. */
+    int64_t since = 0, left = notice;
+    if (notice > 0 && kp->disruption_target && kp->disruption_reason &&
+        !strcmp(kp->disruption_reason, "PreemptionByScheduler") && !e->marked_here &&
+        !e->stale_unmarked && kp->disruption_since_ms > 0 && kp->disruption_since_ms <= wall(c)) {
+        since = kp->disruption_since_ms;
+        left = notice - (wall(c) - since);
+        if (left < 1000)
+            left = 0;
+    }
     /* Requeue: only bare pods, unless turned off or opted out. */
     bool requeue = false;
     char note[400] = "";
@@ -1934,14 +1948,17 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
         return;
     }
     char msg[900];
-    if (notice > 0) {
-        int64_t now = mono(c);
-        char when[40], len[40];
-        fair_time_format_rfc3339(wall(c) + notice, when, sizeof when);
-        fair_duration_format_ms(notice, len, sizeof len);
-        int64_t grace = kp->grace_s >= 0 ? kp->grace_s : 30; /* the API server's default */
+    int64_t grace = kp->grace_s >= 0 ? kp->grace_s : 30; /* the API server's default */
+    if (notice > 0)
         r->grace_s = grace - notice / 1000 > 0 ? grace - notice / 1000 : 0;
-        r->due_ms = now + notice;
+    if (left > 0) {
+        int64_t now = mono(c);
+        char when[40], len[40], given[40] = "";
+        fair_time_format_rfc3339(wall(c) + left, when, sizeof when);
+        fair_duration_format_ms(notice, len, sizeof len);
+        if (since)
+            fair_time_format_rfc3339(since, given, sizeof given);
+        r->due_ms = now + left;
         r->kind = REQ_NOTICE;
         r->qnext = c->notices;
         c->notices = r;
@@ -1952,32 +1969,39 @@ static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
         c->metrics.notices++;
         snprintf(msg, sizeof msg,
                  "Fairshare reclaim: queue %s needs these GPUs (for pod %s); this pod will be "
-                 "evicted at %s (preemption notice %s, counted in its grace period)",
-                 fq, forpod, when, len);
-        if (send_mark(c, m, msg) && requeue)
+                 "evicted at %s (preemption notice %s%s%s, counted in its grace period)",
+                 fq, forpod, when, len, since ? ", given at " : "", given);
+        if (send_mark(c, m, msg, since) && requeue)
             r->rq_note = dup0("not requeued: its spec could not be read");
+        char in[40];
+        fair_duration_format_ms(left, in, sizeof in);
         snprintf(msg, sizeof msg,
                  "Fairshare will evict this pod at %s, in %s: queue %s needs its GPUs for pod %s. "
-                 "Checkpoint now; the notice counts as part of its termination grace period.",
-                 when, len, fq, forpod);
+                 "%s%s%sCheckpoint now; the notice counts as part of its termination grace period.",
+                 when, in, fq, forpod, since ? "The notice given at " : "", given,
+                 since ? " still runs (fairshare restarted or changed leader since). " : "");
         send_event(c, kp, "Warning", "PreemptionNotice", msg);
         FAIR_INFO(COMP,
-                  "msg=\"preemption notice\" pod=%s/%s notice_ms=%lld for_queue=%s for_pod=%s",
-                  r->ns, r->name, (long long)notice, fq, forpod);
-        arm_cycle(c, notice);
+                  "msg=\"preemption notice\" pod=%s/%s notice_ms=%lld left_ms=%lld for_queue=%s "
+                  "for_pod=%s",
+                  r->ns, r->name, (long long)notice, (long long)left, fq, forpod);
+        arm_cycle(c, left);
         return;
     }
+    if (since)
+        FAIR_INFO(COMP, "msg=\"preemption notice from before this process served\" pod=%s/%s",
+                  r->ns, r->name);
     snprintf(msg, sizeof msg, "Fairshare reclaim: queue %s needs these GPUs (for pod %s)", fq,
              forpod);
     if (requeue) {
         /* The condition's answer carries the spec; the eviction follows. */
         m->evict_after = r;
-        if (send_mark(c, m, msg) == 0)
+        if (send_mark(c, m, msg, since) == 0)
             return;
         fair_free(r->rq_note);
         r->rq_note = dup0("not requeued: its spec could not be read");
     } else {
-        send_mark(c, m, msg); /* could not mark: evict anyway */
+        send_mark(c, m, msg, since); /* could not mark: evict anyway */
     }
     send_eviction(c, r);
 }

@@ -1430,6 +1430,10 @@ static int pod_conditions(const json_t *status, struct fair_kpod *p, struct fair
             if ((rc = peek_str(c, "reason", "status.conditions[].reason", &reason, err)))
                 return rc;
             p->disruption_reason = (char *)reason;
+            const char *ts = json_string_value(json_object_get(c, "lastTransitionTime"));
+            int64_t ms = 0;
+            if (ts && fair_time_parse_rfc3339(ts, &ms) == 0 && ms > 0)
+                p->disruption_since_ms = ms;
         }
     }
     return 0;
@@ -3083,8 +3087,11 @@ static const struct fair_jfield pod_spec[] = {{"schedulerName", NULL},
                                               {"initContainers", container},
                                               {"volumes", pod_volume},
                                               {NULL, NULL}};
-static const struct fair_jfield condition[] = {
-    {"type", NULL}, {"status", NULL}, {"reason", NULL}, {NULL, NULL}};
+static const struct fair_jfield condition[] = {{"type", NULL},
+                                               {"status", NULL},
+                                               {"reason", NULL},
+                                               {"lastTransitionTime", NULL},
+                                               {NULL, NULL}};
 static const struct fair_jfield terminated[] = {{"finishedAt", NULL}, {NULL, NULL}};
 static const struct fair_jfield cstate[] = {{"terminated", terminated}, {NULL, NULL}};
 static const struct fair_jfield cstatus[] = {{"state", cstate}, {NULL, NULL}};

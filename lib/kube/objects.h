@@ -92,6 +92,7 @@ struct fair_kpod {
     char *scheduled_reason;         /* its reason, to avoid rewriting it */
     bool disruption_target;         /* DisruptionTarget=True condition */
     char *disruption_reason;        /* its reason (NULL: none) */
+    int64_t disruption_since_ms;    /* its lastTransitionTime (0: none or malformed) */
     struct fair_label *node_selector;
     size_t nnode_selector;
     struct fair_toleration *tolerations;

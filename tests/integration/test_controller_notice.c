@@ -222,6 +222,94 @@ static void test_notice_lost_on_restart(void **state)
     notice_cancelled("lost", true);
 }
 
+/* Whether a PreemptionNotice Event about team-b/pod says part. */
+static bool notice_says(struct fair_fake *f, const char *pod, const char *part)
+{
+    json_t *l = list(f, "/api/v1/events");
+    bool hit = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(l, "items"), i, e)
+    {
+        const char *r = fair_fake_json_str(e, "reason");
+        const char *name = fair_fake_json_str(e, "involvedObject.name");
+        const char *msg = fair_fake_json_str(e, "message");
+        hit = hit || (r && name && msg && !strcmp(r, "PreemptionNotice") && !strcmp(name, pod) &&
+                      strstr(msg, part));
+    }
+    json_decref(l);
+    return hit;
+}
+
+/* The controller stops 4 s into a victim's 10 s notice and starts again:
+ * the new process, choosing the same victim, counts the notice from its
+ * condition's time. It tells the pod the eviction time still holds (a
+ * second PreemptionNotice, "given at" the first one's time), keeps the
+ * condition's time, and evicts when the first notice ends, with the grace
+ * period less the notice (30 - 10). Before, the victim got a new full
+ * notice after the restart. */
+static void test_notice_served_across_restart(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    setup_two_teams(&fake, &c, "served", NULL);
+    fill_b(&fake, &c, "10s", 30);
+    mk_pod(&fake, "team-a", "a-0", "qa", "1");
+    char victim[32] = "";
+    if (!WAIT_UNTIL(find_marked(&fake, "True", victim, sizeof victim), WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("no DisruptionTarget condition");
+    }
+    char *since = pod_condition_field(&fake, "team-b", victim, "DisruptionTarget",
+                                      "lastTransitionTime", NULL);
+    assert_non_null(since);
+    assert_true(WAIT_UNTIL(count_events(&fake, "PreemptionNotice", "team-b", victim) == 1, WAIT_MS));
+    assert_int_equal(ctl_stop(&c), 0);
+    nap(4000);
+    assert_false(pod_deleting(&fake, "team-b", victim));
+    assert_int_equal(ctl_start(&c, &fake, "served"), 0);
+    assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));
+    long long t_ready = now_ms();
+    if (!WAIT_UNTIL(count_events(&fake, "PreemptionNotice", "team-b", victim) == 2, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("the victim was not told again after the restart");
+    }
+    char want[128];
+    snprintf(want, sizeof want, "The notice given at %s still runs", since);
+    if (!notice_says(&fake, victim, want))
+        fail_msg("the second notice does not count the first (no Event says \"%s\")", want);
+    char *now_since = pod_condition_field(&fake, "team-b", victim, "DisruptionTarget",
+                                          "lastTransitionTime", NULL);
+    assert_non_null(now_since);
+    assert_string_equal(now_since, since);
+    free(now_since);
+    free(since);
+    /* Evicted about 6 s after the restart: well before a new 10 s notice
+     * would end. */
+    if (!WAIT_UNTIL(pod_deleting(&fake, "team-b", victim), 9000)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("the victim was not evicted when its first notice ended");
+    }
+    printf("notice 10s, stopped 4 s into it: evicted %lld ms after the restart\n",
+           now_ms() - t_ready);
+    json_t *p = get_pod(&fake, "team-b", victim);
+    if (p) {
+        json_t *g = json_object_get(json_object_get(p, "metadata"), "deletionGracePeriodSeconds");
+        assert_true(json_is_integer(g));
+        assert_int_equal(json_integer_value(g), 20);
+        json_decref(p);
+    }
+    assert_true(WAIT_UNTIL(count_events(&fake, "Preempted", "team-b", victim) == 1, WAIT_MS));
+    assert_int_equal(count_events(&fake, "PreemptionCanceled", "team-b", NULL), 0);
+    if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 1, WAIT_MS)) {
+        ctl_dump_log(&c, 60);
+        fail_msg("A's pod was not bound");
+    }
+    assert_int_equal(count_pods(&fake, "team-b", 1), 3);
+    stop_all(&fake, &c);
+}
+
 static int count_marked(struct fair_fake *f, const char *status)
 {
     int n = 0;
@@ -608,6 +696,7 @@ int main(void)
         cmocka_unit_test_teardown(test_notice_then_eviction, tc_teardown),
         cmocka_unit_test_teardown(test_notice_cancelled, tc_teardown),
         cmocka_unit_test_teardown(test_notice_lost_on_restart, tc_teardown),
+        cmocka_unit_test_teardown(test_notice_served_across_restart, tc_teardown),
         cmocka_unit_test_teardown(test_notice_holds_back_no_one_else, tc_teardown),
         cmocka_unit_test_teardown(test_notice_capped_and_fixed_at_bind, tc_teardown),
         cmocka_unit_test_teardown(test_requeue_bare_pods, tc_teardown),

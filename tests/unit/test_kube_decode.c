@@ -108,7 +108,8 @@ static void test_pod_fraction_gang(void **state)
                         "\"spec\":{\"nodeName\":\"n1\",\"terminationGracePeriodSeconds\":45,"
                         "\"containers\":[{\"name\":\"a\"}]},"
                         "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:00Z\","
-                        "\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}");
+                        "\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\","
+                        "\"lastTransitionTime\":\"2026-11-23T19:00:05Z\"}]}}");
     assert_int_equal(p->gpu_fraction_milli, 250);
     assert_int_equal(p->request.v[FAIR_RES_GPU], 250);
     assert_string_equal(p->gang, "g1");
@@ -120,6 +121,7 @@ static void test_pod_fraction_gang(void **state)
     assert_int_equal(p->start_ms, 1795460400000LL);
     assert_int_equal(p->meta.deletion_ms, 1795460401000LL);
     assert_true(p->disruption_target);
+    assert_int_equal(p->disruption_since_ms, 1795460405000LL);
     assert_false(p->scheduled_condition_false);
     assert_int_equal(p->checkpoint_interval_ms, 30 * 60 * 1000);
     assert_string_equal(p->owner_uid, "job-7"); /* the controller owner, not the first */

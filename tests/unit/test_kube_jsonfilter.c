@@ -174,6 +174,7 @@ static void same_pod(const struct fair_kpod *a, const struct fair_kpod *b)
     assert_int_equal(a->start_ms, b->start_ms);
     assert_int_equal(a->scheduled_condition_false, b->scheduled_condition_false);
     assert_int_equal(a->disruption_target, b->disruption_target);
+    assert_int_equal(a->disruption_since_ms, b->disruption_since_ms);
     assert_int_equal(a->nnode_selector, b->nnode_selector);
     assert_int_equal(a->nscalars, b->nscalars);
     for (size_t i = 0; i < a->nscalars; i++) {
@@ -241,7 +242,8 @@ static void test_pod_filter_matches_decoder(void **state)
         "\"topologyKey\":\"zone\"}]}}},"
         "\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-11-23T19:00:01Z\",\"podIP\":"
         "\"10.0.0.1\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\","
-        "\"reason\":\"R\"},{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]}}",
+        "\"reason\":\"R\"},{\"type\":\"DisruptionTarget\",\"status\":\"True\",\"reason\":"
+        "\"PreemptionByScheduler\",\"lastTransitionTime\":\"2026-11-23T19:00:05Z\"}]}}",
         "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{"
         "\"nvidia.com/gpu\":\"2\"}}}]}}",
     };
