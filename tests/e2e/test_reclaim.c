@@ -207,6 +207,28 @@ static void notice_pods(const char *ns, const char *notice, int grace)
                    i, notice, e2e_scheduler(), grace);
 }
 
+/* Team b (16 pods asking for notice) borrows a's GPUs; a's pod a-0 makes
+ * one of them a victim under notice; then the controller stops. Returns
+ * when the notice was seen (e2e_now_ms()). */
+static long long notice_then_stop(struct teams *t, struct e2e_ctl *ctl, const char *scenario,
+                                  const char *notice)
+{
+    memset(ctl, 0, sizeof *ctl);
+    two_teams(t, scenario);
+    e2e_ctl_start(ctl, scenario, NULL);
+    notice_pods(t->b, notice, 0);
+    wait_counts(ctl, t->b, 16, 16, "lend");
+    e2e_pod(t->a, "a-0", NULL, "1", NULL, NULL);
+    if (!E2E_WAIT(marked(t->b, "True") == 1 && e2e_events(t->b, "PreemptionNotice") == 1,
+                  E2E_WAIT_MS)) {
+        e2e_ctl_dump(ctl, 40);
+        fail_msg("no pod of %s was given a notice", t->b);
+    }
+    long long at = e2e_now_ms();
+    assert_int_equal(e2e_ctl_stop(ctl), 0);
+    return at;
+}
+
 /* A notice given before a restart: the controller stops while a victim
  * is under a minute's notice, and team a's pod goes meanwhile. The new
  * process finds the condition it did not write, sees that the reclaim no
@@ -218,18 +240,7 @@ static void test_notice_lost_on_restart(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    two_teams(&t, "lostnotice");
-    e2e_ctl_start(&ctl, "lostnotice", NULL);
-    notice_pods(t.b, "1m", 0);
-    wait_counts(&ctl, t.b, 16, 16, "lend");
-    e2e_pod(t.a, "a-0", NULL, "1", NULL, NULL);
-    if (!E2E_WAIT(marked(t.b, "True") == 1 && e2e_events(t.b, "PreemptionNotice") == 1,
-                  E2E_WAIT_MS)) {
-        e2e_ctl_dump(&ctl, 40);
-        fail_msg("no pod of %s was given a notice", t.b);
-    }
-    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    notice_then_stop(&t, &ctl, "lostnotice", "1m");
     char path[512];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/a-0", t.a);
     assert_int_equal(e2e_req("DELETE", path, "{\"gracePeriodSeconds\":0}", NULL), 200);
@@ -244,6 +255,90 @@ static void test_notice_lost_on_restart(void **state)
     }
     stays(&ctl, &t, 0, 16, 2000);
     assert_int_equal(e2e_events(t.b, "Preempted"), 0);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+/* The lastTransitionTime of the first DisruptionTarget=True condition in
+ * ns (into out), or false when none. */
+static bool marked_since(const char *ns, char *out, size_t n)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    json_t *l = e2e_get(path);
+    bool found = false;
+    size_t i, k;
+    json_t *p, *cond;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, cond)
+        {
+            if (!found && !strcmp(e2e_str(cond, "type") ?: "", "DisruptionTarget") &&
+                !strcmp(e2e_str(cond, "status") ?: "", "True") &&
+                e2e_str(cond, "lastTransitionTime")) {
+                snprintf(out, n, "%s", e2e_str(cond, "lastTransitionTime"));
+                found = true;
+            }
+        }
+    }
+    json_decref(l);
+    return found;
+}
+
+/* Whether an Event of ns with reason says part. */
+static bool event_says(const char *ns, const char *reason, const char *part)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/events", ns);
+    json_t *l = e2e_get(path);
+    bool hit = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(l, "items"), i, e)
+    {
+        const char *r = e2e_str(e, "reason"), *m = e2e_str(e, "message");
+        hit = hit || (r && m && !strcmp(r, reason) && strstr(m, part));
+    }
+    json_decref(l);
+    return hit;
+}
+
+/* A notice that outlives its controller: the controller stops 8 s into a
+ * victim's 20 s notice and starts again. The new process chooses the same
+ * victim and counts the notice from its condition's time: a second
+ * PreemptionNotice Event says the first still runs, the condition keeps
+ * its time, and the eviction comes when the first notice ends (before, a
+ * new 20 s notice began with the restart). */
+static void test_notice_served_on_restart(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    long long t_marked = notice_then_stop(&t, &ctl, "servednotice", "20s");
+    char since[64] = "";
+    assert_true(marked_since(t.b, since, sizeof since));
+    e2e_nap(8000);
+    assert_int_equal(e2e_count(t.b, NULL).terminating, 0);
+    e2e_ctl_start(&ctl, "servednotice", NULL);
+    char want[160];
+    snprintf(want, sizeof want, "The notice given at %s still runs", since);
+    if (!E2E_WAIT(event_says(t.b, "PreemptionNotice", want), E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("after the restart, no PreemptionNotice Event says \"%s\"", want);
+    }
+    char again[64] = "";
+    if (marked_since(t.b, again, sizeof again))
+        assert_string_equal(again, since);
+    /* Due 20 s after the first notice; a new notice would end 28 s or more
+     * after it. */
+    if (!E2E_WAIT(e2e_events(t.b, "Preempted") == 1, t_marked + 25000 - e2e_now_ms())) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("the victim was not evicted when its first notice ended");
+    }
+    printf("notice 20s, controller stopped 8 s into it: evicted %lld ms after the first notice\n",
+           e2e_now_ms() - t_marked);
+    wait_counts(&ctl, t.a, 1, 1, "reclaim after a notice served across a restart");
+    assert_int_equal(e2e_events(t.b, "PreemptionCanceled"), 0);
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }
@@ -606,6 +701,7 @@ int main(void)
         cmocka_unit_test_teardown(test_lend_and_reclaim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_preemption_notice, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_notice_lost_on_restart, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_notice_served_on_restart, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_pdb_forces_another_victim, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_pdb_overridden, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_restart, e2e_scenario_teardown),

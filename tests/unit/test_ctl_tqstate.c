@@ -143,6 +143,19 @@ static void on_alert(void *ctx, size_t project, int level, const char *message)
     last_project = project;
 }
 
+/* Prepares t over l at now_ms and mono_ms with a fresh input (in) and
+ * takes the alerts due: returns how many (last_level, last_project: the
+ * last one's). */
+static int alerts_at(struct fair_ctl_tq *t, struct fair_ledger *l, int64_t now_ms, int64_t mono_ms,
+                     struct fair_ctl_snapshot_input *in)
+{
+    input(in);
+    assert_int_equal(fair_ctl_tq_prepare(t, l, now_ms, mono_ms, in), 0);
+    nalerts = 0;
+    fair_ctl_tq_alerts(t, on_alert, NULL);
+    return nalerts;
+}
+
 static void test_with_ledger(void **state)
 {
     (void)state;
@@ -216,14 +229,10 @@ static void test_with_ledger(void **state)
     /* b passes its budget: overQuotaOnly caps the limit at the guarantee
      * after the next refresh, and alerts once more (100). */
     used(l, "b3", "b", 2, NOW - 30 * 60000, NOW);
-    input(&in);
-    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW + 1000, 1000 + 60000, &in), 0);
+    assert_int_equal(alerts_at(t, l, NOW + 1000, 1000 + 60000, &in), 1);
     assert_non_null(in.project_note[1]);
     assert_int_equal(in.project_quota[1].limit.v[FAIR_RES_GPU], 2000);
     assert_int_equal(in.project_quota[1].limit.v[FAIR_RES_CPU], 0); /* min(limit, guarantee) */
-    nalerts = 0;
-    fair_ctl_tq_alerts(t, on_alert, NULL);
-    assert_int_equal(nalerts, 1);
     assert_int_equal(last_level, 100);
     assert_int_equal(last_project, 1);
     /* Metrics. */
@@ -262,27 +271,15 @@ static void test_alerts_after_restart(void **state)
     struct fair_ctl_tq *t = NULL;
     assert_int_equal(fair_ctl_tq_new(&o, &t, &err), 0);
     struct fair_ctl_snapshot_input in;
-    input(&in);
-    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW, 1000, &in), 0);
+    assert_int_equal(alerts_at(t, l, NOW, 1000, &in), 1);
     assert_string_equal(fair_ctl_tq_project_status(t, 1)->budget_state, "Warning");
-    nalerts = 0;
-    fair_ctl_tq_alerts(t, on_alert, NULL);
-    assert_int_equal(nalerts, 1);
     assert_int_equal(last_project, 0);
     assert_int_equal(last_level, 100);
     /* The next refresh: nothing new. */
-    input(&in);
-    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW + 1000, 1000 + 60000, &in), 0);
-    nalerts = 0;
-    fair_ctl_tq_alerts(t, on_alert, NULL);
-    assert_int_equal(nalerts, 0);
+    assert_int_equal(alerts_at(t, l, NOW + 1000, 1000 + 60000, &in), 0);
     /* b spends the rest: its 100 is sent. */
     used(l, "b2", "b", 2, NOW - 30 * 60000, NOW);
-    input(&in);
-    assert_int_equal(fair_ctl_tq_prepare(t, l, NOW + 2000, 1000 + 120000, &in), 0);
-    nalerts = 0;
-    fair_ctl_tq_alerts(t, on_alert, NULL);
-    assert_int_equal(nalerts, 1);
+    assert_int_equal(alerts_at(t, l, NOW + 2000, 1000 + 120000, &in), 1);
     assert_int_equal(last_project, 1);
     assert_int_equal(last_level, 100);
     fair_ctl_tq_free(t);
