@@ -112,17 +112,8 @@ static void start_fake(struct fair_fake *fake)
 static void write_config(const struct fair_fake *fake, struct ctl *c, const char *tag,
                          const char *extra)
 {
-    snprintf(c->config, sizeof c->config, "%s/config-%s.yaml", fake->dir, tag);
-    FILE *f = fopen(c->config, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "apiVersion: config.fairshare.dev/v1alpha1\n"
-            "kind: ControllerConfig\n"
-            "leaderElection:\n"
-            "  enabled: false\n"
-            "%s",
-            extra ? extra : "");
-    fclose(f);
+    config_write(c->config, sizeof c->config, fake, tag, "leaderElection:\n  enabled: false\n%s",
+                 extra ? extra : "");
 }
 
 static void start_ctl(struct ctl *c, struct fair_fake *fake, const char *tag)

@@ -166,13 +166,8 @@ static void test_creator_label(void **state)
     memset(&c, 0, sizeof c);
     struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
     assert_int_equal(tc_fake_start(&fake, &o), 0);
-    snprintf(c.config, sizeof c.config, "%s/creator.yaml", fake.dir);
-    FILE *f = fopen(c.config, "w");
-    assert_non_null(f);
-    fputs("apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-          "ledger:\n  creatorLabel: example.com/user\n",
-          f);
-    fclose(f);
+    config_write(c.config, sizeof c.config, &fake, "creator",
+                 "ledger:\n  creatorLabel: example.com/user\n");
     /* The ledger outside the fake's folder, which stop_all removes. */
     char dir[256];
     snprintf(dir, sizeof dir, "%s/fair-creator-XXXXXX",

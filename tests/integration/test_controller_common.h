@@ -244,6 +244,31 @@ static __attribute__((unused)) int ctl_start_args(struct ctl *c, struct fair_fak
     return 0;
 }
 
+/* The leaderElection lines of a replica set sharing the Lease
+ * fairshare-system/fairshare-test (DURATION, RENEW, RETRY: durations). */
+#define CTL_LEASE(duration, renew, retry)                                                          \
+    "leaderElection:\n  enabled: true\n  leaseName: fairshare-test\n"                              \
+    "  leaseNamespace: fairshare-system\n  leaseDuration: " duration "\n  renewDeadline: " renew   \
+    "\n  retryPeriod: " retry "\n"
+
+/* Writes a controller config, the ControllerConfig header and the YAML
+ * lines of fmt, to FAKEDIR/config-NAME.yaml; its path into path (n bytes). */
+static __attribute__((unused, format(printf, 5, 6))) void config_write(char *path, size_t n,
+                                                                       const struct fair_fake *f,
+                                                                       const char *name,
+                                                                       const char *fmt, ...)
+{
+    snprintf(path, n, "%s/config-%s.yaml", f->dir, name);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n", fp);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(fp, fmt, ap);
+    va_end(ap);
+    assert_int_equal(fclose(fp), 0);
+}
+
 static __attribute__((unused)) int ctl_start(struct ctl *c, struct fair_fake *f, const char *tag)
 {
     const char *extra[] = {"--leader-elect=false", NULL};

@@ -116,20 +116,7 @@ static void test_apiserver_restart(void **state)
 
 static void write_ha_config(const struct fair_fake *fake, char *path, size_t n)
 {
-    snprintf(path, n, "%s/ha-config.yaml", fake->dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\n"
-               "kind: ControllerConfig\n"
-               "leaderElection:\n"
-               "  enabled: true\n"
-               "  leaseName: fairshare-test\n"
-               "  leaseNamespace: fairshare-system\n"
-               "  leaseDuration: 4s\n"
-               "  renewDeadline: 3s\n"
-               "  retryPeriod: 300ms\n"
-               "cycleInterval: 500ms\n");
-    fclose(f);
+    config_write(path, n, fake, "ha", CTL_LEASE("4s", "3s", "300ms") "cycleInterval: 500ms\n");
 }
 
 static double leader_of(struct ctl *c)

@@ -35,23 +35,10 @@
 static void write_config(const struct fair_fake *fake, struct ctl *c, const char *tag,
                          bool leader_election, const char *extra)
 {
-    snprintf(c->config, sizeof c->config, "%s/config-%s.yaml", fake->dir, tag);
-    FILE *f = fopen(c->config, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "apiVersion: config.fairshare.dev/v1alpha1\n"
-            "kind: ControllerConfig\n"
-            "leaderElection:\n"
-            "  enabled: %s\n"
-            "  leaseName: fairshare-test\n"
-            "  leaseNamespace: fairshare-system\n"
-            "  leaseDuration: 4s\n"
-            "  renewDeadline: 3s\n"
-            "  retryPeriod: 300ms\n"
-            "cycleInterval: 500ms\n"
-            "%s",
-            leader_election ? "true" : "false", extra ? extra : "");
-    fclose(f);
+    config_write(c->config, sizeof c->config, fake, tag, "%scycleInterval: 500ms\n%s",
+                 leader_election ? CTL_LEASE("4s", "3s", "300ms")
+                                 : "leaderElection:\n  enabled: false\n",
+                 extra ? extra : "");
 }
 
 static void start_fake(struct fair_fake *fake)

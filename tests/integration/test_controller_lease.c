@@ -17,22 +17,9 @@
 
 static void write_config(const struct fair_fake *fake, char *path, size_t n)
 {
-    snprintf(path, n, "%s/lease-config.yaml", fake->dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
     /* Renew deadline 4 s: a renewal (a GET and a PUT, 1 s at 500 ms each)
      * fits four times; one queued behind the binds does not. */
-    fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\n"
-               "kind: ControllerConfig\n"
-               "leaderElection:\n"
-               "  enabled: true\n"
-               "  leaseName: fairshare-test\n"
-               "  leaseNamespace: fairshare-system\n"
-               "  leaseDuration: 6s\n"
-               "  renewDeadline: 4s\n"
-               "  retryPeriod: 2s\n"
-               "cycleInterval: 500ms\n");
-    fclose(f);
+    config_write(path, n, fake, "lease", CTL_LEASE("6s", "4s", "2s") "cycleInterval: 500ms\n");
 }
 
 /* The Lease's renewTime into out ("" when unreadable). */

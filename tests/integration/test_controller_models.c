@@ -99,13 +99,9 @@ static void test_models_and_lending_limit(void **state)
     mk_queue(&fake, "qb", "b", "8", 1);
     static struct ctl c;
     memset(&c, 0, sizeof c);
-    snprintf(c.config, sizeof c.config, "%s/controller-models.yaml", fake.dir);
-    FILE *cf = fopen(c.config, "w");
-    assert_non_null(cf);
-    fprintf(cf, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-                "reclaim:\n  overQuotaMinRuntime: 0s\n"
-                "gpuModels:\n  H100: " H100 "\n  A100: " A100 "\n");
-    fclose(cf);
+    config_write(c.config, sizeof c.config, &fake, "models",
+                 "reclaim:\n  overQuotaMinRuntime: 0s\ngpuModels:\n  H100: " H100 "\n  A100: " A100
+                 "\n");
     assert_int_equal(ctl_start(&c, &fake, "models"), 0);
     if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
         ctl_dump_log(&c, 40);

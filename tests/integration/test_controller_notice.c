@@ -27,14 +27,8 @@ static void setup_two_teams(struct fair_fake *fake, struct ctl *c, const char *t
     mk_queue(fake, "qa", "a", "4", 1);
     mk_queue(fake, "qb", "b", "0", 1);
     memset(c, 0, sizeof *c);
-    snprintf(c->config, sizeof c->config, "%s/config-%s.yaml", fake->dir, tag);
-    FILE *f = fopen(c->config, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-            "leaderElection:\n  enabled: false\n%s",
-            config_extra ? config_extra : "");
-    assert_int_equal(fclose(f), 0);
+    config_write(c->config, sizeof c->config, fake, tag, "leaderElection:\n  enabled: false\n%s",
+                 config_extra ? config_extra : "");
     assert_int_equal(ctl_start(c, fake, tag), 0);
     if (!WAIT_UNTIL(ctl_ready(c), WAIT_MS)) {
         ctl_dump_log(c, 40);

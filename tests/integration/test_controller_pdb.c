@@ -110,13 +110,8 @@ static void test_pdb_overridden_after_max_wait(void **state)
         struct fair_fake_opts o = {
             .nodes = 1, .gpus_per_node = 2, .kubelet = 1, .grace_seconds = 1};
         assert_int_equal(tc_fake_start(&fake, &o), 0);
-        snprintf(c.config, sizeof c.config, "%s/config-pdbwait.yaml", fake.dir);
-        FILE *f = fopen(c.config, "w");
-        assert_non_null(f);
-        fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-                   "eviction:\n  pdbBackoff: 300ms\n  pdbMaxWait: %s\n",
-                wait ? "2s" : "0s");
-        fclose(f);
+        config_write(c.config, sizeof c.config, &fake, "pdbwait",
+                     "eviction:\n  pdbBackoff: 300ms\n  pdbMaxWait: %s\n", wait ? "2s" : "0s");
         assert_int_equal(ctl_start(&c, &fake, wait ? "pdbwait" : "pdbnowait"), 0);
         if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
             ctl_dump_log(&c, 40);

@@ -90,14 +90,8 @@ static void test_bind_conflict_not_retried(void **state)
     memset(&c, 0, sizeof c);
     struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
     assert_int_equal(tc_fake_start(&fake, &o), 0);
-    snprintf(c.config, sizeof c.config, "%s/conflict-config.yaml", fake.dir);
-    FILE *f = fopen(c.config, "w");
-    assert_non_null(f);
-    fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\n"
-               "kind: ControllerConfig\n"
-               "inFlightTimeout: 12s\n"
-               "cycleInterval: 200ms\n");
-    fclose(f);
+    config_write(c.config, sizeof c.config, &fake, "conflict",
+                 "inFlightTimeout: 12s\ncycleInterval: 200ms\n");
     const char *extra[] = {"--leader-elect=false", NULL};
     assert_int_equal(ctl_start_args(&c, &fake, "conflict", extra), 0);
     assert_true(WAIT_UNTIL(ctl_ready(&c), WAIT_MS));

@@ -207,12 +207,8 @@ static void test_weights_staggered(void **state)
         memset(&c, 0, sizeof c);
         /* A short minimum run time (the default is a minute), so that the
          * test also crosses it. */
-        snprintf(c.config, sizeof c.config, "%s/staggered-config.yaml", fake.dir);
-        FILE *f = fopen(c.config, "w");
-        assert_non_null(f);
-        fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-                   "leaderElection:\n  enabled: false\nreclaim:\n  overQuotaMinRuntime: 1s\n");
-        assert_int_equal(fclose(f), 0);
+        config_write(c.config, sizeof c.config, &fake, "staggered",
+                     "leaderElection:\n  enabled: false\nreclaim:\n  overQuotaMinRuntime: 1s\n");
         assert_int_equal(ctl_start(&c, &fake, orders[o]), 0);
         if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS))
             fail_msg("controller not ready");
@@ -298,16 +294,9 @@ static void eviction_bound_kept(bool two_replicas)
     static struct ctl r1, r2;
     memset(&r1, 0, sizeof r1);
     memset(&r2, 0, sizeof r2);
-    snprintf(r1.config, sizeof r1.config, "%s/bound-config.yaml", fake.dir);
-    FILE *f = fopen(r1.config, "w");
-    assert_non_null(f);
-    fprintf(f, "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-               "reclaim:\n  maxEvictions: 1\n  overQuotaMinRuntime: 0s\n");
-    if (two_replicas)
-        fprintf(f, "leaderElection:\n  enabled: true\n  leaseName: fairshare-test\n"
-                   "  leaseNamespace: fairshare-system\n  leaseDuration: 4s\n"
-                   "  renewDeadline: 3s\n  retryPeriod: 300ms\n");
-    assert_int_equal(fclose(f), 0);
+    config_write(r1.config, sizeof r1.config, &fake, "bound",
+                 "reclaim:\n  maxEvictions: 1\n  overQuotaMinRuntime: 0s\n%s",
+                 two_replicas ? CTL_LEASE("4s", "3s", "300ms") : "");
     struct ctl *lead = &r1, *next = &r1;
     if (two_replicas) {
         r1.identity = "replica-1";

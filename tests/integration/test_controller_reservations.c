@@ -223,16 +223,11 @@ static void del_pod(struct fair_fake *f, const char *ns, const char *name)
 static void start_ctl(struct fair_fake *f, struct ctl *c, const char *tag)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->config, sizeof c->config, "%s/config-%s.yaml", f->dir, tag);
-    FILE *cf = fopen(c->config, "w");
-    assert_non_null(cf);
-    fprintf(cf, "apiVersion: config.fairshare.dev/v1alpha1\n"
-                "kind: ControllerConfig\n"
-                "fractions:\n"
-                "  reservations: true\n"
-                "  reservationNamespace: " RESV_NS "\n"
-                "  reservationServiceAccount: \"\"\n");
-    fclose(cf);
+    config_write(c->config, sizeof c->config, f, tag,
+                 "fractions:\n"
+                 "  reservations: true\n"
+                 "  reservationNamespace: " RESV_NS "\n"
+                 "  reservationServiceAccount: \"\"\n");
     assert_int_equal(ctl_start(c, f, tag), 0);
     if (!WAIT_UNTIL(ctl_ready(c), WAIT_MS)) {
         ctl_dump_log(c, 40);

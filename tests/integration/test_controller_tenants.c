@@ -252,14 +252,8 @@ static int other_scheduler_run(bool charge, const char *tag)
                 "\"spec\":{\"nodeName\":\"node-0000\",\"containers\":[{\"name\":\"m\","
                 "\"image\":\"x\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"6\"}}}]}}");
     memset(&c, 0, sizeof c);
-    snprintf(c.config, sizeof c.config, "%s/config-%s.yaml", fake.dir, tag);
-    FILE *f = fopen(c.config, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-            "quota:\n  chargeOtherSchedulers: %s\n",
-            charge ? "true" : "false");
-    fclose(f);
+    config_write(c.config, sizeof c.config, &fake, tag, "quota:\n  chargeOtherSchedulers: %s\n",
+                 charge ? "true" : "false");
     assert_int_equal(ctl_start(&c, &fake, tag), 0);
     if (!WAIT_UNTIL(ctl_ready(&c), WAIT_MS)) {
         ctl_dump_log(&c, 40);

@@ -66,15 +66,11 @@ static void write_config(struct fair_fake *f, struct ctl *c, const char *extra)
     struct tm tm;
     gmtime_r(&t, &tm);
     int off = 12 - tm.tm_hour; /* local = UTC + off: -11 .. +12 */
-    snprintf(c->config, sizeof c->config, "%s/config-%d.yaml", f->dir, (int)getpid());
-    FILE *fp = fopen(c->config, "w");
-    assert_non_null(fp);
-    fprintf(fp,
-            "apiVersion: config.fairshare.dev/v1alpha1\nkind: ControllerConfig\n"
-            "timeZone: Etc/GMT%+d\n"
-            "fairShare:\n  usageRefresh: 1s\n%s",
-            -off, extra ? extra : "");
-    fclose(fp);
+    char name[32];
+    snprintf(name, sizeof name, "%d", (int)getpid());
+    config_write(c->config, sizeof c->config, f, name,
+                 "timeZone: Etc/GMT%+d\nfairShare:\n  usageRefresh: 1s\n%s", -off,
+                 extra ? extra : "");
 }
 
 static void mk(struct fair_fake *f, const char *kind, const char *body)

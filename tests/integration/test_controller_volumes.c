@@ -323,16 +323,8 @@ static void start_one_node(struct fair_fake *fake, struct ctl *c, const char *ti
 {
     struct fair_fake_opts o = {.nodes = 1, .gpus_per_node = 8, .kubelet = 1, .grace_seconds = 1};
     assert_int_equal(tc_fake_start(fake, &o), 0);
-    snprintf(c->config, sizeof c->config, "%s/provision-config.yaml", fake->dir);
-    FILE *f = fopen(c->config, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "apiVersion: config.fairshare.dev/v1alpha1\n"
-            "kind: ControllerConfig\n"
-            "volumeBindTimeout: %s\n"
-            "cycleInterval: 200ms\n",
-            timeout);
-    fclose(f);
+    config_write(c->config, sizeof c->config, fake, "provision",
+                 "volumeBindTimeout: %s\ncycleInterval: 200ms\n", timeout);
     const char *extra[] = {"--leader-elect=false", NULL};
     assert_int_equal(ctl_start_args(c, fake, "provision", extra), 0);
     assert_true(WAIT_UNTIL(ctl_ready(c), WAIT_MS));

@@ -30,21 +30,15 @@ static int wport;
 
 static void write_config(struct fair_fake *f, char *path, size_t n)
 {
-    snprintf(path, n, "%s/config-webhook.yaml", f->dir);
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fprintf(fp,
-            "apiVersion: config.fairshare.dev/v1alpha1\n"
-            "kind: ControllerConfig\n"
-            "cycleInterval: 100ms\n"
-            "webhook:\n"
-            "  address: \"127.0.0.1:%d\"\n"
-            "  namespace: fairshare-system\n"
-            "  extraNames: \"127.0.0.1, localhost\"\n"
-            "  configurationName: fairshare\n"
-            "  certValidity: 24h\n",
-            wport);
-    fclose(fp);
+    config_write(path, n, f, "webhook",
+                 "cycleInterval: 100ms\n"
+                 "webhook:\n"
+                 "  address: \"127.0.0.1:%d\"\n"
+                 "  namespace: fairshare-system\n"
+                 "  extraNames: \"127.0.0.1, localhost\"\n"
+                 "  configurationName: fairshare\n"
+                 "  certValidity: 24h\n",
+                 wport);
 }
 
 /* The caBundle text (malloc'd, base64 as stored) or NULL. */

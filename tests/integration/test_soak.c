@@ -343,31 +343,25 @@ static void remove_node(struct soak *s, const char *node)
 
 static void write_config(struct soak *s)
 {
-    snprintf(s->config, sizeof s->config, "%s/soak-config.yaml", s->fake.dir);
-    FILE *f = fopen(s->config, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "apiVersion: config.fairshare.dev/v1alpha1\n"
-            "kind: ControllerConfig\n"
-            "leaderElection:\n"
-            "  enabled: true\n"
-            "  leaseName: fairshare-test\n"
-            "  leaseNamespace: fairshare-system\n"
-            "  leaseDuration: %dms\n"
-            "  renewDeadline: 3s\n"
-            "  retryPeriod: 300ms\n"
-            "ledger:\n"
-            "  samplePeriod: %dms\n"
-            "  flushInterval: %dms\n"
-            /* The checks follow the pods the soak creates (p-N); a requeued
-             * pod (p-N-rq1, created by the controller) is not in its model.
-             * Requeue has its own tests (test_controller_notice). */
-            "reclaim:\n"
-            "  requeueBarePods: false\n"
-            "kubeAPI:\n"
-            "  watchStallTimeout: %dms\n",
-            LEASE_MS, SAMPLE_MS, FLUSH_MS, STALL_MS);
-    fclose(f);
+    config_write(s->config, sizeof s->config, &s->fake, "soak",
+                 "leaderElection:\n"
+                 "  enabled: true\n"
+                 "  leaseName: fairshare-test\n"
+                 "  leaseNamespace: fairshare-system\n"
+                 "  leaseDuration: %dms\n"
+                 "  renewDeadline: 3s\n"
+                 "  retryPeriod: 300ms\n"
+                 "ledger:\n"
+                 "  samplePeriod: %dms\n"
+                 "  flushInterval: %dms\n"
+                 /* The checks follow the pods the soak creates (p-N); a requeued
+                  * pod (p-N-rq1, created by the controller) is not in its model.
+                  * Requeue has its own tests (test_controller_notice). */
+                 "reclaim:\n"
+                 "  requeueBarePods: false\n"
+                 "kubeAPI:\n"
+                 "  watchStallTimeout: %dms\n",
+                 LEASE_MS, SAMPLE_MS, FLUSH_MS, STALL_MS);
 }
 
 /* Starts replica i under a new identity (a restarted pod of a Deployment
