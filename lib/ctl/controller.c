@@ -21,6 +21,7 @@
 #include "cache/store.h"
 #include "cache/workqueue.h"
 #include "ctl/index.h"
+#include "ctl/loop.h"
 #include "ctl/metrics.h"
 #include "ctl/podmem.h"
 #include "ctl/reasons.h"
@@ -34,220 +35,15 @@
 #include "kube/decode.h"
 #include "ledger/ledger.h"
 
-#define COMP "controller"
-#define CYCLE_KEY "cycle"
-/* Writes about pending pods (conditions + Events) per cycle: binds and
- * evictions always go first; the rest waits for the next cycle. */
-#define MAX_TELLS_PER_CYCLE 200
-/* Binds in flight at once. Every request waits for a connection inside the
- * client, and its timeout runs while it waits: queueing 10,000 binds at
- * once makes the last ones time out. The rest waits for the next cycle,
- * which the answers trigger. */
-#define MAX_BINDS_IN_FLIGHT 256
-/* Least time between change-triggered cycles while binds are queued. */
-#define BUSY_CYCLE_GAP_MS 200
-/* Scheduled and Preempted Events wait in a low-priority queue: sent only
- * while no planned bind waits for a slot, a few at a time, so that a burst
- * of binds is not slowed by twice as many writes; past the cap they are
- * dropped and counted (client-go's broadcaster queues 1,000 and drops the
- * rest the same way). */
-#define EVENT_QUEUE_MAX 1000
-#define MAX_EVENTS_IN_FLIGHT 16
-/* Other requests (Events, conditions) outstanding at once. */
-#define MAX_REQS_OUTSTANDING 2048
-/* Status writes per cycle. */
-#define MAX_STATUS_PER_CYCLE 100
-/* How often old ledger rows are pruned. */
-#define PRUNE_INTERVAL_MS (6LL * 3600 * 1000)
-/* The largest pod a requeue copies (etcd's default object limit is 1.5
- * MiB; the copy is kept in memory while its victim is evicted). */
-#define REQUEUE_MAX_BYTES ((size_t)2 << 20)
-
-/* Namespaces: their labels, for pod (anti-)affinity namespaceSelectors;
- * claims, volumes and storage classes, for where a pod's volumes are. */
-enum {
-    INF_PROJECTS,
-    INF_QUEUES,
-    INF_NODES,
-    INF_PODS,
-    INF_NAMESPACES,
-    INF_PVCS,
-    INF_PVS,
-    INF_SCS,
-    INF_COUNT
-};
-
-/* PodGroups, optional CRDs (index: enum fair_kpodgroup_flavor): an
- * informer runs only once discovery says the resource is served. Until
- * then (404) the controller says so once and asks again every
- * PG_RECHECK_MS; other discovery failures are retried sooner. */
-#define PG_COUNT 2
-#define PG_RECHECK_MS (5LL * 60 * 1000)
-#define PG_RETRY_MS (30LL * 1000)
-struct pgwatch {
-    struct fair_ctl *c;
-    int flavor;
-    struct fair_informer *inf; /* NULL until the CRD is served */
-    struct event *timer;       /* the next discovery */
-    bool said_absent;          /* "not installed" logged since it was last seen */
-    bool synced;
-};
+/* PodGroups: the API resource and the decoder of each flavor. */
 static const struct fair_kres *const pg_res[PG_COUNT] = {
     [FAIR_KPG_COSCHED] = &fair_kres_sp_podgroups, [FAIR_KPG_VOLCANO] = &fair_kres_vc_podgroups};
 static const struct fair_ktype *const pg_type[PG_COUNT] = {
     [FAIR_KPG_COSCHED] = &fair_ktype_sp_podgroup, [FAIR_KPG_VOLCANO] = &fair_ktype_vc_podgroup};
 
-/* Context of one API request; listed so that shutdown frees those whose
- * callbacks will never run. */
-struct req {
-    struct fair_ctl *c;
-    struct req *prev, *next;
-    int kind;
-    char *uid, *ns, *name, *node, *devices;
-    char *queue, *project, *team, *cost_center, *gpu_model;
-    char *for_queue, *for_pod;
-    char *obj_kind;                  /* status writes: "Queue" / "Project" */
-    char *message;                   /* queued Events */
-    const char *ev_type, *ev_reason; /* queued Events; static strings */
-    char *lineage;                   /* evictions, binds: whose eviction count grows */
-    char *gang;                      /* binds: the pod's gang, NULL: none */
-    char *creator;                   /* binds: ledger.creatorLabel's value, NULL: none */
-    int32_t gang_size;               /* binds */
-    bool non_preemptible;            /* binds */
-    bool gpu_env_missing;            /* binds: a fraction the webhook did not see */
-    uint64_t devmask;                /* binds: the devices given */
-    int64_t gpu_milli, inquota_milli;
-    int evict_reason;
-    /* Evictions: the owed pod's uid ("": none); the grace period to ask
-     * for (-1: the pod's own); the notice's due time (monotonic); the pod
-     * to create when the eviction is accepted (requeue: name and body,
-     * NULL: none), and what the Preempted Event adds about it. */
-    char *for_uid;
-    int64_t grace_s;
-    int64_t due_ms;
-    char *rq_name, *rq_body, *rq_note;
-    bool pdb_override;       /* an eviction sent as a DELETE: a PDB refused it too long */
-    struct req *evict_after; /* a mark: the eviction to send once it is answered */
-    bool keep_spec;          /* a mark under notice: keep the answer for the requeue */
-    struct req *qnext;       /* binds waiting for a slot; queued Events; notices */
-    bool bind_slot;          /* holds one of the MAX_BINDS_IN_FLIGHT slots */
-    bool event_slot;         /* holds one of the MAX_EVENTS_IN_FLIGHT slots */
-    /* Binds of fractions with reservations on: the device slot (plus one;
-     * 0: none) and its text for the gpu-slot annotation; while waiting
-     * for the reservation (REQ_RESV_WAIT), since when and when it was
-     * last asked to be created (monotonic). */
-    int slot1;
-    char slot_s[12];
-    int64_t wait_since_ms, resv_asked_ms;
-    /* Binds of fractions on nodes labelled fairshare.dev/gpu-isolation:
-     * hami-core: the annotations for HAMi-core's CUDA_DEVICE_MEMORY_LIMIT
-     * and CUDA_DEVICE_SM_LIMIT ("" when not written). */
-    char mem_limit_s[24];
-    char sm_limit_s[24];
-};
-
-enum {
-    REQ_QUEUED_BIND,
-    REQ_BIND,
-    REQ_EVICT_MARK,
-    REQ_EVICT,
-    REQ_EVENT,
-    REQ_QUEUED_EVENT,
-    REQ_POD_STATUS,
-    REQ_OBJ_STATUS,
-    REQ_UNMARK,
-    REQ_NOTICE,  /* an eviction waiting for its preemption notice to pass */
-    REQ_REQUEUE, /* the pod created again after its eviction */
-    /* Reservation pods (docs/fractions.md): a fraction's bind waiting for
-     * its reservation pod's device; creating one; deleting one. */
-    REQ_RESV_WAIT,
-    REQ_RESV_CREATE,
-    REQ_RESV_DELETE,
-    REQ_OBJ_PATCH, /* a claim's selected-node, a volume's claimRef; uid: the pod */
-};
-
-/* How often a waiting bind asks again for its reservation pod. */
-#define RESV_RECREATE_MS 5000
-
-struct fair_ctl {
-    /* issue 15: the GPU model figures of the status being written. */
-    const struct fair_model_status *status_models;
-    const char *const *status_model_names;
-    size_t status_nmodels;
-    struct fair_ctl_gpu_alias gpu_aliases[FAIR_CTL_MAX_GPU_ALIASES];
-    size_t ngpu_aliases;
-    bool gpu_aliases_parsed;
-    struct event_base *base;
-    struct fair_ctl_tq *tq; /* time-based quota (ctl/tqstate.h) */
-    const struct fair_ctl_config *cfg;
-    const struct fair_clock *clock;
-    char *kubeconfig;
-    char *identity;
-    struct fair_kconfig kcfg;
-    struct fair_kclient *kc;
-    struct fair_kclient *lease_kc; /* leader election's own client */
-    struct fair_informer *inf[INF_COUNT];
-    bool synced[INF_COUNT];
-    struct fair_leader *leader;
-    struct fair_ledger *ledger;
-    struct fair_workqueue *wq;
-    struct event *cycle_ev;
-    int64_t cycle_due;          /* monotonic ms the timer is armed for; -1: not armed */
-    int64_t last_cycle_ms;      /* monotonic end of the last cycle */
-    int64_t last_cycle_cost_ms; /* how long it took */
-    bool more_work;             /* the last cycle left writes for later */
-    struct event *flush_ev;
-    bool leader_now;
-    bool started;
-    bool stopping;
-    int exit_code;
-    bool need_reconcile;
-    int64_t last_sample_ms; /* wall */
-    int64_t last_prune_ms;  /* monotonic */
-    struct fair_ctl_podmem pods;
-    struct fair_ctl_status_table status;
-    struct fair_ctl_metrics metrics;
-    struct req *reqs; /* outstanding */
-    size_t nreqs;
-    size_t binds_in_flight;              /* binds sent and not answered */
-    struct req *bindq_head, *bindq_tail; /* planned binds waiting for a slot */
-    size_t nbindq;
-    size_t events_in_flight;         /* queued Events sent and not answered */
-    struct req *evq_head, *evq_tail; /* Events waiting to be sent */
-    size_t nevq;
-    struct req *notices; /* evictions under notice (REQ_NOTICE, by qnext) */
-    /* Binds waiting for a reservation pod's device (REQ_RESV_WAIT, by
-     * qnext), and how many. */
-    struct req *resv_wait;
-    size_t nresv_wait;
-    /* Nodes holding a pod the pods informer cannot read (borrowed names). */
-    const char *full_nodes[FAIR_INFORMER_MAX_UNREADABLE];
-    /* Scratch arrays for the snapshot input, reused between cycles. */
-    const void **arr[INF_COUNT];
-    size_t arr_cap[INF_COUNT];
-    struct pgwatch pg[PG_COUNT];
-    /* While a snapshot is built: owner uid -> its live pods (keys borrowed
-     * from the pod store), for owner_evictions. */
-    struct fair_ctl_index owner_width;
-    const void **pg_arr; /* both flavors' PodGroups, for the snapshot */
-    size_t pg_arr_cap, npg;
-    void (*shutdown_done)(void *ctx);
-    void *shutdown_ctx;
-};
-
 /* ---- small helpers ---- */
 
-static int64_t mono(const struct fair_ctl *c)
-{
-    return fair_mono_ms(c->clock);
-}
-
-static int64_t wall(const struct fair_ctl *c)
-{
-    return fair_now_ms(c->clock);
-}
-
-static struct req *req_new(struct fair_ctl *c, int kind)
+struct req *fair_ctl_req_new(struct fair_ctl *c, int kind)
 {
     struct req *r = fair_calloc(1, sizeof *r);
     if (!r)
@@ -262,7 +58,7 @@ static struct req *req_new(struct fair_ctl *c, int kind)
     return r;
 }
 
-static void req_free(struct req *r)
+void fair_ctl_req_free(struct req *r)
 {
     if (!r)
         return;
@@ -318,20 +114,14 @@ static void req_free(struct req *r)
     fair_free(r);
 }
 
-/* strdup that accepts NULL (gives ""), for request contexts. */
-static char *dup0(const char *s)
-{
-    return fair_strdup(s ? s : "");
-}
-
-static void note_api_error(struct fair_ctl *c, const struct fair_kresponse *resp)
+void fair_ctl_note_api_error(struct fair_ctl *c, const struct fair_kresponse *resp)
 {
     fair_ctl_metrics_api_error(&c->metrics, resp->status);
 }
 
 /* ---- cycle scheduling ---- */
 
-static void arm_cycle(struct fair_ctl *c, int64_t delay_ms)
+void fair_ctl_arm_cycle(struct fair_ctl *c, int64_t delay_ms)
 {
     if (c->stopping || !c->cycle_ev)
         return;
@@ -347,7 +137,7 @@ static void arm_cycle(struct fair_ctl *c, int64_t delay_ms)
 
 /* Something changed: a cycle soon, but not sooner than cycleMinInterval
  * after the last one, so that a burst of events makes one cycle. */
-static void mark_dirty(struct fair_ctl *c)
+void fair_ctl_mark_dirty(struct fair_ctl *c)
 {
     if (fair_workqueue_add(c->wq, CYCLE_KEY))
         FAIR_WARN(COMP, "msg=\"work queue full\"");
@@ -368,7 +158,7 @@ static void mark_dirty(struct fair_ctl *c)
             gap = slow;
     }
     int64_t wait = gap - (mono(c) - c->last_cycle_ms);
-    arm_cycle(c, wait > 0 ? wait : 0);
+    fair_ctl_arm_cycle(c, wait > 0 ? wait : 0);
 }
 
 /* ---- ledger ---- */
@@ -403,35 +193,23 @@ static void ledger_close(struct fair_ctl *c, const struct fair_kpod *p, enum fai
 
 /* ---- informer handlers ---- */
 
-/* The lineage whose evictions count for pod: its controller owner (a Job's
- * replacement pods share the Job's count), else the pod itself. */
-static const char *lineage_of(const struct fair_kpod *p)
-{
-    return p->owner_uid && *p->owner_uid ? p->owner_uid : p->meta.uid;
-}
-
-static bool is_ours(const struct fair_ctl *c, const struct fair_kpod *p)
-{
-    return p->scheduler_name && strcmp(p->scheduler_name, c->cfg->scheduler_name) == 0;
-}
-
 static void on_add(void *obj, void *ctx)
 {
     (void)obj;
-    mark_dirty(ctx);
+    fair_ctl_mark_dirty(ctx);
 }
 
 static void on_update(void *old, void *new_, void *ctx)
 {
     (void)old;
     (void)new_;
-    mark_dirty(ctx);
+    fair_ctl_mark_dirty(ctx);
 }
 
 static void on_delete(void *obj, void *ctx)
 {
     (void)obj;
-    mark_dirty(ctx);
+    fair_ctl_mark_dirty(ctx);
 }
 
 /* A deleted Queue or Project: forget what was last written for it. */
@@ -441,7 +219,7 @@ static void on_queue_delete(void *obj, void *ctx)
     const struct fair_kmeta *m = obj;
     if (m->name)
         fair_ctl_status_forget(&c->status, "Queue", m->name);
-    mark_dirty(c);
+    fair_ctl_mark_dirty(c);
 }
 
 static void on_project_delete(void *obj, void *ctx)
@@ -450,7 +228,7 @@ static void on_project_delete(void *obj, void *ctx)
     const struct fair_kmeta *m = obj;
     if (m->name)
         fair_ctl_status_forget(&c->status, "Project", m->name);
-    mark_dirty(c);
+    fair_ctl_mark_dirty(c);
 }
 
 static void on_pod_update(void *old_, void *new_, void *ctx)
@@ -474,7 +252,7 @@ static void on_pod_update(void *old_, void *new_, void *ctx)
                          e && e->op == FAIR_CTL_OP_EVICTING ? FAIR_LEDGER_PREEMPTED
                                                             : FAIR_LEDGER_FAILED);
     }
-    mark_dirty(c);
+    fair_ctl_mark_dirty(c);
 }
 
 static void on_pod_delete(void *obj, void *ctx)
@@ -489,7 +267,7 @@ static void on_pod_delete(void *obj, void *ctx)
                          ? FAIR_LEDGER_PREEMPTED
                          : FAIR_LEDGER_DELETED);
     fair_ctl_podmem_remove(&c->pods, p->meta.uid);
-    mark_dirty(c);
+    fair_ctl_mark_dirty(c);
 }
 
 static void on_synced(void *ctx);
@@ -519,7 +297,7 @@ static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
     struct req *r = ctx;
     struct fair_ctl *c = r->c;
     if (resp->rc && resp->rc != FAIR_ENOTFOUND) {
-        note_api_error(c, resp);
+        fair_ctl_note_api_error(c, resp);
         FAIR_DEBUG(COMP, "msg=\"request failed\" kind=%d obj=%s/%s status=%ld err=\"%s\"", r->kind,
                    r->ns ? r->ns : "", r->name ? r->name : "", resp->status, resp->err.msg);
     }
@@ -554,16 +332,16 @@ static void on_simple_done(const struct fair_kresponse *resp, void *ctx)
         }
     }
     bool was_queued = r->event_slot;
-    req_free(r);
+    fair_ctl_req_free(r);
     if (was_queued)
         pump_events(c);
 }
 
-static void send_event(struct fair_ctl *c, const struct fair_kpod *p, const char *type,
-                       const char *reason, const char *message)
+void fair_ctl_send_event(struct fair_ctl *c, const struct fair_kpod *p, const char *type,
+                         const char *reason, const char *message)
 {
     struct fair_error err = {0};
-    struct req *r = req_new(c, REQ_EVENT);
+    struct req *r = fair_ctl_req_new(c, REQ_EVENT);
     if (!r)
         return;
     r->ns = dup0(p->meta.namespace_);
@@ -577,7 +355,7 @@ static void send_event(struct fair_ctl *c, const struct fair_kpod *p, const char
                            on_simple_done, r, &err)) {
         FAIR_WARN(COMP, "msg=\"event not sent\" pod=%s/%s err=\"%s\"", p->meta.namespace_,
                   p->meta.name, err.msg);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
 }
 
@@ -604,21 +382,21 @@ static void pump_events(struct fair_ctl *c)
         if (fair_kclient_event(c->kc, &ref, r->ev_type, r->ev_reason, r->message,
                                c->cfg->scheduler_name, on_simple_done, r, &err)) {
             FAIR_WARN(COMP, "msg=\"event not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
-            req_free(r);
+            fair_ctl_req_free(r);
         }
     }
 }
 
 /* Queues a low-priority Event about a pod (type and reason: static
  * strings); see EVENT_QUEUE_MAX. */
-static void queue_event(struct fair_ctl *c, const char *ns, const char *name, const char *uid,
-                        const char *type, const char *reason, const char *message)
+void fair_ctl_queue_event(struct fair_ctl *c, const char *ns, const char *name, const char *uid,
+                          const char *type, const char *reason, const char *message)
 {
     if (c->nevq >= EVENT_QUEUE_MAX) {
         c->metrics.events_dropped++;
         return;
     }
-    struct req *r = req_new(c, REQ_QUEUED_EVENT);
+    struct req *r = fair_ctl_req_new(c, REQ_QUEUED_EVENT);
     if (!r)
         return;
     r->ns = dup0(ns);
@@ -628,7 +406,7 @@ static void queue_event(struct fair_ctl *c, const char *ns, const char *name, co
     r->ev_type = type;
     r->ev_reason = reason;
     if (!r->ns || !r->name || !r->uid || !r->message) {
-        req_free(r);
+        fair_ctl_req_free(r);
         return;
     }
     if (c->evq_tail)
@@ -643,9 +421,9 @@ static void queue_event(struct fair_ctl *c, const char *ns, const char *name, co
 /* Patches one pod condition with a strategic merge patch on pods/status,
  * which merges conditions by type (a JSON merge patch would replace the
  * whole list, dropping the kubelet's). */
-static void patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int kind,
-                            const char *type, const char *status, const char *reason,
-                            const char *message)
+void fair_ctl_patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int kind,
+                              const char *type, const char *status, const char *reason,
+                              const char *message)
 {
     struct fair_error err = {0};
     struct fair_buf path;
@@ -653,7 +431,7 @@ static void patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int k
     char *body = NULL;
     json_t *doc = NULL;
     fair_buf_init(&path, 4096);
-    struct req *r = req_new(c, kind);
+    struct req *r = fair_ctl_req_new(c, kind);
     if (!r)
         goto out;
     r->uid = dup0(p->meta.uid);
@@ -666,7 +444,7 @@ static void patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int k
     body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     if (!body ||
         fair_kpath(&path, &fair_kres_pods, p->meta.namespace_, p->meta.name, "status", &err)) {
-        req_free(r);
+        fair_ctl_req_free(r);
         goto out;
     }
     if (fair_kclient_request(c->kc, "PATCH", fair_buf_str(&path),
@@ -674,7 +452,7 @@ static void patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int k
                              on_simple_done, r, NULL, &err)) {
         FAIR_WARN(COMP, "msg=\"status patch not sent\" pod=%s/%s err=\"%s\"", p->meta.namespace_,
                   p->meta.name, err.msg);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
 out:
     free(body);
@@ -685,7 +463,8 @@ out:
 /* Tells the owner of a pending pod why it waits: the PodScheduled=False
  * condition (only when its reason changes) and a FailedScheduling Event
  * (when the reason changes, or at most once per events.perPodInterval). */
-static int tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why, const char *message)
+int fair_ctl_tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why,
+                          const char *message)
 {
     int sent = 0;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_ensure(&c->pods, p->meta.uid);
@@ -696,13 +475,13 @@ static int tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why, 
     bool cond_same = p->scheduled_condition_false && p->scheduled_reason &&
                      strcmp(p->scheduled_reason, reason) == 0;
     if (!cond_same && e->last_cond_why != why) {
-        patch_condition(c, p, REQ_POD_STATUS, "PodScheduled", "False", reason, message);
+        fair_ctl_patch_condition(c, p, REQ_POD_STATUS, "PodScheduled", "False", reason, message);
         e->last_cond_why = why;
         e->last_cond_ms = now;
         sent++;
     }
     if (e->last_event_why != why || now - e->last_event_ms >= c->cfg->event_interval_ms) {
-        send_event(c, p, "Warning", "FailedScheduling", message);
+        fair_ctl_send_event(c, p, "Warning", "FailedScheduling", message);
         e->last_event_why = why;
         e->last_event_ms = now;
         sent++;
@@ -719,7 +498,7 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
     struct req *r = ctx;
     struct fair_ctl *c = r->c;
     if (resp->rc) {
-        note_api_error(c, resp);
+        fair_ctl_note_api_error(c, resp);
         c->metrics.bind_errors++;
         if (resp->status == 409) {
             /* Conflict: the pod is already bound (or was replaced), so our
@@ -754,8 +533,8 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
                       r->name, r->node, resp->status, resp->err.msg);
             fair_ctl_podmem_end(&c->pods, r->uid);
         }
-        mark_dirty(c);
-        req_free(r);
+        fair_ctl_mark_dirty(c);
+        fair_ctl_req_free(r);
         pump_binds(c);
         return;
     }
@@ -769,7 +548,7 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
     else
         snprintf(msg, sizeof msg, "Bound %s/%s to node %s (queue %s)", r->ns, r->name, r->node,
                  r->queue);
-    queue_event(c, r->ns, r->name, r->uid, "Normal", "Scheduled", msg);
+    fair_ctl_queue_event(c, r->ns, r->name, r->uid, "Normal", "Scheduled", msg);
     if (r->gpu_env_missing) {
         snprintf(msg, sizeof msg,
                  "the fairshare admission webhook did not see this pod (it was down or "
@@ -777,7 +556,7 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
                  "NVIDIA_VISIBLE_DEVICES (GPU %s) only if they set it themselves from the "
                  "annotation " FAIR_ANN_GPU_DEVICES " (docs/fractions.md, \"The webhook\")",
                  r->devices);
-        queue_event(c, r->ns, r->name, r->uid, "Warning", "GPUEnvNotInjected", msg);
+        fair_ctl_queue_event(c, r->ns, r->name, r->uid, "Warning", "GPUEnvNotInjected", msg);
         c->metrics.gpu_env_missing++;
     }
     if (c->ledger && r->gpu_milli > 0 && c->leader_now) {
@@ -804,7 +583,7 @@ static void on_bind_done(const struct fair_kresponse *resp, void *ctx)
             FAIR_WARN(COMP, "msg=\"ledger open failed\" pod=%s/%s err=\"%s\"", r->ns, r->name,
                       err.msg);
     }
-    req_free(r);
+    fair_ctl_req_free(r);
     pump_binds(c);
 }
 
@@ -843,7 +622,7 @@ static void start_bind(struct fair_ctl *c, struct req *r)
                           &err)) {
         FAIR_WARN(COMP, "msg=\"bind not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
         fair_ctl_podmem_end(&c->pods, r->uid);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
 }
 
@@ -885,13 +664,13 @@ static void drop_bind_queue(struct fair_ctl *c)
     while (c->resv_wait) {
         struct req *r = c->resv_wait;
         fair_ctl_podmem_end(&c->pods, r->uid);
-        req_free(r); /* unlinks it */
+        fair_ctl_req_free(r); /* unlinks it */
     }
     while (c->bindq_head) {
         struct req *r = c->bindq_head;
         c->bindq_head = r->qnext;
         fair_ctl_podmem_end(&c->pods, r->uid);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
     c->bindq_tail = NULL;
     c->nbindq = 0;
@@ -916,7 +695,7 @@ static void on_resv_done(const struct fair_kresponse *resp, void *ctx)
     struct req *r = ctx;
     struct fair_ctl *c = r->c;
     if (resp->rc && resp->rc != FAIR_ENOTFOUND && resp->status != 409) {
-        note_api_error(c, resp);
+        fair_ctl_note_api_error(c, resp);
         FAIR_WARN(COMP, "msg=\"reservation pod %s failed\" pod=%s/%s status=%ld err=\"%s\"",
                   r->kind == REQ_RESV_CREATE ? "create" : "delete", r->ns, r->name, resp->status,
                   resp->err.msg);
@@ -925,7 +704,7 @@ static void on_resv_done(const struct fair_kresponse *resp, void *ctx)
                   r->kind == REQ_RESV_CREATE ? "created" : "deleted", r->ns, r->name,
                   r->node ? r->node : "");
     }
-    req_free(r);
+    fair_ctl_req_free(r);
 }
 
 /* Creates the reservation pod of slot on node: it asks the device plugin
@@ -962,14 +741,14 @@ static void resv_create(struct fair_ctl *c, const char *node, int slot)
                             json_string(c->cfg->reservation_sa));
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    struct req *r = text ? req_new(c, REQ_RESV_CREATE) : NULL;
+    struct req *r = text ? fair_ctl_req_new(c, REQ_RESV_CREATE) : NULL;
     struct fair_error err = {0};
     if (r && (!(r->ns = dup0(c->cfg->reservation_namespace)) || !(r->name = dup0(name)) ||
               !(r->node = dup0(node)) ||
               fair_kclient_create(c->kc, &fair_kres_pods, r->ns, text, on_resv_done, r, &err))) {
         FAIR_WARN(COMP, "msg=\"reservation pod not created\" node=%s slot=%d err=\"%s\"", node,
                   slot, err.msg);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
     free(text);
 }
@@ -977,13 +756,13 @@ static void resv_create(struct fair_ctl *c, const char *node, int slot)
 static void resv_delete(struct fair_ctl *c, const struct fair_kpod *k)
 {
     struct fair_error err = {0};
-    struct req *r = req_new(c, REQ_RESV_DELETE);
+    struct req *r = fair_ctl_req_new(c, REQ_RESV_DELETE);
     if (r && (!(r->ns = dup0(k->meta.namespace_)) || !(r->name = dup0(k->meta.name)) ||
               !(r->node = dup0(k->node_name)) ||
               fair_kclient_delete(c->kc, &fair_kres_pods, r->ns, r->name, on_resv_done, r, &err))) {
         FAIR_WARN(COMP, "msg=\"reservation pod not deleted\" pod=%s/%s err=\"%s\"",
                   k->meta.namespace_, k->meta.name, err.msg);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
 }
 
@@ -1032,8 +811,8 @@ static void resv_wait_step(struct fair_ctl *c, const struct fair_ctl_snapshot *s
                   "again\" pod=%s/%s node=%s slot=%d",
                   r->ns, r->name, r->node, r->slot1 - 1);
         fair_ctl_podmem_end(&c->pods, r->uid);
-        req_free(r);
-        mark_dirty(c);
+        fair_ctl_req_free(r);
+        fair_ctl_mark_dirty(c);
         return;
     }
     if (!rv && (r->resv_asked_ms == 0 || now - r->resv_asked_ms >= RESV_RECREATE_MS)) {
@@ -1117,7 +896,7 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_BINDING, node->name, a->gpu_devices,
                               mono(c)))
         return; /* already in flight */
-    struct req *r = req_new(c, REQ_QUEUED_BIND);
+    struct req *r = fair_ctl_req_new(c, REQ_QUEUED_BIND);
     if (!r)
         goto fail;
     const struct fair_queue *q = p->queue >= 0 ? &s->snap.queues[p->queue] : NULL;
@@ -1185,7 +964,7 @@ static void do_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     bindq_push(c, r);
     return;
 fail:
-    req_free(r);
+    fair_ctl_req_free(r);
     fair_ctl_podmem_end(&c->pods, p->uid);
 }
 
@@ -1222,13 +1001,13 @@ static int prebind_static(struct fair_ctl *c, struct fair_ctl_snapshot *s,
         char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         json_decref(doc);
         struct fair_error err = {0};
-        struct req *r = body ? req_new(c, REQ_OBJ_PATCH) : NULL;
+        struct req *r = body ? fair_ctl_req_new(c, REQ_OBJ_PATCH) : NULL;
         if (!r || !(r->name = dup0(pv->meta.name)) || !(r->uid = dup0(k->meta.uid)) ||
             fair_kclient_merge_patch(c->kc, &fair_kres_pvs, NULL, pv->meta.name, NULL, body,
                                      on_simple_done, r, &err)) {
             FAIR_WARN(COMP, "msg=\"volume not prebound\" pv=%s pvc=%s/%s err=\"%s\"", pv->meta.name,
                       pc->meta.namespace_, pc->meta.name, err.msg);
-            req_free(r);
+            fair_ctl_req_free(r);
         } else {
             FAIR_INFO(COMP, "msg=\"volume prebound\" pv=%s pvc=%s/%s node=%s pod=%s/%s",
                       pv->meta.name, pc->meta.namespace_, pc->meta.name, node->name,
@@ -1267,14 +1046,14 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
     size_t held = (size_t)pre;
     for (size_t i = 0; body && i < n; i++) {
         struct fair_error err = {0};
-        struct req *r = req_new(c, REQ_OBJ_PATCH);
+        struct req *r = fair_ctl_req_new(c, REQ_OBJ_PATCH);
         if (!r || !(r->ns = dup0(claims[i]->meta.namespace_)) ||
             !(r->name = dup0(claims[i]->meta.name)) || !(r->uid = dup0(k->meta.uid)) ||
             fair_kclient_merge_patch(c->kc, &fair_kres_pvcs, claims[i]->meta.namespace_,
                                      claims[i]->meta.name, NULL, body, on_simple_done, r, &err)) {
             FAIR_WARN(COMP, "msg=\"selected-node not written\" pvc=%s/%s err=\"%s\"",
                       claims[i]->meta.namespace_, claims[i]->meta.name, err.msg);
-            req_free(r);
+            fair_ctl_req_free(r);
             continue;
         }
         FAIR_INFO(COMP, "msg=\"claim waits for its node\" pvc=%s/%s node=%s pod=%s/%s",
@@ -1303,7 +1082,7 @@ static void select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
                  "waiting for the volume of claim \"%s\"%s on node %s to be made or bound; the "
                  "pod's room there is held meanwhile (up to volumeBindTimeout)",
                  first, held > 1 ? " and others" : "", node);
-        tell_pending(c, k, FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_VOLUME, msg);
+        fair_ctl_tell_pending(c, k, FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_VOLUME, msg);
     }
 }
 
@@ -1360,714 +1139,6 @@ static void bindq_push(struct fair_ctl *c, struct req *r)
     c->nbindq++;
 }
 
-/* ---- evictions ---- */
-
-static void on_evict_done(const struct fair_kresponse *resp, void *ctx);
-
-/* Whether the victim uid has had its evictions refused by a
- * PodDisruptionBudget for eviction.pdbMaxWait, in one run of refusals (none
- * further apart than that): then it goes by DELETE, which no budget stops,
- * as kube-scheduler's preemption treats budgets as best effort. The engine
- * chose it again after pdbBackoff, so no other victim would do. */
-static bool pdb_overdue(struct fair_ctl *c, const char *uid)
-{
-    const struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, uid);
-    int64_t now = mono(c), wait = c->cfg->pdb_max_wait_ms;
-    return e && wait > 0 && e->pdb_since_ms && now - e->pdb_last_ms <= wait &&
-           now - e->pdb_since_ms >= wait;
-}
-
-/* POST pods/NAME/eviction. A pod that was given a preemption notice asks
- * for its grace period less the notice already given (r->grace_s), so that
- * the GPUs are free after max(notice, grace), not after both. */
-static void send_eviction(struct fair_ctl *c, struct req *r)
-{
-    struct fair_error err = {0};
-    struct fair_buf path;
-    char *body = NULL;
-    json_t *doc = NULL;
-    int rc;
-    fair_buf_init(&path, 4096);
-    r->kind = REQ_EVICT;
-    r->pdb_override = pdb_overdue(c, r->uid);
-    if (r->pdb_override) {
-        /* A DELETE with the pod's uid as precondition, so that a pod made
-         * again under the same name is not the one that goes. */
-        doc = r->grace_s < 0 ? json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
-                                         "DeleteOptions", "preconditions", "uid", r->uid)
-                             : json_pack("{s:s, s:s, s:{s:s}, s:I}", "apiVersion", "v1", "kind",
-                                         "DeleteOptions", "preconditions", "uid", r->uid,
-                                         "gracePeriodSeconds", (json_int_t)r->grace_s);
-        body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-        rc = !body ? fair_error_set(&err, FAIR_ENOMEM, "out of memory")
-                   : fair_kpath(&path, &fair_kres_pods, r->ns, r->name, NULL, &err);
-        if (!rc)
-            rc = fair_kclient_request(c->kc, "DELETE", fair_buf_str(&path), NULL, body,
-                                      strlen(body), 0, on_evict_done, r, NULL, &err);
-    } else if (r->grace_s < 0) {
-        rc = fair_kclient_evict(c->kc, r->ns, r->name, on_evict_done, r, &err);
-    } else {
-        doc = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:I}}", "apiVersion", "policy/v1", "kind",
-                        "Eviction", "metadata", "name", r->name, "namespace", r->ns,
-                        "deleteOptions", "gracePeriodSeconds", (json_int_t)r->grace_s);
-        body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-        rc = !body ? fair_error_set(&err, FAIR_ENOMEM, "out of memory")
-                   : fair_kpath(&path, &fair_kres_pods, r->ns, r->name, "eviction", &err);
-        if (!rc)
-            rc = fair_kclient_request(c->kc, "POST", fair_buf_str(&path), NULL, body, strlen(body),
-                                      FAIR_KREQ_NO_RETRY_429, on_evict_done, r, NULL, &err);
-    }
-    if (rc) {
-        FAIR_WARN(COMP, "msg=\"eviction not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
-        fair_ctl_podmem_end(&c->pods, r->uid);
-        req_free(r);
-    }
-    free(body);
-    json_decref(doc);
-    fair_buf_release(&path);
-}
-
-/* Sets the DisruptionTarget condition back to False: after a refused
- * eviction, or a notice cancelled because the pod it made room for is
- * gone. */
-static void send_unmark(struct fair_ctl *c, const char *uid, const char *ns, const char *name,
-                        bool cancelled)
-{
-    struct fair_kpod tmp = {
-        .meta = {.uid = (char *)uid, .namespace_ = (char *)ns, .name = (char *)name}};
-    if (cancelled)
-        patch_condition(c, &tmp, REQ_UNMARK, "DisruptionTarget", "False", "PreemptionCanceled",
-                        "the pod these GPUs were reclaimed for is gone or placed elsewhere; "
-                        "fairshare no longer evicts this pod");
-    else
-        patch_condition(c, &tmp, REQ_UNMARK, "DisruptionTarget", "False", "EvictionBlocked",
-                        "a PodDisruptionBudget refused the eviction; fairshare chose another pod");
-}
-
-/* ---- requeue of bare pods ---- */
-
-/* Whether key is written by the controller (not carried to a requeued
- * pod; the requeue annotations are written anew). */
-static bool controller_annotation(const char *key)
-{
-    return !strcmp(key, FAIR_ANN_GPU_DEVICES) || !strcmp(key, FAIR_ANN_REQUEUE_COUNT) ||
-           !strcmp(key, FAIR_ANN_REQUEUED_FROM) || !strcmp(key, FAIR_ANN_GPU_SLOT) ||
-           !strcmp(key, FAIR_ANN_GPU_MEMORY_LIMIT) || !strcmp(key, FAIR_ANN_GPU_SM_LIMIT);
-}
-
-/* The name of the requeued pod: the first pod's name (the old name less a
- * "-rq<k>" that an earlier requeue added) and "-rq<n>", within the 253
- * characters of a DNS subdomain and ending in an alphanumeric. */
-static void requeue_name(const char *old, int32_t count, int32_t n, char *out, size_t outlen)
-{
-    char suffix[24];
-    snprintf(suffix, sizeof suffix, "-rq%d", (int)n);
-    size_t len = strlen(old);
-    if (count > 0) {
-        /* Strip the suffix a requeue added: "-rq" and digits. */
-        size_t k = len;
-        while (k > 0 && old[k - 1] >= '0' && old[k - 1] <= '9')
-            k--;
-        if (k < len && k >= 3 && !strncmp(old + k - 3, "-rq", 3) && k - 3 > 0)
-            len = k - 3;
-    }
-    size_t room = (outlen < 254 ? outlen - 1 : 253) - strlen(suffix); /* outlen >= 32 */
-    if (len > room)
-        len = room;
-    while (len > 0 && (old[len - 1] == '-' || old[len - 1] == '.'))
-        len--;
-    snprintf(out, outlen, "%.*s%s", (int)len, old, suffix);
-}
-
-/* The pod to create when pod (its JSON as the API server returned it) is
- * evicted: same spec without the node, same labels and annotations less
- * the controller's, a name from requeue_name, and the requeue annotations.
- * Returns 0 and new strings, or FAIR_ENOMEM / FAIR_EINVAL. */
-static int build_requeue(const json_t *pod, char **name_out, char **body_out)
-{
-    *name_out = *body_out = NULL;
-    const json_t *md = json_object_get(pod, "metadata");
-    const json_t *spec = json_object_get(pod, "spec");
-    const char *old = json_string_value(json_object_get(md, "name"));
-    const char *ns = json_string_value(json_object_get(md, "namespace"));
-    if (!json_is_object(spec) || !old || !ns || !*old)
-        return FAIR_EINVAL;
-    const json_t *anns = json_object_get(md, "annotations");
-    int32_t count = 0;
-    const char *cs = json_string_value(json_object_get(anns, FAIR_ANN_REQUEUE_COUNT));
-    if (cs) {
-        char *end;
-        long long v = strtoll(cs, &end, 10);
-        if (*cs && !*end && v > 0 && v < FAIR_REQUEUE_COUNT_MAX)
-            count = (int32_t)v;
-    }
-    char name[254], num[24];
-    requeue_name(old, count, count + 1, name, sizeof name);
-    snprintf(num, sizeof num, "%d", (int)(count + 1));
-    /* Every new value is stolen by its container at once (set_new steals
-     * even when it fails), so one decref of out frees everything. */
-    int bad = 0;
-    json_t *out = json_object();
-    json_t *nmd = json_object();
-    json_t *nspec = json_deep_copy(spec);
-    json_t *nanns = json_object();
-    bad |= !out;
-    if (out) {
-        bad |= json_object_set_new(out, "metadata", nmd);
-        bad |= json_object_set_new(out, "spec", nspec);
-    } else {
-        json_decref(nmd);
-        json_decref(nspec);
-    }
-    if (bad) {
-        json_decref(nanns);
-        goto out;
-    }
-    if (json_object_set_new(nmd, "annotations", nanns)) {
-        bad = 1; /* nanns is freed */
-        goto out;
-    }
-    bad |= json_object_set_new(out, "apiVersion", json_string("v1"));
-    bad |= json_object_set_new(out, "kind", json_string("Pod"));
-    bad |= json_object_set_new(nmd, "name", json_string(name));
-    bad |= json_object_set_new(nmd, "namespace", json_string(ns));
-    const json_t *labels = json_object_get(md, "labels");
-    if (json_is_object(labels))
-        bad |= json_object_set_new(nmd, "labels", json_deep_copy(labels));
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)anns, k, v)
-    {
-        if (!controller_annotation(k))
-            bad |= json_object_set(nanns, k, v);
-    }
-    bad |= json_object_set_new(nanns, FAIR_ANN_REQUEUE_COUNT, json_string(num));
-    bad |= json_object_set_new(nanns, FAIR_ANN_REQUEUED_FROM, json_string(old));
-    if (bad)
-        goto out;
-    json_object_del(nspec, "nodeName");
-    json_object_del(nspec, "ephemeralContainers"); /* refused on create */
-    /* The Priority admission plugin computes these from the class and
-     * refuses a pod that states other values (a class changed since). */
-    if (json_object_get(nspec, "priorityClassName")) {
-        json_object_del(nspec, "priority");
-        json_object_del(nspec, "preemptionPolicy");
-    }
-    *body_out = json_dumps(out, JSON_COMPACT);
-    *name_out = fair_strdup(name);
-    bad = !*body_out || !*name_out;
-    if (bad) {
-        free(*body_out);
-        fair_free(*name_out);
-        *body_out = NULL;
-        *name_out = NULL;
-    }
-out:
-    json_decref(out);
-    return bad ? FAIR_ENOMEM : 0;
-}
-
-/* Keeps the pod to create after r's eviction, built from the victim's
- * JSON (the answer to its DisruptionTarget patch); without it the pod is
- * not requeued and the Preempted Event says why. */
-static void take_requeue(struct req *r, const struct fair_kresponse *resp)
-{
-    char *name = NULL, *body = NULL;
-    bool built = !resp->rc && resp->json && !build_requeue(resp->json, &name, &body);
-    bool small = built && strlen(body) <= REQUEUE_MAX_BYTES;
-    /* json_dumps' memory is the C library's: the copy kept is ours. */
-    if (small && (r->rq_body = fair_strdup(body))) {
-        r->rq_name = name;
-        free(body);
-        return;
-    }
-    free(body);
-    fair_free(name);
-    const char *why = built && !small ? "not requeued: the pod is larger than 2 MiB"
-                                      : "not requeued: its spec could not be read";
-    FAIR_WARN(COMP, "msg=\"pod will not be requeued\" pod=%s/%s why=\"%s\" status=%ld", r->ns,
-              r->name, why, resp->status);
-    fair_free(r->rq_note);
-    r->rq_note = dup0(why);
-}
-
-static void on_requeue_done(const struct fair_kresponse *resp, void *ctx)
-{
-    struct req *r = ctx;
-    struct fair_ctl *c = r->c;
-    if (!resp->rc || resp->rc == FAIR_ECONFLICT) {
-        /* 409 AlreadyExists: created before (by this process, or by one
-         * that was restarted): done. */
-        c->metrics.requeues++;
-        FAIR_INFO(COMP, "msg=\"requeued\" pod=%s/%s as=%s existed=%s", r->ns, r->name, r->rq_name,
-                  resp->rc ? "yes" : "no");
-    } else {
-        note_api_error(c, resp);
-        FAIR_WARN(COMP, "msg=\"requeue failed\" pod=%s/%s as=%s status=%ld err=\"%s\"", r->ns,
-                  r->name, r->rq_name, resp->status, resp->err.msg);
-        char msg[700];
-        snprintf(msg, sizeof msg,
-                 "fairshare could not create %s to requeue this evicted pod: %s (HTTP %ld)",
-                 r->rq_name, resp->err.msg, resp->status);
-        queue_event(c, r->ns, r->name, r->uid, "Warning", "RequeueFailed", msg);
-    }
-    req_free(r);
-}
-
-/* Creates the requeued pod of an eviction that was accepted. */
-static void send_requeue(struct fair_ctl *c, struct req *ev)
-{
-    struct fair_error err = {0};
-    struct req *r = req_new(c, REQ_REQUEUE);
-    if (!r)
-        return;
-    r->uid = dup0(ev->uid);
-    r->ns = dup0(ev->ns);
-    r->name = dup0(ev->name);
-    r->rq_name = dup0(ev->rq_name);
-    if (!r->uid || !r->ns || !r->name || !r->rq_name ||
-        fair_kclient_create(c->kc, &fair_kres_pods, ev->ns, ev->rq_body, on_requeue_done, r,
-                            &err)) {
-        FAIR_WARN(COMP, "msg=\"requeue not sent\" pod=%s/%s err=\"%s\"", ev->ns, ev->name, err.msg);
-        req_free(r);
-    }
-}
-
-/* The DisruptionTarget=True patch, sent with the eviction or before it
- * (see do_evict); an unmark that a refused eviction asked for while this
- * patch was in flight is sent now, so that it lands after it. Its answer
- * is the pod, from which a bare pod's requeue is built; an eviction that
- * waited for that is sent now. */
-static void on_evict_mark_done(const struct fair_kresponse *resp, void *ctx)
-{
-    struct req *r = ctx;
-    struct fair_ctl *c = r->c;
-    if (resp->rc && resp->rc != FAIR_ENOTFOUND)
-        note_api_error(c, resp);
-    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
-    if (e) {
-        e->mark_inflight = false;
-        if (e->unmark_due) {
-            e->unmark_due = false;
-            send_unmark(c, r->uid, r->ns, r->name, e->unmark_cancel);
-        }
-    }
-    struct req *ev = r->evict_after;
-    if (!ev && r->keep_spec) {
-        /* A notice: its eviction waits in the notice list. */
-        for (ev = c->notices; ev && strcmp(ev->uid, r->uid); ev = ev->qnext)
-            ;
-        if (ev && !ev->rq_body)
-            take_requeue(ev, resp);
-    } else if (ev) {
-        take_requeue(ev, resp);
-        send_eviction(c, ev);
-    }
-    req_free(r);
-}
-
-static void on_evict_done(const struct fair_kresponse *resp, void *ctx)
-{
-    struct req *r = ctx;
-    struct fair_ctl *c = r->c;
-    if (resp->rc == FAIR_ETOOMANY) {
-        /* A PodDisruptionBudget refuses: protect this pod for a while so
-         * that the next cycle picks another victim. */
-        note_api_error(c, resp);
-        c->metrics.evictions_blocked++;
-        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
-        fair_ctl_podmem_end(&c->pods, r->uid);
-        if (e) {
-            int64_t now = mono(c);
-            e->protect_until_ms = now + c->cfg->evict_backoff_ms;
-            if (!e->pdb_since_ms || now - e->pdb_last_ms > c->cfg->pdb_max_wait_ms)
-                e->pdb_since_ms = now; /* a new run of refusals */
-            e->pdb_last_ms = now;
-        }
-        FAIR_INFO(COMP,
-                  "msg=\"eviction refused by a PodDisruptionBudget; choosing another "
-                  "victim\" pod=%s/%s",
-                  r->ns, r->name);
-        if (e && e->mark_inflight) {
-            e->unmark_due = true; /* after the True patch lands */
-            e->unmark_cancel = false;
-        } else {
-            send_unmark(c, r->uid, r->ns, r->name, false);
-        }
-        mark_dirty(c);
-        req_free(r);
-        return;
-    }
-    if (resp->rc) {
-        if (resp->rc != FAIR_ENOTFOUND)
-            note_api_error(c, resp);
-        FAIR_WARN(COMP, "msg=\"eviction failed\" pod=%s/%s status=%ld err=\"%s\"", r->ns, r->name,
-                  resp->status, resp->err.msg);
-        fair_ctl_podmem_end(&c->pods, r->uid);
-        mark_dirty(c);
-        req_free(r);
-        return;
-    }
-    if (r->evict_reason == FAIR_EVICT_PREEMPT)
-        c->metrics.preemptions_preempt++;
-    else if (r->evict_reason == FAIR_EVICT_FAIR_SHARE)
-        c->metrics.preemptions_fair_share++;
-    else
-        c->metrics.preemptions_reclaim++;
-    if (fair_ctl_podmem_count_eviction(&c->pods, r->lineage))
-        FAIR_WARN(COMP, "msg=\"eviction not counted (too many workloads tracked)\" pod=%s/%s",
-                  r->ns, r->name);
-    FAIR_INFO(COMP, "msg=\"evicted\" pod=%s/%s for_queue=%s for_pod=%s reason=%s", r->ns, r->name,
-              r->for_queue, r->for_pod,
-              fair_evict_reason_str((enum fair_evict_reason)r->evict_reason));
-    /* A bare pod is created again now that its eviction was accepted
-     * (once: its name is derived, so a second create is 409). */
-    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
-    char after[400] = "";
-    if (r->rq_body && !(e && e->requeued)) {
-        send_requeue(c, r);
-        snprintf(after, sizeof after, "; requeued as %s", r->rq_name);
-    } else if (r->rq_note) {
-        snprintf(after, sizeof after, "; %s", r->rq_note);
-    }
-    if (e)
-        e->requeued = true;
-    if (r->pdb_override) {
-        c->metrics.pdb_overrides++;
-        char d[32];
-        fair_duration_format_ms(c->cfg->pdb_max_wait_ms, d, sizeof d);
-        size_t n = strlen(after);
-        snprintf(after + n, sizeof after - n,
-                 "; deleted, since a PodDisruptionBudget refused its eviction for %s "
-                 "(eviction.pdbMaxWait) and no other pod would free the GPUs",
-                 d);
-        FAIR_WARN(COMP, "msg=\"victim deleted despite a PodDisruptionBudget\" pod=%s/%s wait=%s",
-                  r->ns, r->name, d);
-    }
-    char msg[1000];
-    if (r->evict_reason == FAIR_EVICT_PREEMPT)
-        snprintf(msg, sizeof msg,
-                 "Preempted by fairshare: pod %s of the same queue %s has a higher priority%s",
-                 r->for_pod, r->for_queue, after);
-    else if (r->evict_reason == FAIR_EVICT_FAIR_SHARE)
-        snprintf(msg, sizeof msg,
-                 "Preempted by fairshare: this pod's queue was above its fair share and queue %s "
-                 "below its own, so it took the GPUs back (for pod %s)%s",
-                 r->for_queue, r->for_pod, after);
-    else
-        snprintf(msg, sizeof msg,
-                 "Preempted by fairshare: queue %s reclaimed the GPUs it lent (for pod %s)%s",
-                 r->for_queue, r->for_pod, after);
-    queue_event(c, r->ns, r->name, r->uid, "Normal", "Preempted", msg);
-    req_free(r); /* the pod stays EVICTING until it is gone */
-}
-
-/* Sends the DisruptionTarget=True patch of one victim (m: its request
- * context, freed here when it cannot be sent), dated since_ms (0: now).
- * Returns 0 when sent. */
-static int send_mark(struct fair_ctl *c, struct req *m, const char *message, int64_t since_ms)
-{
-    struct fair_error err = {0};
-    struct fair_buf path;
-    char ts[40];
-    int rc = -1;
-    fair_buf_init(&path, 4096);
-    fair_time_format_rfc3339(since_ms > 0 ? since_ms : wall(c), ts, sizeof ts);
-    json_t *doc = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
-                            "DisruptionTarget", "status", "True", "reason", "PreemptionByScheduler",
-                            "message", message, "lastTransitionTime", ts);
-    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, m->uid);
-    if (!body || fair_kpath(&path, &fair_kres_pods, m->ns, m->name, "status", &err) ||
-        fair_kclient_request(c->kc, "PATCH", fair_buf_str(&path),
-                             "application/strategic-merge-patch+json", body, strlen(body), 0,
-                             on_evict_mark_done, m, NULL, &err)) {
-        req_free(m);
-    } else {
-        rc = 0;
-        if (e) {
-            e->mark_inflight = true;
-            e->marked_here = true;
-        }
-    }
-    free(body);
-    json_decref(doc);
-    fair_buf_release(&path);
-    return rc;
-}
-
-/* DisruptionTarget=True conditions of ours that this process did not
- * write: a notice given before a restart or a change of leader, whose
- * eviction was never sent (notices live in memory). A bound pod of ours,
- * not being deleted, that this cycle did not choose again keeps running:
- * its condition goes back to False (PreemptionCanceled), with an Event,
- * instead of promising an eviction until the pod ends. One chosen again
- * is EVICTING by now and gets a new notice. */
-static void unmark_stale(struct fair_ctl *c, const struct fair_ctl_snapshot *s)
-{
-    for (size_t i = 0; i < s->snap.npods; i++) {
-        const struct fair_kpod *k = s->kpods[i];
-        if (!k || !is_ours(c, k) || k->meta.deletion_ms || !k->node_name || !*k->node_name)
-            continue;
-        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, k->meta.uid);
-        if (!k->disruption_target) {
-            if (e)
-                e->stale_unmarked = false;
-            continue;
-        }
-        if (!k->disruption_reason || strcmp(k->disruption_reason, "PreemptionByScheduler") ||
-            (e && (e->op != FAIR_CTL_OP_NONE || e->marked_here || e->stale_unmarked)))
-            continue;
-        if (!e && !(e = fair_ctl_podmem_ensure(&c->pods, k->meta.uid)))
-            continue;
-        e->stale_unmarked = true;
-        FAIR_INFO(COMP, "msg=\"preemption cancelled: a notice from before this process\" pod=%s/%s",
-                  k->meta.namespace_, k->meta.name);
-        patch_condition(c, k, REQ_UNMARK, "DisruptionTarget", "False", "PreemptionCanceled",
-                        "the notice was given before fairshare restarted or changed leader, "
-                        "and the reclaim no longer needs this pod; fairshare does not evict it");
-        send_event(c, k, "Normal", "PreemptionCanceled",
-                   "Preemption cancelled: the notice was given before fairshare restarted or "
-                   "changed leader, and the reclaim no longer needs this pod; it keeps running");
-        c->metrics.notices_cancelled++;
-    }
-}
-
-/* Evicts one victim. Without a preemption notice, the DisruptionTarget=True
- * condition (reason PreemptionByScheduler, saying which queue and pod it
- * makes room for) and the eviction are sent at once, so that the reclaim
- * waits for one round trip, not two; a bare pod that will be requeued
- * waits for the condition's answer instead (it carries the spec to create
- * again). From Kubernetes 1.26 the eviction itself also sets a
- * DisruptionTarget condition, with the deletion, for a Job's
- * podFailurePolicy; ours adds the reason in words.
- *
- * With a notice (fairshare.dev/preemption-notice as it was at bind, at
- * most reclaim.maxPreemptionNotice), the condition and a PreemptionNotice
- * Event go now and the eviction waits in c->notices until the notice has
- * passed (pump_notices), asking then for the grace period less the
- * notice. The pod is EVICTING all along, so the engine counts its room for
- * the pod it was chosen for and never chooses it again. */
-static void do_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
-                     const struct fair_action *a)
-{
-    const struct fair_pod *p = &s->snap.pods[a->pod];
-    const struct fair_kpod *kp = s->kpods[a->pod];
-    struct fair_ctl_podmem_entry *held = fair_ctl_podmem_get(&c->pods, p->uid);
-    if (held && held->op == FAIR_CTL_OP_PROVISIONING) {
-        /* A room held while a claim's volume is made is reclaimed like a
-         * running pod's, but nothing runs: the hold just ends. The pod
-         * waits for its volume, then for room on that node. */
-        char msg[512];
-        snprintf(msg, sizeof msg,
-                 "the room held for it on node %s while its volume is made was reclaimed; once "
-                 "the volume exists it waits for room there",
-                 held->op_node ? held->op_node : "");
-        FAIR_INFO(COMP, "msg=\"held room reclaimed\" pod=%s/%s node=%s", p->namespace_, p->name,
-                  held->op_node ? held->op_node : "");
-        fair_ctl_podmem_end(&c->pods, p->uid);
-        /* Same reason as the hold's, new news: say it again. */
-        held->last_cond_why = held->last_event_why = -1;
-        if (kp)
-            tell_pending(c, kp, FAIR_CTL_WHY_CTL + FAIR_CTL_REASON_VOLUME, msg);
-        return;
-    }
-    if (fair_ctl_podmem_begin(&c->pods, p->uid, FAIR_CTL_OP_EVICTING, NULL, 0, mono(c)))
-        return;
-    struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, p->uid);
-    struct req *r = req_new(c, REQ_EVICT);
-    struct req *m = req_new(c, REQ_EVICT_MARK);
-    if (!r || !m || !e) {
-        req_free(r);
-        req_free(m);
-        fair_ctl_podmem_end(&c->pods, p->uid);
-        return;
-    }
-    const char *fq = a->for_queue >= 0 && (size_t)a->for_queue < s->snap.nqueues
-                         ? s->snap.queues[a->for_queue].q.name
-                         : "?";
-    char forpod[600] = "?";
-    const char *for_uid = "";
-    if (a->for_pod >= 0 && (size_t)a->for_pod < s->snap.npods) {
-        snprintf(forpod, sizeof forpod, "%s/%s", s->snap.pods[a->for_pod].namespace_,
-                 s->snap.pods[a->for_pod].name);
-        for_uid = s->snap.pods[a->for_pod].uid;
-    }
-    /* The notice: as fixed at bind (the annotation's later edits change
-     * nothing), capped by the config. */
-    int64_t notice =
-        e->charge.set && e->charge.notice_set ? e->charge.notice_ms : kp->preemption_notice_ms;
-    if (notice > c->cfg->max_notice_ms)
-        notice = c->cfg->max_notice_ms;
-    if (notice < 1000)
-        notice = 0; /* the condition and the eviction are one round trip apart anyway */
-    /* A notice of ours from before this process (a restart or a change of
-     * leader: DisruptionTarget=True, PreemptionByScheduler, not written
-     * here, not set back) has run since its condition's time: only the
-     * rest is owed, and the condition keeps its time. */
-    int64_t since = 0, left = notice;
-    if (notice > 0 && kp->disruption_target && kp->disruption_reason &&
-        !strcmp(kp->disruption_reason, "PreemptionByScheduler") && !e->marked_here &&
-        !e->stale_unmarked && kp->disruption_since_ms > 0 && kp->disruption_since_ms <= wall(c)) {
-        since = kp->disruption_since_ms;
-        left = notice - (wall(c) - since);
-        if (left < 1000)
-            left = 0;
-    }
-    /* Requeue: only bare pods, unless turned off or opted out. */
-    bool requeue = false;
-    char note[400] = "";
-    if (kp->owner_uid && *kp->owner_uid)
-        snprintf(note, sizeof note, "its owner %s/%s recreates it",
-                 kp->owner_kind ? kp->owner_kind : "?", kp->owner_name ? kp->owner_name : "?");
-    else if (!c->cfg->requeue_bare_pods)
-        snprintf(note, sizeof note, "not requeued (reclaim.requeueBarePods is false)");
-    else if (kp->requeue_opt_out)
-        snprintf(note, sizeof note, "not requeued (opted out with %s: \"false\")",
-                 FAIR_ANN_REQUEUE);
-    else
-        requeue = !e->requeued;
-    r->uid = dup0(p->uid);
-    r->ns = dup0(p->namespace_);
-    r->name = dup0(p->name);
-    r->for_queue = dup0(fq);
-    r->for_pod = dup0(forpod);
-    r->for_uid = dup0(for_uid);
-    r->evict_reason = a->reason;
-    r->lineage = dup0(lineage_of(kp));
-    r->grace_s = -1;
-    r->rq_note = *note ? dup0(note) : NULL;
-    m->uid = dup0(p->uid);
-    m->ns = dup0(p->namespace_);
-    m->name = dup0(p->name);
-    if (!r->uid || !r->ns || !r->name || !r->for_queue || !r->for_pod || !r->for_uid ||
-        !r->lineage || (*note && !r->rq_note) || !m->uid || !m->ns || !m->name) {
-        fair_ctl_podmem_end(&c->pods, p->uid);
-        req_free(r);
-        req_free(m);
-        return;
-    }
-    char msg[900];
-    int64_t grace = kp->grace_s >= 0 ? kp->grace_s : 30; /* the API server's default */
-    if (notice > 0)
-        r->grace_s = grace - notice / 1000 > 0 ? grace - notice / 1000 : 0;
-    if (left > 0) {
-        int64_t now = mono(c);
-        char when[40], len[40], given[40] = "";
-        fair_time_format_rfc3339(wall(c) + left, when, sizeof when);
-        fair_duration_format_ms(notice, len, sizeof len);
-        if (since)
-            fair_time_format_rfc3339(since, given, sizeof given);
-        r->due_ms = now + left;
-        r->kind = REQ_NOTICE;
-        r->qnext = c->notices;
-        c->notices = r;
-        e->notice_due_ms = r->due_ms;
-        e->notice_ms = notice;
-        e->op_start_ms = r->due_ms; /* inFlightTimeout runs from the eviction */
-        m->keep_spec = requeue;
-        c->metrics.notices++;
-        snprintf(msg, sizeof msg,
-                 "Fairshare reclaim: queue %s needs these GPUs (for pod %s); this pod will be "
-                 "evicted at %s (preemption notice %s%s%s, counted in its grace period)",
-                 fq, forpod, when, len, since ? ", given at " : "", given);
-        if (send_mark(c, m, msg, since) && requeue)
-            r->rq_note = dup0("not requeued: its spec could not be read");
-        char in[40];
-        fair_duration_format_ms(left, in, sizeof in);
-        snprintf(msg, sizeof msg,
-                 "Fairshare will evict this pod at %s, in %s: queue %s needs its GPUs for pod %s. "
-                 "%s%s%sCheckpoint now; the notice counts as part of its termination grace period.",
-                 when, in, fq, forpod, since ? "The notice given at " : "", given,
-                 since ? " still runs (fairshare restarted or changed leader since). " : "");
-        send_event(c, kp, "Warning", "PreemptionNotice", msg);
-        FAIR_INFO(COMP,
-                  "msg=\"preemption notice\" pod=%s/%s notice_ms=%lld left_ms=%lld for_queue=%s "
-                  "for_pod=%s",
-                  r->ns, r->name, (long long)notice, (long long)left, fq, forpod);
-        arm_cycle(c, left);
-        return;
-    }
-    if (since)
-        FAIR_INFO(COMP, "msg=\"preemption notice from before this process served\" pod=%s/%s",
-                  r->ns, r->name);
-    snprintf(msg, sizeof msg, "Fairshare reclaim: queue %s needs these GPUs (for pod %s)", fq,
-             forpod);
-    if (requeue) {
-        /* The condition's answer carries the spec; the eviction follows. */
-        m->evict_after = r;
-        if (send_mark(c, m, msg, since) == 0)
-            return;
-        fair_free(r->rq_note);
-        r->rq_note = dup0("not requeued: its spec could not be read");
-    } else {
-        send_mark(c, m, msg, since); /* could not mark: evict anyway */
-    }
-    send_eviction(c, r);
-}
-
-/* Evictions under notice: sent once the notice has passed; cancelled
- * (DisruptionTarget back to False, an Event) when the pod they make room
- * for is gone, bound elsewhere or being deleted; dropped when the victim
- * itself is gone or no longer ours to evict (leadership lost). Runs at the
- * start of each cycle, and arms a cycle for the next due notice. */
-static void pump_notices(struct fair_ctl *c)
-{
-    int64_t now = mono(c), next = -1;
-    struct fair_store *pods = c->inf[INF_PODS] ? fair_informer_store(c->inf[INF_PODS]) : NULL;
-    struct req *r = c->notices;
-    while (r) {
-        struct req *nx = r->qnext;
-        struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, r->uid);
-        if (!e || e->op != FAIR_CTL_OP_EVICTING || !e->notice_due_ms) {
-            req_free(r);
-            r = nx;
-            continue;
-        }
-        const struct fair_kpod *owed =
-            *r->for_uid && pods ? fair_store_get(pods, r->for_uid) : NULL;
-        if (*r->for_uid &&
-            (!owed || (owed->node_name && *owed->node_name) || owed->meta.deletion_ms)) {
-            FAIR_INFO(COMP,
-                      "msg=\"preemption cancelled: the pod it made room for is gone\" "
-                      "pod=%s/%s for_pod=%s",
-                      r->ns, r->name, r->for_pod);
-            fair_ctl_podmem_end(&c->pods, r->uid);
-            if (e->mark_inflight) {
-                e->unmark_due = true;
-                e->unmark_cancel = true;
-            } else {
-                send_unmark(c, r->uid, r->ns, r->name, true);
-            }
-            char msg[800];
-            snprintf(msg, sizeof msg,
-                     "Preemption cancelled: pod %s, for which queue %s reclaimed these GPUs, is "
-                     "gone or placed elsewhere; this pod keeps running",
-                     r->for_pod, r->for_queue);
-            struct fair_kpod tmp = {.meta = {.uid = r->uid, .namespace_ = r->ns, .name = r->name}};
-            send_event(c, &tmp, "Normal", "PreemptionCanceled", msg);
-            c->metrics.notices_cancelled++;
-            mark_dirty(c);
-            req_free(r);
-        } else if (now >= r->due_ms) {
-            /* Unlink first: send_eviction makes it a plain eviction. */
-            struct req **pp = &c->notices;
-            while (*pp != r)
-                pp = &(*pp)->qnext;
-            *pp = nx;
-            r->qnext = NULL;
-            e->notice_due_ms = 0;
-            e->op_start_ms = now;
-            send_eviction(c, r);
-        } else if (next < 0 || r->due_ms < next) {
-            next = r->due_ms;
-        }
-        r = nx;
-    }
-    if (next >= 0)
-        arm_cycle(c, next - now);
-}
-
 /* ---- Queue and Project status ---- */
 
 static const struct fair_problem *find_problem(const struct fair_result *res,
@@ -2116,9 +1187,9 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
     if (fair_ctl_status_update(&c->status, &in, &patch) || !patch)
         return;
     struct fair_error err = {0};
-    struct req *r = req_new(c, REQ_OBJ_STATUS);
+    struct req *r = fair_ctl_req_new(c, REQ_OBJ_STATUS);
     if (!r || !(r->name = dup0(name)) || !(r->obj_kind = dup0(kind))) {
-        req_free(r);
+        fair_ctl_req_free(r);
         fair_ctl_status_failed(&c->status, kind, name);
         fair_free(patch);
         return;
@@ -2128,7 +1199,7 @@ static void write_status(struct fair_ctl *c, const char *kind, const char *name,
     if (fair_kclient_merge_patch(c->kc, res, NULL, name, "status", patch, on_simple_done, r,
                                  &err)) {
         fair_ctl_status_failed(&c->status, kind, name);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
     (*budget)--;
     fair_free(patch);
@@ -2194,7 +1265,7 @@ static void budget_alert(void *ctx, size_t project, int level, const char *messa
         ((const struct fair_kproject *const *)c->arr[INF_PROJECTS])[project];
     FAIR_INFO(COMP, "msg=\"budget alert\" project=%s level=%d", p->meta.name, level);
     struct fair_error err = {0};
-    struct req *r = req_new(c, REQ_EVENT);
+    struct req *r = fair_ctl_req_new(c, REQ_EVENT);
     if (!r)
         return;
     struct fair_kevent_ref ref = {.api_version = "fairshare.dev/v1alpha1",
@@ -2205,7 +1276,7 @@ static void budget_alert(void *ctx, size_t project, int level, const char *messa
                            level >= 100 ? "BudgetExhausted" : "BudgetWarning", message,
                            c->cfg->scheduler_name, on_simple_done, r, &err)) {
         FAIR_WARN(COMP, "msg=\"event not sent\" project=%s err=\"%s\"", p->meta.name, err.msg);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
 }
 
@@ -2232,7 +1303,7 @@ static void write_podgroup_status(struct fair_ctl *c, const struct fair_kpodgrou
     json_t *doc = status ? json_pack("{s:o}", "status", status) : NULL;
     char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     struct fair_error err = {0};
-    struct req *r = body ? req_new(c, REQ_OBJ_STATUS) : NULL;
+    struct req *r = body ? fair_ctl_req_new(c, REQ_OBJ_STATUS) : NULL;
     if (!r || !(r->name = dup0(g->meta.name)) || !(r->ns = dup0(g->meta.namespace_)) ||
         !(r->obj_kind = dup0("PodGroup")) ||
         fair_kclient_merge_patch(c->kc, pg_res[g->flavor], g->meta.namespace_, g->meta.name,
@@ -2240,7 +1311,7 @@ static void write_podgroup_status(struct fair_ctl *c, const struct fair_kpodgrou
         if (err.msg[0])
             FAIR_WARN(COMP, "msg=\"PodGroup status not sent\" podgroup=%s/%s err=\"%s\"",
                       g->meta.namespace_, g->meta.name, err.msg);
-        req_free(r);
+        fair_ctl_req_free(r);
     }
     free(body);
     json_decref(doc);
@@ -2592,20 +1663,20 @@ static void on_pg_synced(void *ctx)
     struct pgwatch *w = ctx;
     w->synced = true;
     FAIR_INFO(COMP, "msg=\"PodGroups synced\" group=%s", pg_res[w->flavor]->group);
-    mark_dirty(w->c);
+    fair_ctl_mark_dirty(w->c);
 }
 
 static void on_pg_add(void *obj, void *ctx)
 {
     (void)obj;
-    mark_dirty(((struct pgwatch *)ctx)->c);
+    fair_ctl_mark_dirty(((struct pgwatch *)ctx)->c);
 }
 
 static void on_pg_update(void *old, void *new_, void *ctx)
 {
     (void)old;
     (void)new_;
-    mark_dirty(((struct pgwatch *)ctx)->c);
+    fair_ctl_mark_dirty(((struct pgwatch *)ctx)->c);
 }
 
 /* Starts the informer of a served PodGroup resource. */
@@ -2826,7 +1897,7 @@ static void run_cycle(struct fair_ctl *c)
     for (int i = 0; i < INF_COUNT; i++)
         if (collect(c, i, &n[i]))
             goto out;
-    pump_notices(c);
+    fair_ctl_pump_notices(c);
     fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms, c->cfg->volume_bind_timeout_ms);
     if (build_snapshot(c, n, &s, &err)) {
         FAIR_ERROR(COMP, "msg=\"snapshot failed\" err=\"%s\"", err.msg);
@@ -2881,7 +1952,7 @@ static void run_cycle(struct fair_ctl *c)
         e->told_devices = true;
         FAIR_WARN(COMP, "msg=\"device annotation ignored\" pod=%s/%s why=\"%s\"",
                   kp->meta.namespace_, kp->meta.name, s.devices_ignored[i].message);
-        send_event(c, kp, "Warning", "DevicesIgnored", s.devices_ignored[i].message);
+        fair_ctl_send_event(c, kp, "Warning", "DevicesIgnored", s.devices_ignored[i].message);
     }
     /* Nodes held for pending pods go back into the next snapshot. */
     for (size_t i = 0; i < s.snap.npods && i < res.npods; i++) {
@@ -2921,14 +1992,14 @@ static void run_cycle(struct fair_ctl *c)
             do_bind(c, &s, a, queue_alloc, -1);
             binds++;
         } else if (a->kind == FAIR_ACTION_EVICT) {
-            do_evict(c, &s, a);
+            fair_ctl_evict(c, &s, a);
             evicts++;
         }
     }
 
     binds += bind_provisioned(c, &s, queue_alloc);
     pump_binds(c);
-    unmark_stale(c, &s);
+    fair_ctl_unmark_stale(c, &s);
 
     /* Then tell the owners of pending pods why they wait. */
     int told = 0;
@@ -2942,15 +2013,15 @@ static void run_cycle(struct fair_ctl *c)
         if (told >= MAX_TELLS_PER_CYCLE || c->nreqs >= MAX_REQS_OUTSTANDING)
             continue;
         fair_ctl_pending_message(&s, &res, i, msg, sizeof msg);
-        told += tell_pending(c, s.kpods[i], why, msg);
+        told += fair_ctl_tell_pending(c, s.kpods[i], why, msg);
     }
     for (size_t i = 0; i < s.nrejected; i++) {
         pending++;
         if (told >= MAX_TELLS_PER_CYCLE || c->nreqs >= MAX_REQS_OUTSTANDING)
             continue;
         fair_ctl_rejected_message(&s.rejected[i], msg, sizeof msg);
-        told +=
-            tell_pending(c, s.rejected[i].pod, FAIR_CTL_WHY_CTL + (int)s.rejected[i].reason, msg);
+        told += fair_ctl_tell_pending(c, s.rejected[i].pod,
+                                      FAIR_CTL_WHY_CTL + (int)s.rejected[i].reason, msg);
     }
     c->more_work = told >= MAX_TELLS_PER_CYCLE; /* the rest next time */
 
@@ -3022,9 +2093,9 @@ static void on_cycle_timer(evutil_socket_t fd, short what, void *arg)
     if (c->more_work) {
         c->more_work = false;
         int64_t gap = c->cfg->cycle_min_interval_ms;
-        arm_cycle(c, c->last_cycle_cost_ms > gap ? c->last_cycle_cost_ms : gap);
+        fair_ctl_arm_cycle(c, c->last_cycle_cost_ms > gap ? c->last_cycle_cost_ms : gap);
     }
-    arm_cycle(c, c->cfg->cycle_interval_ms);
+    fair_ctl_arm_cycle(c, c->cfg->cycle_interval_ms);
 }
 
 static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
@@ -3061,7 +2132,7 @@ static void on_synced(void *ctx)
     c->metrics.synced = all_synced(c);
     if (c->metrics.synced) {
         FAIR_INFO(COMP, "msg=\"informers synced\"");
-        arm_cycle(c, 0);
+        fair_ctl_arm_cycle(c, 0);
     }
 }
 
@@ -3095,7 +2166,7 @@ static void on_started_leading(void *ctx)
                   lerr.msg);
     c->need_reconcile = true;
     c->last_sample_ms = 0;
-    arm_cycle(c, 0);
+    fair_ctl_arm_cycle(c, 0);
 }
 
 static void on_stopped_leading(void *ctx)
@@ -3275,7 +2346,7 @@ int fair_ctl_start(struct fair_ctl *c, struct fair_error *err)
         on_started_leading(c);
     }
     c->started = true;
-    arm_cycle(c, c->cfg->cycle_interval_ms);
+    fair_ctl_arm_cycle(c, c->cfg->cycle_interval_ms);
     return 0;
 }
 
@@ -3350,7 +2421,7 @@ void fair_ctl_free(struct fair_ctl *c)
     fair_kclient_free(c->kc);
     fair_kclient_free(c->lease_kc);
     while (c->reqs)
-        req_free(c->reqs); /* their callbacks will not run */
+        fair_ctl_req_free(c->reqs); /* their callbacks will not run */
     fair_ledger_free(c->ledger);
     if (c->cycle_ev)
         event_free(c->cycle_ev);
