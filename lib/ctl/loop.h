@@ -1,7 +1,9 @@
 /* The controller loop's state, shared by the files that run it (internal
  * to lib/ctl; users include ctl/controller.h): controller.c runs the loop
- * (informers, cycles, binds, status, leadership) and evict.c carries out
- * the engine's evictions (preemption notices, requeues of bare pods).
+ * (informers, cycles, Events and conditions, status, leadership), bind.c
+ * carries out the engine's binds (reservation pods, claims given their
+ * node) and evict.c its evictions (preemption notices, requeues of bare
+ * pods).
  * Every request's context is a struct req on c->reqs; its callback frees
  * it. */
 #ifndef FAIR_CTL_LOOP_H
@@ -284,6 +286,37 @@ void fair_ctl_patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int
  * events.perPodInterval. Returns how many writes were sent. */
 int fair_ctl_tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why,
                           const char *message);
+
+/* Completes a request whose answer needs no more than bookkeeping (an
+ * Event, a condition, a status, a claim's or volume's patch). */
+void fair_ctl_on_simple_done(const struct fair_kresponse *resp, void *ctx);
+/* Sends queued Events while no bind waits for a slot and a slot is free. */
+void fair_ctl_pump_events(struct fair_ctl *c);
+
+/* ---- bind.c ---- */
+
+/* Commits one BIND of the plan: the pod counts as bound on its node from
+ * now on (podmem overlay), and the requests go out as slots free up.
+ * preemptible: what the pod is charged as; -1: as the snapshot says. */
+void fair_ctl_bind(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                   const struct fair_action *a, int64_t *queue_alloc, int preemptible);
+/* Sends queued binds while slots are free. */
+void fair_ctl_pump_binds(struct fair_ctl *c);
+/* Drops the binds not sent yet (leadership lost, shutdown): never placed. */
+void fair_ctl_drop_bind_queue(struct fair_ctl *c);
+/* The pod's creator for the ledger (ledger.creatorLabel's value,
+ * borrowed), or NULL. */
+const char *fair_ctl_creator_of(const struct fair_ctl *c, const struct fair_pod *p);
+/* Each cycle: binds waiting for a reservation pod move on; reservations no
+ * longer needed are deleted. */
+void fair_ctl_resv_cycle(struct fair_ctl *c, const struct fair_ctl_snapshot *s);
+/* A pod whose claims wait for their node: selected-node written, static
+ * volumes prebound, the pod's room held until they are bound. */
+void fair_ctl_select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
+                          const struct fair_action *a);
+/* Binds the held pods whose claims are bound now; returns the binds. */
+size_t fair_ctl_bind_provisioned(struct fair_ctl *c, struct fair_ctl_snapshot *s,
+                                 int64_t *queue_alloc);
 
 /* ---- evict.c ---- */
 
