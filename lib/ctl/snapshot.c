@@ -1219,6 +1219,11 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->nspread = k->nspread;
         p->nspread_soft = k->nspread_soft;
         p->checkpoint_interval_ms = k->checkpoint_interval_ms;
+        /* A notice of ours from before (its eviction not sent yet: one of
+         * this process makes the pod terminating, never a victim again). */
+        if (node && ours && k->disruption_target && k->disruption_reason &&
+            !strcmp(k->disruption_reason, "PreemptionByScheduler"))
+            p->notice_since_ms = k->disruption_since_ms;
         p->max_runtime_ms = k->active_deadline_ms;
         p->evictions = ov.evictions;
         p->hold_node = -1;

@@ -350,6 +350,12 @@ struct fair_pod {
     /* Work lost to an eviction: the pod checkpoints every this many ms
      * from its start (0: never, all work since started_ms is lost). */
     int64_t checkpoint_interval_ms;
+    /* BOUND pods told of an eviction before (the scheduler's
+     * DisruptionTarget condition, e.g. a preemption notice given before
+     * the controller restarted), since this time (ms); 0: none. The notice
+     * asked it to checkpoint, so an eviction loses at most the work since
+     * (victim order: least work lost first). */
+    int64_t notice_since_ms;
     /* Declared maximum run time (spec.activeDeadlineSeconds: the kubelet
      * kills the pod that long after its start), ms; 0: none declared.
      * Read by snapshot.lend_max_runtime_ms. */

@@ -61,7 +61,8 @@ static int cmp_vkey(const void *pa, const void *pb)
 
 /* The work an eviction of p would lose now: its GPUs (milli; a pod
  * without GPU counts as 1) times its run time since its last checkpoint
- * (all of it without checkpoints). */
+ * (all of it without checkpoints), or since it was told of an eviction
+ * (notice_since_ms), when that is later. */
 static int64_t lost_work(const struct fair_snapshot *s, const struct fair_pod *p)
 {
     int64_t run = s->now_ms - p->started_ms;
@@ -69,6 +70,9 @@ static int64_t lost_work(const struct fair_snapshot *s, const struct fair_pod *p
         return 0;
     if (p->checkpoint_interval_ms > 0)
         run %= p->checkpoint_interval_ms;
+    if (p->notice_since_ms > 0 && p->notice_since_ms <= s->now_ms &&
+        s->now_ms - p->notice_since_ms < run)
+        run = s->now_ms - p->notice_since_ms;
     int64_t g = p->request.v[GPU] > 0 ? p->request.v[GPU] : 1;
     return (int64_t)((i128)run * g > INT64_MAX / 2 ? INT64_MAX / 2 : (i128)run * g);
 }

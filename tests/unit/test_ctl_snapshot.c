@@ -708,6 +708,36 @@ static void test_other_schedulers(void **state)
     }
 }
 
+/* A bound pod of ours whose DisruptionTarget condition is the
+ * scheduler's (a notice from before this process) carries its time to
+ * the engine (notice_since_ms); another reason, another scheduler's pod or
+ * no condition carry nothing. */
+static void test_notice_since(void **state)
+{
+    (void)state;
+    standard_cluster();
+    struct fair_kpod *told = add_pod("told", "team-b", "fairshare", "b-main", 1000, "n1");
+    told->disruption_target = true;
+    told->disruption_reason = "PreemptionByScheduler";
+    told->disruption_since_ms = 1795460405000LL;
+    struct fair_kpod *evicted = add_pod("evicted", "team-b", "fairshare", "b-main", 1000, "n1");
+    evicted->disruption_target = true;
+    evicted->disruption_reason = "EvictionByEvictionAPI";
+    evicted->disruption_since_ms = 1795460405000LL;
+    struct fair_kpod *other = add_pod("other", "team-b", "default-scheduler", NULL, 1000, "n2");
+    other->disruption_target = true;
+    other->disruption_reason = "PreemptionByScheduler";
+    other->disruption_since_ms = 1795460405000LL;
+    add_pod("plain", "team-b", "fairshare", "b-main", 1000, "n2");
+    struct fair_ctl_snapshot s;
+    build(&s);
+    assert_int_equal(s.snap.pods[pod_index(&s, "told")].notice_since_ms, 1795460405000LL);
+    assert_int_equal(s.snap.pods[pod_index(&s, "evicted")].notice_since_ms, 0);
+    assert_int_equal(s.snap.pods[pod_index(&s, "other")].notice_since_ms, 0);
+    assert_int_equal(s.snap.pods[pod_index(&s, "plain")].notice_since_ms, 0);
+    fair_ctl_snapshot_release(&s);
+}
+
 /* Namespace labels reach the snapshot's pods (each its own namespace's;
  * none for a namespace not known), and only when some pod's affinity
  * term selects namespaces by label. */
@@ -1175,6 +1205,7 @@ int main(void)
         cmocka_unit_test(test_bad_pods),
         cmocka_unit_test(test_min_fraction),
         cmocka_unit_test(test_other_schedulers),
+        cmocka_unit_test(test_notice_since),
         cmocka_unit_test(test_namespace_labels),
         cmocka_unit_test(test_overlays_gangs_nodes),
         cmocka_unit_test(test_podgroups),

@@ -468,6 +468,37 @@ static void test_holds_follow_the_need(void **state)
     ts_free(t);
 }
 
+/* A pod told of an eviction before (notice_since_ms: a notice given
+ * before the controller restarted) loses only the work since: the oldest
+ * of 8 borrowed pods, told 10 s ago, goes before pods started 100-107 s
+ * ago. A notice time in the future counts for nothing. */
+static void test_victim_noticed_before(void **state)
+{
+    (void)state;
+    for (int future = 0; future < 2; future++) {
+        struct ts *t = ts_new();
+        ts_node(t, "node-0", 8);
+        int a = ts_team(t, "qa", 8 * G, 1);
+        int b = ts_team(t, "qb", 0, 1);
+        int told = -1, youngest = -1;
+        for (int i = 0; i < 8; i++) {
+            int p = ts_bound(t, b, G, 0, 1ULL << i, t->now - (100 + i) * 1000LL);
+            if (i == 0)
+                youngest = p;
+            if (i == 7) {
+                t->pods[p].started_ms = t->now - 7200000;
+                t->pods[p].notice_since_ms = future ? t->now + 60000 : t->now - 10000;
+                told = p;
+            }
+        }
+        ts_pod(t, a, G);
+        assert_int_equal(ts_run(t), 0);
+        assert_int_equal(ts_count(t, FAIR_ACTION_EVICT), 1);
+        assert_int_equal(t->res.actions[0].pod, future ? youngest : told);
+        ts_free(t);
+    }
+}
+
 /* Victims lose the least work: with 16 borrowed pods of b started at
  * different times, the one evicted for a's pod is the one with the
  * shortest run since its last checkpoint (here an old pod that just
@@ -794,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_hold_ended_by_reclaim_goes_out_in_pass2),
         cmocka_unit_test(test_hold_ended_after_young_victims),
         cmocka_unit_test(test_victims_lose_least_work),
+        cmocka_unit_test(test_victim_noticed_before),
         cmocka_unit_test(test_evicted_too_often_stays_within_share),
         cmocka_unit_test(test_eviction_bound_is_strict),
         cmocka_unit_test(test_aging_table),
