@@ -1,9 +1,10 @@
 /* The controller loop's state, shared by the files that run it (internal
  * to lib/ctl; users include ctl/controller.h): controller.c runs the loop
- * (informers, cycles, Events and conditions, status, leadership), bind.c
- * carries out the engine's binds (reservation pods, claims given their
- * node) and evict.c its evictions (preemption notices, requeues of bare
- * pods).
+ * (informers, cycles, Events and conditions, leadership), bind.c carries
+ * out the engine's binds (reservation pods, claims given their node),
+ * evict.c its evictions (preemption notices, requeues of bare pods) and
+ * statuswrite.c writes what the status of Queues, Projects and PodGroups
+ * should say.
  * Every request's context is a struct req on c->reqs; its callback frees
  * it. */
 #ifndef FAIR_CTL_LOOP_H
@@ -258,6 +259,10 @@ static inline bool is_ours(const struct fair_ctl *c, const struct fair_kpod *p)
 
 /* ---- controller.c ---- */
 
+/* PodGroups: the API resource of each flavor (index: enum
+ * fair_kpodgroup_flavor). */
+extern const struct fair_kres *const fair_ctl_pg_res[PG_COUNT];
+
 /* A request context of kind on c->reqs (NULL: out of memory); freed by
  * fair_ctl_req_free(), which unlinks it. */
 struct req *fair_ctl_req_new(struct fair_ctl *c, int kind);
@@ -317,6 +322,19 @@ void fair_ctl_select_node(struct fair_ctl *c, struct fair_ctl_snapshot *s,
 /* Binds the held pods whose claims are bound now; returns the binds. */
 size_t fair_ctl_bind_provisioned(struct fair_ctl *c, struct fair_ctl_snapshot *s,
                                  int64_t *queue_alloc);
+
+/* ---- statuswrite.c ---- */
+
+/* Writes the status of the Queues and Projects that changed (at most
+ * MAX_STATUS_PER_CYCLE a cycle). */
+void fair_ctl_write_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                             const struct fair_result *res);
+/* Writes the status of the PodGroups of our pods that changed. */
+void fair_ctl_write_podgroup_statuses(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
+                                      const struct fair_result *res);
+/* A budget alert (ctl/tqstate.h's callback): an Event on the Project, sent
+ * by the leader only. */
+void fair_ctl_budget_alert(void *ctx, size_t project, int level, const char *message);
 
 /* ---- evict.c ---- */
 
