@@ -52,16 +52,20 @@ static int index_claims(struct fair_ctl_volumes *v)
         return FAIR_ENOMEM;
     /* Backwards, so that each chain runs in input order. */
     char *key = v->claim_keys;
+    size_t left = len;
     for (size_t i = v->npvs; i-- > 0;) {
         const struct fair_kpv *pv = v->pvs[i];
         v->pv_claim_next[i] = -1;
         if (!pv->claim_name)
             continue;
-        size_t n = (size_t)sprintf(key, "%s/%s", pv->claim_ns ? pv->claim_ns : "", pv->claim_name);
+        int n = snprintf(key, left, "%s/%s", pv->claim_ns ? pv->claim_ns : "", pv->claim_name);
+        if (n < 0 || (size_t)n >= left)
+            return FAIR_ENOMEM; /* not reached: len counts every key */
         v->pv_claim_next[i] = fair_ctl_index_get(&v->pv_by_claim, key);
         if (fair_ctl_index_put(&v->pv_by_claim, key, (int32_t)i))
             return FAIR_ENOMEM;
-        key += n + 1;
+        key += (size_t)n + 1;
+        left -= (size_t)n + 1;
     }
     return 0;
 }

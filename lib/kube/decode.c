@@ -1430,10 +1430,8 @@ static int pod_conditions(const json_t *status, struct fair_kpod *p, struct fair
             if ((rc = peek_str(c, "reason", "status.conditions[].reason", &reason, err)))
                 return rc;
             p->disruption_reason = (char *)reason;
-            const char *ts = json_string_value(json_object_get(c, "lastTransitionTime"));
-            int64_t ms = 0;
-            if (ts && fair_time_parse_rfc3339(ts, &ms) == 0 && ms > 0)
-                p->disruption_since_ms = ms;
+            int64_t ms = parse_time(c, "lastTransitionTime");
+            p->disruption_since_ms = ms > 0 ? ms : 0;
         }
     }
     return 0;
@@ -2374,13 +2372,11 @@ static size_t status_conds(const json_t *obj, struct fair_kcond *out)
     {
         const char *type = json_string_value(json_object_get(c, "type"));
         const char *st = json_string_value(json_object_get(c, "status"));
-        const char *ts = json_string_value(json_object_get(c, "lastTransitionTime"));
-        int64_t ms = 0;
+        int64_t ms = parse_time(c, "lastTransitionTime");
         if (n == FAIR_KCOND_MAX)
             break;
-        if (!type || !st || !ts || strlen(type) >= sizeof out[n].type ||
-            (strcmp(st, "True") && strcmp(st, "False")) || fair_time_parse_rfc3339(ts, &ms) ||
-            ms <= 0)
+        if (!type || !st || strlen(type) >= sizeof out[n].type ||
+            (strcmp(st, "True") && strcmp(st, "False")) || ms <= 0)
             continue;
         snprintf(out[n].type, sizeof out[n].type, "%s", type);
         out[n].status = !strcmp(st, "True");
@@ -2397,10 +2393,9 @@ static void status_budget(const json_t *obj, int *level, int64_t *from_ms)
 {
     const json_t *b = json_object_get(json_object_get(obj, "status"), "budget");
     const char *st = json_string_value(json_object_get(b, "state"));
-    const char *ts = json_string_value(json_object_get(b, "periodStart"));
-    int64_t ms = 0;
+    int64_t ms = parse_time(b, "periodStart");
     *level = !st ? 0 : !strcmp(st, "Exhausted") ? 100 : !strcmp(st, "Warning") ? 80 : 0;
-    *from_ms = ts && fair_time_parse_rfc3339(ts, &ms) == 0 && ms > 0 ? ms : 0;
+    *from_ms = ms > 0 ? ms : 0;
 }
 
 int fair_kproject_decode(const json_t *obj, struct fair_kproject **out, struct fair_error *err)
