@@ -431,8 +431,8 @@ static int send_mark(struct fair_ctl *c, struct req *m, const char *message, int
     fair_buf_init(&path, 4096);
     fair_time_format_rfc3339(since_ms > 0 ? since_ms : wall(c), ts, sizeof ts);
     json_t *doc = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
-                            "DisruptionTarget", "status", "True", "reason", "PreemptionByScheduler",
-                            "message", message, "lastTransitionTime", ts);
+                            "DisruptionTarget", "status", "True", "reason",
+                            FAIR_CTL_EVICTION_REASON, "message", message, "lastTransitionTime", ts);
     char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     struct fair_ctl_podmem_entry *e = fair_ctl_podmem_get(&c->pods, m->uid);
     if (!body || fair_kpath(&path, &fair_kres_pods, m->ns, m->name, "status", &err) ||
@@ -472,7 +472,7 @@ void fair_ctl_unmark_stale(struct fair_ctl *c, const struct fair_ctl_snapshot *s
                 e->stale_unmarked = false;
             continue;
         }
-        if (!k->disruption_reason || strcmp(k->disruption_reason, "PreemptionByScheduler") ||
+        if (!fair_ctl_told_of_eviction(k) ||
             (e && (e->op != FAIR_CTL_OP_NONE || e->marked_here || e->stale_unmarked)))
             continue;
         if (!e && !(e = fair_ctl_podmem_ensure(&c->pods, k->meta.uid)))
@@ -561,14 +561,13 @@ void fair_ctl_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
     if (notice < 1000)
         notice = 0; /* the condition and the eviction are one round trip apart anyway */
     /* A notice of ours from before this process (a restart or a change of
-     * leader: DisruptionTarget=True, PreemptionByScheduler, not written
-     * here, not set back) has run since its condition's time: only the
-     * rest is owed, and the condition keeps its time. */
+     * leader: the snapshot's notice_since_ms, not written here, not set
+     * back) has run since its condition's time: only the rest is owed, and
+     * the condition keeps its time. */
     int64_t since = 0, left = notice;
-    if (notice > 0 && kp->disruption_target && kp->disruption_reason &&
-        !strcmp(kp->disruption_reason, "PreemptionByScheduler") && !e->marked_here &&
-        !e->stale_unmarked && kp->disruption_since_ms > 0 && kp->disruption_since_ms <= wall(c)) {
-        since = kp->disruption_since_ms;
+    if (notice > 0 && p->notice_since_ms > 0 && !e->marked_here && !e->stale_unmarked &&
+        p->notice_since_ms <= wall(c)) {
+        since = p->notice_since_ms;
         left = notice - (wall(c) - since);
         if (left < 1000)
             left = 0;

@@ -762,6 +762,12 @@ static bool any_ns_selector(const struct fair_ctl_snapshot_input *in)
     return false;
 }
 
+bool fair_ctl_told_of_eviction(const struct fair_kpod *k)
+{
+    return k->disruption_target && k->disruption_reason &&
+           !strcmp(k->disruption_reason, FAIR_CTL_EVICTION_REASON);
+}
+
 int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fair_ctl_snapshot *out,
                             struct fair_error *err)
 {
@@ -1221,8 +1227,7 @@ int fair_ctl_snapshot_build(const struct fair_ctl_snapshot_input *in, struct fai
         p->checkpoint_interval_ms = k->checkpoint_interval_ms;
         /* A notice of ours from before (its eviction not sent yet: one of
          * this process makes the pod terminating, never a victim again). */
-        if (node && ours && k->disruption_target && k->disruption_reason &&
-            !strcmp(k->disruption_reason, "PreemptionByScheduler"))
+        if (node && ours && fair_ctl_told_of_eviction(k))
             p->notice_since_ms = k->disruption_since_ms;
         p->max_runtime_ms = k->active_deadline_ms;
         p->evictions = ov.evictions;

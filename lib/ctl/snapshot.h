@@ -108,6 +108,14 @@ struct fair_ctl_overlay {
     const struct fair_ctl_charge *charge;
 };
 
+/* The reason of the DisruptionTarget condition the controller sets on a
+ * victim it tells of its eviction (kube-scheduler's reason). */
+#define FAIR_CTL_EVICTION_REASON "PreemptionByScheduler"
+
+/* Whether pod k carries that condition, True: told of its eviction by this
+ * process or by one before it. */
+bool fair_ctl_told_of_eviction(const struct fair_kpod *k);
+
 /* Returns the overlay of pod (kind NONE when none); pod is borrowed. vol
  * is the snapshot's volume index (claims, volumes, classes), complete when
  * the overlay is asked. */
