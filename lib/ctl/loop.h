@@ -298,6 +298,15 @@ void fair_ctl_on_simple_done(const struct fair_kresponse *resp, void *ctx);
 /* Sends queued Events while no bind waits for a slot and a slot is free. */
 void fair_ctl_pump_events(struct fair_ctl *c);
 
+/* ---- podgroups.c ---- */
+
+/* Starts discovery of both PodGroup flavors (informers follow once served). */
+int fair_ctl_podgroups_start(struct fair_ctl *c, struct fair_error *err);
+/* Both flavors' PodGroups into c->pg_arr (c->npg); FAIR_ENOMEM. */
+int fair_ctl_collect_podgroups(struct fair_ctl *c);
+/* Stops the informers and timers; frees c->pg_arr. */
+void fair_ctl_podgroups_free(struct fair_ctl *c);
+
 /* ---- bind.c ---- */
 
 /* Commits one BIND of the plan: the pod counts as bound on its node from
