@@ -1484,7 +1484,7 @@ static int pod_annotations(const json_t *md, struct fair_kpod *p, struct fair_er
         return rc;
     if (s && strlen(s) >= 1 && strlen(s) <= 2 && strspn(s, "0123456789") == strlen(s) &&
         !(s[0] == '0' && s[1])) {
-        int v = atoi(s);
+        int v = s[1] ? (s[0] - '0') * 10 + (s[1] - '0') : s[0] - '0';
         if (v < FAIR_MAX_GPUS_PER_NODE)
             p->gpu_slot1 = (int8_t)(v + 1);
     }

@@ -457,11 +457,10 @@ static void test_too_many_terms(void **state)
     (void)state;
     char terms[4096] = "";
     for (int i = 0; i < 9; i++) {
-        char t[200];
-        snprintf(t, sizeof t,
+        size_t len = strlen(terms);
+        snprintf(terms + len, sizeof terms - len,
                  "%s{\"matchExpressions\":[{\"key\":\"k%d\",\"operator\":\"Exists\"}]}",
                  i ? "," : "", i);
-        strcat(terms, t);
     }
     char pod[8192];
     snprintf(pod, sizeof pod,
@@ -489,11 +488,10 @@ static void test_too_many_terms(void **state)
     /* 9 terms x a volume of 2 terms, eight times over: 9 x 2^8 > 64. */
     char vols[2048] = "";
     for (int i = 0; i < 8; i++) {
-        char t[200];
-        snprintf(t, sizeof t,
+        size_t len = strlen(vols);
+        snprintf(vols + len, sizeof vols - len,
                  "%s{\"name\":\"v%d\",\"persistentVolumeClaim\":{\"claimName\":\"on-n0-or-n2\"}}",
                  i ? "," : "", i);
-        strcat(vols, t);
     }
     snprintf(pod, sizeof pod,
              "{\"metadata\":{\"name\":\"p\",\"namespace\":\"t\",\"uid\":\"u\"},\"spec\":{"
