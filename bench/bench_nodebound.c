@@ -3,7 +3,8 @@
  * the node bound at the last arrival of the 99.5-100.5% window (bounds only
  * fall as arrivals are added, so this holds for the window's mean), the LP
  * bound for the policies whose first failed GPU pod comes no earlier than
- * the paper FGD's (sim/bound.h, must rows), what the packing leaves there,
+ * the paper FGD's (sim/bound.h, must rows) as a window mean (each record's
+ * bound, averaged as the protocol averages), what the packing leaves there,
  * and the window metric of the clairvoyant policy that follows it; then
  * the medians.
  *
@@ -79,15 +80,26 @@ static long long first_fail(const struct fair_sim_trace *t, const struct fair_si
     return res.first_fail_index == SIZE_MAX ? (long long)a->n : (long long)res.first_fail_index;
 }
 
-/* The LP bound (%, rounded down to 0.01) for the policies that fail no
- * GPU pod among the first must arrivals; -1 on error. */
+/* The LP bound for the policies that fail no GPU pod among the first must
+ * arrivals, on the protocol's metric itself: the mean over the window's
+ * records (prefixes start..end) of each record's bound (%, rounded down
+ * to 0.01); -1 on error. Each record's unallocated GPU is at least its
+ * bound, so their mean is too. */
 static double bound_before(const struct fair_sim_trace *t, const struct fair_sim_arrivals *a,
-                           size_t end, long long must, struct fair_error *err)
+                           size_t start, size_t end, long long must, struct fair_error *err)
 {
-    struct fair_sim_frag_bound fb;
-    if (must < 0 || fair_sim_paper_bound(t, a, end, (size_t)must, &fb, err))
+    int64_t sum = 0, cap = 0;
+    if (must < 0 || start == 0 || start > end)
         return -1;
-    return (double)(fb.bound_milli * 10000 / fb.capacity_milli) / 100.0;
+    for (size_t p = start; p <= end; p++) {
+        struct fair_sim_frag_bound fb;
+        if (fair_sim_paper_bound(t, a, p, (size_t)must, &fb, err))
+            return -1;
+        sum += fb.bound_milli;
+        cap = fb.capacity_milli;
+    }
+    int64_t n = (int64_t)(end - start + 1);
+    return (double)(sum * 10000 / (n * cap)) / 100.0;
 }
 
 /* Best fit of one pod now (fair_sim_best_fit), bound. */
@@ -195,11 +207,14 @@ int main(int argc, char **argv)
     int rc = 0;
     const bool with_engine = getenv("BENCH_ENGINE_BOUND") != NULL;
     printf("| seed | window end (arrivals) | LP bound | node bound | FGD's first failed GPU pod "
-           "(arrival) | LP bound, no GPU pod failed before it | offline packing, window end | "
+           "(arrival) | LP bound, no GPU pod failed before it, window mean | offline packing, "
+           "window end | "
            "clairvoyant policy, window mean | same, placing every pod that fits | CPU-only pods it "
            "turns away | classes | shapes | steps | seconds |%s\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
-           with_engine ? " engine's first failed GPU pod | LP bound, none failed before it |" : "",
+           with_engine
+               ? " engine's first failed GPU pod | LP bound, none failed before it, window mean |"
+               : "",
            with_engine ? "---|---|" : "");
     for (long long i = 0; i < nseeds && lp && nbd && fgd && eng && pk && pw && wc; i++) {
         struct fair_sim_arrivals a = {0};
@@ -234,8 +249,8 @@ int main(int argc, char **argv)
         /* The condition: no GPU pod fails before FGD's first. */
         long long ff = first_fail(&t, &a, (uint64_t)(first + i), false, &err);
         long long fe = with_engine ? first_fail(&t, &a, (uint64_t)(first + i), true, &err) : 0;
-        fgd[i] = bound_before(&t, &a, end, ff, &err);
-        eng[i] = with_engine ? bound_before(&t, &a, end, fe, &err) : 0;
+        fgd[i] = bound_before(&t, &a, start, end, ff, &err);
+        eng[i] = with_engine ? bound_before(&t, &a, start, end, fe, &err) : 0;
         if (fgd[i] < 0 || eng[i] < 0) {
             fprintf(stderr, "bench_nodebound: %s\n", err.msg);
             fair_sim_arrivals_release(&a);
