@@ -102,8 +102,8 @@ void fair_ctl_req_free(struct req *r)
             c->nresv_wait--;
         }
     }
-    if (r->kind == REQ_NOTICE) {
-        struct req **pp = &c->notices;
+    if (r->kind == REQ_NOTICE || r->kind == REQ_REQUEUE) {
+        struct req **pp = r->kind == REQ_NOTICE ? &c->notices : &c->requeues;
         while (*pp && *pp != r)
             pp = &(*pp)->qnext;
         if (*pp)
@@ -858,6 +858,7 @@ static void run_cycle(struct fair_ctl *c)
         if (collect(c, i, &n[i]))
             goto out;
     fair_ctl_pump_notices(c);
+    fair_ctl_pump_requeues(c);
     fair_ctl_podmem_expire(&c->pods, t0, c->cfg->op_timeout_ms, c->cfg->volume_bind_timeout_ms);
     if (build_snapshot(c, n, &s, &err)) {
         FAIR_ERROR(COMP, "msg=\"snapshot failed\" err=\"%s\"", err.msg);

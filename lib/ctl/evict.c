@@ -248,6 +248,18 @@ static void take_requeue(struct req *r, const struct fair_kresponse *resp)
     r->rq_note = dup0(why);
 }
 
+/* Whether a failed create may succeed if tried again: no answer (a
+ * timeout, a connection lost; a create that did land is then 409 on the
+ * next try, which counts as done), or an API server that is overloaded or
+ * restarting. */
+static bool requeue_transient(const struct fair_kresponse *resp)
+{
+    long s = resp->status;
+    return s == 0 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
+}
+
+static void create_requeue(struct fair_ctl *c, struct req *r);
+
 static void on_requeue_done(const struct fair_kresponse *resp, void *ctx)
 {
     struct req *r = ctx;
@@ -256,25 +268,55 @@ static void on_requeue_done(const struct fair_kresponse *resp, void *ctx)
         /* 409 AlreadyExists: created before (by this process, or by one
          * that was restarted): done. */
         c->metrics.requeues++;
-        FAIR_INFO(COMP, "msg=\"requeued\" pod=%s/%s as=%s existed=%s", r->ns, r->name, r->rq_name,
-                  resp->rc ? "yes" : "no");
-    } else {
-        fair_ctl_note_api_error(c, resp);
-        FAIR_WARN(COMP, "msg=\"requeue failed\" pod=%s/%s as=%s status=%ld err=\"%s\"", r->ns,
-                  r->name, r->rq_name, resp->status, resp->err.msg);
-        char msg[700];
-        snprintf(msg, sizeof msg,
-                 "fairshare could not create %s to requeue this evicted pod: %s (HTTP %ld)",
-                 r->rq_name, resp->err.msg, resp->status);
-        fair_ctl_queue_event(c, r->ns, r->name, r->uid, "Warning", "RequeueFailed", msg);
+        FAIR_INFO(COMP, "msg=\"requeued\" pod=%s/%s as=%s existed=%s tries=%d", r->ns, r->name,
+                  r->rq_name, resp->rc ? "yes" : "no", r->tries);
+        fair_ctl_req_free(r);
+        return;
     }
+    fair_ctl_note_api_error(c, resp);
+    if (requeue_transient(resp) && r->tries < REQUEUE_TRIES && !c->stopping) {
+        int64_t wait = REQUEUE_RETRY_MS;
+        for (int i = 1; i < r->tries && wait < REQUEUE_RETRY_MAX_MS; i++)
+            wait *= 2;
+        if (wait > REQUEUE_RETRY_MAX_MS)
+            wait = REQUEUE_RETRY_MAX_MS;
+        c->metrics.requeue_retries++;
+        FAIR_WARN(COMP,
+                  "msg=\"requeue failed; trying again\" pod=%s/%s as=%s status=%ld try=%d "
+                  "in_ms=%lld err=\"%s\"",
+                  r->ns, r->name, r->rq_name, resp->status, r->tries, (long long)wait,
+                  resp->err.msg);
+        r->due_ms = mono(c) + wait;
+        r->qnext = c->requeues;
+        c->requeues = r;
+        fair_ctl_arm_cycle(c, wait);
+        return;
+    }
+    FAIR_WARN(COMP, "msg=\"requeue failed\" pod=%s/%s as=%s status=%ld tries=%d err=\"%s\"", r->ns,
+              r->name, r->rq_name, resp->status, r->tries, resp->err.msg);
+    char msg[760];
+    snprintf(msg, sizeof msg,
+             "fairshare could not create %s to requeue this evicted pod: %s (HTTP %ld, %d %s)",
+             r->rq_name, resp->err.msg, resp->status, r->tries, r->tries == 1 ? "try" : "tries");
+    fair_ctl_queue_event(c, r->ns, r->name, r->uid, "Warning", "RequeueFailed", msg);
     fair_ctl_req_free(r);
 }
 
-/* Creates the requeued pod of an eviction that was accepted. */
-static void send_requeue(struct fair_ctl *c, struct req *ev)
+/* Sends r's create (again). */
+static void create_requeue(struct fair_ctl *c, struct req *r)
 {
     struct fair_error err = {0};
+    r->tries++;
+    if (fair_kclient_create(c->kc, &fair_kres_pods, r->ns, r->rq_body, on_requeue_done, r, &err)) {
+        FAIR_WARN(COMP, "msg=\"requeue not sent\" pod=%s/%s err=\"%s\"", r->ns, r->name, err.msg);
+        fair_ctl_req_free(r);
+    }
+}
+
+/* Creates the requeued pod of an eviction that was accepted; the request
+ * takes the eviction's body. */
+static void send_requeue(struct fair_ctl *c, struct req *ev)
+{
     struct req *r = fair_ctl_req_new(c, REQ_REQUEUE);
     if (!r)
         return;
@@ -282,12 +324,35 @@ static void send_requeue(struct fair_ctl *c, struct req *ev)
     r->ns = dup0(ev->ns);
     r->name = dup0(ev->name);
     r->rq_name = dup0(ev->rq_name);
-    if (!r->uid || !r->ns || !r->name || !r->rq_name ||
-        fair_kclient_create(c->kc, &fair_kres_pods, ev->ns, ev->rq_body, on_requeue_done, r,
-                            &err)) {
-        FAIR_WARN(COMP, "msg=\"requeue not sent\" pod=%s/%s err=\"%s\"", ev->ns, ev->name, err.msg);
+    r->rq_body = ev->rq_body;
+    ev->rq_body = NULL;
+    if (!r->uid || !r->ns || !r->name || !r->rq_name) {
+        FAIR_WARN(COMP, "msg=\"requeue not sent\" pod=%s/%s err=\"out of memory\"", ev->ns,
+                  ev->name);
         fair_ctl_req_free(r);
+        return;
     }
+    create_requeue(c, r);
+}
+
+void fair_ctl_pump_requeues(struct fair_ctl *c)
+{
+    int64_t now = mono(c), next = -1;
+    struct req **pp = &c->requeues;
+    while (*pp) {
+        struct req *r = *pp;
+        if (now >= r->due_ms) {
+            *pp = r->qnext;
+            r->qnext = NULL;
+            create_requeue(c, r);
+            continue;
+        }
+        if (next < 0 || r->due_ms < next)
+            next = r->due_ms;
+        pp = &r->qnext;
+    }
+    if (next >= 0)
+        fair_ctl_arm_cycle(c, next - now);
 }
 
 /* The DisruptionTarget=True patch, sent with the eviction or before it

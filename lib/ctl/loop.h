@@ -60,6 +60,12 @@
 /* The largest pod a requeue copies (etcd's default object limit is 1.5
  * MiB; the copy is kept in memory while its victim is evicted). */
 #define REQUEUE_MAX_BYTES ((size_t)2 << 20)
+/* A requeue's create that fails for a reason that may pass (no answer, or
+ * HTTP 429, 500, 502, 503, 504) is tried again after 1 s, then twice as
+ * long each time up to 30 s, REQUEUE_TRIES tries in all (about 1.5 min). */
+#define REQUEUE_TRIES 8
+#define REQUEUE_RETRY_MS 1000LL
+#define REQUEUE_RETRY_MAX_MS 30000LL
 
 /* Namespaces: their labels, for pod (anti-)affinity namespaceSelectors;
  * claims, volumes and storage classes, for where a pod's volumes are. */
@@ -120,6 +126,7 @@ struct req {
     int64_t grace_s;
     int64_t due_ms;
     char *rq_name, *rq_body, *rq_note;
+    int tries;               /* requeues: creates sent so far */
     bool pdb_override;       /* an eviction sent as a DELETE: a PDB refused it too long */
     struct req *evict_after; /* a mark: the eviction to send once it is answered */
     bool keep_spec;          /* a mark under notice: keep the answer for the requeue */
@@ -209,7 +216,8 @@ struct fair_ctl {
     size_t events_in_flight;         /* queued Events sent and not answered */
     struct req *evq_head, *evq_tail; /* Events waiting to be sent */
     size_t nevq;
-    struct req *notices; /* evictions under notice (REQ_NOTICE, by qnext) */
+    struct req *notices;  /* evictions under notice (REQ_NOTICE, by qnext) */
+    struct req *requeues; /* requeues to try again (REQ_REQUEUE, by qnext) */
     /* Binds waiting for a reservation pod's device (REQ_RESV_WAIT, by
      * qnext), and how many. */
     struct req *resv_wait;
@@ -354,6 +362,8 @@ void fair_ctl_evict(struct fair_ctl *c, const struct fair_ctl_snapshot *s,
 /* Sends the evictions whose notice has passed, cancels those no longer
  * needed; arms a cycle for the next one due. */
 void fair_ctl_pump_notices(struct fair_ctl *c);
+/* Sends again the requeues whose retry is due; arms a cycle for the next. */
+void fair_ctl_pump_requeues(struct fair_ctl *c);
 /* Sets back to False the DisruptionTarget conditions of ours from before
  * this process on pods this cycle did not choose. */
 void fair_ctl_unmark_stale(struct fair_ctl *c, const struct fair_ctl_snapshot *s);

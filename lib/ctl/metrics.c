@@ -183,6 +183,11 @@ int fair_ctl_metrics_render(const struct fair_ctl_metrics *m, struct fair_buf *o
       "# TYPE fairshare_requeues_total counter\n"
       "fairshare_requeues_total %llu\n",
       (unsigned long long)m->requeues);
+    P("# HELP fairshare_requeue_retries_total Requeue creates tried again after a failure that "
+      "may pass (no answer, HTTP 429 or 5xx).\n"
+      "# TYPE fairshare_requeue_retries_total counter\n"
+      "fairshare_requeue_retries_total %llu\n",
+      (unsigned long long)m->requeue_retries);
     P("# HELP fairshare_binds_total Pods bound to nodes.\n"
       "# TYPE fairshare_binds_total counter\nfairshare_binds_total %llu\n",
       (unsigned long long)m->binds);

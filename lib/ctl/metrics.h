@@ -42,6 +42,7 @@ struct fair_ctl_metrics {
     uint64_t notices;                /* preemption notices given */
     uint64_t notices_cancelled;      /* ...and cancelled (the need went away) */
     uint64_t requeues;               /* bare pods created again after eviction */
+    uint64_t requeue_retries;        /* requeue creates tried again */
     uint64_t events_sent;
     uint64_t events_dropped; /* Scheduled/Preempted Events over the queue's cap */
     uint64_t status_writes;

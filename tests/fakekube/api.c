@@ -1898,14 +1898,14 @@ static void handle_fake(struct fk_server *s, struct evhttp_request *req, const c
         long ra = query_long(q, "retryAfter", 1, &bad);
         const char *prefix = evhttp_find_header(q, "prefix");
         const char *verb = evhttp_find_header(q, "verb");
-        if (bad || (code != 500 && code != 429 && code != 503 && code != 409) ||
+        if (bad || (code != 500 && code != 429 && code != 503 && code != 409 && code != 403) ||
             s->nfaults == FK_MAX_FAULTS ||
             (prefix && strlen(prefix) >= sizeof(s->faults[0].prefix)) ||
             (verb && strlen(verb) >= sizeof(s->faults[0].verb))) {
             reply_json(
                 s, req, 400,
                 fk_status(400, "BadRequest",
-                          "fail needs code=500|429|503|409, count>=0, retryAfter>=0, at most "
+                          "fail needs code=500|429|503|409|403, count>=0, retryAfter>=0, at most "
                           "%d rules",
                           FK_MAX_FAULTS),
                 0);
@@ -2008,7 +2008,11 @@ static int apply_fault(struct fk_server *s, struct evhttp_request *req, const ch
         struct fk_fault *f = &s->faults[i];
         if (f->remaining <= 0)
             continue;
-        if (f->prefix[0] && strncmp(path, f->prefix, strlen(f->prefix)) != 0)
+        /* A prefix ending in '$' is the whole path. */
+        size_t plen = strlen(f->prefix);
+        bool whole = plen && f->prefix[plen - 1] == '$';
+        if (plen && (whole ? strlen(path) != plen - 1 || strncmp(path, f->prefix, plen - 1)
+                           : strncmp(path, f->prefix, plen)) != 0)
             continue;
         if (f->verb[0] && strcasecmp(f->verb, method_name(method)) != 0)
             continue;
@@ -2033,6 +2037,9 @@ static int apply_fault(struct fk_server *s, struct evhttp_request *req, const ch
             fk_reply(s, req, 429, st);
         } else if (code == 503) {
             fk_reply(s, req, 503, fk_status(503, "ServiceUnavailable", "injected fault"));
+        } else if (code == 403) {
+            fk_reply(s, req, 403,
+                     fk_status(403, "Forbidden", "forbidden: exceeded quota: injected fault"));
         } else if (code == 409) {
             fk_reply(s, req, 409,
                      fk_status(409, "Conflict", "Operation cannot be fulfilled: injected fault"));

@@ -104,9 +104,9 @@ struct fk_deferred;
 struct fk_user;
 
 struct fk_fault {
-    int code;         /* 500 or 429 */
+    int code;         /* 500, 503, 429, 409 or 403 */
     long remaining;   /* requests left to fail */
-    char prefix[256]; /* path prefix, "" for all */
+    char prefix[256]; /* path prefix, "" for all; ending in '$': the whole path */
     char verb[16];    /* "" for all */
     int retry_after;  /* seconds, for 429 */
 };

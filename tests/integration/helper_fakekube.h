@@ -104,9 +104,10 @@ int fair_fake_create_namespace(struct fair_fake *f, const char *ns);
 const char *fair_fake_json_str(const json_t *j, const char *path);
 
 /* Fault injection (see docs/fakekube.md). Return 0 or -1. */
-/* The next count requests whose path starts with prefix (NULL: any) and
- * whose method is verb (NULL: any) get code (500, 503, or 429 with a
- * Retry-After of retry_after seconds). */
+/* The next count requests whose path starts with prefix (NULL: any; a
+ * prefix ending in '$' is the whole path) and whose method is verb (NULL:
+ * any) get code (500, 503, 409, 403, or 429 with a Retry-After of
+ * retry_after seconds). */
 int fair_fake_fail_next(struct fair_fake *f, int code, long count, const char *prefix,
                         const char *verb, int retry_after);
 /* Closes every open watch connection (abrupt = 1) or ends the streams

@@ -557,6 +557,86 @@ static void test_requeue_bare_pods(void **state)
     stop_all(&fake, &c);
 }
 
+/* B's bare pod b-bare and three pods of a Job hold the node; the next
+ * creates of pods in team-b get code (count times); then A reclaims its 4
+ * GPUs, which evicts all four. Returns when the evictions were told. */
+static void requeue_under_fault(struct fair_fake *fake, struct ctl *c, const char *tag, int code,
+                                long count)
+{
+    setup_two_teams(fake, c, tag, NULL);
+    mk_b_pod_meta(fake, "b-bare", NULL, NULL, NULL);
+    char name[32];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "b-job-%d", i);
+        mk_b_pod_meta(fake, name, "Job", "train", NULL);
+    }
+    if (!WAIT_UNTIL(count_pods(fake, "team-b", 1) == 4, WAIT_MS)) {
+        ctl_dump_log(c, 60);
+        fail_msg("B's pods were not bound");
+    }
+    /* Creates only: an eviction is a POST under .../pods/NAME/eviction. */
+    assert_int_equal(
+        fair_fake_fail_next(fake, code, count, "/api/v1/namespaces/team-b/pods$", "POST", 0), 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "a-%d", i);
+        mk_pod(fake, "team-a", name, "qa", "1");
+    }
+    if (!WAIT_UNTIL(count_events(fake, "Preempted", "team-b", NULL) == 4, WAIT_MS)) {
+        ctl_dump_log(c, 80);
+        fail_msg("B's pods were not evicted: %d Preempted Events",
+                 count_events(fake, "Preempted", "team-b", NULL));
+    }
+}
+
+/* The API server answers the requeue's create 503 twice (a restart, an
+ * overload): the create is tried again, after 1 s and 2 s, and the pod
+ * comes back. Before, it was lost after one try, with a RequeueFailed
+ * Event. */
+static void test_requeue_retried(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    requeue_under_fault(&fake, &c, "requeueretry", 503, 2);
+    if (!WAIT_UNTIL(pod_exists(&fake, "team-b", "b-bare-rq1"), WAIT_MS)) {
+        ctl_dump_log(&c, 80);
+        fail_msg("the requeue was not tried again after the 503s");
+    }
+    assert_true(WAIT_UNTIL(ctl_metric(&c, "fairshare_requeues_total") == 1, WAIT_MS));
+    assert_int_equal(ctl_metric(&c, "fairshare_requeue_retries_total"), 2);
+    assert_int_equal(count_events(&fake, "RequeueFailed", "team-b", NULL), 0);
+    assert_false(pod_exists(&fake, "team-b", "b-job-0-rq1"));
+    json_t *p = get_pod(&fake, "team-b", "b-bare-rq1");
+    assert_non_null(p);
+    assert_null(fair_fake_json_str(p, "spec.nodeName"));
+    assert_string_equal(ann_of(p, "fairshare.dev/requeued-from"), "b-bare");
+    json_decref(p);
+    stop_all(&fake, &c);
+}
+
+/* A refusal that stays (403, as a ResourceQuota answers) is not tried
+ * again: one RequeueFailed Event says why and after how many tries. */
+static void test_requeue_refused(void **state)
+{
+    (void)state;
+    static struct fair_fake fake;
+    static struct ctl c;
+    requeue_under_fault(&fake, &c, "requeuerefused", 403, 5);
+    if (!WAIT_UNTIL(count_events(&fake, "RequeueFailed", "team-b", NULL) == 1, WAIT_MS)) {
+        ctl_dump_log(&c, 80);
+        fail_msg("no RequeueFailed Event");
+    }
+    char *m = event_message(&fake, "RequeueFailed", "team-b", "b-bare");
+    assert_non_null(m);
+    if (!strstr(m, "could not create b-bare-rq1") || !strstr(m, "(HTTP 403, 1 try)"))
+        fail_msg("RequeueFailed says \"%s\"", m);
+    free(m);
+    assert_false(pod_exists(&fake, "team-b", "b-bare-rq1"));
+    assert_int_equal(ctl_metric(&c, "fairshare_requeue_retries_total"), 0);
+    assert_int_equal(ctl_metric(&c, "fairshare_requeues_total"), 0);
+    stop_all(&fake, &c);
+}
+
 /* A name near the 253-character limit: the requeued pod's name is cut to
  * fit, and the next requeue replaces the suffix instead of adding one. */
 static void test_requeue_long_name(void **state)
@@ -694,6 +774,8 @@ int main(void)
         cmocka_unit_test_teardown(test_notice_holds_back_no_one_else, tc_teardown),
         cmocka_unit_test_teardown(test_notice_capped_and_fixed_at_bind, tc_teardown),
         cmocka_unit_test_teardown(test_requeue_bare_pods, tc_teardown),
+        cmocka_unit_test_teardown(test_requeue_retried, tc_teardown),
+        cmocka_unit_test_teardown(test_requeue_refused, tc_teardown),
         cmocka_unit_test_teardown(test_requeue_long_name, tc_teardown),
         cmocka_unit_test_teardown(test_requeue_restart, tc_teardown),
     };
