@@ -1,6 +1,7 @@
 /* e2e, lending and reclaim on a real API server: idle guaranteed GPUs are
  * lent, and taken back through the Eviction API, exactly as many as the
- * owner needs; evicted bare pods are requeued and run again later; a
+ * owner needs; evicted bare pods are requeued and run again later, also
+ * when the API server refuses the first creates; a
  * preemption notice comes before the eviction and shortens its grace; a PodDisruptionBudget makes
  * the controller choose another victim; a controller killed with SIGKILL and restarted binds and
  * evicts nothing twice; label edits after the bind escape nothing. */
@@ -187,6 +188,67 @@ static void test_lend_and_reclaim(void **state)
     }
     wait_counts(&ctl, t.b, 16, 16, "the requeued pods bound again");
     assert_int_equal(e2e_count(t.b, NULL).total, 16);
+    assert_int_equal(e2e_ctl_stop(&ctl), 0);
+    e2e_scenario_end();
+}
+
+/* The requeue's create refused for a while by the API server itself: a
+ * validating webhook on pod creates in b's namespace that cannot be
+ * reached (failurePolicy Fail), so each create is answered 500 ("failed
+ * calling webhook"), as during an outage of a real webhook. The
+ * controller tries again; once the webhook is gone, the evicted pod comes
+ * back as -rq1. Before, the first 500 lost it. */
+static void test_requeue_retried(void **state)
+{
+    (void)state;
+    static struct teams t;
+    static struct e2e_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    two_teams(&t, "rqretry");
+    e2e_ctl_start(&ctl, "rqretry", NULL);
+    e2e_pods(t.b, "b", 16, NULL, "1", NULL);
+    wait_counts(&ctl, t.b, 16, 16, "lend");
+    char hook[200], path[400];
+    snprintf(hook, sizeof hook, "%s-block", t.pre);
+    e2e_create("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+               "{\"apiVersion\":\"admissionregistration.k8s.io/v1\","
+               "\"kind\":\"ValidatingWebhookConfiguration\",\"metadata\":{\"name\":\"%s\"},"
+               "\"webhooks\":[{\"name\":\"block.e2e.fairshare.dev\","
+               "\"clientConfig\":{\"url\":\"https://127.0.0.1:1/block\"},"
+               "\"rules\":[{\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
+               "\"operations\":[\"CREATE\"],\"resources\":[\"pods\"]}],"
+               "\"namespaceSelector\":{\"matchLabels\":{\"kubernetes.io/metadata.name\":"
+               "\"%s\"}},\"failurePolicy\":\"Fail\",\"sideEffects\":\"None\","
+               "\"timeoutSeconds\":1,\"admissionReviewVersions\":[\"v1\"]}]}",
+               hook, t.b);
+    snprintf(path, sizeof path,
+             "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", hook);
+    e2e_track(path);
+    /* The webhook is in force once a create in b's namespace fails. */
+    char pods[256];
+    snprintf(pods, sizeof pods, "/api/v1/namespaces/%s/pods", t.b);
+    if (!E2E_WAIT(e2e_req("POST", pods,
+                          "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                          "\"probe\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+                          "\"registry.k8s.io/pause:3.7\"}]}}",
+                          NULL) == 500,
+                  E2E_WAIT_MS))
+        fail_msg("the blocking webhook did not take effect");
+    e2e_pod(t.a, "a-0", NULL, "1", NULL, NULL);
+    if (!E2E_WAIT(e2e_ctl_metric(&ctl, "fairshare_requeue_retries_total") >= 2, E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("the requeue was not tried again (%g retries)",
+                 e2e_ctl_metric(&ctl, "fairshare_requeue_retries_total"));
+    }
+    assert_int_equal(requeued(t.b, "-rq1"), 0);
+    assert_int_equal(e2e_req("DELETE", path, NULL, NULL), 200);
+    if (!E2E_WAIT(requeued(t.b, "-rq1") == 1, E2E_WAIT_MS)) {
+        e2e_ctl_dump(&ctl, 40);
+        fail_msg("the evicted pod was not requeued once the webhook was gone");
+    }
+    assert_true(E2E_WAIT(e2e_ctl_metric(&ctl, "fairshare_requeues_total") == 1, E2E_WAIT_MS));
+    assert_int_equal(e2e_events(t.b, "RequeueFailed"), 0);
+    wait_counts(&ctl, t.a, 1, 1, "reclaim");
     assert_int_equal(e2e_ctl_stop(&ctl), 0);
     e2e_scenario_end();
 }
@@ -699,6 +761,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_lend_and_reclaim, e2e_scenario_teardown),
+        cmocka_unit_test_teardown(test_requeue_retried, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_preemption_notice, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_notice_lost_on_restart, e2e_scenario_teardown),
         cmocka_unit_test_teardown(test_notice_served_on_restart, e2e_scenario_teardown),
