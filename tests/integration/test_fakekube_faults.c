@@ -208,6 +208,17 @@ static void test_fail_500_and_429(void **state)
                                "{\"metadata\":{\"name\":\"x\"}}", &code);
     assert_int_equal(code, 503);
     json_decref(r);
+
+    /* A prefix ending in '$' is the whole path: the namespace's GET is
+     * refused (403, as a quota refuses), one below it is not. */
+    assert_int_equal(fair_fake_fail_next(&fake, 403, 2, "/api/v1/namespaces$", "GET", 0), 0);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces/default", NULL, &code);
+    assert_int_equal(code, 200);
+    json_decref(r);
+    r = fair_fake_request_json(&fake, "GET", "/api/v1/namespaces", NULL, &code);
+    assert_int_equal(code, 403);
+    assert_string_equal(fair_fake_json_str(r, "reason"), "Forbidden");
+    json_decref(r);
     assert_int_equal(fair_fake_reset_faults(&fake), 0);
 }
 
