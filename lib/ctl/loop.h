@@ -1,10 +1,11 @@
 /* The controller loop's state, shared by the files that run it (internal
  * to lib/ctl; users include ctl/controller.h): controller.c runs the loop
- * (informers, cycles, Events and conditions, leadership), bind.c carries
- * out the engine's binds (reservation pods, claims given their node),
- * evict.c its evictions (preemption notices, requeues of bare pods) and
- * statuswrite.c writes what the status of Queues, Projects and PodGroups
- * should say.
+ * (informers, cycles, leadership), tell.c sends Events and the conditions
+ * of waiting pods, podgroups.c reads the optional PodGroup CRDs, bind.c
+ * carries out the engine's binds (reservation pods, claims given their
+ * node), evict.c its evictions (preemption notices, requeues of bare pods)
+ * and statuswrite.c writes what the status of Queues, Projects and
+ * PodGroups should say.
  * Every request's context is a struct req on c->reqs; its callback frees
  * it. */
 #ifndef FAIR_CTL_LOOP_H
@@ -281,6 +282,12 @@ void fair_ctl_arm_cycle(struct fair_ctl *c, int64_t delay_ms);
  * the last cycle's cost) after the last one. */
 void fair_ctl_mark_dirty(struct fair_ctl *c);
 void fair_ctl_note_api_error(struct fair_ctl *c, const struct fair_kresponse *resp);
+/* Completes a request whose answer needs no more than bookkeeping (an
+ * Event, a condition, a status, a claim's or volume's patch). */
+void fair_ctl_on_simple_done(const struct fair_kresponse *resp, void *ctx);
+
+/* ---- tell.c ---- */
+
 /* An Event about pod p, sent now. */
 void fair_ctl_send_event(struct fair_ctl *c, const struct fair_kpod *p, const char *type,
                          const char *reason, const char *message);
@@ -299,10 +306,6 @@ void fair_ctl_patch_condition(struct fair_ctl *c, const struct fair_kpod *p, int
  * events.perPodInterval. Returns how many writes were sent. */
 int fair_ctl_tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why,
                           const char *message);
-
-/* Completes a request whose answer needs no more than bookkeeping (an
- * Event, a condition, a status, a claim's or volume's patch). */
-void fair_ctl_on_simple_done(const struct fair_kresponse *resp, void *ctx);
 /* Sends queued Events while no bind waits for a slot and a slot is free. */
 void fair_ctl_pump_events(struct fair_ctl *c);
 
