@@ -38,6 +38,16 @@ static void two_teams(struct teams *t, const char *scenario)
     e2e_queue(t->b, t->b, "8", 0);
 }
 
+/* The two teams of scenario and a controller for them (extra: more of its
+ * config, NULL: none). */
+static void teams_and_ctl(struct teams *t, struct e2e_ctl *ctl, const char *scenario,
+                          const char *extra)
+{
+    memset(ctl, 0, sizeof *ctl);
+    two_teams(t, scenario);
+    e2e_ctl_start(ctl, scenario, extra);
+}
+
 static bool counts_are(const char *ns, int bound, int running)
 {
     struct e2e_counts c = e2e_count(ns, NULL);
@@ -157,9 +167,7 @@ static void test_lend_and_reclaim(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    two_teams(&t, "reclaim");
-    e2e_ctl_start(&ctl, "reclaim", NULL);
+    teams_and_ctl(&t, &ctl, "reclaim", NULL);
     e2e_pods(t.b, "b", 16, NULL, "1", NULL);
     wait_counts(&ctl, t.b, 16, 16, "lend");
     e2e_pods(t.a, "a", 8, NULL, "1", NULL);
@@ -203,9 +211,7 @@ static void test_requeue_retried(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    two_teams(&t, "rqretry");
-    e2e_ctl_start(&ctl, "rqretry", NULL);
+    teams_and_ctl(&t, &ctl, "rqretry", NULL);
     e2e_pods(t.b, "b", 16, NULL, "1", NULL);
     wait_counts(&ctl, t.b, 16, 16, "lend");
     char hook[200], path[400];
@@ -275,9 +281,7 @@ static void notice_pods(const char *ns, const char *notice, int grace)
 static long long notice_then_stop(struct teams *t, struct e2e_ctl *ctl, const char *scenario,
                                   const char *notice)
 {
-    memset(ctl, 0, sizeof *ctl);
-    two_teams(t, scenario);
-    e2e_ctl_start(ctl, scenario, NULL);
+    teams_and_ctl(t, ctl, scenario, NULL);
     notice_pods(t->b, notice, 0);
     wait_counts(ctl, t->b, 16, 16, "lend");
     e2e_pod(t->a, "a-0", NULL, "1", NULL, NULL);
@@ -415,9 +419,7 @@ static void test_preemption_notice(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    two_teams(&t, "notice");
-    e2e_ctl_start(&ctl, "notice", NULL);
+    teams_and_ctl(&t, &ctl, "notice", NULL);
     notice_pods(t.b, "3s", 5);
     wait_counts(&ctl, t.b, 16, 16, "lend");
     long long t0 = e2e_now_ms();
@@ -474,9 +476,7 @@ static void test_pdb_forces_another_victim(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    two_teams(&t, "pdb");
-    e2e_ctl_start(&ctl, "pdb", NULL);
+    teams_and_ctl(&t, &ctl, "pdb", NULL);
     e2e_pods(t.b, "guarded", 12, NULL, "1", ",\"guard\":\"yes\"");
     e2e_pods(t.b, "free", 4, NULL, "1", NULL);
     wait_counts(&ctl, t.b, 16, 16, "lend");
@@ -520,9 +520,7 @@ static void test_pdb_overridden(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    two_teams(&t, "pdbwait");
-    e2e_ctl_start(&ctl, "pdbwait", "eviction:\n  pdbBackoff: 500ms\n  pdbMaxWait: 3s\n");
+    teams_and_ctl(&t, &ctl, "pdbwait", "eviction:\n  pdbBackoff: 500ms\n  pdbMaxWait: 3s\n");
     e2e_pods(t.b, "guarded", 16, NULL, "1", ",\"guard\":\"yes\"");
     wait_counts(&ctl, t.b, 16, 16, "lend");
     char path[256];
@@ -556,9 +554,7 @@ static void test_label_edits_after_bind(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    memset(&ctl, 0, sizeof ctl);
-    two_teams(&t, "relabel");
-    e2e_ctl_start(&ctl, "relabel", NULL);
+    teams_and_ctl(&t, &ctl, "relabel", NULL);
     e2e_pods(t.b, "b", 16, NULL, "1", NULL);
     wait_counts(&ctl, t.b, 16, 16, "lend");
     char path[512];
