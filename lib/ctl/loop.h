@@ -1,11 +1,12 @@
 /* The controller loop's state, shared by the files that run it (internal
  * to lib/ctl; users include ctl/controller.h): controller.c runs the loop
- * (informers, cycles, leadership), tell.c sends Events and the conditions
- * of waiting pods, podgroups.c reads the optional PodGroup CRDs, bind.c
- * carries out the engine's binds (reservation pods, claims given their
- * node), evict.c its evictions (preemption notices, requeues of bare pods)
- * and statuswrite.c writes what the status of Queues, Projects and
- * PodGroups should say.
+ * (informers, the cycle's timer, leadership, lifecycle), cycle.c runs one
+ * scheduling cycle (snapshot, engine, actions, ledger samples), tell.c
+ * sends Events and the conditions of waiting pods, podgroups.c reads the
+ * optional PodGroup CRDs, bind.c carries out the engine's binds
+ * (reservation pods, claims given their node), evict.c its evictions
+ * (preemption notices, requeues of bare pods) and statuswrite.c writes
+ * what the status of Queues, Projects and PodGroups should say.
  * Every request's context is a struct req on c->reqs; its callback frees
  * it. */
 #ifndef FAIR_CTL_LOOP_H
@@ -308,6 +309,32 @@ int fair_ctl_tell_pending(struct fair_ctl *c, const struct fair_kpod *p, int why
                           const char *message);
 /* Sends queued Events while no bind waits for a slot and a slot is free. */
 void fair_ctl_pump_events(struct fair_ctl *c);
+
+/* A resourceVersion as a number, or 0 when it is not one. The API calls
+ * them opaque; kube-scheduler's assume cache and ours read them as the
+ * etcd revision they are, which grows with every write. */
+static inline uint64_t fair_ctl_rv_number(const char *s)
+{
+    if (!s || !*s || strlen(s) > 19)
+        return 0;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    return v;
+}
+
+/* ---- cycle.c ---- */
+
+/* Whether every informer has synced (the cycle runs only then). */
+bool fair_ctl_all_synced(const struct fair_ctl *c);
+/* One scheduling cycle: snapshot, engine, actions, ledger samples. */
+void fair_ctl_run_cycle(struct fair_ctl *c);
+/* At a clean stop, the leader's last ledger reconcile: the heartbeat moves
+ * to now, so the running time of live pods counts up to the stop. */
+void fair_ctl_ledger_final_heartbeat(struct fair_ctl *c);
 
 /* ---- podgroups.c ---- */
 
