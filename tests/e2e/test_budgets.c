@@ -20,25 +20,8 @@
 #include <cmocka.h>
 
 #include "e2e.h"
+#include "fixture_ledger.h"
 #include "ledger/ledger.h"
-
-/* A closed interval of gpus GPUs for project over [start, end) ms. */
-static void ledger_add(struct fair_ledger *l, const char *uid, const char *project, int64_t gpus,
-                       int64_t start, int64_t end)
-{
-    struct fair_ledger_interval_info in = {.uid = uid,
-                                           .namespace_ = "old",
-                                           .pod = uid,
-                                           .queue = project,
-                                           .project = project,
-                                           .team = project,
-                                           .gpu_milli = gpus * 1000,
-                                           .start_ms = start};
-    struct fair_error err = {0};
-    if (fair_ledger_interval_open(l, &in, &err) ||
-        fair_ledger_interval_close(l, uid, end, FAIR_LEDGER_COMPLETED, &err))
-        fail_msg("ledger: %s", err.msg);
-}
 
 /* Events with reason about Project name (in "default"), summed over count. */
 static int project_events(const char *name, const char *reason)
@@ -135,8 +118,8 @@ static void test_budget_alerts_once(void **state)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    ledger_add(l, "old-a", a, 120, now - 8 * 60000, now - 2 * 60000);
-    ledger_add(l, "old-b", b, 90, now - 8 * 60000, now - 2 * 60000);
+    fixture_ledger_add(l, "old-a", a, 120, now - 8 * 60000, now - 2 * 60000);
+    fixture_ledger_add(l, "old-b", b, 90, now - 8 * 60000, now - 2 * 60000);
     assert_int_equal(fair_ledger_flush(l, &err), 0);
     fair_ledger_free(l);
     time_t t = (time_t)ts.tv_sec;

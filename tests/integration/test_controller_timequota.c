@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "fixture_ledger.h"
 #include "ledger/ledger.h"
 #include "test_controller_common.h"
 
@@ -19,23 +20,6 @@ static int64_t wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A closed interval of gpus GPUs for project over [start, end). */
-static void ledger_add(struct fair_ledger *l, const char *uid, const char *project, int64_t gpus,
-                       int64_t start, int64_t end)
-{
-    struct fair_ledger_interval_info in = {.uid = uid,
-                                           .namespace_ = "old",
-                                           .pod = uid,
-                                           .queue = project,
-                                           .project = project,
-                                           .team = project,
-                                           .gpu_milli = gpus * 1000,
-                                           .start_ms = start};
-    struct fair_error err = {0};
-    assert_int_equal(fair_ledger_interval_open(l, &in, &err), 0);
-    assert_int_equal(fair_ledger_interval_close(l, uid, end, FAIR_LEDGER_COMPLETED, &err), 0);
 }
 
 static struct fair_ledger *ledger_new(const char *path)
@@ -135,9 +119,9 @@ static void test_budgets(void **state)
     struct fair_ledger *l = ledger_new(c.ledger);
     /* 120 GPUs for 6 minutes = 12 GPU-hours, and so on; all within the
      * last 10 minutes, so within "today" of the configured zone. */
-    ledger_add(l, "old-a", "a", 120, now - 8 * 60000, now - 2 * 60000);
-    ledger_add(l, "old-b", "b", 90, now - 8 * 60000, now - 2 * 60000);
-    ledger_add(l, "old-c", "c", 60, now - 8 * 60000, now - 2 * 60000);
+    fixture_ledger_add(l, "old-a", "a", 120, now - 8 * 60000, now - 2 * 60000);
+    fixture_ledger_add(l, "old-b", "b", 90, now - 8 * 60000, now - 2 * 60000);
+    fixture_ledger_add(l, "old-c", "c", 60, now - 8 * 60000, now - 2 * 60000);
     ledger_done(l);
     char body[1024];
     project_json(body, sizeof body, "a", "ta", 2,
@@ -254,7 +238,8 @@ static void test_decayed_usage(void **state)
     write_config(&fake, &c, "  usageHalfLife: 168h\n");
     int64_t now = wall_ms();
     struct fair_ledger *l = ledger_new(c.ledger);
-    ledger_add(l, "old-x", "x", 10, now - 3 * 86400000LL - 10 * 3600000LL, now - 3 * 86400000LL);
+    fixture_ledger_add(l, "old-x", "x", 10, now - 3 * 86400000LL - 10 * 3600000LL,
+                       now - 3 * 86400000LL);
     ledger_done(l);
     char body[1024];
     project_json(body, sizeof body, "x", "tx", 0, NULL);
