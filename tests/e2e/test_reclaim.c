@@ -65,6 +65,15 @@ static void wait_counts(struct e2e_ctl *ctl, const char *ns, int bound, int runn
     }
 }
 
+/* The two teams of scenario and a controller; team b's 16 one-GPU pods
+ * b-0..b-15 borrow all of a's idle GPUs. */
+static void b_borrows_all(struct teams *t, struct e2e_ctl *ctl, const char *scenario)
+{
+    teams_and_ctl(t, ctl, scenario, NULL);
+    e2e_pods(t->b, "b", 16, NULL, "1", NULL);
+    wait_counts(ctl, t->b, 16, 16, "lend");
+}
+
 /* Stays true for ms: the allocation is stable, no further eviction. */
 static void stays(struct e2e_ctl *ctl, const struct teams *t, int a, int b, long ms)
 {
@@ -167,9 +176,7 @@ static void test_lend_and_reclaim(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    teams_and_ctl(&t, &ctl, "reclaim", NULL);
-    e2e_pods(t.b, "b", 16, NULL, "1", NULL);
-    wait_counts(&ctl, t.b, 16, 16, "lend");
+    b_borrows_all(&t, &ctl, "reclaim");
     e2e_pods(t.a, "a", 8, NULL, "1", NULL);
     wait_counts(&ctl, t.a, 8, 8, "reclaim");
     wait_counts(&ctl, t.b, 8, 8, "reclaim");
@@ -211,9 +218,7 @@ static void test_requeue_retried(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    teams_and_ctl(&t, &ctl, "rqretry", NULL);
-    e2e_pods(t.b, "b", 16, NULL, "1", NULL);
-    wait_counts(&ctl, t.b, 16, 16, "lend");
+    b_borrows_all(&t, &ctl, "rqretry");
     char hook[200], path[400];
     snprintf(hook, sizeof hook, "%s-block", t.pre);
     e2e_create("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
@@ -554,9 +559,7 @@ static void test_label_edits_after_bind(void **state)
     (void)state;
     static struct teams t;
     static struct e2e_ctl ctl;
-    teams_and_ctl(&t, &ctl, "relabel", NULL);
-    e2e_pods(t.b, "b", 16, NULL, "1", NULL);
-    wait_counts(&ctl, t.b, 16, 16, "lend");
+    b_borrows_all(&t, &ctl, "relabel");
     char path[512];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", t.b);
     json_t *l = e2e_get(path);
