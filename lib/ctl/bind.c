@@ -169,7 +169,6 @@ void fair_ctl_pump_binds(struct fair_ctl *c)
     fair_ctl_pump_events(c);
 }
 
-/* Forgets the binds not sent yet (leadership lost, shutdown). */
 /* The pod's creator for the ledger: the value of the label that
  * ledger.creatorLabel names (borrowed), or NULL (none configured, or the
  * pod lacks it). Read at bind time, so a later edit of the label changes
@@ -185,6 +184,7 @@ const char *fair_ctl_creator_of(const struct fair_ctl *c, const struct fair_pod 
     return NULL;
 }
 
+/* Forgets the binds not sent yet (leadership lost, shutdown). */
 void fair_ctl_drop_bind_queue(struct fair_ctl *c)
 {
     while (c->resv_wait) {

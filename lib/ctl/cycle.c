@@ -2,34 +2,22 @@
  * snapshot (with what this process did and has not seen yet), one engine
  * run, and its actions carried out: binds, evictions, the reasons pending
  * pods are told, statuses; and the ledger's samples of what runs. */
-#include <event2/event.h>
-#include <jansson.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/alloc.h"
-#include "base/duration.h"
 #include "base/log.h"
-#include "base/version.h"
-#include "base/quantity.h"
 #include "cache/informer.h"
-#include "cache/leader.h"
 #include "cache/store.h"
-#include "cache/workqueue.h"
 #include "ctl/index.h"
 #include "ctl/loop.h"
 #include "ctl/metrics.h"
 #include "ctl/podmem.h"
 #include "ctl/reasons.h"
 #include "ctl/snapshot.h"
-#include "ctl/status.h"
 #include "ctl/tqstate.h"
-#include "engine/constraints.h"
 #include "engine/engine.h"
-#include "kube/client.h"
-#include "kube/config.h"
 #include "kube/decode.h"
 #include "ledger/ledger.h"
 

@@ -121,9 +121,10 @@ struct req {
     int64_t gpu_milli, inquota_milli;
     int evict_reason;
     /* Evictions: the owed pod's uid ("": none); the grace period to ask
-     * for (-1: the pod's own); the notice's due time (monotonic); the pod
-     * to create when the eviction is accepted (requeue: name and body,
-     * NULL: none), and what the Preempted Event adds about it. */
+     * for (-1: the pod's own); the notice's due time (monotonic; for a
+     * requeue waiting in c->requeues, when to try again); the pod to
+     * create when the eviction is accepted (requeue: name and body, NULL:
+     * none), and what the Preempted Event adds about it. */
     char *for_uid;
     int64_t grace_s;
     int64_t due_ms;
