@@ -687,6 +687,22 @@ static void test_requeue_long_name(void **state)
     stop_all(&fake, &c);
 }
 
+/* Pods of team-b whose name carries a requeue suffix ("-rq"). */
+static int requeued_count(struct fair_fake *fake)
+{
+    json_t *l = list(fake, "/api/v1/namespaces/team-b/pods");
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        const char *name = fair_fake_json_str(p, "metadata.name");
+        n += name && strstr(name, "-rq") != NULL;
+    }
+    json_decref(l);
+    return n;
+}
+
 /* The controller is killed mid-reclaim and restarted: every bare victim is
  * requeued exactly once (its name is derived, so a second create is 409),
  * none twice, none as -rq2. */
@@ -719,8 +735,12 @@ static void test_requeue_restart(void **state)
         snprintf(name, sizeof name, "a-%02d", i);
         mk_pod(&fake, "team-a", name, "qa", "1");
     }
-    /* Kill it once the first evictions are accepted. */
-    assert_true(WAIT_UNTIL(count_pods(&fake, "team-b", 1) < 16, WAIT_MS));
+    /* Kill it once the first evictions are accepted and the first of
+     * them is requeued (not later: its other victims may still be on
+     * their way). Killed before any requeue, every victim could be one the
+     * killed process evicted and had not yet requeued (the known limit). */
+    assert_true(
+        WAIT_UNTIL(count_pods(&fake, "team-b", 1) < 16 && requeued_count(&fake) >= 1, WAIT_MS));
     ctl_kill9(&c);
     assert_int_equal(ctl_start(&c, &fake, "rq-restart"), 0);
     if (!WAIT_UNTIL(count_pods(&fake, "team-a", 1) == 8, WAIT_MS)) {
